@@ -1,0 +1,229 @@
+//! Record types: what one side measured over a test's window. These travel in the
+//! control protocol (the server's own measurements) and are embedded in the
+//! results document, so their field names are a contract: add fields with
+//! `#[serde(default)]`, never rename.
+
+use serde::{Deserialize, Serialize};
+
+/// Transaction-time distribution, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Number of transactions recorded.
+    pub count: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// Where a side's system-wide busy time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyMethod {
+    /// Root cgroup `cpuacct.usage` (cgroup v1), nanosecond-precise.
+    CgroupV1Cpuacct,
+    /// Root cgroup `cpu.stat` `usage_usec` (cgroup v2), microsecond-precise.
+    CgroupV2CpuStat,
+    /// `/proc/stat` jiffies: tick-sampled, may miss short wake-ups.
+    ProcStat,
+}
+
+/// Where a side's process CPU time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessMethod {
+    /// `getrusage(RUSAGE_SELF)`: the whole process (the side has a process of its own).
+    RusageSelf,
+    /// Sum of `getrusage(RUSAGE_THREAD)` over the side's threads (both sides share a process).
+    RusageThreadSum,
+}
+
+/// The /proc/stat breakdown of system-wide CPU time over the window, in seconds
+/// summed over all CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcStatBreakdown {
+    /// user + nice.
+    pub user_s: f64,
+    /// system (kernel, excluding irq and softirq).
+    pub system_s: f64,
+    /// hardware interrupts.
+    pub irq_s: f64,
+    /// software interrupts (most of the network stack's receive work).
+    pub softirq_s: f64,
+    /// time stolen by the hypervisor.
+    pub steal_s: f64,
+    /// idle + iowait.
+    pub idle_s: f64,
+}
+
+impl ProcStatBreakdown {
+    /// Busy time: everything but idle (and steal, which is not this guest's work).
+    pub fn busy_s(&self) -> f64 {
+        self.user_s + self.system_s + self.irq_s + self.softirq_s
+    }
+}
+
+/// CPU time used by one side over the measurement window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SideCpu {
+    /// Process CPU (user + system) in seconds.
+    pub process_s: f64,
+    /// Process user time in seconds.
+    pub process_user_s: f64,
+    /// Process system time in seconds.
+    pub process_system_s: f64,
+    /// How `process_s` was taken.
+    pub process_method: ProcessMethod,
+    /// System-wide busy CPU time of the host in seconds, summed over CPUs.
+    pub system_busy_s: f64,
+    /// How `system_busy_s` was taken.
+    pub system_busy_method: BusyMethod,
+    /// Software-interrupt time from /proc/stat, in seconds.
+    pub softirq_s: f64,
+    /// The /proc/stat breakdown beside the precise figure.
+    pub proc_stat: ProcStatBreakdown,
+    /// Online CPUs of the host.
+    pub cpus: u32,
+    /// Wall-clock length of the window the CPU was measured over, in seconds.
+    pub window_s: f64,
+}
+
+/// One per-second sample of a side's traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Start of the interval, seconds since the measurement window opened.
+    pub start_s: f64,
+    /// Length of the interval in seconds (the last one may be shorter).
+    pub length_s: f64,
+    /// Payload bytes written by this side.
+    pub tx_bytes: u64,
+    /// Payload bytes read by this side.
+    pub rx_bytes: u64,
+    /// Transactions completed.
+    pub transactions: u64,
+}
+
+/// TCP_INFO read from every flow at the end of the window, aggregated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpInfoSummary {
+    /// Flows whose TCP_INFO was read.
+    pub flows: u32,
+    /// Sum of `tcpi_total_retrans` over the flows.
+    pub retransmits: u64,
+    /// Mean smoothed RTT in microseconds.
+    pub rtt_us_mean: f64,
+    /// Largest smoothed RTT in microseconds.
+    pub rtt_us_max: f64,
+    /// Mean RTT variance in microseconds.
+    pub rttvar_us_mean: f64,
+    /// Mean congestion window, in segments.
+    pub snd_cwnd_mean: f64,
+    /// Mean send MSS in bytes.
+    pub snd_mss_mean: f64,
+}
+
+/// Where one event-loop worker ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerPlacement {
+    /// Worker index on its side.
+    pub worker: u32,
+    /// CPUs the worker was pinned to, or `None` if it was free.
+    pub pinned: Option<Vec<usize>>,
+    /// CPUs the worker was allowed to run on (its affinity mask).
+    pub allowed_cpus: Vec<usize>,
+    /// CPU the worker was on when the window closed.
+    pub last_cpu: Option<usize>,
+    /// Flows the worker carried.
+    pub flows: u32,
+}
+
+/// Counts over the whole life of the data connections (warmup and drain
+/// included), for checking that both sides saw the same traffic.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Payload bytes written.
+    pub tx_bytes: u64,
+    /// Payload bytes read.
+    pub rx_bytes: u64,
+    /// Transactions completed (messages, for streams).
+    pub transactions: u64,
+}
+
+/// Everything one side measured in one test run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SideReport {
+    /// Length of this side's measurement window in seconds.
+    pub window_s: f64,
+    /// Payload bytes written in the window.
+    pub tx_bytes: u64,
+    /// Payload bytes read in the window.
+    pub rx_bytes: u64,
+    /// Transactions completed in the window (messages, for streams).
+    pub transactions: u64,
+    /// Failed or lost transactions in the window (UDP timeouts, connection errors).
+    pub errors: u64,
+    /// Whole-life counts.
+    pub totals: Totals,
+    /// Transaction times, where this side measures them (the client).
+    pub latency: Option<LatencySummary>,
+    /// Per-second samples over the window.
+    pub intervals: Vec<Interval>,
+    /// CPU over the window.
+    pub cpu: SideCpu,
+    /// TCP_INFO aggregate (TCP only).
+    pub tcp_info: Option<TcpInfoSummary>,
+    /// Where the workers ran.
+    pub workers: Vec<WorkerPlacement>,
+    /// Whether the workers busy-polled.
+    pub busy_poll: bool,
+    /// Connections opened over the test (users, or every transaction's for crr).
+    pub connections: u64,
+    /// Errors in words, at most a few distinct ones, for the report.
+    #[serde(default)]
+    pub error_samples: Vec<String>,
+}
+
+/// The host a side ran on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Operating system and architecture (`uname -s -m`).
+    pub os: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub cpu_count: u32,
+    /// Interface carrying the test traffic, if known.
+    pub interface: Option<String>,
+    /// MTU of that interface.
+    pub mtu: Option<u32>,
+    /// Default TCP congestion control of the host.
+    pub congestion_control: Option<String>,
+    /// Congestion control of the data connections, as read from a socket.
+    pub socket_congestion_control: Option<String>,
+    /// `net.ipv4.tcp_rmem` (min default max).
+    pub tcp_rmem: Option<String>,
+    /// `net.ipv4.tcp_wmem` (min default max).
+    pub tcp_wmem: Option<String>,
+    /// SO_SNDBUF of a data socket, as the kernel set it.
+    pub socket_sndbuf: Option<u32>,
+    /// SO_RCVBUF of a data socket, as the kernel set it.
+    pub socket_rcvbuf: Option<u32>,
+    /// linkperf version.
+    pub linkperf_version: String,
+    /// The command line that started this side.
+    pub command_line: Vec<String>,
+}

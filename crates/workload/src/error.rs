@@ -1,0 +1,33 @@
+use thiserror::Error;
+
+/// Why a workload, size, protocol or test specification was refused.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum WorkloadError {
+    /// A size such as `30k` could not be read.
+    #[error("invalid size '{0}': expected a positive number with an optional k or m suffix (powers of 1024)")]
+    Size(String),
+    /// A size is outside what the workload allows.
+    #[error("size {got} is out of range: {what} must be between {min} and {max} bytes")]
+    SizeRange {
+        /// Which size.
+        what: &'static str,
+        /// The value given.
+        got: u64,
+        /// Smallest allowed.
+        min: u64,
+        /// Largest allowed.
+        max: u64,
+    },
+    /// A workload name that matches no known form.
+    #[error("unknown workload '{0}': expected one of rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k, or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE")]
+    UnknownWorkload(String),
+    /// A protocol name other than tcp, udp or unix.
+    #[error("unknown protocol '{0}': expected tcp, udp or unix")]
+    UnknownProtocol(String),
+    /// A CPU list such as `0-3,6` could not be read.
+    #[error("invalid CPU list '{0}': expected numbers and ranges such as 0,2-3")]
+    CpuList(String),
+    /// The combination of settings cannot run.
+    #[error("{0}")]
+    Invalid(String),
+}

@@ -1,0 +1,21 @@
+//! What linkperf runs: workloads (request/response, connect-per-transaction,
+//! streams), their sizes, the transport protocol, and the specification of one
+//! test as both ends agree on it.
+//!
+//! Names follow the uperf study's vocabulary: `rr1c-200x1000` is a
+//! request/response workload with a 200-byte request and a 1000-byte response on
+//! one persistent connection per user; `str-readx30k` streams 30 KiB messages from
+//! client to server. Sizes use binary suffixes (`k` = 1024, `m` = 1024²).
+#![warn(missing_docs)]
+
+mod cpus;
+mod error;
+mod size;
+mod spec;
+mod workload;
+
+pub use cpus::CpuList;
+pub use error::WorkloadError;
+pub use size::Bytes;
+pub use spec::{Placement, Protocol, SocketOptions, TestSpec, MAX_UDP_PAYLOAD, UDP_HEADER_BYTES};
+pub use workload::{Direction, StreamDirection, Workload};

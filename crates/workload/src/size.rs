@@ -1,0 +1,102 @@
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::WorkloadError;
+
+/// A number of payload bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Bytes(pub u64);
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+const GIB: u64 = 1024 * 1024 * 1024;
+
+impl Bytes {
+    /// The size as a `usize`, for buffer arithmetic.
+    pub fn as_usize(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+
+    /// Checks `min <= self <= max`.
+    pub fn check_range(self, what: &'static str, min: u64, max: u64) -> Result<Self, WorkloadError> {
+        if self.0 < min || self.0 > max {
+            return Err(WorkloadError::SizeRange { what, got: self.0, min, max });
+        }
+        Ok(self)
+    }
+}
+
+impl FromStr for Bytes {
+    type Err = WorkloadError;
+
+    /// Reads `200`, `30k`, `30K`, `1m`, `2g` (binary multiples).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let err = || WorkloadError::Size(s.to_string());
+        let t = s.trim();
+        let (digits, mult) = match t.char_indices().last() {
+            Some((i, c)) if c.is_ascii_alphabetic() => {
+                let mult = match c.to_ascii_lowercase() {
+                    'k' => KIB,
+                    'm' => MIB,
+                    'g' => GIB,
+                    _ => return Err(err()),
+                };
+                (&t[..i], mult)
+            }
+            Some(_) => (t, 1),
+            None => return Err(err()),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(err());
+        }
+        let n: u64 = digits.parse().map_err(|_| err())?;
+        n.checked_mul(mult).map(Bytes).ok_or_else(err)
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// The compact form used in names: `30k` for 30720, `1m` for 1048576, else digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        if n >= GIB && n % GIB == 0 {
+            write!(f, "{}g", n / GIB)
+        } else if n >= MIB && n % MIB == 0 {
+            write!(f, "{}m", n / MIB)
+        } else if n >= KIB && n % KIB == 0 {
+            write!(f, "{}k", n / KIB)
+        } else {
+            write!(f, "{n}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_binary_suffixes() {
+        assert_eq!("30k".parse::<Bytes>(), Ok(Bytes(30 * 1024)));
+        assert_eq!("1M".parse::<Bytes>(), Ok(Bytes(1024 * 1024)));
+        assert_eq!("200".parse::<Bytes>(), Ok(Bytes(200)));
+        assert_eq!("2g".parse::<Bytes>(), Ok(Bytes(2 * GIB)));
+    }
+
+    #[test]
+    fn refuses_bad_sizes() {
+        for bad in ["", "k", "1x", "-1", "1.5k", "99999999999999999999", "18014398509481984k"] {
+            assert!(bad.parse::<Bytes>().is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn displays_compactly_and_round_trips() {
+        for (n, s) in [(1, "1"), (1000, "1000"), (30720, "30k"), (MIB, "1m"), (1536, "1536")] {
+            assert_eq!(Bytes(n).to_string(), s);
+            assert_eq!(s.parse::<Bytes>(), Ok(Bytes(n)));
+        }
+    }
+}

@@ -1,0 +1,213 @@
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{CpuList, Workload, WorkloadError};
+
+/// Bytes of linkperf header in front of every UDP datagram's payload
+/// (session tag, flow id, sequence number). Not counted as payload.
+pub const UDP_HEADER_BYTES: usize = 16;
+
+/// Largest UDP request or response payload (65,507 bytes of IPv4 datagram less the header).
+pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
+
+/// The transport that carries the data connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// TCP, one connection per user.
+    Tcp,
+    /// UDP datagrams, request/response only; a lost datagram is a lost transaction.
+    Udp,
+    /// Unix stream sockets: same host only, the in-memory path.
+    Unix,
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Unix => "unix",
+        })
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = WorkloadError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "tcp" => Ok(Protocol::Tcp),
+            "udp" => Ok(Protocol::Udp),
+            "unix" => Ok(Protocol::Unix),
+            _ => Err(WorkloadError::UnknownProtocol(s.to_string())),
+        }
+    }
+}
+
+/// Socket options applied to every data connection, on both ends.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SocketOptions {
+    /// TCP_NODELAY. `None` means the workload's default: on for rr/crr, off for streams.
+    pub nodelay: Option<bool>,
+    /// SO_SNDBUF in bytes, as requested (the kernel doubles it and caps it).
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF in bytes, as requested.
+    pub rcvbuf: Option<u32>,
+    /// TCP congestion control algorithm (TCP_CONGESTION), e.g. `cubic`, `bbr`.
+    pub cc: Option<String>,
+    /// TCP maximum segment size (TCP_MAXSEG), set before connecting.
+    pub mss: Option<u32>,
+}
+
+impl SocketOptions {
+    /// Whether TCP_NODELAY is on for this workload.
+    pub fn nodelay_for(&self, workload: &Workload) -> bool {
+        self.nodelay.unwrap_or(workload.is_request_response())
+    }
+}
+
+/// How one side runs its event-loop workers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Placement {
+    /// Number of event-loop worker threads; every user is carried by one of them.
+    pub threads: u32,
+    /// CPUs the workers are pinned to, worker i on `cpus[i % len]`; `None` leaves them free.
+    pub affinity: Option<CpuList>,
+    /// Workers poll without sleeping (zero-timeout event waits).
+    pub busy_poll: bool,
+}
+
+impl Placement {
+    /// `threads` workers, free to run anywhere, sleeping when idle.
+    pub fn with_threads(threads: u32) -> Self {
+        Placement { threads, affinity: None, busy_poll: false }
+    }
+}
+
+/// One test as both ends agree on it: what each user does, over which protocol,
+/// how many users, for how long.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TestSpec {
+    /// What each user does.
+    pub workload: Workload,
+    /// Transport of the data connections.
+    pub protocol: Protocol,
+    /// Concurrent flows, each with its own connection.
+    pub users: u32,
+    /// Length of the measurement window.
+    pub duration: Duration,
+    /// Time before the window, excluded from every metric.
+    pub warmup: Duration,
+    /// Socket options for every data connection.
+    pub socket: SocketOptions,
+    /// How long a UDP transaction waits for its response before it counts as lost.
+    pub udp_timeout: Duration,
+}
+
+/// Most users in one test.
+pub const MAX_USERS: u32 = 100_000;
+
+impl TestSpec {
+    /// A spec with the defaults: 1 s warmup, default socket options, 250 ms UDP timeout.
+    pub fn new(workload: Workload, protocol: Protocol, users: u32, duration: Duration) -> Self {
+        TestSpec {
+            workload,
+            protocol,
+            users,
+            duration,
+            warmup: Duration::from_secs(1),
+            socket: SocketOptions::default(),
+            udp_timeout: Duration::from_millis(250),
+        }
+    }
+
+    /// The test's name in the study's form: `rr1c-200x1000--50`; a protocol other
+    /// than TCP is appended: `rr1c-1x1--50--udp`.
+    pub fn name(&self) -> String {
+        match self.protocol {
+            Protocol::Tcp => format!("{}--{}", self.workload.name(), self.users),
+            p => format!("{}--{}--{}", self.workload.name(), self.users, p),
+        }
+    }
+
+    /// Checks that the combination can run.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
+        self.workload.validate()?;
+        if self.users == 0 || self.users > MAX_USERS {
+            return Err(WorkloadError::Invalid(format!(
+                "users must be between 1 and {MAX_USERS}, got {}",
+                self.users
+            )));
+        }
+        if self.duration.is_zero() {
+            return Err(WorkloadError::Invalid("duration must be longer than zero".into()));
+        }
+        if self.protocol == Protocol::Udp {
+            match &self.workload {
+                Workload::Rr { request, response } => {
+                    request.check_range("UDP request", 1, MAX_UDP_PAYLOAD)?;
+                    response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
+                }
+                other => {
+                    return Err(WorkloadError::Invalid(format!(
+                        "workload {} cannot run over udp: udp carries request/response (rr) only",
+                        other.name()
+                    )))
+                }
+            }
+            if self.udp_timeout.is_zero() {
+                return Err(WorkloadError::Invalid("udp timeout must be longer than zero".into()));
+            }
+        }
+        if self.protocol != Protocol::Tcp && (self.socket.cc.is_some() || self.socket.mss.is_some()) {
+            return Err(WorkloadError::Invalid(format!(
+                "--cc and --mss are TCP options; protocol is {}",
+                self.protocol
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Bytes;
+
+    fn spec(w: &str, p: Protocol, users: u32) -> TestSpec {
+        TestSpec::new(w.parse().unwrap(), p, users, Duration::from_secs(1))
+    }
+
+    #[test]
+    fn names_follow_the_study() {
+        assert_eq!(spec("rr1c-200x1000", Protocol::Tcp, 50).name(), "rr1c-200x1000--50");
+        assert_eq!(spec("rr:1x1", Protocol::Udp, 1).name(), "rr1c-1x1--1--udp");
+    }
+
+    #[test]
+    fn udp_carries_rr_only_within_datagram_size() {
+        assert!(spec("rr1c-200x1000", Protocol::Udp, 1).validate().is_ok());
+        assert!(spec("str-readx30k", Protocol::Udp, 1).validate().is_err());
+        assert!(spec("rr:200x64k", Protocol::Udp, 1).validate().is_err());
+    }
+
+    #[test]
+    fn refuses_zero_users_and_duration() {
+        assert!(spec("rr1c-1x1", Protocol::Tcp, 0).validate().is_err());
+        let mut s = spec("rr1c-1x1", Protocol::Tcp, 1);
+        s.duration = Duration::ZERO;
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn nodelay_defaults_by_kind() {
+        let o = SocketOptions::default();
+        assert!(o.nodelay_for(&"rr1c-1x1".parse().unwrap()));
+        assert!(!o.nodelay_for(&"str-readx30k".parse().unwrap()));
+        let _ = Bytes(1);
+    }
+}
