@@ -1,1 +1,26 @@
-//! placeholder
+//! linkperf's data path. Each side of a test runs a few event-loop workers
+//! (mio/epoll) that carry all its users' flows; a flow is a state machine
+//! ([`flow`]) that is told what its socket did and when, and decides what to do
+//! next. The client connects the users and times transactions; the server
+//! answers and counts what it saw itself.
+#![warn(missing_docs)]
+
+mod client;
+mod counters;
+mod error;
+pub mod flow;
+mod report;
+mod schedule;
+mod server;
+mod signals;
+mod transport;
+mod worker;
+
+pub use client::{Aborter, ClientConfig, ClientTest};
+pub use counters::Counters;
+pub use error::EngineError;
+pub use report::{aggregate, Aggregate};
+pub use schedule::{Phase, Schedule};
+pub use server::{ServerConfig, ServerTest};
+pub use transport::DataEndpoints;
+pub use worker::{SocketFacts, WorkerReport};

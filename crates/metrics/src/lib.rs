@@ -5,6 +5,26 @@
 //! of a host.
 #![warn(missing_docs)]
 
+mod cpu;
+mod environment;
+mod error;
+mod latency;
+mod limits;
+mod placement;
 mod record;
+mod sys;
+mod tcp_info;
 
+pub use cpu::{
+    online_cpus, process_cpu_now, side_cpu, system_busy_method, system_cpu_between, system_cpu_now,
+    thread_cpu_now, ProcessCpu, SystemCpuDelta, SystemCpuSample,
+};
+pub use environment::capture_environment;
+pub use error::MetricsError;
+pub use latency::LatencyRecorder;
+pub use limits::{peak_rss_bytes, raise_fd_limit};
+pub use placement::{current_cpu, current_thread_allowed_cpus, pin_current_thread};
 pub use record::*;
+pub use tcp_info::{
+    read_tcp_info, socket_buffers, socket_congestion_control, TcpInfoAggregator, TcpInfoSnapshot,
+};

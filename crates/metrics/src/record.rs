@@ -32,7 +32,9 @@ pub struct LatencySummary {
 pub enum BusyMethod {
     /// Root cgroup `cpuacct.usage` (cgroup v1), nanosecond-precise.
     CgroupV1Cpuacct,
-    /// Root cgroup `cpu.stat` `usage_usec` (cgroup v2), microsecond-precise.
+    /// Root cgroup `cpu.stat` `usage_usec` (cgroup v2), in microseconds; for the
+    /// root the kernel sums the same per-CPU counters as /proc/stat, so it is only
+    /// finer than ticks where the kernel's CPU accounting is.
     CgroupV2CpuStat,
     /// `/proc/stat` jiffies: tick-sampled, may miss short wake-ups.
     ProcStat,

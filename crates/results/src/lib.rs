@@ -1,1 +1,24 @@
-//! placeholder
+//! linkperf's results document (schema `linkperf/results/v1`): the versioned
+//! serde types every exporter and comparison reads, the derivation of a run's
+//! figures (throughput, transaction time, CPU efficiency) from what the client
+//! and the server measured, and saving and loading the file.
+//!
+//! Saving is atomic (temporary file, sync, rename, directory sync); loading
+//! refuses a missing, empty, truncated, foreign or newer file with a message that
+//! names the file and the problem. The schema is documented for users and tool
+//! writers in `docs/results-schema.md`.
+#![warn(missing_docs)]
+
+mod derive;
+mod document;
+mod error;
+mod store;
+mod timestamp;
+
+pub use derive::{derive_run, failed_run};
+pub use document::{
+    CpuPair, Efficiency, Environments, IntervalRate, ResultsDocument, Run, RunStatus, TestConfig,
+    TestResult, Throughput, WorkloadInfo, SCHEMA,
+};
+pub use error::ResultsError;
+pub use timestamp::rfc3339;

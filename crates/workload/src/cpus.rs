@@ -22,7 +22,10 @@ impl FromStr for CpuList {
         for part in s.split(',') {
             let part = part.trim();
             let (lo, hi) = match part.split_once('-') {
-                Some((a, b)) => (a.trim().parse::<usize>().map_err(|_| err())?, b.trim().parse::<usize>().map_err(|_| err())?),
+                Some((a, b)) => (
+                    a.trim().parse::<usize>().map_err(|_| err())?,
+                    b.trim().parse::<usize>().map_err(|_| err())?,
+                ),
                 None => {
                     let n = part.parse::<usize>().map_err(|_| err())?;
                     (n, n)

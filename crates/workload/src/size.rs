@@ -21,9 +21,19 @@ impl Bytes {
     }
 
     /// Checks `min <= self <= max`.
-    pub fn check_range(self, what: &'static str, min: u64, max: u64) -> Result<Self, WorkloadError> {
+    pub fn check_range(
+        self,
+        what: &'static str,
+        min: u64,
+        max: u64,
+    ) -> Result<Self, WorkloadError> {
         if self.0 < min || self.0 > max {
-            return Err(WorkloadError::SizeRange { what, got: self.0, min, max });
+            return Err(WorkloadError::SizeRange {
+                what,
+                got: self.0,
+                min,
+                max,
+            });
         }
         Ok(self)
     }
@@ -61,11 +71,11 @@ impl fmt::Display for Bytes {
     /// The compact form used in names: `30k` for 30720, `1m` for 1048576, else digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.0;
-        if n >= GIB && n % GIB == 0 {
+        if n >= GIB && n.is_multiple_of(GIB) {
             write!(f, "{}g", n / GIB)
-        } else if n >= MIB && n % MIB == 0 {
+        } else if n >= MIB && n.is_multiple_of(MIB) {
             write!(f, "{}m", n / MIB)
-        } else if n >= KIB && n % KIB == 0 {
+        } else if n >= KIB && n.is_multiple_of(KIB) {
             write!(f, "{}k", n / KIB)
         } else {
             write!(f, "{n}")
@@ -87,14 +97,28 @@ mod tests {
 
     #[test]
     fn refuses_bad_sizes() {
-        for bad in ["", "k", "1x", "-1", "1.5k", "99999999999999999999", "18014398509481984k"] {
+        for bad in [
+            "",
+            "k",
+            "1x",
+            "-1",
+            "1.5k",
+            "99999999999999999999",
+            "18014398509481984k",
+        ] {
             assert!(bad.parse::<Bytes>().is_err(), "{bad} should fail");
         }
     }
 
     #[test]
     fn displays_compactly_and_round_trips() {
-        for (n, s) in [(1, "1"), (1000, "1000"), (30720, "30k"), (MIB, "1m"), (1536, "1536")] {
+        for (n, s) in [
+            (1, "1"),
+            (1000, "1000"),
+            (30720, "30k"),
+            (MIB, "1m"),
+            (1536, "1536"),
+        ] {
             assert_eq!(Bytes(n).to_string(), s);
             assert_eq!(s.parse::<Bytes>(), Ok(Bytes(n)));
         }

@@ -84,7 +84,11 @@ pub struct Placement {
 impl Placement {
     /// `threads` workers, free to run anywhere, sleeping when idle.
     pub fn with_threads(threads: u32) -> Self {
-        Placement { threads, affinity: None, busy_poll: false }
+        Placement {
+            threads,
+            affinity: None,
+            busy_poll: false,
+        }
     }
 }
 
@@ -144,7 +148,9 @@ impl TestSpec {
             )));
         }
         if self.duration.is_zero() {
-            return Err(WorkloadError::Invalid("duration must be longer than zero".into()));
+            return Err(WorkloadError::Invalid(
+                "duration must be longer than zero".into(),
+            ));
         }
         if self.protocol == Protocol::Udp {
             match &self.workload {
@@ -160,10 +166,13 @@ impl TestSpec {
                 }
             }
             if self.udp_timeout.is_zero() {
-                return Err(WorkloadError::Invalid("udp timeout must be longer than zero".into()));
+                return Err(WorkloadError::Invalid(
+                    "udp timeout must be longer than zero".into(),
+                ));
             }
         }
-        if self.protocol != Protocol::Tcp && (self.socket.cc.is_some() || self.socket.mss.is_some()) {
+        if self.protocol != Protocol::Tcp && (self.socket.cc.is_some() || self.socket.mss.is_some())
+        {
             return Err(WorkloadError::Invalid(format!(
                 "--cc and --mss are TCP options; protocol is {}",
                 self.protocol
@@ -184,7 +193,10 @@ mod tests {
 
     #[test]
     fn names_follow_the_study() {
-        assert_eq!(spec("rr1c-200x1000", Protocol::Tcp, 50).name(), "rr1c-200x1000--50");
+        assert_eq!(
+            spec("rr1c-200x1000", Protocol::Tcp, 50).name(),
+            "rr1c-200x1000--50"
+        );
         assert_eq!(spec("rr:1x1", Protocol::Udp, 1).name(), "rr1c-1x1--1--udp");
     }
 

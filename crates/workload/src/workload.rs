@@ -143,10 +143,16 @@ impl FromStr for Workload {
         let t = s.trim();
         let lower = t.to_ascii_lowercase();
         let unknown = || WorkloadError::UnknownWorkload(t.to_string());
-        let w = if let Some(rest) = lower.strip_prefix("rr1c-").or_else(|| lower.strip_prefix("rr:")) {
+        let w = if let Some(rest) = lower
+            .strip_prefix("rr1c-")
+            .or_else(|| lower.strip_prefix("rr:"))
+        {
             let (request, response) = pair(rest, t)?;
             Workload::Rr { request, response }
-        } else if let Some(rest) = lower.strip_prefix("crr-").or_else(|| lower.strip_prefix("crr:")) {
+        } else if let Some(rest) = lower
+            .strip_prefix("crr-")
+            .or_else(|| lower.strip_prefix("crr:"))
+        {
             let (request, response) = pair(rest, t)?;
             Workload::Crr { request, response }
         } else {
@@ -165,7 +171,10 @@ impl FromStr for Workload {
             } else {
                 return Err(unknown());
             };
-            Workload::Stream { message: size.parse()?, direction }
+            Workload::Stream {
+                message: size.parse()?,
+                direction,
+            }
         };
         w.validate()?;
         Ok(w)
@@ -185,7 +194,13 @@ mod tests {
     #[test]
     fn study_names_parse_with_their_meaning() {
         let w: Workload = "rr1c-200x30k".parse().unwrap();
-        assert_eq!(w, Workload::Rr { request: Bytes(200), response: Bytes(30720) });
+        assert_eq!(
+            w,
+            Workload::Rr {
+                request: Bytes(200),
+                response: Bytes(30720)
+            }
+        );
         let w: Workload = "str-readx30k".parse().unwrap();
         assert_eq!(w.direction(), Direction::ClientToServer);
         let w: Workload = "str-writex30k".parse().unwrap();
@@ -204,22 +219,41 @@ mod tests {
         ] {
             let w: Workload = given.parse().unwrap();
             assert_eq!(w.name(), name);
-            assert_eq!(name.parse::<Workload>().unwrap(), w, "canonical name parses back");
+            assert_eq!(
+                name.parse::<Workload>().unwrap(),
+                w,
+                "canonical name parses back"
+            );
         }
     }
 
     #[test]
     fn study_names_are_canonical() {
-        for n in ["rr1c-1x1", "rr1c-200x1000", "rr1c-200x30k", "str-readx30k", "str-writex30k"] {
+        for n in [
+            "rr1c-1x1",
+            "rr1c-200x1000",
+            "rr1c-200x30k",
+            "str-readx30k",
+            "str-writex30k",
+        ] {
             assert_eq!(n.parse::<Workload>().unwrap().name(), n);
         }
     }
 
     #[test]
     fn refuses_unknown_and_out_of_range() {
-        assert!(matches!("tcp_rr".parse::<Workload>(), Err(WorkloadError::UnknownWorkload(_))));
-        assert!(matches!("rr:0x1".parse::<Workload>(), Err(WorkloadError::SizeRange { .. })));
-        assert!(matches!("rr:1".parse::<Workload>(), Err(WorkloadError::UnknownWorkload(_))));
+        assert!(matches!(
+            "tcp_rr".parse::<Workload>(),
+            Err(WorkloadError::UnknownWorkload(_))
+        ));
+        assert!(matches!(
+            "rr:0x1".parse::<Workload>(),
+            Err(WorkloadError::SizeRange { .. })
+        ));
+        assert!(matches!(
+            "rr:1".parse::<Workload>(),
+            Err(WorkloadError::UnknownWorkload(_))
+        ));
         assert!("stream-up:65m".parse::<Workload>().is_err());
     }
 

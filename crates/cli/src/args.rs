@@ -1,0 +1,145 @@
+//! Command-line arguments as typed, validated values. No I/O here.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use linkperf_workload::{Bytes, CpuList, Protocol, Workload};
+
+/// Default control port of `linkperf serve`.
+pub const DEFAULT_PORT: u16 = 7410;
+
+/// Measure how well a network path carries real workloads.
+#[derive(Debug, Parser)]
+#[command(name = "linkperf", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve tests to linkperf clients (the daemon).
+    Serve(ServeArgs),
+    /// Run one test against a server (or an embedded one on loopback).
+    Run(Box<RunArgs>),
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))?;
+    Ok(d)
+}
+
+fn parse_workload(s: &str) -> Result<Workload, String> {
+    s.parse::<Workload>().map_err(|e| e.to_string())
+}
+
+fn parse_protocol(s: &str) -> Result<Protocol, String> {
+    s.parse::<Protocol>().map_err(|e| e.to_string())
+}
+
+fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    s.parse::<CpuList>().map_err(|e| e.to_string())
+}
+
+fn parse_buffer(s: &str) -> Result<u32, String> {
+    let b = s.parse::<Bytes>().map_err(|e| e.to_string())?;
+    u32::try_from(b.0)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("buffer size {s} must be between 1 byte and 4 GiB"))
+}
+
+/// `linkperf serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Loopback unless given; use 0.0.0.0 or :: to serve other hosts.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub listen: IpAddr,
+    /// Control port.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Longest test accepted (warmup + duration).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub max_duration: Duration,
+    /// Most sessions served at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_sessions: usize,
+    /// Most users in one test.
+    #[arg(long, default_value_t = 20_000)]
+    pub max_users: u32,
+    /// Print nothing per session.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `linkperf run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Server to test against (HOST or HOST:PORT). Without it, a server is started in-process on loopback.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// Control port when --server has none.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
+    /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
+    #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]
+    pub workload: Workload,
+    /// Transport: tcp, udp (request/response only) or unix (same host only).
+    #[arg(long, default_value = "tcp", value_parser = parse_protocol)]
+    pub protocol: Protocol,
+    /// Concurrent users, each a flow with its own connection.
+    #[arg(long, short, default_value_t = 1)]
+    pub users: u32,
+    /// Length of the measurement window.
+    #[arg(long, short, default_value = "10s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Time before the window, excluded from every metric.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub warmup: Duration,
+    /// Client event-loop workers (default: number of CPUs).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Server event-loop workers (default: number of CPUs).
+    #[arg(long)]
+    pub server_threads: Option<u32>,
+    /// Pin the client's workers to these CPUs (e.g. 0 or 0-3,6).
+    #[arg(long, value_parser = parse_cpus)]
+    pub affinity: Option<CpuList>,
+    /// Pin the server's workers to these CPUs.
+    #[arg(long, value_parser = parse_cpus)]
+    pub server_affinity: Option<CpuList>,
+    /// Workers on both sides poll without sleeping (removes wake-up cost; burns CPU).
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// TCP_NODELAY (default: on for rr/crr, off for streams).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub nodelay: Option<bool>,
+    /// SO_SNDBUF on every data socket (e.g. 256k).
+    #[arg(long, value_parser = parse_buffer)]
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF on every data socket.
+    #[arg(long, value_parser = parse_buffer)]
+    pub rcvbuf: Option<u32>,
+    /// TCP congestion control (e.g. cubic, bbr, reno).
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// TCP maximum segment size.
+    #[arg(long)]
+    pub mss: Option<u32>,
+    /// UDP: time after which an unanswered transaction counts as lost.
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    pub udp_timeout: Duration,
+    /// Label of this configuration in the results document.
+    #[arg(long, default_value = "linkperf")]
+    pub label: String,
+    /// Write the results document (JSON) to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Print only the results, no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}

@@ -1,0 +1,128 @@
+//! `linkperf run`: one test, against a server or the embedded one.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, TestConfig};
+use linkperf_session::{run_test, Daemon, DaemonConfig, Target};
+
+use crate::args::RunArgs;
+use crate::plan::plan_run;
+use crate::table::render_run;
+use crate::UsageError;
+
+/// Runs one test and reports it.
+pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    let mut plan = plan_run(&a, command_line.clone()).map_err(|e| UsageError(format!("{e:#}")))?;
+    if let Some(p) = &a.json {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(UsageError(format!(
+                    "cannot write {}: directory {} does not exist",
+                    p.display(),
+                    dir.display()
+                ))
+                .into());
+            }
+        }
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::AcqRel) {
+                std::process::exit(130);
+            }
+        });
+    }
+    plan.request.cancel = Some(cancel.clone());
+
+    // Without --server: a daemon on loopback in this process.
+    let (embedded, target) = match &plan.target {
+        Some(t) => (None, t.clone()),
+        None => {
+            let mut cfg = DaemonConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+            cfg.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
+            cfg.command_line = command_line.clone();
+            cfg.max_users = linkperf_workload_max_users();
+            let d = Daemon::bind(cfg)
+                .context("failed to start the embedded server")?
+                .spawn();
+            let t = Target {
+                address: d.addr().to_string(),
+                default_port: d.addr().port(),
+            };
+            (Some(d), t)
+        }
+    };
+    let server_label = if embedded.is_some() {
+        "embedded".to_string()
+    } else {
+        target.address.clone()
+    };
+    let spec = plan.request.spec.clone();
+    if !a.quiet {
+        eprintln!(
+            "linkperf: running {} against {} for {:?} (+{:?} warmup)",
+            spec.name(),
+            server_label,
+            spec.duration,
+            spec.warmup
+        );
+    }
+    let config = TestConfig::from_spec(
+        &spec,
+        server_label,
+        plan.request.client.clone(),
+        plan.request.server.clone(),
+    );
+    let mut doc = ResultsDocument::new(a.label.clone(), command_line);
+    let started = SystemTime::now();
+    let result = run_test(&target, &plan.request);
+    drop(embedded);
+    let (run, code, err) = match result {
+        Ok(o) => {
+            doc.environment.client = Some(o.client_environment.clone());
+            doc.environment.server = o.server_environment.clone();
+            let mut r = derive_run(1, rfc3339(o.started), o.client, o.server);
+            let code = if o.aborted {
+                r.status = RunStatus::Aborted;
+                r.error = Some("interrupted".into());
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+            (r, code, None)
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            (
+                failed_run(1, rfc3339(started), RunStatus::Failed, msg.clone()),
+                ExitCode::from(1),
+                Some(msg),
+            )
+        }
+    };
+    doc.push_run(&spec, config, run);
+    let test = &doc.tests[0];
+    print!("{}", render_run(test, &test.runs[0]));
+    if let Some(p) = &a.json {
+        doc.save(p)
+            .with_context(|| format!("failed to save results to {}", p.display()))?;
+        if !a.quiet {
+            eprintln!("linkperf: results written to {}", p.display());
+        }
+    }
+    if let Some(e) = err {
+        anyhow::bail!("the test did not run: {e}");
+    }
+    Ok(code)
+}
+
+fn linkperf_workload_max_users() -> u32 {
+    100_000
+}

@@ -1,0 +1,129 @@
+//! The human-readable summary of a run, for the terminal.
+
+use std::fmt::Write as _;
+
+use linkperf_results::{Run, TestResult};
+
+fn rate(bytes_per_s: f64) -> String {
+    let bits = bytes_per_s * 8.0;
+    if bits >= 1e9 {
+        format!("{:.2} Gbit/s", bits / 1e9)
+    } else if bits >= 1e6 {
+        format!("{:.2} Mbit/s", bits / 1e6)
+    } else {
+        format!("{:.2} kbit/s", bits / 1e3)
+    }
+}
+
+fn opt(v: Option<f64>, unit: &str) -> String {
+    match v {
+        Some(x) if x >= 1e6 => format!("{:.3e} {unit}", x),
+        Some(x) => format!("{x:.2} {unit}"),
+        None => "n/a".into(),
+    }
+}
+
+fn per_cpu(v: Option<f64>) -> String {
+    match v {
+        Some(b) => format!("{:.1} MB/cpu-s", b / 1e6),
+        None => "n/a".into(),
+    }
+}
+
+/// The name a value has in the results document.
+fn wire_name<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|j| j.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+/// Renders one test's run.
+pub fn render_run(test: &TestResult, run: &Run) -> String {
+    let mut s = String::new();
+    let w = &test.workload;
+    let _ = writeln!(
+        s,
+        "{}  ({}, {}, {} users, {:.1} s window after {:.1} s warmup)  [{}]",
+        test.name,
+        w.protocol,
+        w.direction,
+        w.users,
+        w.duration_s,
+        w.warmup_s,
+        wire_name(&run.status)
+    );
+    if let Some(e) = &run.error {
+        let _ = writeln!(s, "  error          {e}");
+    }
+    if let Some(t) = &run.throughput {
+        let _ = writeln!(
+            s,
+            "  throughput     {} (sent {}, received {}), {:.0} transactions/s",
+            rate(t.bytes_per_s),
+            rate(t.tx_bytes_per_s),
+            rate(t.rx_bytes_per_s),
+            t.transactions_per_s
+        );
+    }
+    if let Some(l) = &run.transaction_time_us {
+        let _ = writeln!(
+            s,
+            "  transaction    mean {:.1} µs  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1} µs  ({} transactions)",
+            l.mean, l.p50, l.p90, l.p99, l.p999, l.max, l.count
+        );
+    }
+    if let Some(cpu) = &run.cpu {
+        let side = |name: &str, c: &linkperf_metrics::SideCpu| {
+            format!(
+                "  cpu {name:<10} process {:.3} s ({}), system-wide busy {:.3} s ({}), softirq {:.3} s",
+                c.process_s,
+                wire_name(&c.process_method),
+                c.system_busy_s,
+                wire_name(&c.system_busy_method),
+                c.softirq_s
+            )
+        };
+        let _ = writeln!(s, "{}", side("client", &cpu.client));
+        match &cpu.server {
+            Some(c) => {
+                let _ = writeln!(s, "{}", side("server", c));
+            }
+            None => {
+                let _ = writeln!(s, "  cpu server     not reported");
+            }
+        }
+    }
+    if let Some(e) = &run.efficiency {
+        let _ = writeln!(
+            s,
+            "  efficiency     client {} / {} per txn, server {} / {} per txn (process CPU)",
+            per_cpu(e.client_bytes_per_cpu_s),
+            opt(e.client_cpu_us_per_txn, "cpu-µs"),
+            per_cpu(e.server_bytes_per_cpu_s),
+            opt(e.server_cpu_us_per_txn, "cpu-µs"),
+        );
+        let _ = writeln!(
+            s,
+            "                 client {} / {} per txn, server {} / {} per txn (system-wide CPU)",
+            per_cpu(e.client_bytes_per_system_cpu_s),
+            opt(e.client_system_cpu_us_per_txn, "cpu-µs"),
+            per_cpu(e.server_bytes_per_system_cpu_s),
+            opt(e.server_system_cpu_us_per_txn, "cpu-µs"),
+        );
+    }
+    if let Some(t) = &run.tcp_info {
+        let _ = writeln!(
+            s,
+            "  tcp            {} retransmits over {} flows, rtt mean {:.0} µs (max {:.0} µs), cwnd {:.0}",
+            t.retransmits, t.flows, t.rtt_us_mean, t.rtt_us_max, t.snd_cwnd_mean
+        );
+    }
+    let _ = writeln!(s, "  errors         {}", run.errors);
+    if let Some(c) = &run.client {
+        for e in &c.error_samples {
+            let _ = writeln!(s, "                 {e}");
+        }
+    }
+    s
+}

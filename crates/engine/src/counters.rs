@@ -1,0 +1,240 @@
+//! What one worker counts: window totals, whole-life totals, per-second
+//! intervals, and transaction times. The worker passes the time in.
+
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::{Interval, LatencyRecorder, Totals};
+
+use crate::schedule::Schedule;
+
+/// Distinct error messages kept per worker for the report.
+const MAX_ERROR_SAMPLES: usize = 4;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    tx: u64,
+    rx: u64,
+    txns: u64,
+}
+
+/// One worker's counters for one test.
+#[derive(Debug)]
+pub struct Counters {
+    schedule: Option<Schedule>,
+    record_latency: bool,
+    /// Payload bytes written in the window.
+    pub tx_bytes: u64,
+    /// Payload bytes read in the window.
+    pub rx_bytes: u64,
+    /// Transactions completed in the window.
+    pub transactions: u64,
+    /// Errors (failed or lost transactions, broken connections) in the window or after.
+    pub errors: u64,
+    /// Whole-life counts.
+    pub totals: Totals,
+    /// Transaction times recorded in the window.
+    pub latency: LatencyRecorder,
+    buckets: Vec<Bucket>,
+    /// A few distinct error messages.
+    pub error_samples: Vec<String>,
+}
+
+impl Counters {
+    /// Counters that record transaction times when `record_latency`.
+    pub fn new(record_latency: bool) -> Self {
+        Counters {
+            schedule: None,
+            record_latency,
+            tx_bytes: 0,
+            rx_bytes: 0,
+            transactions: 0,
+            errors: 0,
+            totals: Totals::default(),
+            latency: LatencyRecorder::new(),
+            buckets: Vec::new(),
+            error_samples: Vec::new(),
+        }
+    }
+
+    /// Sets the schedule that defines the window.
+    pub fn set_schedule(&mut self, schedule: Schedule) {
+        let secs = schedule.window().as_secs_f64().ceil().max(1.0) as usize;
+        self.buckets = vec![Bucket::default(); secs];
+        self.schedule = Some(schedule);
+    }
+
+    fn bucket(&mut self, now: Instant) -> Option<&mut Bucket> {
+        let s = self.schedule?;
+        if now < s.measure_from || now >= s.measure_until {
+            return None;
+        }
+        let idx = (now - s.measure_from).as_secs() as usize;
+        let last = self.buckets.len().saturating_sub(1);
+        self.buckets.get_mut(idx.min(last))
+    }
+
+    /// `n` payload bytes written at `now`.
+    pub fn tx(&mut self, n: usize, now: Instant) {
+        let n = n as u64;
+        self.totals.tx_bytes += n;
+        if let Some(b) = self.bucket(now) {
+            b.tx += n;
+            self.tx_bytes += n;
+        }
+    }
+
+    /// `n` payload bytes read at `now`.
+    pub fn rx(&mut self, n: usize, now: Instant) {
+        let n = n as u64;
+        self.totals.rx_bytes += n;
+        if let Some(b) = self.bucket(now) {
+            b.rx += n;
+            self.rx_bytes += n;
+        }
+    }
+
+    /// `count` transactions completed at `now`, each taking `took`.
+    pub fn transactions(&mut self, count: u64, took: Duration, now: Instant) {
+        self.totals.transactions += count;
+        let record = self.record_latency;
+        if let Some(b) = self.bucket(now) {
+            b.txns += count;
+            self.transactions += count;
+            if record {
+                let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+                for _ in 0..count {
+                    self.latency.record_ns(ns);
+                }
+            }
+        }
+    }
+
+    /// One error: counted if it happens after the warmup.
+    pub fn error(&mut self, now: Instant, message: impl FnOnce() -> String) {
+        let counted = self.schedule.is_some_and(|s| now >= s.measure_from);
+        if counted {
+            self.errors += 1;
+        }
+        if self.error_samples.len() < MAX_ERROR_SAMPLES {
+            let m = message();
+            if !self.error_samples.contains(&m) {
+                self.error_samples.push(m);
+            }
+        }
+    }
+
+    /// Adds another worker's counters to these.
+    pub fn merge(&mut self, other: &Counters) {
+        self.tx_bytes += other.tx_bytes;
+        self.rx_bytes += other.rx_bytes;
+        self.transactions += other.transactions;
+        self.errors += other.errors;
+        self.totals.tx_bytes += other.totals.tx_bytes;
+        self.totals.rx_bytes += other.totals.rx_bytes;
+        self.totals.transactions += other.totals.transactions;
+        self.latency.merge(&other.latency);
+        if self.buckets.len() < other.buckets.len() {
+            self.buckets.resize(other.buckets.len(), Bucket::default());
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            a.tx += b.tx;
+            a.rx += b.rx;
+            a.txns += b.txns;
+        }
+        for m in &other.error_samples {
+            if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(m) {
+                self.error_samples.push(m.clone());
+            }
+        }
+        if self.schedule.is_none() {
+            self.schedule = other.schedule;
+        }
+    }
+
+    /// The per-second intervals of the window.
+    pub fn intervals(&self) -> Vec<Interval> {
+        let Some(s) = self.schedule else {
+            return Vec::new();
+        };
+        let window = s.window().as_secs_f64();
+        self.buckets
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let start = i as f64;
+                Interval {
+                    start_s: start,
+                    length_s: (window - start).clamp(0.0, 1.0),
+                    tx_bytes: b.tx,
+                    rx_bytes: b.rx,
+                    transactions: b.txns,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sched(t0: Instant) -> Schedule {
+        Schedule::new(
+            t0,
+            Duration::from_secs(1),
+            Duration::from_millis(2500),
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn counts_only_inside_the_window() {
+        let t0 = Instant::now();
+        let mut c = Counters::new(true);
+        c.set_schedule(sched(t0));
+        c.tx(10, t0);
+        c.tx(20, t0 + Duration::from_millis(1100));
+        c.rx(5, t0 + Duration::from_millis(3400));
+        c.rx(7, t0 + Duration::from_millis(3600));
+        c.transactions(
+            2,
+            Duration::from_micros(3),
+            t0 + Duration::from_millis(2100),
+        );
+        assert_eq!((c.tx_bytes, c.rx_bytes, c.transactions), (20, 5, 2));
+        assert_eq!(
+            c.totals,
+            Totals {
+                tx_bytes: 30,
+                rx_bytes: 12,
+                transactions: 2
+            }
+        );
+        assert_eq!(c.latency.count(), 2);
+        let iv = c.intervals();
+        assert_eq!(iv.len(), 3);
+        assert_eq!(
+            (iv[0].tx_bytes, iv[1].transactions, iv[2].rx_bytes),
+            (20, 2, 5)
+        );
+        assert!((iv[2].length_s - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let t0 = Instant::now();
+        let mut a = Counters::new(false);
+        let mut b = Counters::new(false);
+        a.set_schedule(sched(t0));
+        b.set_schedule(sched(t0));
+        a.tx(1, t0 + Duration::from_millis(1500));
+        b.tx(2, t0 + Duration::from_millis(1500));
+        b.error(t0 + Duration::from_millis(1500), || "reset".into());
+        b.error(t0 + Duration::from_millis(1600), || "reset".into());
+        a.merge(&b);
+        assert_eq!(a.tx_bytes, 3);
+        assert_eq!(a.errors, 2);
+        assert_eq!(a.error_samples, vec!["reset".to_string()]);
+        assert_eq!(a.intervals()[0].tx_bytes, 3);
+    }
+}

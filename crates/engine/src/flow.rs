@@ -1,0 +1,399 @@
+//! Flows as state machines. A flow decides what to do next (write so many bytes,
+//! read so many, wait) and is told what happened and when; it never touches a
+//! socket or a clock itself. The worker loop does the I/O and passes the time in.
+
+use std::time::{Duration, Instant};
+
+/// What a flow wants from its connection next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// Write at most this many payload bytes.
+    Write(usize),
+    /// Read at most this many payload bytes.
+    Read(usize),
+    /// Nothing until started or told otherwise.
+    Idle,
+    /// Finished: the connection can close.
+    Done,
+}
+
+/// A finished transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completed {
+    /// How long it took.
+    pub took: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RrClientState {
+    Idle,
+    Sending { left: u64 },
+    Receiving { left: u64 },
+    Done,
+}
+
+/// The client side of a request/response exchange: write the request, read the
+/// whole response, record the transaction, start the next one unless told to stop.
+#[derive(Debug, Clone)]
+pub struct RrClient {
+    request: u64,
+    response: u64,
+    state: RrClientState,
+    started: Option<Instant>,
+}
+
+impl RrClient {
+    /// A flow that will send `request` bytes and expect `response` bytes back.
+    pub fn new(request: u64, response: u64) -> Self {
+        RrClient {
+            request,
+            response,
+            state: RrClientState::Idle,
+            started: None,
+        }
+    }
+
+    /// Starts the first transaction at `now`.
+    pub fn start(&mut self, now: Instant) {
+        if self.state == RrClientState::Idle {
+            self.state = RrClientState::Sending { left: self.request };
+            self.started = Some(now);
+        }
+    }
+
+    /// What to do next.
+    pub fn want(&self) -> Want {
+        match self.state {
+            RrClientState::Idle => Want::Idle,
+            RrClientState::Sending { left } => Want::Write(clamp(left)),
+            RrClientState::Receiving { left } => Want::Read(clamp(left)),
+            RrClientState::Done => Want::Done,
+        }
+    }
+
+    /// True while a transaction is in flight (started, not yet answered).
+    pub fn in_transaction(&self) -> bool {
+        matches!(
+            self.state,
+            RrClientState::Sending { .. } | RrClientState::Receiving { .. }
+        )
+    }
+
+    /// `n` request bytes were written.
+    pub fn wrote(&mut self, n: usize) {
+        if let RrClientState::Sending { left } = self.state {
+            let left = left.saturating_sub(n as u64);
+            self.state = if left == 0 {
+                RrClientState::Receiving {
+                    left: self.response,
+                }
+            } else {
+                RrClientState::Sending { left }
+            };
+        }
+    }
+
+    /// `n` response bytes were read at `now`. When the response is complete the
+    /// transaction is returned, and the next one starts unless `stop`.
+    pub fn read(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed> {
+        let RrClientState::Receiving { left } = self.state else {
+            return None;
+        };
+        let left = left.saturating_sub(n as u64);
+        if left > 0 {
+            self.state = RrClientState::Receiving { left };
+            return None;
+        }
+        let took = self
+            .started
+            .map(|s| now.saturating_duration_since(s))
+            .unwrap_or_default();
+        if stop {
+            self.state = RrClientState::Done;
+        } else {
+            self.state = RrClientState::Sending { left: self.request };
+            self.started = Some(now);
+        }
+        Some(Completed { took })
+    }
+
+    /// Abandons the flow (error or forced stop).
+    pub fn finish(&mut self) {
+        self.state = RrClientState::Done;
+    }
+
+    /// Restarts the transaction timer from `now` without a new transaction (used
+    /// by connect-per-transaction flows to include the connect in the time).
+    pub fn restart_at(&mut self, now: Instant) {
+        self.state = RrClientState::Sending { left: self.request };
+        self.started = Some(now);
+    }
+
+    /// When the transaction in flight started.
+    pub fn started(&self) -> Option<Instant> {
+        self.started
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RrServerState {
+    Receiving { left: u64 },
+    Sending { left: u64 },
+}
+
+/// The server side of request/response: read a whole request, write the response.
+#[derive(Debug, Clone)]
+pub struct RrServer {
+    request: u64,
+    response: u64,
+    state: RrServerState,
+}
+
+impl RrServer {
+    /// A flow that expects `request` bytes and answers with `response` bytes.
+    pub fn new(request: u64, response: u64) -> Self {
+        RrServer {
+            request,
+            response,
+            state: RrServerState::Receiving { left: request },
+        }
+    }
+
+    /// What to do next.
+    pub fn want(&self) -> Want {
+        match self.state {
+            RrServerState::Receiving { left } => Want::Read(clamp(left)),
+            RrServerState::Sending { left } => Want::Write(clamp(left)),
+        }
+    }
+
+    /// `n` request bytes were read; true when the request is complete.
+    pub fn read(&mut self, n: usize) -> bool {
+        if let RrServerState::Receiving { left } = self.state {
+            let left = left.saturating_sub(n as u64);
+            if left == 0 {
+                self.state = RrServerState::Sending {
+                    left: self.response,
+                };
+                return true;
+            }
+            self.state = RrServerState::Receiving { left };
+        }
+        false
+    }
+
+    /// `n` response bytes were written; true when the response (and so the
+    /// transaction) is complete.
+    pub fn wrote(&mut self, n: usize) -> bool {
+        if let RrServerState::Sending { left } = self.state {
+            let left = left.saturating_sub(n as u64);
+            if left == 0 {
+                self.state = RrServerState::Receiving { left: self.request };
+                return true;
+            }
+            self.state = RrServerState::Sending { left };
+        }
+        false
+    }
+
+    /// True between transactions (nothing of the next request read yet).
+    pub fn between_transactions(&self) -> bool {
+        self.state == RrServerState::Receiving { left: self.request }
+    }
+}
+
+/// The sending half of a stream: messages of a fixed size, back to back.
+#[derive(Debug, Clone)]
+pub struct StreamTx {
+    message: u64,
+    left: u64,
+    started: Option<Instant>,
+    running: bool,
+    done: bool,
+}
+
+impl StreamTx {
+    /// A sender of `message`-byte messages, idle until started.
+    pub fn new(message: u64) -> Self {
+        StreamTx {
+            message,
+            left: message,
+            started: None,
+            running: false,
+            done: false,
+        }
+    }
+
+    /// Starts sending at `now`.
+    pub fn start(&mut self, now: Instant) {
+        if !self.running && !self.done {
+            self.running = true;
+            self.started = Some(now);
+        }
+    }
+
+    /// What to do next.
+    pub fn want(&self) -> Want {
+        if self.done {
+            Want::Done
+        } else if self.running {
+            Want::Write(clamp(self.left))
+        } else {
+            Want::Idle
+        }
+    }
+
+    /// `n` bytes were written at `now`. Returns the message completed by this
+    /// write, if one was; at a message boundary the sender stops if `stop`.
+    pub fn wrote(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed> {
+        if !self.running {
+            return None;
+        }
+        self.left = self.left.saturating_sub(n as u64);
+        if self.left > 0 {
+            return None;
+        }
+        let took = self
+            .started
+            .map(|s| now.saturating_duration_since(s))
+            .unwrap_or_default();
+        self.left = self.message;
+        self.started = Some(now);
+        if stop {
+            self.running = false;
+            self.done = true;
+        }
+        Some(Completed { took })
+    }
+
+    /// Stops at once, mid-message or not.
+    pub fn finish(&mut self) {
+        self.running = false;
+        self.done = true;
+    }
+
+    /// True once the sender has stopped.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// The receiving half of a stream: counts whole messages as they arrive.
+#[derive(Debug, Clone)]
+pub struct StreamRx {
+    message: u64,
+    got: u64,
+    last: Option<Instant>,
+}
+
+impl StreamRx {
+    /// A receiver of `message`-byte messages.
+    pub fn new(message: u64) -> Self {
+        StreamRx {
+            message,
+            got: 0,
+            last: None,
+        }
+    }
+
+    /// Sets the time from which the first message's time is counted.
+    pub fn start(&mut self, now: Instant) {
+        if self.last.is_none() {
+            self.last = Some(now);
+        }
+    }
+
+    /// `n` bytes were read at `now`. Returns how many messages completed and the
+    /// time each took (the time since the previous completion, shared evenly
+    /// when one read completes several).
+    pub fn read(&mut self, n: usize, now: Instant) -> (u64, Duration) {
+        self.got += n as u64;
+        let complete = self.got / self.message;
+        if complete == 0 {
+            return (0, Duration::ZERO);
+        }
+        self.got %= self.message;
+        let since = self
+            .last
+            .map(|l| now.saturating_duration_since(l))
+            .unwrap_or_default();
+        self.last = Some(now);
+        let each = since / u32::try_from(complete).unwrap_or(u32::MAX);
+        (complete, each)
+    }
+}
+
+fn clamp(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rr_client_cycles_request_then_response() {
+        let t0 = Instant::now();
+        let mut f = RrClient::new(200, 1000);
+        assert_eq!(f.want(), Want::Idle);
+        f.start(t0);
+        assert_eq!(f.want(), Want::Write(200));
+        f.wrote(150);
+        assert_eq!(f.want(), Want::Write(50));
+        f.wrote(50);
+        assert_eq!(f.want(), Want::Read(1000));
+        assert_eq!(f.read(400, t0 + Duration::from_micros(5), false), None);
+        let done = f.read(600, t0 + Duration::from_micros(10), false).unwrap();
+        assert_eq!(done.took, Duration::from_micros(10));
+        assert_eq!(f.want(), Want::Write(200), "next transaction starts");
+        f.wrote(200);
+        let done = f.read(1000, t0 + Duration::from_micros(30), true).unwrap();
+        assert_eq!(
+            done.took,
+            Duration::from_micros(20),
+            "timed from the previous completion"
+        );
+        assert_eq!(f.want(), Want::Done);
+    }
+
+    #[test]
+    fn rr_server_answers_each_request_once() {
+        let mut s = RrServer::new(1, 1);
+        assert!(s.between_transactions());
+        assert_eq!(s.want(), Want::Read(1));
+        assert!(s.read(1));
+        assert_eq!(s.want(), Want::Write(1));
+        assert!(s.wrote(1));
+        assert!(s.between_transactions());
+    }
+
+    #[test]
+    fn stream_tx_counts_messages_and_stops_on_a_boundary() {
+        let t0 = Instant::now();
+        let mut tx = StreamTx::new(100);
+        assert_eq!(tx.want(), Want::Idle);
+        tx.start(t0);
+        assert_eq!(tx.want(), Want::Write(100));
+        assert!(
+            tx.wrote(60, t0, true).is_none(),
+            "mid-message: keeps going even when stopping"
+        );
+        assert_eq!(tx.want(), Want::Write(40));
+        let c = tx.wrote(40, t0 + Duration::from_micros(7), true).unwrap();
+        assert_eq!(c.took, Duration::from_micros(7));
+        assert_eq!(tx.want(), Want::Done);
+    }
+
+    #[test]
+    fn stream_rx_splits_time_between_messages_of_one_read() {
+        let t0 = Instant::now();
+        let mut rx = StreamRx::new(10);
+        rx.start(t0);
+        assert_eq!(rx.read(5, t0), (0, Duration::ZERO));
+        let (n, each) = rx.read(25, t0 + Duration::from_micros(30));
+        assert_eq!(n, 3);
+        assert_eq!(each, Duration::from_micros(10));
+        let (n, _) = rx.read(5, t0 + Duration::from_micros(40));
+        assert_eq!(n, 0);
+    }
+}

@@ -1,0 +1,705 @@
+//! The server side of a test: one listener (or UDP socket) per worker, flows
+//! that answer requests or stream, and counters of what the server itself saw.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::TcpInfoAggregator;
+use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
+use mio::{Events, Interest, Poll, Token, Waker};
+use slab::Slab;
+
+use crate::counters::Counters;
+use crate::flow::{RrServer, StreamRx, StreamTx, Want};
+use crate::schedule::{Phase, Schedule};
+use crate::signals::Signals;
+use crate::transport::{
+    apply_accepted, tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, DataOptions,
+    Listener,
+};
+use crate::worker::{
+    cpus_for, poll_timeout, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
+};
+use crate::EngineError;
+
+const LISTENER: Token = Token(usize::MAX - 1);
+/// Workers give up on their own this long after the drain deadline, whatever
+/// the session says.
+const SAFETY_MARGIN: Duration = Duration::from_secs(10);
+
+/// Everything needed to run the server side.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The test.
+    pub spec: TestSpec,
+    /// Worker threads (at most one per user).
+    pub threads: u32,
+    /// CPUs to pin the workers to.
+    pub affinity: Option<Vec<usize>>,
+    /// Poll without sleeping.
+    pub busy_poll: bool,
+    /// Address to bind the data listeners to.
+    pub bind_ip: IpAddr,
+    /// The session's token; connections presenting another are dropped.
+    pub token: DataToken,
+    /// How long an accepted connection may take to present its preamble.
+    pub preamble_timeout: Duration,
+}
+
+/// A running server side.
+pub struct ServerTest {
+    signals: Arc<Signals>,
+    wakers: Vec<Arc<Waker>>,
+    handles: Vec<JoinHandle<WorkerReport>>,
+    endpoints: DataEndpoints,
+    spec: TestSpec,
+}
+
+enum Logic {
+    Preamble {
+        buf: [u8; PREAMBLE_LEN],
+        got: usize,
+        deadline: Instant,
+    },
+    Rr(RrServer),
+    Crr(RrServer),
+    Stream {
+        tx: Option<StreamTx>,
+        rx: Option<StreamRx>,
+        shut: bool,
+    },
+}
+
+struct ServerFlow {
+    conn: Conn,
+    logic: Logic,
+}
+
+enum Source {
+    Listener(Listener),
+    Udp(mio::net::UdpSocket),
+}
+
+struct Worker {
+    spec: TestSpec,
+    opts: DataOptions,
+    token: DataToken,
+    busy_poll: bool,
+    preamble_timeout: Duration,
+    signals: Arc<Signals>,
+    poll: Poll,
+    source: Source,
+    flows: Slab<ServerFlow>,
+    pending: VecDeque<(Instant, usize)>,
+    bufs: Buffers,
+    counters: Counters,
+    clock: WindowClock,
+    schedule: Option<Schedule>,
+    tcp: TcpInfoAggregator,
+    connections: u64,
+    flows_seen: u32,
+    socket: Option<SocketFacts>,
+}
+
+impl ServerTest {
+    /// Binds one data endpoint per worker and starts the workers, which accept
+    /// connections from now on and start traffic when [`ServerTest::start`] is called.
+    pub fn bind(cfg: ServerConfig) -> Result<ServerTest, EngineError> {
+        let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
+        let opts = DataOptions {
+            nodelay: cfg.spec.socket.nodelay_for(&cfg.spec.workload),
+            socket: cfg.spec.socket.clone(),
+        };
+        let setup = |e: io::Error| EngineError::Setup(e.to_string());
+        let mut sources = Vec::new();
+        let mut tcp = Vec::new();
+        let mut udp = Vec::new();
+        let mut unix = Vec::new();
+        for w in 0..threads {
+            match cfg.spec.protocol {
+                Protocol::Tcp => {
+                    let l = tcp_listener(cfg.bind_ip, &opts).map_err(setup)?;
+                    let Listener::Tcp(t) = &l else {
+                        unreachable!("tcp_listener returns TCP")
+                    };
+                    tcp.push(t.local_addr().map_err(setup)?);
+                    sources.push(Source::Listener(l));
+                }
+                Protocol::Udp => {
+                    let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                    udp.push(s.local_addr().map_err(setup)?);
+                    sources.push(Source::Udp(s));
+                }
+                Protocol::Unix => {
+                    let name = format!("linkperf-{}-{w}", cfg.token);
+                    let l = unix_listener(&name, &opts).map_err(setup)?;
+                    unix.push(name);
+                    sources.push(Source::Listener(l));
+                }
+            }
+        }
+        let endpoints = match cfg.spec.protocol {
+            Protocol::Tcp => DataEndpoints::Tcp(tcp),
+            Protocol::Udp => DataEndpoints::Udp(udp),
+            Protocol::Unix => DataEndpoints::Unix(unix),
+        };
+        let signals = Arc::new(Signals::default());
+        let mut wakers = Vec::new();
+        let mut handles = Vec::new();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
+        for (w, mut source) in sources.into_iter().enumerate() {
+            let poll = Poll::new().map_err(|e| EngineError::Worker(e.to_string()))?;
+            let waker = Arc::new(
+                Waker::new(poll.registry(), WAKER)
+                    .map_err(|e| EngineError::Worker(e.to_string()))?,
+            );
+            let reg = match &mut source {
+                Source::Listener(l) => {
+                    poll.registry()
+                        .register(l.source(), LISTENER, Interest::READABLE)
+                }
+                Source::Udp(s) => poll.registry().register(s, LISTENER, Interest::READABLE),
+            };
+            reg.map_err(setup)?;
+            wakers.push(waker);
+            let cpus = cpus_for(w, cfg.affinity.as_ref());
+            let spec = cfg.spec.clone();
+            let opts = opts.clone();
+            let signals = signals.clone();
+            let ready_tx = ready_tx.clone();
+            let token = cfg.token;
+            let busy_poll = cfg.busy_poll;
+            let preamble_timeout = cfg.preamble_timeout;
+            let h = std::thread::Builder::new()
+                .name(format!("lp-server-{w}"))
+                .spawn(move || {
+                    let clock = match WindowClock::start(w as u32, cpus) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return WorkerReport::empty(w as u32);
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    drop(ready_tx);
+                    let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
+                    let worker = Worker {
+                        spec,
+                        opts,
+                        token,
+                        busy_poll,
+                        preamble_timeout,
+                        signals,
+                        poll,
+                        source,
+                        flows: Slab::new(),
+                        pending: VecDeque::new(),
+                        bufs: Buffers::new(largest),
+                        counters: Counters::new(false),
+                        clock,
+                        schedule: None,
+                        tcp: TcpInfoAggregator::new(),
+                        connections: 0,
+                        flows_seen: 0,
+                        socket: None,
+                    };
+                    worker.run()
+                })
+                .map_err(|e| EngineError::Worker(e.to_string()))?;
+            handles.push(h);
+        }
+        drop(ready_tx);
+        let test = ServerTest {
+            signals,
+            wakers,
+            handles,
+            endpoints,
+            spec: cfg.spec,
+        };
+        for _ in 0..threads {
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    test.abort();
+                    let _ = test.finish();
+                    return Err(EngineError::Affinity(e));
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(test)
+    }
+
+    /// Where clients connect.
+    pub fn endpoints(&self) -> &DataEndpoints {
+        &self.endpoints
+    }
+
+    /// Starts traffic now.
+    pub fn start(&self, drain: Duration) -> Schedule {
+        let s = Schedule::new(Instant::now(), self.spec.warmup, self.spec.duration, drain);
+        let s = self.signals.start(s);
+        self.wake();
+        s
+    }
+
+    fn wake(&self) {
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+    }
+
+    /// Stops at once; what was measured is kept.
+    pub fn abort(&self) {
+        self.signals.abort();
+        self.wake();
+    }
+
+    /// A handle to abort from another thread.
+    pub fn aborter(&self) -> crate::Aborter {
+        crate::client::Aborter::new(self.signals.clone(), self.wakers.clone())
+    }
+
+    /// Closes everything (the client is done) and returns the workers' reports.
+    pub fn finish(self) -> Result<Vec<WorkerReport>, EngineError> {
+        self.signals.finish();
+        self.wake();
+        let mut out = Vec::new();
+        for h in self.handles {
+            out.push(
+                h.join()
+                    .map_err(|_| EngineError::Worker("a server worker panicked".into()))?,
+            );
+        }
+        Ok(out)
+    }
+}
+
+fn new_logic(w: &Workload, crr_close: bool) -> Logic {
+    match w {
+        Workload::Rr { request, response } => Logic::Rr(RrServer::new(request.0, response.0)),
+        Workload::Crr { request, response } => {
+            let _ = crr_close;
+            Logic::Crr(RrServer::new(request.0, response.0))
+        }
+        Workload::Stream { message, direction } => {
+            let m = message.0;
+            let (tx, rx) = match direction {
+                StreamDirection::Up => (None, Some(StreamRx::new(m))),
+                StreamDirection::Down => (Some(StreamTx::new(m)), None),
+                StreamDirection::Bidir => (Some(StreamTx::new(m)), Some(StreamRx::new(m))),
+            };
+            Logic::Stream {
+                tx,
+                rx,
+                shut: false,
+            }
+        }
+    }
+}
+
+enum Io {
+    Blocked,
+    Close,
+}
+
+impl Worker {
+    fn run(mut self) -> WorkerReport {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let now = Instant::now();
+            if self.schedule.is_none() {
+                if let Some(s) = self.signals.schedule() {
+                    self.begin(s, now);
+                }
+            }
+            if let Some(s) = self.schedule {
+                if self.clock.tick(&s, now) {
+                    self.read_tcp_info();
+                }
+                if now > s.drain_until + SAFETY_MARGIN {
+                    break;
+                }
+            }
+            if self.signals.finishing() || self.signals.aborted() {
+                break;
+            }
+            self.expire_preambles(now);
+            let timer = self.pending.front().map(|(t, _)| *t);
+            let timeout = poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer);
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    LISTENER => self.on_source(),
+                    Token(k) => self.drive(k),
+                }
+            }
+        }
+        if !self.clock.closed {
+            self.clock.close();
+            self.read_tcp_info();
+        }
+        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            self.close(k);
+        }
+        let (cpu, placement) = self.clock.finish(self.flows_seen);
+        WorkerReport {
+            counters: self.counters,
+            cpu,
+            placement,
+            tcp: self.tcp,
+            connections: self.connections,
+            socket: self.socket,
+        }
+    }
+
+    fn begin(&mut self, s: Schedule, now: Instant) {
+        self.schedule = Some(s);
+        self.counters.set_schedule(s);
+        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            if let Some(f) = self.flows.get_mut(k) {
+                if let Logic::Stream {
+                    tx: Some(tx), rx, ..
+                } = &mut f.logic
+                {
+                    tx.start(now);
+                    if let Some(rx) = rx {
+                        rx.start(now);
+                    }
+                }
+            }
+            self.drive(k);
+        }
+    }
+
+    fn read_tcp_info(&mut self) {
+        for (_, f) in self.flows.iter() {
+            if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble { .. }) {
+                sample_tcp_info(f.conn.as_raw_fd(), &mut self.tcp);
+            }
+        }
+    }
+
+    fn expire_preambles(&mut self, now: Instant) {
+        while let Some(&(deadline, k)) = self.pending.front() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_front();
+            if let Some(f) = self.flows.get(k) {
+                if let Logic::Preamble { deadline: d, .. } = f.logic {
+                    if d == deadline {
+                        self.close(k);
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&mut self, k: usize) {
+        if self.flows.contains(k) {
+            let mut f = self.flows.remove(k);
+            let _ = self.poll.registry().deregister(f.conn.source());
+        }
+    }
+
+    fn on_source(&mut self) {
+        match &self.source {
+            Source::Listener(_) => self.accept_all(),
+            Source::Udp(_) => self.serve_udp(),
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let Source::Listener(l) = &self.source else {
+                return;
+            };
+            match l.accept() {
+                Ok(mut conn) => {
+                    if apply_accepted(&conn, &self.opts).is_err() {
+                        continue;
+                    }
+                    let entry = self.flows.vacant_entry();
+                    let k = entry.key();
+                    if self
+                        .poll
+                        .registry()
+                        .register(
+                            conn.source(),
+                            Token(k),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    let deadline = Instant::now() + self.preamble_timeout;
+                    entry.insert(ServerFlow {
+                        conn,
+                        logic: Logic::Preamble {
+                            buf: [0; PREAMBLE_LEN],
+                            got: 0,
+                            deadline,
+                        },
+                    });
+                    self.pending.push_back((deadline, k));
+                    self.connections += 1;
+                    self.drive(k);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or a connection reset before accept: keep serving.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn serve_udp(&mut self) {
+        let Source::Udp(sock) = &self.source else {
+            return;
+        };
+        let Workload::Rr { response, .. } = self.spec.workload else {
+            return;
+        };
+        let resp = response.as_usize();
+        let tag = self.token.session_tag();
+        loop {
+            let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => continue,
+            };
+            let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
+                continue;
+            };
+            if h.tag != tag {
+                continue;
+            }
+            let now = Instant::now();
+            self.counters.rx(n - UDP_HEADER_LEN, now);
+            let len = UDP_HEADER_LEN + resp;
+            if len > self.bufs.write.len() {
+                continue;
+            }
+            let mut hdr = [0u8; UDP_HEADER_LEN];
+            h.encode(&mut hdr);
+            self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            if sock.send_to(&self.bufs.write[..len], from).is_ok() {
+                let now = Instant::now();
+                self.counters.tx(resp, now);
+                self.counters.transactions(1, Duration::ZERO, now);
+            }
+            if self.socket.is_none() {
+                self.socket = Some(SocketFacts::read(
+                    sock.as_raw_fd(),
+                    sock.local_addr().ok().map(|a| a.ip()),
+                    false,
+                ));
+            }
+        }
+    }
+
+    fn drive(&mut self, k: usize) {
+        let outcome = match self
+            .flows
+            .get(k)
+            .map(|f| matches!(f.logic, Logic::Preamble { .. }))
+        {
+            None => return,
+            Some(true) => self.read_preamble(k),
+            Some(false) => self.drive_flow(k),
+        };
+        if let Io::Close = outcome {
+            self.close(k);
+        }
+    }
+
+    fn read_preamble(&mut self, k: usize) -> Io {
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        let Logic::Preamble { buf, got, .. } = &mut f.logic else {
+            return Io::Blocked;
+        };
+        while *got < PREAMBLE_LEN {
+            match f.conn.read(&mut buf[*got..]) {
+                Ok(0) => return Io::Close,
+                Ok(n) => *got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Io::Close,
+            }
+        }
+        let Ok(p) = Preamble::decode(buf) else {
+            return Io::Close;
+        };
+        if p.token != self.token {
+            return Io::Close;
+        }
+        let _ = p.flow;
+        f.logic = new_logic(&self.spec.workload, true);
+        self.flows_seen += 1;
+        if self.socket.is_none() {
+            self.socket = Some(SocketFacts::read(
+                f.conn.as_raw_fd(),
+                f.conn.local_ip(),
+                f.conn.is_tcp(),
+            ));
+        }
+        if let (
+            Some(_),
+            Logic::Stream {
+                tx: Some(tx), rx, ..
+            },
+        ) = (self.schedule, &mut f.logic)
+        {
+            let now = Instant::now();
+            tx.start(now);
+            if let Some(rx) = rx {
+                rx.start(now);
+            }
+        }
+        self.drive_flow(k)
+    }
+
+    fn drive_flow(&mut self, k: usize) -> Io {
+        let phase = self.schedule.map(|s| s.phase(Instant::now()));
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        let conn = &mut f.conn;
+        match &mut f.logic {
+            Logic::Preamble { .. } => Io::Blocked,
+            logic @ (Logic::Rr(_) | Logic::Crr(_)) => {
+                let crr = matches!(logic, Logic::Crr(_));
+                let (Logic::Rr(rr) | Logic::Crr(rr)) = logic else {
+                    return Io::Blocked;
+                };
+                loop {
+                    match rr.want() {
+                        Want::Read(n) => {
+                            let n = n.min(self.bufs.read.len());
+                            match conn.read(&mut self.bufs.read[..n]) {
+                                Ok(0) => return Io::Close,
+                                Ok(m) => {
+                                    self.counters.rx(m, Instant::now());
+                                    rr.read(m);
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                    return Io::Blocked
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => return Io::Close,
+                            }
+                        }
+                        Want::Write(n) => {
+                            let n = n.min(self.bufs.write.len());
+                            match conn.write(&self.bufs.write[..n]) {
+                                Ok(0) => return Io::Close,
+                                Ok(m) => {
+                                    let now = Instant::now();
+                                    self.counters.tx(m, now);
+                                    if rr.wrote(m) {
+                                        self.counters.transactions(1, Duration::ZERO, now);
+                                        if crr {
+                                            // Connect-per-transaction: the server closes first.
+                                            return Io::Close;
+                                        }
+                                    }
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                    return Io::Blocked
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => return Io::Close,
+                            }
+                        }
+                        Want::Idle | Want::Done => return Io::Blocked,
+                    }
+                }
+            }
+            Logic::Stream { tx, rx, shut } => {
+                let mut eof = false;
+                loop {
+                    match conn.read(&mut self.bufs.read) {
+                        Ok(0) => {
+                            eof = true;
+                            break;
+                        }
+                        Ok(m) => {
+                            let now = Instant::now();
+                            self.counters.rx(m, now);
+                            if let Some(rx) = rx.as_mut() {
+                                let (n, each) = rx.read(m, now);
+                                if n > 0 {
+                                    self.counters.transactions(n, each, now);
+                                }
+                            }
+                            if m < self.bufs.read.len() {
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => return Io::Close,
+                    }
+                }
+                if let Some(t) = tx.as_mut() {
+                    if phase.is_some() {
+                        loop {
+                            match t.want() {
+                                Want::Write(n) => {
+                                    let n = n.min(self.bufs.write.len());
+                                    match conn.write(&self.bufs.write[..n]) {
+                                        Ok(0) => return Io::Close,
+                                        Ok(m) => {
+                                            let now = Instant::now();
+                                            self.counters.tx(m, now);
+                                            let stop = self
+                                                .schedule
+                                                .is_some_and(|s| s.phase(now) >= Phase::Draining);
+                                            if let Some(done) = t.wrote(m, now, stop) {
+                                                self.counters.transactions(1, done.took, now);
+                                            }
+                                        }
+                                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                        Err(_) => return Io::Close,
+                                    }
+                                }
+                                Want::Done => {
+                                    if !*shut {
+                                        *shut = true;
+                                        let _ = conn.shutdown_write();
+                                    }
+                                    break;
+                                }
+                                Want::Idle | Want::Read(_) => break,
+                            }
+                        }
+                    }
+                }
+                if eof {
+                    // The client is done sending. A sender stops too: the client has gone.
+                    return Io::Close;
+                }
+                Io::Blocked
+            }
+        }
+    }
+}

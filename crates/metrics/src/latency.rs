@@ -1,0 +1,190 @@
+//! Transaction-time histograms.
+
+use hdrhistogram::Histogram;
+
+use crate::LatencySummary;
+
+/// Significant figures kept by the histogram: values are exact to 0.1%.
+const SIGFIG: u8 = 3;
+
+/// Largest value put in the histogram (about 13 days). Larger values are
+/// recorded at this value, but still count exactly in the mean and maximum.
+const MAX_HISTOGRAM_NS: u64 = 1 << 50;
+
+/// Records transaction times in nanoseconds into an HDR histogram (3 significant
+/// figures, resizing itself as values grow, so sub-microsecond times keep their
+/// resolution) and summarises them in microseconds.
+///
+/// The mean, minimum and maximum are kept exactly beside the histogram;
+/// percentiles come from the histogram, within 0.1%.
+#[derive(Debug, Clone)]
+pub struct LatencyRecorder {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+impl LatencyRecorder {
+    /// An empty recorder.
+    pub fn new() -> Self {
+        let hist = match Histogram::new(SIGFIG) {
+            Ok(h) => h,
+            // 3 significant figures is within hdrhistogram's 0..=5; this cannot fail.
+            Err(e) => unreachable!("hdrhistogram refused {SIGFIG} significant figures: {e}"),
+        };
+        LatencyRecorder {
+            hist,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// Records one transaction time in nanoseconds. 0 is recorded as 1 ns (the
+    /// histogram's lowest value). Never panics.
+    pub fn record_ns(&mut self, ns: u64) {
+        let ns = ns.max(1);
+        self.sum_ns += u128::from(ns);
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        let v = ns.min(MAX_HISTOGRAM_NS);
+        if self.hist.record(v).is_err() {
+            self.hist.saturating_record(v);
+        }
+    }
+
+    /// Adds another recorder's values to this one.
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        if other.count() == 0 {
+            return;
+        }
+        if self.hist.add(&other.hist).is_err() {
+            // Only if resizing failed: add value by value, clamped.
+            for v in other.hist.iter_recorded() {
+                self.hist
+                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        self.sum_ns += other.sum_ns;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// Transactions recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// The distribution in microseconds, `None` if nothing was recorded.
+    /// Percentiles are clamped to the exact `[min, max]`.
+    pub fn summary(&self) -> Option<LatencySummary> {
+        let count = self.count();
+        if count == 0 {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        let (min, max) = (us(self.min_ns), us(self.max_ns));
+        let q = |quantile: f64| us(self.hist.value_at_quantile(quantile)).clamp(min, max);
+        Some(LatencySummary {
+            count,
+            mean: self.sum_ns as f64 / count as f64 / 1e3,
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
+            min,
+            max,
+        })
+    }
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(got: f64, want: f64, rel: f64) -> bool {
+        (got - want).abs() <= want.abs() * rel
+    }
+
+    #[test]
+    fn empty_has_no_summary() {
+        let r = LatencyRecorder::new();
+        assert_eq!(r.count(), 0);
+        assert!(r.summary().is_none());
+    }
+
+    #[test]
+    fn summarises_one_to_a_thousand_microseconds() {
+        let mut r = LatencyRecorder::default();
+        for us in 1..=1000u64 {
+            r.record_ns(us * 1000);
+        }
+        let s = r.summary().unwrap();
+        assert_eq!(s.count, 1000);
+        assert!(close(s.mean, 500.5, 1e-12), "mean {}", s.mean);
+        assert!(close(s.p50, 500.0, 1e-3), "p50 {}", s.p50);
+        assert!(close(s.p90, 900.0, 1e-3), "p90 {}", s.p90);
+        assert!(close(s.p99, 990.0, 1e-3), "p99 {}", s.p99);
+        assert!(close(s.p999, 999.0, 1e-3), "p999 {}", s.p999);
+        assert_eq!(s.min, 1.0);
+        assert_eq!(s.max, 1000.0);
+    }
+
+    #[test]
+    fn keeps_sub_microsecond_resolution() {
+        let mut r = LatencyRecorder::new();
+        r.record_ns(250);
+        r.record_ns(750);
+        let s = r.summary().unwrap();
+        assert!(close(s.p50, 0.25, 1e-3), "p50 {}", s.p50);
+        assert_eq!(s.min, 0.25);
+        assert_eq!(s.max, 0.75);
+        assert_eq!(s.mean, 0.5);
+    }
+
+    #[test]
+    fn zero_and_huge_values_never_panic() {
+        let mut r = LatencyRecorder::new();
+        r.record_ns(0);
+        r.record_ns(u64::MAX);
+        let s = r.summary().unwrap();
+        assert_eq!(s.count, 2);
+        assert_eq!(s.min, 0.001);
+        assert_eq!(s.max, u64::MAX as f64 / 1e3);
+        assert!(s.p999 <= s.max);
+    }
+
+    #[test]
+    fn merge_adds_counts_and_extremes() {
+        let mut a = LatencyRecorder::new();
+        let mut b = LatencyRecorder::new();
+        for ns in [1_000, 2_000, 3_000] {
+            a.record_ns(ns);
+        }
+        for ns in [10_000_000, 500] {
+            b.record_ns(ns);
+        }
+        a.merge(&b);
+        a.merge(&LatencyRecorder::new());
+        let s = a.summary().unwrap();
+        assert_eq!(a.count(), 5);
+        assert_eq!(s.min, 0.5);
+        assert_eq!(s.max, 10_000.0);
+        assert!(close(
+            s.mean,
+            (1_000.0 + 2_000.0 + 3_000.0 + 10_000_000.0 + 500.0) / 5.0 / 1e3,
+            1e-12
+        ));
+        assert!(close(s.p50, 2.0, 1e-3), "p50 {}", s.p50);
+        let mut empty = LatencyRecorder::new();
+        empty.merge(&a);
+        assert_eq!(empty.summary(), a.summary());
+    }
+}

@@ -1,0 +1,112 @@
+//! getsockopt on a descriptor the caller owns: TCP_INFO, TCP_CONGESTION,
+//! SO_SNDBUF and SO_RCVBUF. Nothing here closes or changes the socket.
+
+use std::mem::{offset_of, size_of};
+use std::os::fd::RawFd;
+
+/// The TCP_INFO fields linkperf reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TcpInfoFields {
+    pub total_retrans: u32,
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_cwnd: u32,
+    pub snd_mss: u32,
+}
+
+/// Bytes of `struct tcp_info` that must come back for the fields to mean anything:
+/// through `tcpi_snd_cwnd` (every kernel since 2.6 returns more).
+const MIN_TCP_INFO_LEN: usize = offset_of!(libc::tcp_info, tcpi_snd_cwnd) + size_of::<u32>();
+
+/// Bytes needed to include `tcpi_total_retrans` (absent from very old kernels).
+const TOTAL_RETRANS_END: usize = offset_of!(libc::tcp_info, tcpi_total_retrans) + size_of::<u32>();
+
+/// getsockopt(IPPROTO_TCP, TCP_INFO). `None` if the call fails (not a TCP socket,
+/// closed descriptor) or the kernel returned too little. A kernel returning a
+/// prefix without `tcpi_total_retrans` gives 0 retransmits.
+pub(crate) fn tcp_info(fd: RawFd) -> Option<TcpInfoFields> {
+    // SAFETY: tcp_info is plain integers; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is `len` bytes long and writable; the kernel writes at most
+    // `len` bytes and reports how many in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    let got = usize::try_from(len).ok()?;
+    if rc != 0 || got < MIN_TCP_INFO_LEN {
+        return None;
+    }
+    Some(TcpInfoFields {
+        total_retrans: if got >= TOTAL_RETRANS_END {
+            info.tcpi_total_retrans
+        } else {
+            0
+        },
+        rtt_us: info.tcpi_rtt,
+        rttvar_us: info.tcpi_rttvar,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+    })
+}
+
+/// The kernel's TCP_CA_NAME_MAX.
+const CA_NAME_MAX: usize = 16;
+
+/// getsockopt(IPPROTO_TCP, TCP_CONGESTION): the socket's congestion control.
+pub(crate) fn congestion_control(fd: RawFd) -> Option<String> {
+    let mut buf = [0u8; CA_NAME_MAX];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is `len` bytes long and writable.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let got = usize::try_from(len).ok()?.min(buf.len());
+    let name = &buf[..got];
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let name = std::str::from_utf8(&name[..end]).ok()?.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// An `int` socket option at SOL_SOCKET level, as a `u32`.
+fn sol_socket_u32(fd: RawFd, option: libc::c_int) -> Option<u32> {
+    let mut value: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` is an int, `len` its size.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            option,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    u32::try_from(value).ok()
+}
+
+/// SO_SNDBUF and SO_RCVBUF as the kernel set them (double what was asked).
+pub(crate) fn buffers(fd: RawFd) -> (Option<u32>, Option<u32>) {
+    (
+        sol_socket_u32(fd, libc::SO_SNDBUF),
+        sol_socket_u32(fd, libc::SO_RCVBUF),
+    )
+}

@@ -1,0 +1,450 @@
+//! The results document, schema `linkperf/results/v1`: one file per
+//! configuration under test (its label), holding every test and every run of it.
+//!
+//! The field names are a contract with every tool that reads these files (the
+//! report, scripts, other people's dashboards). Fields are added, never renamed;
+//! a new field is optional (`Option` or `#[serde(default)]`) so that files
+//! written before it still load; readers ignore fields they do not know. A change
+//! that old readers cannot follow bumps [`SCHEMA`]. See `docs/results-schema.md`.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use linkperf_metrics::{Environment, LatencySummary, SideCpu, SideReport, TcpInfoSummary};
+use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};
+
+use crate::rfc3339;
+
+/// The schema this build writes and reads.
+pub const SCHEMA: &str = "linkperf/results/v1";
+
+/// Everything measured for one configuration under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultsDocument {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// The user's label for this configuration, e.g. `osa` or `hipersockets`.
+    pub label: String,
+    /// When the document was created, RFC 3339 UTC.
+    pub created: String,
+    /// Version of the linkperf that created the document.
+    pub linkperf_version: String,
+    /// The exact command that produced the file.
+    pub command_line: Vec<String>,
+    /// The hosts the two sides ran on.
+    pub environment: Environments,
+    /// Every test, in the order first run.
+    pub tests: Vec<TestResult>,
+}
+
+impl ResultsDocument {
+    /// An empty document for the configuration `label`, created now by this
+    /// build of linkperf from `command_line`.
+    pub fn new(label: String, command_line: Vec<String>) -> Self {
+        ResultsDocument {
+            schema: SCHEMA.to_string(),
+            label,
+            created: rfc3339(SystemTime::now()),
+            linkperf_version: env!("CARGO_PKG_VERSION").to_string(),
+            command_line,
+            environment: Environments::default(),
+            tests: Vec::new(),
+        }
+    }
+
+    /// The test named `name`, e.g. `rr1c-200x1000--50`.
+    pub fn find_test(&self, name: &str) -> Option<&TestResult> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// The test named `name`, to change it.
+    pub fn find_test_mut(&mut self, name: &str) -> Option<&mut TestResult> {
+        self.tests.iter_mut().find(|t| t.name == name)
+    }
+
+    /// Appends `run` to the test named after `spec`, creating the test (with
+    /// `spec` and `config`) if the document does not have it yet. An existing
+    /// test keeps the spec and config it was created with.
+    pub fn push_run(&mut self, spec: &TestSpec, config: TestConfig, run: Run) {
+        let name = spec.name();
+        match self.find_test_mut(&name) {
+            Some(test) => test.runs.push(run),
+            None => self.tests.push(TestResult {
+                name,
+                workload: WorkloadInfo::from_spec(spec),
+                config,
+                spec: spec.clone(),
+                runs: vec![run],
+            }),
+        }
+    }
+}
+
+/// The hosts the two sides ran on; `None` where a side could not say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Environments {
+    /// The client's host.
+    #[serde(default)]
+    pub client: Option<Environment>,
+    /// The server's host, as the server described it.
+    #[serde(default)]
+    pub server: Option<Environment>,
+}
+
+/// One test (one workload at one user count over one protocol) and its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    /// The test's name, e.g. `rr1c-200x1000--50` (see [`TestSpec::name`]).
+    pub name: String,
+    /// The workload in plain fields.
+    pub workload: WorkloadInfo,
+    /// How the test was set up.
+    pub config: TestConfig,
+    /// The exact specification, to reproduce or resume the test.
+    pub spec: TestSpec,
+    /// Every run of the test, in order.
+    pub runs: Vec<Run>,
+}
+
+/// The workload of a test in plain fields, for readers that do not want to parse
+/// [`TestSpec`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    /// `rr`, `crr` or `stream`.
+    pub kind: String,
+    /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`.
+    pub name: String,
+    /// Request payload in bytes (rr, crr).
+    #[serde(default)]
+    pub request_bytes: Option<u64>,
+    /// Response payload in bytes (rr, crr).
+    #[serde(default)]
+    pub response_bytes: Option<u64>,
+    /// Message payload in bytes (stream).
+    #[serde(default)]
+    pub message_bytes: Option<u64>,
+    /// Which way payload flows.
+    pub direction: Direction,
+    /// Transport of the data connections.
+    pub protocol: Protocol,
+    /// Concurrent flows, each with its own connection.
+    pub users: u32,
+    /// Length of the measurement window, seconds.
+    pub duration_s: f64,
+    /// Time before the window, excluded from every figure, seconds.
+    pub warmup_s: f64,
+}
+
+impl WorkloadInfo {
+    /// The plain description of a spec's workload.
+    pub fn from_spec(spec: &TestSpec) -> Self {
+        let (kind, request_bytes, response_bytes, message_bytes) = match &spec.workload {
+            Workload::Rr { request, response } => ("rr", Some(request.0), Some(response.0), None),
+            Workload::Crr { request, response } => ("crr", Some(request.0), Some(response.0), None),
+            Workload::Stream { message, .. } => ("stream", None, None, Some(message.0)),
+        };
+        WorkloadInfo {
+            kind: kind.to_string(),
+            name: spec.workload.name(),
+            request_bytes,
+            response_bytes,
+            message_bytes,
+            direction: spec.workload.direction(),
+            protocol: spec.protocol,
+            users: spec.users,
+            duration_s: spec.duration.as_secs_f64(),
+            warmup_s: spec.warmup.as_secs_f64(),
+        }
+    }
+}
+
+/// How a test was set up, beyond its workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestConfig {
+    /// The server's address as given, or `embedded` when the client ran its own.
+    pub server: String,
+    /// The client's event-loop workers.
+    pub client_placement: Placement,
+    /// The server's event-loop workers.
+    pub server_placement: Placement,
+    /// Whether TCP_NODELAY was on.
+    pub nodelay: bool,
+    /// SO_SNDBUF requested, bytes (`None`: the kernel's default).
+    #[serde(default)]
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF requested, bytes (`None`: the kernel's default).
+    #[serde(default)]
+    pub rcvbuf: Option<u32>,
+    /// TCP congestion control requested (`None`: the host's default).
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// TCP maximum segment size requested, bytes (`None`: the kernel's choice).
+    #[serde(default)]
+    pub mss: Option<u32>,
+    /// How long a UDP transaction waited for its response, seconds (UDP only).
+    #[serde(default)]
+    pub udp_timeout_s: Option<f64>,
+}
+
+impl TestConfig {
+    /// The configuration of a spec's socket options, with where the server was
+    /// and how each side placed its workers.
+    pub fn from_spec(
+        spec: &TestSpec,
+        server: String,
+        client_placement: Placement,
+        server_placement: Placement,
+    ) -> Self {
+        TestConfig {
+            server,
+            client_placement,
+            server_placement,
+            nodelay: spec.socket.nodelay_for(&spec.workload),
+            sndbuf: spec.socket.sndbuf,
+            rcvbuf: spec.socket.rcvbuf,
+            cc: spec.socket.cc.clone(),
+            mss: spec.socket.mss,
+            udp_timeout_s: (spec.protocol == Protocol::Udp)
+                .then_some(spec.udp_timeout.as_secs_f64()),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The window completed and both sides reported.
+    Ok,
+    /// The run was interrupted (by the user, or a deadline) before it completed.
+    Aborted,
+    /// The run could not be carried out; `error` says why.
+    Failed,
+}
+
+/// One run of a test.
+///
+/// A run that measured nothing (failed or aborted before its window closed)
+/// has `status` and `error` but no `throughput`, `transaction_time_us`, `cpu`,
+/// `efficiency`, `tcp_info`, `client` or `server`; its `intervals` are empty and
+/// its `errors` zero. Those blocks are then absent from the JSON, not zeroed:
+/// no figure is ever invented.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// 1-based index of the run within its test.
+    pub run: u32,
+    /// When the run started, RFC 3339 UTC.
+    pub started: String,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Why the run failed or was aborted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Payload rates over the client's window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<Throughput>,
+    /// Transaction-time distribution in microseconds, as the client measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_time_us: Option<LatencySummary>,
+    /// CPU time of each side over its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuPair>,
+    /// Payload moved per CPU-second and CPU per transaction, for each side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
+    /// The client's per-second samples, with rates.
+    #[serde(default)]
+    pub intervals: Vec<IntervalRate>,
+    /// Failed or lost transactions in the window, both sides together.
+    #[serde(default)]
+    pub errors: u64,
+    /// TCP_INFO aggregated over the client's flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<TcpInfoSummary>,
+    /// Everything the client measured, raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<SideReport>,
+    /// Everything the server measured, raw, as it sent it over the control
+    /// connection (`None` when the server cannot report, e.g. a foreign server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<SideReport>,
+}
+
+/// Payload rates over the client's measurement window. `tx` is what the client
+/// wrote (client to server), `rx` what it read (server to client).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Payload bytes per second, both directions together.
+    pub bytes_per_s: f64,
+    /// Payload bytes per second, client to server.
+    pub tx_bytes_per_s: f64,
+    /// Payload bytes per second, server to client.
+    pub rx_bytes_per_s: f64,
+    /// Transactions completed per second.
+    pub transactions_per_s: f64,
+}
+
+/// CPU time of each side over its window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuPair {
+    /// The client's CPU.
+    pub client: SideCpu,
+    /// The server's CPU, as the server measured it (`None` if it cannot report).
+    #[serde(default)]
+    pub server: Option<SideCpu>,
+}
+
+/// CPU efficiency of each side: payload moved (both directions, over the window)
+/// per CPU-second, and CPU-microseconds per transaction. Each figure comes once
+/// from the side's process CPU time and once from the host's system-wide busy
+/// time (which includes the network stack's softirq work). A figure whose CPU
+/// time or transaction count is zero is `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Efficiency {
+    /// Payload bytes per client process CPU-second.
+    #[serde(default)]
+    pub client_bytes_per_cpu_s: Option<f64>,
+    /// Payload bytes per server process CPU-second.
+    #[serde(default)]
+    pub server_bytes_per_cpu_s: Option<f64>,
+    /// Client process CPU-microseconds per transaction.
+    #[serde(default)]
+    pub client_cpu_us_per_txn: Option<f64>,
+    /// Server process CPU-microseconds per transaction.
+    #[serde(default)]
+    pub server_cpu_us_per_txn: Option<f64>,
+    /// Payload bytes per busy CPU-second of the client's host.
+    #[serde(default)]
+    pub client_bytes_per_system_cpu_s: Option<f64>,
+    /// Payload bytes per busy CPU-second of the server's host.
+    #[serde(default)]
+    pub server_bytes_per_system_cpu_s: Option<f64>,
+    /// Busy CPU-microseconds of the client's host per transaction.
+    #[serde(default)]
+    pub client_system_cpu_us_per_txn: Option<f64>,
+    /// Busy CPU-microseconds of the server's host per transaction.
+    #[serde(default)]
+    pub server_system_cpu_us_per_txn: Option<f64>,
+}
+
+/// One per-second sample of the client's traffic, with its rates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRate {
+    /// Start of the interval, seconds since the window opened.
+    pub start_s: f64,
+    /// Length of the interval, seconds (the last one may be shorter).
+    pub length_s: f64,
+    /// Payload bytes the client wrote.
+    pub tx_bytes: u64,
+    /// Payload bytes the client read.
+    pub rx_bytes: u64,
+    /// Transactions completed.
+    pub transactions: u64,
+    /// Payload bytes per second, both directions.
+    pub bytes_per_s: f64,
+    /// Transactions per second.
+    pub transactions_per_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use linkperf_workload::Direction;
+
+    use super::*;
+
+    fn spec(w: &str, p: Protocol, users: u32) -> TestSpec {
+        TestSpec::new(w.parse().unwrap(), p, users, Duration::from_secs(50))
+    }
+
+    #[test]
+    fn workload_info_states_sizes_in_bytes() {
+        let info = WorkloadInfo::from_spec(&spec("rr1c-200x30k", Protocol::Tcp, 50));
+        assert_eq!(info.kind, "rr");
+        assert_eq!(info.name, "rr1c-200x30k");
+        assert_eq!(
+            (info.request_bytes, info.response_bytes, info.message_bytes),
+            (Some(200), Some(30720), None)
+        );
+        assert_eq!(info.direction, Direction::RoundTrip);
+        assert_eq!(
+            (info.users, info.duration_s, info.warmup_s),
+            (50, 50.0, 1.0)
+        );
+
+        let info = WorkloadInfo::from_spec(&spec("str-writex30k", Protocol::Tcp, 250));
+        assert_eq!(info.kind, "stream");
+        assert_eq!(
+            (info.request_bytes, info.response_bytes, info.message_bytes),
+            (None, None, Some(30720))
+        );
+        assert_eq!(info.direction, Direction::ServerToClient);
+
+        let info = WorkloadInfo::from_spec(&spec("crr:64x1k", Protocol::Tcp, 1));
+        assert_eq!(info.kind, "crr");
+    }
+
+    #[test]
+    fn config_states_udp_timeout_for_udp_only() {
+        let p = Placement::with_threads(2);
+        let tcp = TestConfig::from_spec(
+            &spec("rr1c-1x1", Protocol::Tcp, 1),
+            "embedded".into(),
+            p.clone(),
+            p.clone(),
+        );
+        assert_eq!(tcp.udp_timeout_s, None);
+        assert!(tcp.nodelay, "rr defaults to nodelay");
+        let udp = TestConfig::from_spec(
+            &spec("rr1c-1x1", Protocol::Udp, 1),
+            "10.0.0.2:7000".into(),
+            p.clone(),
+            p,
+        );
+        assert_eq!(udp.udp_timeout_s, Some(0.25));
+        assert_eq!(udp.server, "10.0.0.2:7000");
+    }
+
+    #[test]
+    fn push_run_appends_to_the_test_of_the_same_name() {
+        let mut doc = ResultsDocument::new("osa".into(), vec!["linkperf".into(), "run".into()]);
+        assert_eq!(doc.schema, SCHEMA);
+        assert!(doc.created.ends_with('Z'), "{}", doc.created);
+        let s50 = spec("rr1c-200x1000", Protocol::Tcp, 50);
+        let s10 = spec("rr1c-200x1000", Protocol::Tcp, 10);
+        let cfg = |s: &TestSpec| {
+            TestConfig::from_spec(
+                s,
+                "embedded".into(),
+                Placement::with_threads(1),
+                Placement::with_threads(1),
+            )
+        };
+        let run = |n| crate::failed_run(n, String::new(), RunStatus::Failed, "x".into());
+        doc.push_run(&s50, cfg(&s50), run(1));
+        doc.push_run(&s10, cfg(&s10), run(1));
+        doc.push_run(&s50, cfg(&s50), run(2));
+        assert_eq!(doc.tests.len(), 2);
+        let t = doc.find_test("rr1c-200x1000--50").unwrap();
+        assert_eq!(t.runs.iter().map(|r| r.run).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(t.spec, s50);
+        assert_eq!(t.workload, WorkloadInfo::from_spec(&s50));
+        assert_eq!(doc.tests[1].name, "rr1c-200x1000--10");
+        doc.find_test_mut("rr1c-200x1000--10").unwrap().runs.clear();
+        assert!(doc.find_test("rr1c-200x1000--10").unwrap().runs.is_empty());
+        assert!(doc.find_test("rr1c-1x1--1").is_none());
+    }
+
+    #[test]
+    fn run_status_is_snake_case() {
+        for (s, j) in [
+            (RunStatus::Ok, "\"ok\""),
+            (RunStatus::Aborted, "\"aborted\""),
+            (RunStatus::Failed, "\"failed\""),
+        ] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), j);
+        }
+    }
+}

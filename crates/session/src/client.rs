@@ -1,0 +1,337 @@
+//! Driving one test from the client: negotiate with the daemon, connect the
+//! users, run, collect both sides' measurements.
+
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints};
+use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
+use linkperf_wire::{decode_server, encode_client, ClientMessage, ServerMessage, PROTOCOL_VERSION};
+use linkperf_workload::{Placement, Protocol, TestSpec};
+
+use crate::channel::{Channel, Received};
+use crate::sampler::Sampler;
+use crate::server::DRAIN;
+use crate::SessionError;
+
+/// How long to wait for the server's answers during negotiation.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the server may take to send its results after `Finished`.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the server is.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Control address as the user gave it (`host`, `host:port`).
+    pub address: String,
+    /// Port used when `address` has none.
+    pub default_port: u16,
+}
+
+/// One test to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The test.
+    pub spec: TestSpec,
+    /// The client's workers.
+    pub client: Placement,
+    /// The server's workers.
+    pub server: Placement,
+    /// How the client's process CPU is taken (`RusageThreadSum` when the server
+    /// shares the process).
+    pub process_method: ProcessMethod,
+    /// Set to abort the test; what was measured is kept.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// The command line, for the environment record.
+    pub command_line: Vec<String>,
+}
+
+/// What one test produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// When it started.
+    pub started: SystemTime,
+    /// The client's measurements.
+    pub client: SideReport,
+    /// The server's own measurements.
+    pub server: Option<SideReport>,
+    /// The client host.
+    pub client_environment: Environment,
+    /// The server host, as it described itself.
+    pub server_environment: Option<Environment>,
+    /// True if the test was aborted before its end.
+    pub aborted: bool,
+}
+
+fn resolve(target: &Target) -> Result<SocketAddr, SessionError> {
+    let with_port = if target.address.parse::<IpAddr>().is_ok() {
+        // A bare IP (v4 or v6) has no port.
+        SocketAddr::new(
+            target
+                .address
+                .parse()
+                .unwrap_or(IpAddr::from([127, 0, 0, 1])),
+            target.default_port,
+        )
+        .to_string()
+    } else if target
+        .address
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        target.address.clone()
+    } else {
+        format!("{}:{}", target.address, target.default_port)
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|source| SessionError::Connect {
+            addr: target.address.clone(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| {
+            SessionError::Invalid(format!("'{}' resolves to no address", target.address))
+        })
+}
+
+struct Client {
+    ch: Channel,
+}
+
+impl Client {
+    fn send(&mut self, m: &ClientMessage) -> Result<(), SessionError> {
+        self.ch
+            .send(&encode_client(m))
+            .map_err(|e| SessionError::Control(format!("send: {e}")))
+    }
+
+    fn recv(
+        &mut self,
+        timeout: Duration,
+        waiting_for: &str,
+    ) -> Result<ServerMessage, SessionError> {
+        match self.ch.recv(timeout) {
+            Ok(Received::Frame(f)) => match decode_server(&f)? {
+                ServerMessage::Error { code, message } => Err(SessionError::Refused {
+                    code: code.to_string(),
+                    message,
+                }),
+                m => Ok(m),
+            },
+            Ok(Received::Timeout) => Err(SessionError::Control(format!(
+                "no {waiting_for} from the server within {timeout:?}"
+            ))),
+            Ok(Received::Closed) => Err(SessionError::Control(format!(
+                "the server closed the control connection before {waiting_for}"
+            ))),
+            Err(e) => Err(SessionError::Control(e.to_string())),
+        }
+    }
+}
+
+/// Runs one test against the daemon at `target`.
+pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
+    req.spec
+        .validate()
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
+    let addr = resolve(target)?;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|source| {
+        SessionError::Connect {
+            addr: addr.to_string(),
+            source,
+        }
+    })?;
+    let local_ip = stream.local_addr().ok().map(|a| a.ip());
+    let mut c = Client {
+        ch: Channel::new(stream, linkperf_wire::DEFAULT_MAX_FRAME),
+    };
+    c.send(&ClientMessage::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        client_version: env!("CARGO_PKG_VERSION").into(),
+    })?;
+    match c.recv(ANSWER_TIMEOUT, "welcome")? {
+        ServerMessage::Welcome { .. } => {}
+        other => {
+            return Err(SessionError::Control(format!(
+                "expected welcome, got {}",
+                name(&other)
+            )))
+        }
+    }
+    c.send(&ClientMessage::Test {
+        spec: req.spec.clone(),
+        placement: req.server.clone(),
+    })?;
+    let (ports, names, token, server_env) =
+        match c.recv(ANSWER_TIMEOUT, "acceptance of the test")? {
+            ServerMessage::Accepted {
+                data_ports,
+                unix_names,
+                token,
+                environment,
+            } => (data_ports, unix_names, token, environment),
+            other => {
+                return Err(SessionError::Control(format!(
+                    "expected accepted, got {}",
+                    name(&other)
+                )))
+            }
+        };
+    let endpoints = match req.spec.protocol {
+        Protocol::Tcp => DataEndpoints::Tcp(
+            ports
+                .iter()
+                .map(|p| SocketAddr::new(addr.ip(), *p))
+                .collect(),
+        ),
+        Protocol::Udp => DataEndpoints::Udp(
+            ports
+                .iter()
+                .map(|p| SocketAddr::new(addr.ip(), *p))
+                .collect(),
+        ),
+        Protocol::Unix => DataEndpoints::Unix(names),
+    };
+    if endpoints.is_empty() {
+        return Err(SessionError::Control(
+            "the server offered no data endpoint".into(),
+        ));
+    }
+    linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
+    let connect_timeout =
+        Duration::from_secs(20) + Duration::from_millis(5 * u64::from(req.spec.users));
+    let client = ClientTest::connect(ClientConfig {
+        spec: req.spec.clone(),
+        threads: req.client.threads,
+        affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
+        busy_poll: req.client.busy_poll,
+        endpoints,
+        token,
+        connect_timeout,
+    });
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = c.send(&ClientMessage::Abort {
+                reason: e.to_string(),
+            });
+            return Err(e.into());
+        }
+    };
+    c.send(&ClientMessage::Start)?;
+    match c.recv(ANSWER_TIMEOUT, "start confirmation") {
+        Ok(ServerMessage::Started) => {}
+        Ok(other) => {
+            client.abort();
+            let _ = client.wait();
+            return Err(SessionError::Control(format!(
+                "expected started, got {}",
+                name(&other)
+            )));
+        }
+        Err(e) => {
+            client.abort();
+            let _ = client.wait();
+            return Err(e);
+        }
+    }
+    let started = SystemTime::now();
+    let schedule = client.start(DRAIN);
+    let sampler = Sampler::spawn(schedule);
+    // Watch for cancellation while the workers run.
+    let done = Arc::new(AtomicBool::new(false));
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let watcher = req.cancel.clone().map(|flag| {
+        let aborter = client.aborter();
+        let done = done.clone();
+        let cancelled = cancelled.clone();
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                if flag.load(Ordering::Acquire) {
+                    cancelled.store(true, Ordering::Release);
+                    aborter.abort();
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    });
+    let reports = client.wait();
+    done.store(true, Ordering::Release);
+    if let Some(w) = watcher {
+        let _ = w.join();
+    }
+    let aborted = cancelled.load(Ordering::Acquire);
+    let window = sampler.finish();
+    let reports = reports?;
+    let agg = aggregate(reports);
+    let (process, method) = match (req.process_method, &window) {
+        (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
+        _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
+    };
+    let nominal = schedule.window().as_secs_f64();
+    let window_s = if aborted {
+        Instant::now()
+            .saturating_duration_since(schedule.measure_from)
+            .as_secs_f64()
+            .min(nominal)
+    } else {
+        nominal
+    };
+    let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
+    let system = window.map(|w| w.system).unwrap_or_else(|| {
+        let s = linkperf_metrics::system_cpu_now();
+        linkperf_metrics::system_cpu_between(&s, &s)
+    });
+    let cpu = side_cpu(process, method, &system, sampled_s);
+    let mut env = capture_environment(
+        agg.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
+        req.command_line.clone(),
+    );
+    if let Some(s) = &agg.socket {
+        env.socket_congestion_control = s.cc.clone();
+        env.socket_sndbuf = s.sndbuf;
+        env.socket_rcvbuf = s.rcvbuf;
+    }
+    let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    // Ask for the server's side; keep ours whatever happens.
+    let msg = if aborted {
+        ClientMessage::Abort {
+            reason: "interrupted".into(),
+        }
+    } else {
+        ClientMessage::Finished
+    };
+    let (server, server_environment) = match c
+        .send(&msg)
+        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
+    {
+        Ok(ServerMessage::Results {
+            report,
+            environment,
+        }) => (Some(report), Some(environment)),
+        _ => (None, Some(server_env)),
+    };
+    Ok(Outcome {
+        started,
+        client: client_report,
+        server,
+        client_environment: env,
+        server_environment,
+        aborted,
+    })
+}
+
+fn name(m: &ServerMessage) -> &'static str {
+    match m {
+        ServerMessage::Welcome { .. } => "welcome",
+        ServerMessage::Accepted { .. } => "accepted",
+        ServerMessage::Started => "started",
+        ServerMessage::Results { .. } => "results",
+        ServerMessage::Error { .. } => "error",
+    }
+}

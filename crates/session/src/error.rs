@@ -1,0 +1,42 @@
+use thiserror::Error;
+
+/// Why a session failed.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// The control connection could not be made or broke.
+    #[error("reach the linkperf server at {addr}: {source}")]
+    Connect {
+        /// Where.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The control connection broke or timed out.
+    #[error("talk to the server: {0}")]
+    Control(String),
+    /// The server answered with an error.
+    #[error("run the test: the server refused: {message} ({code})")]
+    Refused {
+        /// The server's error code.
+        code: String,
+        /// The server's words.
+        message: String,
+    },
+    /// A wire-level problem (version mismatch, malformed message).
+    #[error("understand the server: {0}")]
+    Wire(#[from] linkperf_wire::WireError),
+    /// The engine could not run.
+    #[error("{0}")]
+    Engine(#[from] linkperf_engine::EngineError),
+    /// The test is invalid.
+    #[error("{0}")]
+    Invalid(String),
+    /// Binding the daemon failed.
+    #[error("listen on {addr}: {source}")]
+    Bind {
+        /// Where.
+        addr: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}

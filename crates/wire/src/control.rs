@@ -1,0 +1,825 @@
+//! Control-connection messages: JSON objects tagged by `"type"`, one per frame.
+//!
+//! The client opens with [`ClientMessage::Hello`], the server answers
+//! [`ServerMessage::Welcome`]; both carry [`PROTOCOL_VERSION`], and a peer
+//! announcing another version is refused with [`WireError::VersionMismatch`]
+//! whatever else its greeting holds. Unknown extra fields are ignored, so a
+//! peer of the same version that adds fields is still understood.
+
+use std::fmt;
+
+use linkperf_metrics::{Environment, SideReport};
+use linkperf_workload::{Placement, TestSpec};
+use serde::de::{self, Deserializer, Unexpected, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::{encode_frame, WireError};
+
+/// Version of the control protocol this build speaks. Both ends must speak the same.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Bytes in a [`DataToken`].
+const TOKEN_LEN: usize = 16;
+
+/// A message from the client on the control connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMessage {
+    /// The client's greeting, the first message on the connection.
+    Hello {
+        /// [`PROTOCOL_VERSION`] of the client.
+        protocol_version: u32,
+        /// linkperf version of the client, for messages.
+        client_version: String,
+    },
+    /// The answer to the server's challenge (a hex HMAC).
+    Auth {
+        /// The response, in hex.
+        response: String,
+    },
+    /// The test to run.
+    Test {
+        /// The test as both ends run it.
+        spec: TestSpec,
+        /// How the server side places its workers.
+        placement: Placement,
+    },
+    /// The data connections are up: start the test.
+    Start,
+    /// The client's side of the test is over: send results.
+    Finished,
+    /// The client gives up on the test.
+    Abort {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// A message from the server on the control connection.
+// A handful of these exist per session, never in bulk: the size of `Results`
+// costs nothing, and boxing it would burden every place that builds or matches one.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// The server's answer to [`ClientMessage::Hello`].
+    Welcome {
+        /// [`PROTOCOL_VERSION`] of the server.
+        protocol_version: u32,
+        /// linkperf version of the server, for messages.
+        server_version: String,
+        /// The server's number for this session.
+        session: u64,
+        /// A challenge to answer with [`ClientMessage::Auth`], if the server
+        /// requires authentication.
+        challenge: Option<String>,
+    },
+    /// The test is accepted: where and how to open the data connections.
+    Accepted {
+        /// Ports of the TCP listeners or UDP sockets, one per server worker:
+        /// flow `i` goes to `data_ports[i % len]`.
+        data_ports: Vec<u16>,
+        /// Abstract Unix socket names for `unix` tests, one per server worker.
+        unix_names: Vec<String>,
+        /// Token every data connection presents in its preamble.
+        token: DataToken,
+        /// The server's host.
+        environment: Environment,
+    },
+    /// The server's side of the test has started.
+    Started,
+    /// The server's measurements, the answer to [`ClientMessage::Finished`].
+    Results {
+        /// What the server side measured.
+        report: SideReport,
+        /// The server's host.
+        environment: Environment,
+    },
+    /// The server refuses a message or gives up on the test.
+    Error {
+        /// What kind of failure.
+        code: ErrorCode,
+        /// What happened, in words.
+        message: String,
+    },
+}
+
+/// The kind of failure in a [`ServerMessage::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The client speaks another protocol version.
+    VersionMismatch,
+    /// A message could not be read.
+    Malformed,
+    /// A frame was over the size limit.
+    TooLarge,
+    /// A message came at the wrong point of the session.
+    OutOfOrder,
+    /// The test was refused (invalid, or not allowed by the server).
+    Refused,
+    /// Authentication failed.
+    AuthFailed,
+    /// A server limit was reached (sessions, users, duration).
+    Limit,
+    /// The server failed on its own side.
+    Internal,
+    /// The test was aborted.
+    Aborted,
+}
+
+impl fmt::Display for ErrorCode {
+    /// The code as it is spelled on the wire: `version_mismatch`, `too_large`, ...
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ErrorCode::VersionMismatch => "version_mismatch",
+            ErrorCode::Malformed => "malformed",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::OutOfOrder => "out_of_order",
+            ErrorCode::Refused => "refused",
+            ErrorCode::AuthFailed => "auth_failed",
+            ErrorCode::Limit => "limit",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Aborted => "aborted",
+        })
+    }
+}
+
+/// The secret a data connection presents to be matched with its session.
+///
+/// On the control connection it is a 32-digit lowercase hex string; decoding
+/// accepts either case and refuses anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DataToken(pub [u8; TOKEN_LEN]);
+
+impl DataToken {
+    /// The first four bytes, big-endian: the tag in front of every UDP datagram
+    /// of the session.
+    pub fn session_tag(&self) -> u32 {
+        let [a, b, c, d, ..] = self.0;
+        u32::from_be_bytes([a, b, c, d])
+    }
+
+    /// Reads 32 hex digits (either case); `None` for anything else.
+    fn from_hex(s: &str) -> Option<DataToken> {
+        let digits = s.as_bytes();
+        if digits.len() != 2 * TOKEN_LEN {
+            return None;
+        }
+        let mut bytes = [0u8; TOKEN_LEN];
+        for (byte, pair) in bytes.iter_mut().zip(digits.chunks_exact(2)) {
+            *byte = (hex_value(pair[0])? << 4) | hex_value(pair[1])?;
+        }
+        Some(DataToken(bytes))
+    }
+}
+
+/// The value of one hex digit.
+fn hex_value(digit: u8) -> Option<u8> {
+    match digit {
+        b'0'..=b'9' => Some(digit - b'0'),
+        b'a'..=b'f' => Some(digit - b'a' + 10),
+        b'A'..=b'F' => Some(digit - b'A' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Display for DataToken {
+    /// 32 lowercase hex digits.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for DataToken {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for DataToken {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HexVisitor;
+
+        impl Visitor<'_> for HexVisitor {
+            type Value = DataToken;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a data token of 32 hex digits")
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<DataToken, E> {
+                DataToken::from_hex(s).ok_or_else(|| E::invalid_value(Unexpected::Str(s), &self))
+            }
+        }
+
+        deserializer.deserialize_str(HexVisitor)
+    }
+}
+
+/// One whole frame (length prefix and JSON) carrying a client message.
+pub fn encode_client(msg: &ClientMessage) -> Vec<u8> {
+    encode(msg)
+}
+
+/// One whole frame (length prefix and JSON) carrying a server message.
+pub fn encode_server(msg: &ServerMessage) -> Vec<u8> {
+    encode(msg)
+}
+
+/// Frames the JSON of `msg`.
+fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    // Serialising these types cannot fail: every map key is a string and every
+    // hand-written Serialize (DataToken) is infallible. Non-finite floats are
+    // written as `null` by serde_json, which the peer refuses as malformed.
+    let json = serde_json::to_vec(msg).expect("control messages always serialise to JSON");
+    let mut out = Vec::with_capacity(4 + json.len());
+    encode_frame(&json, &mut out);
+    out
+}
+
+/// Reads one frame payload from the client.
+///
+/// A `hello` announcing another protocol version is a
+/// [`WireError::VersionMismatch`] even if the rest of it is not this version's
+/// `Hello`; anything else that does not decode is [`WireError::Malformed`].
+pub fn decode_client(payload: &[u8]) -> Result<ClientMessage, WireError> {
+    match serde_json::from_slice(payload) {
+        Ok(ClientMessage::Hello {
+            protocol_version, ..
+        }) if protocol_version != PROTOCOL_VERSION => Err(mismatch(protocol_version)),
+        Ok(msg) => Ok(msg),
+        Err(e) => Err(other_version(payload, "hello").map_or_else(|| malformed(&e), mismatch)),
+    }
+}
+
+/// Reads one frame payload from the server.
+///
+/// A `welcome` announcing another protocol version is a
+/// [`WireError::VersionMismatch`] even if the rest of it is not this version's
+/// `Welcome`; anything else that does not decode is [`WireError::Malformed`].
+pub fn decode_server(payload: &[u8]) -> Result<ServerMessage, WireError> {
+    match serde_json::from_slice(payload) {
+        Ok(ServerMessage::Welcome {
+            protocol_version, ..
+        }) if protocol_version != PROTOCOL_VERSION => Err(mismatch(protocol_version)),
+        Ok(msg) => Ok(msg),
+        Err(e) => Err(other_version(payload, "welcome").map_or_else(|| malformed(&e), mismatch)),
+    }
+}
+
+fn mismatch(theirs: u32) -> WireError {
+    WireError::VersionMismatch {
+        ours: PROTOCOL_VERSION,
+        theirs,
+    }
+}
+
+fn malformed(e: &serde_json::Error) -> WireError {
+    WireError::Malformed(e.to_string())
+}
+
+/// The version announced by a payload that failed to decode, if it is a JSON
+/// object of type `greeting` with a `protocol_version` other than ours.
+fn other_version(payload: &[u8], greeting: &str) -> Option<u32> {
+    /// The part of a greeting every protocol version shares.
+    #[derive(Deserialize)]
+    struct Greeting {
+        #[serde(rename = "type")]
+        kind: String,
+        protocol_version: u32,
+    }
+    let g: Greeting = serde_json::from_slice(payload).ok()?;
+    (g.kind == greeting && g.protocol_version != PROTOCOL_VERSION).then_some(g.protocol_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use linkperf_metrics::{
+        BusyMethod, Interval, LatencySummary, ProcStatBreakdown, ProcessMethod, SideCpu,
+        TcpInfoSummary, Totals, WorkerPlacement,
+    };
+    use linkperf_workload::{Bytes, CpuList, Protocol, SocketOptions, StreamDirection, Workload};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{FrameDecoder, DEFAULT_MAX_FRAME};
+
+    /// The one payload in a whole frame, through the decoder.
+    fn unframe(frame: &[u8]) -> Vec<u8> {
+        let mut d = FrameDecoder::new(DEFAULT_MAX_FRAME);
+        d.feed(frame);
+        let payload = d.next_frame().unwrap().expect("a whole frame");
+        assert_eq!(d.buffered(), 0, "exactly one frame");
+        payload
+    }
+
+    fn client_round_trip(msg: &ClientMessage) {
+        let frame = encode_client(msg);
+        let back = decode_client(&unframe(&frame)).unwrap();
+        assert_eq!(&back, msg);
+        assert_eq!(encode_client(&back), frame, "byte-exact");
+    }
+
+    fn server_round_trip(msg: &ServerMessage) {
+        let frame = encode_server(msg);
+        let back = decode_server(&unframe(&frame)).unwrap();
+        assert_eq!(&back, msg);
+        assert_eq!(encode_server(&back), frame, "byte-exact");
+    }
+
+    fn token() -> DataToken {
+        DataToken([
+            0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd,
+            0xee, 0xff,
+        ])
+    }
+
+    fn environment() -> Environment {
+        Environment {
+            hostname: "bench-b.example.net".into(),
+            kernel: "6.8.0-45-generic".into(),
+            os: "Linux x86_64".into(),
+            cpu_model: "AMD EPYC 7B13 64-Core Processor".into(),
+            cpu_count: 16,
+            interface: Some("ens4".into()),
+            mtu: Some(1460),
+            congestion_control: Some("cubic".into()),
+            socket_congestion_control: Some("bbr".into()),
+            tcp_rmem: Some("4096 131072 6291456".into()),
+            tcp_wmem: Some("4096 16384 4194304".into()),
+            socket_sndbuf: Some(425_984),
+            socket_rcvbuf: Some(131_072),
+            linkperf_version: "0.1.0".into(),
+            command_line: vec![
+                "linkperf".into(),
+                "server".into(),
+                "--port".into(),
+                "7201".into(),
+            ],
+        }
+    }
+
+    fn interval(i: u64) -> Interval {
+        Interval {
+            start_s: i as f64 + 0.000_183_27,
+            length_s: 1.000_021_943,
+            tx_bytes: 12_345_678_901 + i,
+            rx_bytes: 9_876_543_210 + i,
+            transactions: 87_654_321 + i,
+        }
+    }
+
+    fn report(intervals: u64, workers: u32) -> SideReport {
+        SideReport {
+            window_s: 10.000_213_457,
+            tx_bytes: 1_234_567_890,
+            rx_bytes: 246_913_578,
+            transactions: 1_234_567,
+            errors: 3,
+            totals: Totals {
+                tx_bytes: 1_358_024_679,
+                rx_bytes: 271_604_935,
+                transactions: 1_358_024,
+            },
+            latency: Some(LatencySummary {
+                count: 1_234_567,
+                mean: 80.912_345_678_9,
+                p50: 77.311,
+                p90: 95.743,
+                p99: 143.871_999_999_999_99,
+                p999: 412.159,
+                min: 41.2,
+                max: 10_234.56,
+            }),
+            intervals: (0..intervals).map(interval).collect(),
+            cpu: SideCpu {
+                process_s: 9.871_234,
+                process_user_s: 1.234_567,
+                process_system_s: 8.636_667,
+                process_method: ProcessMethod::RusageThreadSum,
+                system_busy_s: 31.415_926_535_897_93,
+                system_busy_method: BusyMethod::CgroupV2CpuStat,
+                softirq_s: 7.123_456_789,
+                proc_stat: ProcStatBreakdown {
+                    user_s: 2.01,
+                    system_s: 20.33,
+                    irq_s: 0.0,
+                    softirq_s: 7.12,
+                    steal_s: 0.04,
+                    idle_s: 128.5,
+                },
+                cpus: 16,
+                window_s: 10.000_213_457,
+            },
+            tcp_info: Some(TcpInfoSummary {
+                flows: 50,
+                retransmits: 17,
+                rtt_us_mean: 63.281_25,
+                rtt_us_max: 212.0,
+                rttvar_us_mean: 11.9,
+                snd_cwnd_mean: 10.0,
+                snd_mss_mean: 1448.0,
+            }),
+            workers: (0..workers)
+                .map(|w| WorkerPlacement {
+                    worker: w,
+                    pinned: (w % 2 == 0).then(|| vec![w as usize]),
+                    allowed_cpus: (0..16).collect(),
+                    last_cpu: Some(w as usize),
+                    flows: 25,
+                })
+                .collect(),
+            busy_poll: true,
+            connections: 50,
+            error_samples: vec!["flow 7: connection reset by peer (os error 104)".into()],
+        }
+    }
+
+    fn spec(workload: Workload, protocol: Protocol) -> TestSpec {
+        TestSpec {
+            workload,
+            protocol,
+            users: 50,
+            duration: Duration::from_secs(30),
+            warmup: Duration::from_millis(1500),
+            socket: SocketOptions {
+                nodelay: Some(true),
+                sndbuf: Some(262_144),
+                rcvbuf: Some(524_288),
+                cc: Some("bbr".into()),
+                mss: Some(1400),
+            },
+            udp_timeout: Duration::from_nanos(250_000_001),
+        }
+    }
+
+    #[test]
+    fn every_client_message_round_trips() {
+        let placement = Placement {
+            threads: 4,
+            affinity: Some(CpuList(vec![0, 2, 4, 6])),
+            busy_poll: true,
+        };
+        let workloads = [
+            Workload::Rr {
+                request: Bytes(200),
+                response: Bytes(30 * 1024),
+            },
+            Workload::Crr {
+                request: Bytes(1),
+                response: Bytes(1),
+            },
+            Workload::Stream {
+                message: Bytes(30 * 1024),
+                direction: StreamDirection::Up,
+            },
+            Workload::Stream {
+                message: Bytes(1 << 20),
+                direction: StreamDirection::Bidir,
+            },
+        ];
+        let mut msgs = vec![
+            ClientMessage::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                client_version: "0.1.0".into(),
+            },
+            ClientMessage::Auth {
+                response: "9f86d081884c7d659a2feaa0c55ad015".into(),
+            },
+            ClientMessage::Test {
+                spec: TestSpec::new(
+                    workloads[0].clone(),
+                    Protocol::Udp,
+                    1,
+                    Duration::from_secs(5),
+                ),
+                placement: Placement::with_threads(1),
+            },
+            ClientMessage::Start,
+            ClientMessage::Finished,
+            ClientMessage::Abort {
+                reason: "interrupted by the user (\"ctrl-c\")\n".into(),
+            },
+        ];
+        for (w, p) in
+            workloads
+                .into_iter()
+                .zip([Protocol::Tcp, Protocol::Tcp, Protocol::Unix, Protocol::Tcp])
+        {
+            msgs.push(ClientMessage::Test {
+                spec: spec(w, p),
+                placement: placement.clone(),
+            });
+        }
+        for m in &msgs {
+            client_round_trip(m);
+        }
+    }
+
+    #[test]
+    fn every_server_message_round_trips() {
+        let mut msgs = vec![
+            ServerMessage::Welcome {
+                protocol_version: PROTOCOL_VERSION,
+                server_version: "0.1.0".into(),
+                session: u64::MAX,
+                challenge: Some("c2VydmVyIGNoYWxsZW5nZQ".into()),
+            },
+            ServerMessage::Welcome {
+                protocol_version: PROTOCOL_VERSION,
+                server_version: "0.1.0-dev".into(),
+                session: 7,
+                challenge: None,
+            },
+            ServerMessage::Accepted {
+                data_ports: vec![7202, 7203],
+                unix_names: vec!["linkperf-7.0".into()],
+                token: token(),
+                environment: environment(),
+            },
+            ServerMessage::Accepted {
+                data_ports: vec![],
+                unix_names: vec![],
+                token: DataToken([0; 16]),
+                environment: Environment::default(),
+            },
+            ServerMessage::Started,
+            ServerMessage::Results {
+                report: report(10, 4),
+                environment: environment(),
+            },
+        ];
+        let mut bare = report(0, 0);
+        bare.latency = None;
+        bare.tcp_info = None;
+        bare.cpu.process_method = ProcessMethod::RusageSelf;
+        bare.cpu.system_busy_method = BusyMethod::ProcStat;
+        msgs.push(ServerMessage::Results {
+            report: bare,
+            environment: Environment::default(),
+        });
+        for code in [
+            ErrorCode::VersionMismatch,
+            ErrorCode::Malformed,
+            ErrorCode::TooLarge,
+            ErrorCode::OutOfOrder,
+            ErrorCode::Refused,
+            ErrorCode::AuthFailed,
+            ErrorCode::Limit,
+            ErrorCode::Internal,
+            ErrorCode::Aborted,
+        ] {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{code}\""), "Display spells the wire name");
+            msgs.push(ServerMessage::Error {
+                code,
+                message: format!("failed: {code}"),
+            });
+        }
+        for m in &msgs {
+            server_round_trip(m);
+        }
+    }
+
+    #[test]
+    fn golden_hello_and_start() {
+        let hello = ClientMessage::Hello {
+            protocol_version: 1,
+            client_version: "0.1.0".into(),
+        };
+        let json = br#"{"type":"hello","protocol_version":1,"client_version":"0.1.0"}"#;
+        let mut frame = (json.len() as u32).to_be_bytes().to_vec();
+        frame.extend_from_slice(json);
+        assert_eq!(encode_client(&hello), frame);
+
+        assert_eq!(
+            encode_client(&ClientMessage::Start),
+            b"\x00\x00\x00\x10{\"type\":\"start\"}"
+        );
+    }
+
+    #[test]
+    fn golden_token_is_lowercase_hex() {
+        let json = serde_json::to_string(&token()).unwrap();
+        assert_eq!(json, r#""00112233445566778899aabbccddeeff""#);
+        assert_eq!(token().to_string(), "00112233445566778899aabbccddeeff");
+        assert_eq!(token().session_tag(), 0x0011_2233);
+        let upper: DataToken =
+            serde_json::from_str(r#""00112233445566778899AABBCCDDEEFF""#).unwrap();
+        assert_eq!(upper, token());
+    }
+
+    #[test]
+    fn bad_tokens_are_refused() {
+        for bad in [
+            r#""""#,
+            r#""00112233445566778899aabbccddeef""#,
+            r#""00112233445566778899aabbccddeeff00""#,
+            r#""0011223344556677889gaabbccddeeff""#,
+            r#""+0112233445566778899aabbccddeeff""#,
+            r#""00112233445566778899aabbccddeeé""#,
+            "12",
+            "null",
+            "[0,1]",
+        ] {
+            assert!(serde_json::from_str::<DataToken>(bad).is_err(), "{bad}");
+        }
+        let msg = r#"{"type":"accepted","data_ports":[1],"unix_names":[],"token":"xyz","environment":{}}"#;
+        match decode_server(msg.as_bytes()) {
+            Err(WireError::Malformed(m)) => assert!(m.contains("32 hex digits"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn malformed_client(payload: &[u8]) -> String {
+        match decode_client(payload) {
+            Err(WireError::Malformed(m)) => m,
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(payload)),
+        }
+    }
+
+    fn malformed_server(payload: &[u8]) -> String {
+        match decode_server(payload) {
+            Err(WireError::Malformed(m)) => m,
+            other => panic!("{:?}: {other:?}", String::from_utf8_lossy(payload)),
+        }
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let mut deep = vec![b'['; 100_000];
+        deep.extend(vec![b']'; 100_000]);
+        let cases: &[&[u8]] = &[
+            b"not json",
+            b"\xff\xfe\x00",
+            b"[1,2,3]",
+            b"\"hello\"",
+            b"42",
+            b"null",
+            b"{}",
+            br#"{"type":5}"#,
+            br#"{"type":null}"#,
+            br#"{"type":"hello","protocol_ver"#,
+            br#"{"type":"start"} trailing"#,
+            br#"{"type":"abort","reason":"\xff"}"#,
+            br#"{"type":"hello","protocol_version":"2","client_version":"x"}"#,
+            br#"{"type":"hello","protocol_version":-2,"client_version":"x"}"#,
+            br#"{"type":"hello","protocol_version":4294967296,"client_version":"x"}"#,
+            &deep,
+        ];
+        for c in cases {
+            malformed_client(c);
+            malformed_server(c);
+        }
+        let m = malformed_client(br#"{"type":"teleport"}"#);
+        assert!(m.contains("unknown variant `teleport`"), "{m}");
+        let m = malformed_client(br#"{"type":"hello","protocol_version":1}"#);
+        assert!(m.contains("client_version"), "{m}");
+        // Each side's messages are foreign to the other's decoder.
+        malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
+        malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
+        malformed_client(br#"{"type":"welcome","protocol_version":2}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":2}"#);
+        malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
+    }
+
+    #[test]
+    fn other_protocol_versions_are_a_mismatch() {
+        let v2 = WireError::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            theirs: 2,
+        };
+        for hello in [
+            r#"{"type":"hello","protocol_version":2,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":2}"#,
+            r#"{"protocol_version":2,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+        ] {
+            assert_eq!(decode_client(hello.as_bytes()), Err(v2.clone()), "{hello}");
+        }
+        let welcome =
+            r#"{"type":"welcome","protocol_version":2,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v2));
+        let old = ServerMessage::Welcome {
+            protocol_version: 0,
+            server_version: "0.0.1".into(),
+            session: 1,
+            challenge: None,
+        };
+        assert_eq!(
+            decode_server(&unframe(&encode_server(&old))),
+            Err(WireError::VersionMismatch {
+                ours: PROTOCOL_VERSION,
+                theirs: 0
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_extra_fields_are_ignored() {
+        let hello =
+            br#"{"type":"hello","protocol_version":1,"client_version":"0.2.0","features":["x"]}"#;
+        assert_eq!(
+            decode_client(hello),
+            Ok(ClientMessage::Hello {
+                protocol_version: 1,
+                client_version: "0.2.0".into()
+            })
+        );
+        assert_eq!(
+            decode_client(br#"{"type":"start","at":12}"#),
+            Ok(ClientMessage::Start)
+        );
+        assert_eq!(
+            decode_server(br#"{"extra":null,"type":"started"}"#),
+            Ok(ServerMessage::Started)
+        );
+        // A missing optional field reads as None.
+        let welcome =
+            br#"{"type":"welcome","protocol_version":1,"server_version":"0.1.0","session":3}"#;
+        assert_eq!(
+            decode_server(welcome),
+            Ok(ServerMessage::Welcome {
+                protocol_version: 1,
+                server_version: "0.1.0".into(),
+                session: 3,
+                challenge: None,
+            })
+        );
+    }
+
+    #[test]
+    fn an_hour_of_results_fits_in_a_default_frame() {
+        let msg = ServerMessage::Results {
+            report: report(3600, 64),
+            environment: environment(),
+        };
+        let frame = encode_server(&msg);
+        assert!(
+            frame.len() - 4 <= DEFAULT_MAX_FRAME,
+            "{} bytes",
+            frame.len() - 4
+        );
+        server_round_trip(&msg);
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode_client(&bytes);
+            let _ = decode_server(&bytes);
+            let mut d = FrameDecoder::new(256);
+            d.feed(&bytes);
+            while let Ok(Some(payload)) = d.next_frame() {
+                let _ = decode_client(&payload);
+                let _ = decode_server(&payload);
+            }
+        }
+
+        #[test]
+        fn json_like_bytes_never_panic(
+            s in r#"\{"type":"(hello|welcome|start|test|accepted|results|error)"(,"[a-z_]{1,16}":(-?[0-9]{1,12}|"[0-9a-f]{0,40}"|null|\{\}|\[\]))*\}"#
+        ) {
+            let _ = decode_client(s.as_bytes());
+            let _ = decode_server(s.as_bytes());
+        }
+
+        #[test]
+        fn token_hex_round_trips(bytes in any::<[u8; 16]>()) {
+            let t = DataToken(bytes);
+            let hex = t.to_string();
+            prop_assert_eq!(hex.len(), 32);
+            prop_assert!(hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+            let json = serde_json::to_string(&t).unwrap();
+            prop_assert_eq!(&json, &format!("\"{hex}\""));
+            prop_assert_eq!(serde_json::from_str::<DataToken>(&json).unwrap(), t);
+            prop_assert_eq!(t.session_tag(), u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]));
+        }
+
+        #[test]
+        fn measured_floats_reach_the_client_bit_for_bit(
+            floats in proptest::collection::vec(any::<f64>().prop_filter("finite", |f| f.is_finite()), 8)
+        ) {
+            let mut r = report(1, 1);
+            let l = r.latency.as_mut().unwrap();
+            l.mean = floats[0];
+            l.p50 = floats[1];
+            l.p99 = floats[2];
+            l.max = floats[3];
+            r.window_s = floats[4];
+            r.cpu.system_busy_s = floats[5];
+            r.intervals[0].start_s = floats[6];
+            r.cpu.proc_stat.softirq_s = floats[7];
+            let msg = ServerMessage::Results { report: r, environment: Environment::default() };
+            let frame = encode_server(&msg);
+            let back = decode_server(&unframe(&frame)).unwrap();
+            prop_assert_eq!(&back, &msg);
+            prop_assert_eq!(encode_server(&back), frame);
+        }
+    }
+}
