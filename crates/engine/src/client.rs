@@ -883,6 +883,11 @@ impl Worker {
                         Ok(k) => {
                             self.counters.tx(k, Instant::now());
                             rr.wrote(k);
+                            if matches!(rr.want(), Want::Read(_)) {
+                                // The request is out. Edge-triggered readiness reports the
+                                // response when it arrives; reading now would only find nothing.
+                                return Io::Blocked;
+                            }
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

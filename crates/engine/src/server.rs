@@ -620,6 +620,8 @@ impl Worker {
                                             // Connect-per-transaction: the server closes first.
                                             return Io::Close;
                                         }
+                                        // The next request raises a fresh readiness edge.
+                                        return Io::Blocked;
                                     }
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
