@@ -93,6 +93,11 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
                 r.status = RunStatus::Aborted;
                 r.error = Some("interrupted".into());
                 ExitCode::from(1)
+            } else if let Some(e) = o.server_error {
+                // What the client measured is kept; the run is not whole without the server's side.
+                r.status = RunStatus::Failed;
+                r.error = Some(e);
+                ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
             };

@@ -63,6 +63,8 @@ pub struct Outcome {
     pub server_environment: Option<Environment>,
     /// True if the test was aborted before its end.
     pub aborted: bool,
+    /// Why the server's measurements are missing, if they are.
+    pub server_error: Option<String>,
 }
 
 fn resolve(target: &Target) -> Result<SocketAddr, SessionError> {
@@ -306,15 +308,24 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     } else {
         ClientMessage::Finished
     };
-    let (server, server_environment) = match c
+    let (server, server_environment, server_error) = match c
         .send(&msg)
         .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
     {
         Ok(ServerMessage::Results {
             report,
             environment,
-        }) => (Some(report), Some(environment)),
-        _ => (None, Some(server_env)),
+        }) => (Some(report), Some(environment), None),
+        Ok(other) => (
+            None,
+            Some(server_env),
+            Some(format!("expected results, got {}", name(&other))),
+        ),
+        Err(e) => (
+            None,
+            Some(server_env),
+            Some(format!("the server's measurements are missing: {e}")),
+        ),
     };
     Ok(Outcome {
         started,
@@ -323,6 +334,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         client_environment: env,
         server_environment,
         aborted,
+        server_error,
     })
 }
 
