@@ -12,13 +12,14 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
-use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
+use linkperf_workload::{Protocol, TestSpec, Workload};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::counters::Counters;
-use crate::flow::{RrClient, StreamRx, StreamTx, Want};
+use crate::flow::{RrClient, Want};
 use crate::schedule::{Phase, Schedule};
 use crate::signals::Signals;
+use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
 use crate::worker::{
     cpus_for, poll_timeout, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
@@ -57,11 +58,7 @@ enum Logic {
     Rr(RrClient),
     Crr(RrClient),
     Udp(RrClient),
-    Stream {
-        tx: Option<StreamTx>,
-        rx: Option<StreamRx>,
-        shut: bool,
-    },
+    Stream(StreamHalves),
 }
 
 struct Flow {
@@ -306,17 +303,7 @@ fn new_logic(w: &Workload, protocol: Protocol) -> Logic {
             Logic::Crr(RrClient::new(request.0, response.0))
         }
         (Workload::Stream { message, direction }, _) => {
-            let m = message.0;
-            let (tx, rx) = match direction {
-                StreamDirection::Up => (Some(StreamTx::new(m)), None),
-                StreamDirection::Down => (None, Some(StreamRx::new(m))),
-                StreamDirection::Bidir => (Some(StreamTx::new(m)), Some(StreamRx::new(m))),
-            };
-            Logic::Stream {
-                tx,
-                rx,
-                shut: false,
-            }
+            Logic::Stream(StreamHalves::for_side(message.0, *direction, true))
         }
     }
 }
@@ -655,14 +642,7 @@ impl Worker {
                         .push(Reverse((now + self.spec.udp_timeout, i, seq)));
                 }
             }
-            Logic::Stream { tx, rx, .. } => {
-                if let Some(tx) = tx {
-                    tx.start(now);
-                }
-                if let Some(rx) = rx {
-                    rx.start(now);
-                }
-            }
+            Logic::Stream(halves) => halves.start(now),
         }
     }
 
@@ -840,7 +820,7 @@ impl Worker {
         let outcome = match self.flows[i].logic {
             Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule),
             Logic::Udp(_) => self.drive_udp(i, schedule),
-            Logic::Stream { .. } => self.drive_stream(i, schedule),
+            Logic::Stream(_) => self.drive_stream(i, schedule),
         };
         let now = Instant::now();
         let id = self.flows[i].id;
@@ -1004,88 +984,18 @@ impl Worker {
 
     fn drive_stream(&mut self, i: usize, schedule: Schedule) -> Io {
         let f = &mut self.flows[i];
-        let Logic::Stream { tx, rx, shut } = &mut f.logic else {
+        let (Logic::Stream(halves), Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
             return Io::Blocked;
         };
-        let Some(conn) = f.conn.as_mut() else {
-            return Io::Blocked;
-        };
-        // Read whatever has arrived.
-        let mut eof = false;
-        loop {
-            match conn.read(&mut self.bufs.read) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(k) => {
-                    let now = Instant::now();
-                    self.counters.rx(k, now);
-                    if let Some(rx) = rx.as_mut() {
-                        let (n, each) = rx.read(k, now);
-                        if n > 0 && tx.is_none() {
-                            self.counters.transactions(n, each, now);
-                        } else if n > 0 {
-                            // bidirectional: received messages count as transactions too
-                            self.counters.transactions(n, each, now);
-                        }
-                    }
-                    if k < self.bufs.read.len() {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Io::Failed(e),
-            }
+        match halves.drive(conn, &mut self.bufs, &mut self.counters, Some(&schedule)) {
+            StreamIo::Blocked => Io::Blocked,
+            StreamIo::PeerClosed {
+                still_sending: true,
+            } => Io::Eof,
+            StreamIo::PeerClosed {
+                still_sending: false,
+            } => Io::Finished,
+            StreamIo::Failed(e) => Io::Failed(e),
         }
-        // Write until the socket is full.
-        if let Some(txh) = tx.as_mut() {
-            loop {
-                match txh.want() {
-                    Want::Write(n) => {
-                        let n = n.min(self.bufs.write.len());
-                        match conn.write(&self.bufs.write[..n]) {
-                            Ok(0) => return Io::Eof,
-                            Ok(k) => {
-                                let now = Instant::now();
-                                self.counters.tx(k, now);
-                                let stop = schedule.phase(now) >= Phase::Draining;
-                                if let Some(done) = txh.wrote(k, now, stop) {
-                                    self.counters.transactions(1, done.took, now);
-                                }
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                if eof {
-                                    return Io::Eof;
-                                }
-                                return Io::Failed(e);
-                            }
-                        }
-                    }
-                    Want::Done => {
-                        if !*shut {
-                            *shut = true;
-                            let _ = conn.shutdown_write();
-                        }
-                        break;
-                    }
-                    Want::Idle | Want::Read(_) => break,
-                }
-            }
-        } else if !*shut && schedule.phase(Instant::now()) >= Phase::Draining {
-            // Receive-only: nothing to write; the server ends the stream.
-            *shut = true;
-        }
-        if eof {
-            let sending = tx.as_ref().is_some_and(|t| !t.is_done());
-            if sending {
-                return Io::Eof;
-            }
-            return Io::Finished;
-        }
-        Io::Blocked
     }
 }

@@ -13,6 +13,7 @@ mod report;
 mod schedule;
 mod server;
 mod signals;
+mod stream_io;
 mod transport;
 mod worker;
 

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
-use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
+use linkperf_workload::{Protocol, TestSpec, Workload};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 use crate::counters::Counters;
-use crate::flow::{RrServer, StreamRx, StreamTx, Want};
-use crate::schedule::{Phase, Schedule};
+use crate::flow::{RrServer, Want};
+use crate::schedule::Schedule;
 use crate::signals::Signals;
+use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{
     apply_accepted, tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, DataOptions,
     Listener,
@@ -69,11 +70,7 @@ enum Logic {
     },
     Rr(RrServer),
     Crr(RrServer),
-    Stream {
-        tx: Option<StreamTx>,
-        rx: Option<StreamRx>,
-        shut: bool,
-    },
+    Stream(StreamHalves),
 }
 
 struct ServerFlow {
@@ -289,17 +286,7 @@ fn new_logic(w: &Workload, crr_close: bool) -> Logic {
             Logic::Crr(RrServer::new(request.0, response.0))
         }
         Workload::Stream { message, direction } => {
-            let m = message.0;
-            let (tx, rx) = match direction {
-                StreamDirection::Up => (None, Some(StreamRx::new(m))),
-                StreamDirection::Down => (Some(StreamTx::new(m)), None),
-                StreamDirection::Bidir => (Some(StreamTx::new(m)), Some(StreamRx::new(m))),
-            };
-            Logic::Stream {
-                tx,
-                rx,
-                shut: false,
-            }
+            Logic::Stream(StreamHalves::for_side(message.0, *direction, false))
         }
     }
 }
@@ -371,14 +358,8 @@ impl Worker {
         let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
         for k in keys {
             if let Some(f) = self.flows.get_mut(k) {
-                if let Logic::Stream {
-                    tx: Some(tx), rx, ..
-                } = &mut f.logic
-                {
-                    tx.start(now);
-                    if let Some(rx) = rx {
-                        rx.start(now);
-                    }
+                if let Logic::Stream(halves) = &mut f.logic {
+                    halves.start(now);
                 }
             }
             self.drive(k);
@@ -561,24 +542,13 @@ impl Worker {
                 f.conn.is_tcp(),
             ));
         }
-        if let (
-            Some(_),
-            Logic::Stream {
-                tx: Some(tx), rx, ..
-            },
-        ) = (self.schedule, &mut f.logic)
-        {
-            let now = Instant::now();
-            tx.start(now);
-            if let Some(rx) = rx {
-                rx.start(now);
-            }
+        if let (Some(_), Logic::Stream(halves)) = (self.schedule, &mut f.logic) {
+            halves.start(Instant::now());
         }
         self.drive_flow(k)
     }
 
     fn drive_flow(&mut self, k: usize) -> Io {
-        let phase = self.schedule.map(|s| s.phase(Instant::now()));
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
         };
@@ -635,72 +605,17 @@ impl Worker {
                     }
                 }
             }
-            Logic::Stream { tx, rx, shut } => {
-                let mut eof = false;
-                loop {
-                    match conn.read(&mut self.bufs.read) {
-                        Ok(0) => {
-                            eof = true;
-                            break;
-                        }
-                        Ok(m) => {
-                            let now = Instant::now();
-                            self.counters.rx(m, now);
-                            if let Some(rx) = rx.as_mut() {
-                                let (n, each) = rx.read(m, now);
-                                if n > 0 {
-                                    self.counters.transactions(n, each, now);
-                                }
-                            }
-                            if m < self.bufs.read.len() {
-                                break;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => return Io::Close,
-                    }
+            Logic::Stream(halves) => {
+                match halves.drive(
+                    conn,
+                    &mut self.bufs,
+                    &mut self.counters,
+                    self.schedule.as_ref(),
+                ) {
+                    StreamIo::Blocked => Io::Blocked,
+                    // The client is done (or gone): close, whatever this side was sending.
+                    StreamIo::PeerClosed { .. } | StreamIo::Failed(_) => Io::Close,
                 }
-                if let Some(t) = tx.as_mut() {
-                    if phase.is_some() {
-                        loop {
-                            match t.want() {
-                                Want::Write(n) => {
-                                    let n = n.min(self.bufs.write.len());
-                                    match conn.write(&self.bufs.write[..n]) {
-                                        Ok(0) => return Io::Close,
-                                        Ok(m) => {
-                                            let now = Instant::now();
-                                            self.counters.tx(m, now);
-                                            let stop = self
-                                                .schedule
-                                                .is_some_and(|s| s.phase(now) >= Phase::Draining);
-                                            if let Some(done) = t.wrote(m, now, stop) {
-                                                self.counters.transactions(1, done.took, now);
-                                            }
-                                        }
-                                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                        Err(_) => return Io::Close,
-                                    }
-                                }
-                                Want::Done => {
-                                    if !*shut {
-                                        *shut = true;
-                                        let _ = conn.shutdown_write();
-                                    }
-                                    break;
-                                }
-                                Want::Idle | Want::Read(_) => break,
-                            }
-                        }
-                    }
-                }
-                if eof {
-                    // The client is done sending. A sender stops too: the client has gone.
-                    return Io::Close;
-                }
-                Io::Blocked
             }
         }
     }

@@ -1,0 +1,148 @@
+//! Moving a stream flow's bytes: read what has arrived, write until the socket
+//! is full, half-close when the sender is done. Shared by client and server.
+
+use std::io::{self, Read, Write};
+use std::time::Instant;
+
+use linkperf_workload::StreamDirection;
+
+use crate::counters::Counters;
+use crate::flow::{StreamRx, StreamTx, Want};
+use crate::schedule::{Phase, Schedule};
+use crate::transport::Conn;
+use crate::worker::Buffers;
+
+/// The halves of one stream flow.
+#[derive(Debug)]
+pub struct StreamHalves {
+    /// Sending half, if this side sends.
+    pub tx: Option<StreamTx>,
+    /// Receiving half, if this side receives.
+    pub rx: Option<StreamRx>,
+    /// True once the write side is shut down.
+    pub shut: bool,
+}
+
+/// What happened to the stream.
+#[derive(Debug)]
+pub enum StreamIo {
+    /// Nothing more to do until the next readiness event.
+    Blocked,
+    /// The peer closed; `still_sending` if this side had not finished sending.
+    PeerClosed {
+        /// This side's sender was still running.
+        still_sending: bool,
+    },
+    /// The connection failed.
+    Failed(io::Error),
+}
+
+impl StreamHalves {
+    /// The halves one side runs: the client sends up and receives down, the
+    /// server the opposite; both do both for bidirectional streams.
+    pub fn for_side(message: u64, direction: StreamDirection, client: bool) -> Self {
+        let sends = match direction {
+            StreamDirection::Up => client,
+            StreamDirection::Down => !client,
+            StreamDirection::Bidir => true,
+        };
+        let receives = direction == StreamDirection::Bidir || !sends;
+        StreamHalves {
+            tx: sends.then(|| StreamTx::new(message)),
+            rx: receives.then(|| StreamRx::new(message)),
+            shut: false,
+        }
+    }
+
+    /// Starts both halves at `now`.
+    pub fn start(&mut self, now: Instant) {
+        if let Some(tx) = &mut self.tx {
+            tx.start(now);
+        }
+        if let Some(rx) = &mut self.rx {
+            rx.start(now);
+        }
+    }
+
+    /// Drives the stream on `conn`. The sender runs only once `schedule` is set,
+    /// and stops at the first message boundary after the window closes. Every
+    /// message, sent or received, is one transaction.
+    pub fn drive(
+        &mut self,
+        conn: &mut Conn,
+        bufs: &mut Buffers,
+        counters: &mut Counters,
+        schedule: Option<&Schedule>,
+    ) -> StreamIo {
+        let mut eof = false;
+        loop {
+            match conn.read(&mut bufs.read) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(k) => {
+                    let now = Instant::now();
+                    counters.rx(k, now);
+                    if let Some(rx) = self.rx.as_mut() {
+                        let (n, each) = rx.read(k, now);
+                        if n > 0 {
+                            counters.transactions(n, each, now);
+                        }
+                    }
+                    if k < bufs.read.len() {
+                        break; // drained: the next arrival raises a new edge
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return StreamIo::Failed(e),
+            }
+        }
+        if let (Some(tx), Some(schedule)) = (self.tx.as_mut(), schedule) {
+            loop {
+                match tx.want() {
+                    Want::Write(n) => {
+                        let n = n.min(bufs.write.len());
+                        match conn.write(&bufs.write[..n]) {
+                            Ok(0) => {
+                                return StreamIo::PeerClosed {
+                                    still_sending: true,
+                                }
+                            }
+                            Ok(k) => {
+                                let now = Instant::now();
+                                counters.tx(k, now);
+                                let stop = schedule.phase(now) >= Phase::Draining;
+                                if let Some(done) = tx.wrote(k, now, stop) {
+                                    counters.transactions(1, done.took, now);
+                                }
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(_) if eof => {
+                                return StreamIo::PeerClosed {
+                                    still_sending: true,
+                                }
+                            }
+                            Err(e) => return StreamIo::Failed(e),
+                        }
+                    }
+                    Want::Done => {
+                        if !self.shut {
+                            self.shut = true;
+                            let _ = conn.shutdown_write();
+                        }
+                        break;
+                    }
+                    Want::Idle | Want::Read(_) => break,
+                }
+            }
+        }
+        if eof {
+            let still_sending = self.tx.as_ref().is_some_and(|t| !t.is_done());
+            return StreamIo::PeerClosed { still_sending };
+        }
+        StreamIo::Blocked
+    }
+}
