@@ -6,6 +6,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod client_worker;
 mod counters;
 mod error;
 pub mod flow;

@@ -1,0 +1,802 @@
+//! A client worker: one event loop that connects its share of the users and
+//! drives their flows.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::TcpInfoAggregator;
+use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_workload::{Protocol, TestSpec, Workload};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::counters::Counters;
+use crate::flow::{RrClient, Want};
+use crate::schedule::{Phase, Schedule};
+use crate::signals::Signals;
+use crate::stream_io::{StreamHalves, StreamIo};
+use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
+use crate::worker::{
+    poll_timeout, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
+};
+
+/// Connects started but not finished, per worker, at most.
+const MAX_CONNECTING: usize = 256;
+/// Delay before a connect-per-transaction flow retries after a failed connect.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(5);
+
+/// What a worker says during setup.
+pub(crate) enum SetupEvent {
+    Ready,
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Waiting for a connect slot.
+    Queued,
+    /// Connect in progress.
+    Connecting,
+    /// Sending the preamble; this many bytes written.
+    Preamble(usize),
+    /// Carrying payload.
+    Open,
+    /// Connect-per-transaction: response read, waiting for the server's close.
+    AwaitClose,
+    /// Waiting for a timer (reconnect backoff).
+    Waiting,
+    /// Gone.
+    Closed,
+}
+
+enum Logic {
+    Rr(RrClient),
+    Crr(RrClient),
+    Udp(RrClient),
+    Stream(StreamHalves),
+}
+
+struct Flow {
+    id: u32,
+    endpoint: usize,
+    conn: Option<Conn>,
+    udp: Option<mio::net::UdpSocket>,
+    stage: Stage,
+    logic: Logic,
+    seq: u64,
+}
+
+/// One client worker's state.
+pub(crate) struct Worker {
+    _id: u32,
+    spec: TestSpec,
+    opts: DataOptions,
+    endpoints: DataEndpoints,
+    token: DataToken,
+    busy_poll: bool,
+    signals: Arc<Signals>,
+    poll: Poll,
+    flows: Vec<Flow>,
+    queued: VecDeque<usize>,
+    connecting: usize,
+    open: usize,
+    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    bufs: Buffers,
+    counters: Counters,
+    clock: WindowClock,
+    tcp: TcpInfoAggregator,
+    connections: u64,
+    socket: Option<SocketFacts>,
+    connect_error: Option<String>,
+}
+
+fn new_logic(w: &Workload, protocol: Protocol) -> Logic {
+    match (w, protocol) {
+        (Workload::Rr { request, response }, Protocol::Udp) => {
+            Logic::Udp(RrClient::new(request.0, response.0))
+        }
+        (Workload::Rr { request, response }, _) => Logic::Rr(RrClient::new(request.0, response.0)),
+        (Workload::Crr { request, response }, _) => {
+            Logic::Crr(RrClient::new(request.0, response.0))
+        }
+        (Workload::Stream { message, direction }, _) => {
+            Logic::Stream(StreamHalves::for_side(message.0, *direction, true))
+        }
+    }
+}
+
+enum Io {
+    /// Nothing more to do now.
+    Blocked,
+    /// The flow is finished; close it.
+    Finished,
+    /// The connection failed.
+    Failed(io::Error),
+    /// The peer closed the connection.
+    Eof,
+}
+
+impl Worker {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: u32,
+        spec: TestSpec,
+        opts: DataOptions,
+        endpoints: DataEndpoints,
+        token: DataToken,
+        busy_poll: bool,
+        signals: Arc<Signals>,
+        poll: Poll,
+        clock: WindowClock,
+        ids: &[u32],
+    ) -> Self {
+        let n_endpoints = endpoints.len().max(1);
+        let flows: Vec<Flow> = ids
+            .iter()
+            .map(|&fid| Flow {
+                id: fid,
+                endpoint: fid as usize % n_endpoints,
+                conn: None,
+                udp: None,
+                stage: Stage::Queued,
+                logic: new_logic(&spec.workload, spec.protocol),
+                seq: 0,
+            })
+            .collect();
+        let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
+        Worker {
+            _id: id,
+            opts,
+            endpoints,
+            token,
+            busy_poll,
+            signals,
+            poll,
+            queued: (0..flows.len()).collect(),
+            flows,
+            connecting: 0,
+            open: 0,
+            timers: BinaryHeap::new(),
+            bufs: Buffers::new(largest),
+            counters: Counters::new(true),
+            clock,
+            tcp: TcpInfoAggregator::new(),
+            connections: 0,
+            socket: None,
+            connect_error: None,
+            spec,
+        }
+    }
+
+    pub(crate) fn run(mut self, setup_tx: mpsc::Sender<SetupEvent>) -> WorkerReport {
+        let mut events = Events::with_capacity(1024);
+        // Setup: connect every flow, at most MAX_CONNECTING at a time.
+        self.fill_connect_slots();
+        while self.open < self.flows.len() {
+            if let Some(e) = self.connect_error.take() {
+                let _ = setup_tx.send(SetupEvent::Failed(e));
+                return self.report();
+            }
+            if self.signals.aborted() {
+                return self.report();
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(crate::worker::MAX_SLEEP)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    let _ = setup_tx.send(SetupEvent::Failed(format!("event wait failed: {e}")));
+                    return self.report();
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() != WAKER {
+                    self.advance_setup(ev.token().0);
+                }
+            }
+            self.fill_connect_slots();
+        }
+        let _ = setup_tx.send(SetupEvent::Ready);
+        drop(setup_tx);
+        // Wait for the start.
+        let schedule = loop {
+            if self.signals.aborted() {
+                return self.report();
+            }
+            if let Some(s) = self.signals.schedule() {
+                break s;
+            }
+            let _ = self.poll.poll(&mut events, Some(crate::worker::MAX_SLEEP));
+        };
+        self.counters.set_schedule(schedule);
+        let now = Instant::now();
+        for i in 0..self.flows.len() {
+            self.start_flow(i, now);
+            self.drive(i, schedule);
+        }
+        // Run until every flow is closed or the drain deadline passes.
+        loop {
+            let now = Instant::now();
+            if self.clock.tick(&schedule, now) {
+                self.read_tcp_info();
+            }
+            let phase = schedule.phase(now);
+            if phase == Phase::Over || self.signals.aborted() {
+                break;
+            }
+            if self.open == 0 {
+                break;
+            }
+            self.fire_timers(now, schedule);
+            let timeout = poll_timeout(
+                self.busy_poll,
+                now,
+                Some(&schedule),
+                self.timers.peek().map(|Reverse((t, _, _))| *t),
+            );
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    continue;
+                }
+                let i = ev.token().0;
+                if i < self.flows.len() {
+                    self.on_event(i, schedule);
+                }
+            }
+        }
+        if !self.clock.closed {
+            self.clock.close();
+            self.read_tcp_info();
+        }
+        for i in 0..self.flows.len() {
+            self.close(i);
+        }
+        self.report()
+    }
+
+    fn report(&mut self) -> WorkerReport {
+        let (cpu, placement) = self.clock.finish(self.flows.len() as u32);
+        WorkerReport {
+            counters: std::mem::replace(&mut self.counters, Counters::new(false)),
+            cpu,
+            placement,
+            tcp: std::mem::take(&mut self.tcp),
+            connections: self.connections,
+            socket: self.socket.take(),
+        }
+    }
+
+    fn read_tcp_info(&mut self) {
+        for f in &self.flows {
+            if let Some(c) = &f.conn {
+                if c.is_tcp() {
+                    sample_tcp_info(c.as_raw_fd(), &mut self.tcp);
+                }
+            }
+        }
+    }
+
+    fn fill_connect_slots(&mut self) {
+        while self.connecting < MAX_CONNECTING {
+            let Some(i) = self.queued.pop_front() else {
+                break;
+            };
+            if let Err(e) = self.begin_connect(i) {
+                let f = &self.flows[i];
+                self.connect_error = Some(format!(
+                    "flow {} could not connect to {}: {e}",
+                    f.id,
+                    self.describe_endpoint(f.endpoint)
+                ));
+                return;
+            }
+        }
+    }
+
+    fn describe_endpoint(&self, i: usize) -> String {
+        match &self.endpoints {
+            DataEndpoints::Tcp(v) | DataEndpoints::Udp(v) => {
+                v.get(i).map(|a| a.to_string()).unwrap_or_default()
+            }
+            DataEndpoints::Unix(v) => v.get(i).map(|n| format!("@{n}")).unwrap_or_default(),
+        }
+    }
+
+    /// Starts connecting flow `i` (UDP sockets are ready at once).
+    fn begin_connect(&mut self, i: usize) -> io::Result<()> {
+        let ep = self.flows[i].endpoint;
+        let token = Token(i);
+        match &self.endpoints {
+            DataEndpoints::Udp(addrs) => {
+                let mut s = udp_connect(addrs[ep], &self.opts.socket)?;
+                self.poll
+                    .registry()
+                    .register(&mut s, token, Interest::READABLE)?;
+                if self.socket.is_none() {
+                    self.socket = Some(SocketFacts::read(
+                        s.as_raw_fd(),
+                        s.local_addr().ok().map(|a| a.ip()),
+                        false,
+                    ));
+                }
+                let f = &mut self.flows[i];
+                f.udp = Some(s);
+                f.stage = Stage::Open;
+                self.open += 1;
+                self.connections += 1;
+                Ok(())
+            }
+            DataEndpoints::Tcp(addrs) => {
+                let conn = tcp_connect(addrs[ep], &self.opts)?;
+                self.register_connecting(i, conn)
+            }
+            DataEndpoints::Unix(names) => {
+                let conn = unix_connect(&names[ep], &self.opts)?;
+                self.register_connecting(i, conn)
+            }
+        }
+    }
+
+    fn register_connecting(&mut self, i: usize, mut conn: Conn) -> io::Result<()> {
+        self.poll.registry().register(
+            conn.source(),
+            Token(i),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        let f = &mut self.flows[i];
+        f.conn = Some(conn);
+        f.stage = Stage::Connecting;
+        self.connecting += 1;
+        self.connections += 1;
+        Ok(())
+    }
+
+    /// Moves a connecting flow on: connect completion, then the preamble.
+    /// Returns true once the flow is open.
+    fn advance_connect(&mut self, i: usize) -> io::Result<bool> {
+        let f = &mut self.flows[i];
+        let Some(conn) = f.conn.as_mut() else {
+            return Ok(false);
+        };
+        if f.stage == Stage::Connecting {
+            if let Some(e) = conn.take_error()? {
+                return Err(e);
+            }
+            if !conn.is_connected()? {
+                return Ok(false);
+            }
+            f.stage = Stage::Preamble(0);
+        }
+        if let Stage::Preamble(done) = f.stage {
+            let bytes = Preamble {
+                token: self.token,
+                flow: f.id,
+                seq: f.seq,
+            }
+            .encode();
+            let mut done = done;
+            while done < PREAMBLE_LEN {
+                match conn.write(&bytes[done..]) {
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "connection closed during preamble",
+                        ))
+                    }
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        f.stage = Stage::Preamble(done);
+                        return Ok(false);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            f.stage = Stage::Open;
+            if self.socket.is_none() {
+                self.socket = Some(SocketFacts::read(
+                    conn.as_raw_fd(),
+                    conn.local_ip(),
+                    conn.is_tcp(),
+                ));
+            }
+            return Ok(true);
+        }
+        Ok(f.stage == Stage::Open)
+    }
+
+    fn advance_setup(&mut self, i: usize) {
+        if i >= self.flows.len() {
+            return;
+        }
+        match self.advance_connect(i) {
+            Ok(true) => {
+                self.connecting -= 1;
+                self.open += 1;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let f = &self.flows[i];
+                self.connect_error = Some(format!(
+                    "flow {} could not connect to {}: {e}",
+                    f.id,
+                    self.describe_endpoint(f.endpoint)
+                ));
+            }
+        }
+    }
+
+    fn start_flow(&mut self, i: usize, now: Instant) {
+        let f = &mut self.flows[i];
+        match &mut f.logic {
+            Logic::Rr(rr) | Logic::Crr(rr) | Logic::Udp(rr) => {
+                rr.start(now);
+                if let Logic::Udp(_) = f.logic {
+                    let seq = f.seq;
+                    self.timers
+                        .push(Reverse((now + self.spec.udp_timeout, i, seq)));
+                }
+            }
+            Logic::Stream(halves) => halves.start(now),
+        }
+    }
+
+    fn on_event(&mut self, i: usize, schedule: Schedule) {
+        match self.flows[i].stage {
+            Stage::Connecting | Stage::Preamble(_) => match self.advance_connect(i) {
+                Ok(true) => {
+                    let now = Instant::now();
+                    if let Logic::Crr(rr) = &mut self.flows[i].logic {
+                        if !rr.in_transaction() {
+                            rr.start(now);
+                        }
+                    }
+                    self.drive(i, schedule);
+                }
+                Ok(false) => {}
+                Err(e) => self.crr_failed(i, e, schedule),
+            },
+            Stage::Open => self.drive(i, schedule),
+            Stage::AwaitClose => self.await_close(i, schedule),
+            Stage::Queued | Stage::Waiting | Stage::Closed => {}
+        }
+    }
+
+    /// A connect-per-transaction connection failed: count it, retry after a pause.
+    fn crr_failed(&mut self, i: usize, e: io::Error, schedule: Schedule) {
+        let now = Instant::now();
+        let id = self.flows[i].id;
+        self.counters.error(now, || format!("flow {id}: {e}"));
+        self.drop_conn(i);
+        if schedule.phase(now) == Phase::Measuring || schedule.phase(now) == Phase::Warmup {
+            self.flows[i].stage = Stage::Waiting;
+            let seq = self.flows[i].seq;
+            self.timers.push(Reverse((now + RECONNECT_BACKOFF, i, seq)));
+        } else {
+            self.flows[i].stage = Stage::Closed;
+            self.open -= 1;
+        }
+    }
+
+    fn drop_conn(&mut self, i: usize) {
+        if let Some(mut c) = self.flows[i].conn.take() {
+            let _ = self.poll.registry().deregister(c.source());
+        }
+        if let Some(mut s) = self.flows[i].udp.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if self.flows[i].stage != Stage::Closed {
+            // A flow that ends as the window closes is sampled now, before its socket goes.
+            if !self.clock.closed
+                && self
+                    .signals
+                    .schedule()
+                    .is_some_and(|s| Instant::now() >= s.measure_until)
+            {
+                if let Some(c) = &self.flows[i].conn {
+                    if c.is_tcp() {
+                        sample_tcp_info(c.as_raw_fd(), &mut self.tcp);
+                    }
+                }
+            }
+            self.drop_conn(i);
+            if matches!(
+                self.flows[i].stage,
+                Stage::Open
+                    | Stage::AwaitClose
+                    | Stage::Waiting
+                    | Stage::Connecting
+                    | Stage::Preamble(_)
+            ) {
+                self.open = self.open.saturating_sub(1);
+            }
+            self.flows[i].stage = Stage::Closed;
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant, schedule: Schedule) {
+        while let Some(Reverse((at, i, seq))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let f = &mut self.flows[i];
+            if f.seq != seq {
+                continue;
+            }
+            match (&mut f.logic, f.stage) {
+                (Logic::Udp(rr), Stage::Open) if rr.in_transaction() => {
+                    // The datagram or its answer was lost.
+                    let id = f.id;
+                    self.counters
+                        .error(now, || format!("flow {id}: udp transaction timed out"));
+                    f.seq += 1;
+                    if schedule.phase(now) >= Phase::Draining {
+                        rr.finish();
+                        self.close(i);
+                    } else {
+                        rr.restart_at(now);
+                        let seq = f.seq;
+                        self.timers
+                            .push(Reverse((now + self.spec.udp_timeout, i, seq)));
+                        self.drive(i, schedule);
+                    }
+                }
+                (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
+                _ => {}
+            }
+        }
+    }
+
+    fn reconnect(&mut self, i: usize, now: Instant, schedule: Schedule) {
+        let ep = self.flows[i].endpoint;
+        let r = match &self.endpoints {
+            DataEndpoints::Tcp(a) => tcp_connect(a[ep], &self.opts),
+            DataEndpoints::Unix(n) => unix_connect(&n[ep], &self.opts),
+            DataEndpoints::Udp(_) => return,
+        };
+        let token = Token(i);
+        match r.and_then(|mut c| {
+            self.poll.registry().register(
+                c.source(),
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            Ok(c)
+        }) {
+            Ok(c) => {
+                let f = &mut self.flows[i];
+                f.conn = Some(c);
+                f.stage = Stage::Connecting;
+                if let Logic::Crr(rr) = &mut f.logic {
+                    rr.restart_at(now);
+                }
+                self.connections += 1;
+            }
+            Err(e) => self.crr_failed(i, e, schedule),
+        }
+    }
+
+    /// Reads a connect-per-transaction connection until the server closes it.
+    fn await_close(&mut self, i: usize, schedule: Schedule) {
+        let Some(conn) = self.flows[i].conn.as_mut() else {
+            return;
+        };
+        loop {
+            match conn.read(&mut self.bufs.read) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        self.drop_conn(i);
+        let now = Instant::now();
+        let stop = schedule.phase(now) >= Phase::Draining;
+        let f = &mut self.flows[i];
+        if stop {
+            f.stage = Stage::Closed;
+            self.open -= 1;
+        } else {
+            f.seq += 1;
+            self.reconnect(i, now, schedule);
+        }
+    }
+
+    /// Drives an open flow as far as its socket allows.
+    fn drive(&mut self, i: usize, schedule: Schedule) {
+        if self.flows[i].stage != Stage::Open {
+            return;
+        }
+        let outcome = match self.flows[i].logic {
+            Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule),
+            Logic::Udp(_) => self.drive_udp(i, schedule),
+            Logic::Stream(_) => self.drive_stream(i, schedule),
+        };
+        let now = Instant::now();
+        let id = self.flows[i].id;
+        match outcome {
+            Io::Blocked => {}
+            Io::Finished => self.close(i),
+            Io::Eof => {
+                let early = schedule.phase(now) < Phase::Draining;
+                if early {
+                    self.counters.error(now, || format!("flow {id}: the server closed the connection before the end of the test"));
+                }
+                self.close(i);
+            }
+            Io::Failed(e) => {
+                if let Logic::Crr(_) = self.flows[i].logic {
+                    self.crr_failed(i, e, schedule);
+                } else {
+                    self.counters.error(now, || format!("flow {id}: {e}"));
+                    self.close(i);
+                }
+            }
+        }
+    }
+
+    fn drive_rr(&mut self, i: usize, schedule: Schedule) -> Io {
+        let f = &mut self.flows[i];
+        let crr = matches!(f.logic, Logic::Crr(_));
+        let (Logic::Rr(rr) | Logic::Crr(rr)) = &mut f.logic else {
+            return Io::Blocked;
+        };
+        let Some(conn) = f.conn.as_mut() else {
+            return Io::Blocked;
+        };
+        loop {
+            match rr.want() {
+                Want::Write(n) => {
+                    let n = n.min(self.bufs.write.len());
+                    match conn.write(&self.bufs.write[..n]) {
+                        Ok(0) => return Io::Eof,
+                        Ok(k) => {
+                            self.counters.tx(k, Instant::now());
+                            rr.wrote(k);
+                            if matches!(rr.want(), Want::Read(_)) {
+                                // The request is out. Edge-triggered readiness reports the
+                                // response when it arrives; reading now would only find nothing.
+                                return Io::Blocked;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Io::Failed(e),
+                    }
+                }
+                Want::Read(n) => {
+                    let n = n.min(self.bufs.read.len());
+                    match conn.read(&mut self.bufs.read[..n]) {
+                        Ok(0) => return Io::Eof,
+                        Ok(k) => {
+                            let now = Instant::now();
+                            self.counters.rx(k, now);
+                            let stop = crr || schedule.phase(now) >= Phase::Draining;
+                            if let Some(done) = rr.read(k, now, stop) {
+                                self.counters.transactions(1, done.took, now);
+                                if crr {
+                                    if schedule.phase(now) < Phase::Draining {
+                                        // keep the timer running for the next connection
+                                    }
+                                    f.stage = Stage::AwaitClose;
+                                    // The server closes after its response; wait for that.
+                                    return self.after_crr_response(i, schedule);
+                                }
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Io::Failed(e),
+                    }
+                }
+                Want::Idle => return Io::Blocked,
+                Want::Done => return Io::Finished,
+            }
+        }
+    }
+
+    fn after_crr_response(&mut self, i: usize, schedule: Schedule) -> Io {
+        self.await_close(i, schedule);
+        Io::Blocked
+    }
+
+    fn drive_udp(&mut self, i: usize, schedule: Schedule) -> Io {
+        let tag = self.token.session_tag();
+        let udp_timeout = self.spec.udp_timeout;
+        let f = &mut self.flows[i];
+        let Logic::Udp(rr) = &mut f.logic else {
+            return Io::Blocked;
+        };
+        let Some(sock) = f.udp.as_ref() else {
+            return Io::Blocked;
+        };
+        loop {
+            match rr.want() {
+                Want::Write(n) => {
+                    let len = UDP_HEADER_LEN + n;
+                    if len > self.bufs.write.len() {
+                        return Io::Failed(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "request larger than a datagram",
+                        ));
+                    }
+                    let mut hdr = [0u8; UDP_HEADER_LEN];
+                    UdpHeader {
+                        tag,
+                        flow: f.id,
+                        seq: f.seq,
+                    }
+                    .encode(&mut hdr);
+                    self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+                    match sock.send(&self.bufs.write[..len]) {
+                        Ok(_) => {
+                            self.counters.tx(n, Instant::now());
+                            rr.wrote(n);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        // An ICMP error (nobody listening) shows here; the timeout counts the loss.
+                        Err(_) => {
+                            rr.wrote(n);
+                        }
+                    }
+                }
+                Want::Read(_) => match sock.recv(&mut self.bufs.read) {
+                    Ok(k) => {
+                        let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
+                            continue;
+                        };
+                        if h.tag != tag || h.flow != f.id || h.seq != f.seq {
+                            continue; // a late answer to a transaction already counted lost
+                        }
+                        let now = Instant::now();
+                        let payload = k - UDP_HEADER_LEN;
+                        self.counters.rx(payload, now);
+                        let stop = schedule.phase(now) >= Phase::Draining;
+                        if let Some(done) = rr.read(payload.max(1), now, stop) {
+                            self.counters.transactions(1, done.took, now);
+                            f.seq += 1;
+                            if !stop {
+                                self.timers.push(Reverse((now + udp_timeout, i, f.seq)));
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Io::Blocked,
+                    Err(e) => return Io::Failed(e),
+                },
+                Want::Idle => return Io::Blocked,
+                Want::Done => return Io::Finished,
+            }
+        }
+    }
+
+    fn drive_stream(&mut self, i: usize, schedule: Schedule) -> Io {
+        let f = &mut self.flows[i];
+        let (Logic::Stream(halves), Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
+            return Io::Blocked;
+        };
+        match halves.drive(conn, &mut self.bufs, &mut self.counters, Some(&schedule)) {
+            StreamIo::Blocked => Io::Blocked,
+            StreamIo::PeerClosed {
+                still_sending: true,
+            } => Io::Eof,
+            StreamIo::PeerClosed {
+                still_sending: false,
+            } => Io::Finished,
+            StreamIo::Failed(e) => Io::Failed(e),
+        }
+    }
+}
