@@ -114,7 +114,11 @@ impl Session<'_> {
                 format!("client closed the control connection before {waiting_for}"),
             )),
             Err(crate::channel::RecvError::Wire(e)) => {
-                Err(fail(ErrorCode::TooLarge, e.to_string()))
+                let code = match e {
+                    linkperf_wire::WireError::FrameTooLarge { .. } => ErrorCode::TooLarge,
+                    _ => ErrorCode::Malformed,
+                };
+                Err(fail(code, e.to_string()))
             }
             Err(e) => Err(fail(ErrorCode::Internal, e.to_string())),
         }

@@ -1,0 +1,1050 @@
+//! End-to-end tests: the real `linkperf` binary, a real `linkperf serve` child
+//! process and real sockets on loopback. Every load is bounded in time; the
+//! assertions are about correctness, counts and structure, never speed.
+
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use util::{at, exclusive, fds_and_threads, int, num, run, run_json, shared, text, Server};
+
+/// Every load: short window, shorter warm-up.
+const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
+
+/// Runs one test against `server`, asserts it exited 0 and returns its results.
+fn load(server: &Server, workload: &str, protocol: &str, users: u32, extra: &[&str]) -> Value {
+    let users = users.to_string();
+    let addr = server.addr();
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "--workload",
+        workload,
+        "--protocol",
+        protocol,
+        "--users",
+        &users,
+    ];
+    // `extra` may set its own duration.
+    let timing = if extra.contains(&"--duration") {
+        &TIMING[2..]
+    } else {
+        &TIMING[..]
+    };
+    args.extend(timing);
+    args.extend(extra);
+    let (code, out, err, doc) = run_json(&args);
+    assert_eq!(
+        code,
+        0,
+        "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}\nserver: {}",
+        server.log()
+    );
+    doc
+}
+
+// ---------------------------------------------------------------------------
+// 1. Every workload and protocol, end to end.
+// ---------------------------------------------------------------------------
+
+/// Payload sizes per direction: (client to server, server to client) per
+/// transaction or message; 0 where nothing flows.
+fn sizes(doc: &Value) -> (u64, u64) {
+    let w = at(doc, "/tests/0/workload");
+    match (text(w, "/kind"), text(w, "/direction")) {
+        ("rr" | "crr", _) => (int(w, "/request_bytes"), int(w, "/response_bytes")),
+        ("stream", "client_to_server") => (int(w, "/message_bytes"), 0),
+        ("stream", "server_to_client") => (0, int(w, "/message_bytes")),
+        ("stream", "bidirectional") => (int(w, "/message_bytes"), int(w, "/message_bytes")),
+        other => panic!("unexpected workload {other:?}"),
+    }
+}
+
+/// `|a - b| <= slack`, with both numbers in the message.
+fn assert_close(what: &str, a: u64, b: u64, slack: u64) {
+    assert!(
+        a.abs_diff(b) <= slack,
+        "{what}: {a} and {b} differ by {} (more than {slack})",
+        a.abs_diff(b)
+    );
+}
+
+/// Everything every successful run must show.
+fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u64) {
+    assert_eq!(text(doc, "/schema"), "linkperf/results/v1");
+    assert_eq!(at(doc, "/tests").as_array().unwrap().len(), 1);
+    assert_eq!(text(doc, "/tests/0/name"), name);
+    assert_eq!(text(doc, "/tests/0/workload/direction"), direction);
+    assert_eq!(text(doc, "/tests/0/workload/protocol"), protocol);
+    assert_eq!(int(doc, "/tests/0/workload/users"), users);
+    let runs = at(doc, "/tests/0/runs").as_array().unwrap();
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!(text(r, "/status"), "ok", "run: {r}");
+    assert!(r.get("error").is_none(), "an ok run has no error: {r}");
+
+    // Throughput, derived from the client's window counts.
+    assert!(num(r, "/throughput/bytes_per_s") > 0.0);
+    assert!(num(r, "/throughput/transactions_per_s") > 0.0);
+    let window = num(r, "/client/window_s");
+    assert!(window > 0.0);
+    let (tx, rx, txn) = (
+        int(r, "/client/tx_bytes"),
+        int(r, "/client/rx_bytes"),
+        int(r, "/client/transactions"),
+    );
+    assert!(txn > 0, "no transactions: {r}");
+    let same = |ptr: &str, want: f64| {
+        let got = num(r, ptr);
+        assert!(
+            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{ptr} is {got}, expected {want}"
+        );
+    };
+    same("/throughput/tx_bytes_per_s", tx as f64 / window);
+    same("/throughput/rx_bytes_per_s", rx as f64 / window);
+    same("/throughput/bytes_per_s", (tx + rx) as f64 / window);
+    same("/throughput/transactions_per_s", txn as f64 / window);
+
+    // Transaction time: a sorted distribution.
+    let l = at(r, "/transaction_time_us");
+    assert!(int(l, "/count") > 0);
+    let q: Vec<f64> = ["/min", "/p50", "/p90", "/p99", "/p999", "/max"]
+        .iter()
+        .map(|p| num(l, p))
+        .collect();
+    assert!(
+        q.windows(2).all(|w| w[0] <= w[1]),
+        "unsorted quantiles {q:?}"
+    );
+    assert!(num(l, "/p50") <= num(l, "/p99") && num(l, "/p99") <= num(l, "/max"));
+    assert!(num(l, "/mean") >= q[0] && num(l, "/mean") <= q[5]);
+
+    // CPU of both sides, and efficiency.
+    for side in ["client", "server"] {
+        let c = at(r, &format!("/cpu/{side}"));
+        assert!(c.is_object(), "cpu.{side} missing: {r}");
+        for f in ["/process_s", "/system_busy_s", "/softirq_s"] {
+            assert!(num(c, f) >= 0.0);
+        }
+        assert_eq!(
+            at(r, &format!("/{side}/cpu")),
+            c,
+            "cpu.{side} is the raw report's"
+        );
+    }
+    let e = at(r, "/efficiency");
+    for f in [
+        "client_bytes_per_cpu_s",
+        "server_bytes_per_cpu_s",
+        "client_cpu_us_per_txn",
+        "server_cpu_us_per_txn",
+        "client_bytes_per_system_cpu_s",
+        "server_bytes_per_system_cpu_s",
+        "client_system_cpu_us_per_txn",
+        "server_system_cpu_us_per_txn",
+    ] {
+        let v = e
+            .get(f)
+            .unwrap_or_else(|| panic!("efficiency.{f} missing: {e}"));
+        assert!(
+            v.is_null() || v.as_f64().is_some_and(|x| x.is_finite() && x > 0.0),
+            "efficiency.{f} = {v}"
+        );
+    }
+
+    // Intervals: non-empty, the derived ones are the client's, and they add up
+    // to the window.
+    let ints = at(r, "/intervals").as_array().unwrap();
+    assert!(!ints.is_empty(), "no intervals");
+    let raw = at(r, "/client/intervals").as_array().unwrap();
+    assert_eq!(ints.len(), raw.len());
+    let sum = |ptr: &str| ints.iter().map(|i| int(i, ptr)).sum::<u64>();
+    assert_eq!(
+        sum("/tx_bytes"),
+        tx,
+        "interval tx_bytes add up to the window"
+    );
+    assert_eq!(
+        sum("/rx_bytes"),
+        rx,
+        "interval rx_bytes add up to the window"
+    );
+    assert_eq!(sum("/transactions"), txn, "interval transactions add up");
+    for (i, (d, w)) in ints.iter().zip(raw).enumerate() {
+        for f in ["/tx_bytes", "/rx_bytes", "/transactions"] {
+            assert_eq!(int(d, f), int(w, f), "intervals[{i}]{f}");
+        }
+    }
+
+    // Both sides reported; errors add up.
+    assert!(at(r, "/server").is_object(), "no server report: {r}");
+    assert_eq!(
+        int(r, "/errors"),
+        int(r, "/client/errors") + int(r, "/server/errors")
+    );
+    // TCP_INFO is for TCP only. It is read from the flows open when the window
+    // closes: always all of them for rr; for crr (between connections) and
+    // streams (closing as the window ends) a loaded machine may catch none.
+    if protocol != "tcp" {
+        assert!(r.get("tcp_info").is_none(), "tcp_info over {protocol}: {r}");
+    } else if text(doc, "/tests/0/workload/kind") == "rr" {
+        assert!(r.get("tcp_info").is_some(), "no tcp_info: {r}");
+    }
+    if let Some(t) = r.get("tcp_info") {
+        let flows = int(t, "/flows");
+        assert!(flows >= 1 && flows <= users, "tcp_info.flows = {flows}");
+    }
+}
+
+/// The bytes and transactions both sides counted agree (whole-life totals),
+/// and the client's window counts match its transactions (direction accounting).
+fn check_accounting(doc: &Value) {
+    let r = at(doc, "/tests/0/runs/0");
+    let users = int(doc, "/tests/0/workload/users");
+    let kind = text(doc, "/tests/0/workload/kind");
+    let bidir = text(doc, "/tests/0/workload/direction") == "bidirectional";
+    let (up, down) = sizes(doc);
+    let (c, s) = (at(r, "/client/totals"), at(r, "/server/totals"));
+    assert_close(
+        "client totals.tx_bytes vs server totals.rx_bytes",
+        int(c, "/tx_bytes"),
+        int(s, "/rx_bytes"),
+        users * up,
+    );
+    assert_close(
+        "server totals.tx_bytes vs client totals.rx_bytes",
+        int(s, "/tx_bytes"),
+        int(c, "/rx_bytes"),
+        users * down,
+    );
+    let per_txn = if bidir { 2 * users } else { users };
+    assert_close(
+        "client vs server totals.transactions",
+        int(c, "/transactions"),
+        int(s, "/transactions"),
+        per_txn,
+    );
+    assert!(int(c, "/transactions") > 0);
+    if up == 0 {
+        assert_eq!(int(c, "/tx_bytes"), 0, "nothing flows client to server");
+        assert_eq!(int(r, "/client/tx_bytes"), 0);
+    }
+    if down == 0 {
+        assert_eq!(int(c, "/rx_bytes"), 0, "nothing flows server to client");
+        assert_eq!(int(r, "/client/rx_bytes"), 0);
+    }
+
+    // Window figures: each transaction carries its request and its response.
+    let (tx, rx, txn) = (
+        int(r, "/client/tx_bytes"),
+        int(r, "/client/rx_bytes"),
+        int(r, "/client/transactions"),
+    );
+    match (kind, bidir) {
+        ("rr" | "crr", _) => {
+            assert_close(
+                "client tx_bytes vs request × transactions",
+                tx,
+                up * txn,
+                users * up,
+            );
+            assert_close(
+                "client rx_bytes vs response × transactions",
+                rx,
+                down * txn,
+                users * down,
+            );
+        }
+        ("stream", false) => {
+            let size = up.max(down);
+            assert_close(
+                "stream bytes vs message × messages",
+                tx + rx,
+                size * txn,
+                users * size,
+            );
+        }
+        ("stream", true) => {
+            assert_close(
+                "bidirectional bytes vs message × messages",
+                tx + rx,
+                up * txn,
+                2 * users * up,
+            );
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+
+    // A 1x1 transaction is one byte each way, on the server too.
+    if (up, down) == (1, 1) {
+        let st = int(s, "/transactions");
+        assert_close(
+            "server totals rx_bytes vs transactions",
+            int(s, "/rx_bytes"),
+            st,
+            users,
+        );
+        assert_eq!(
+            int(s, "/tx_bytes"),
+            st,
+            "server wrote one byte per transaction"
+        );
+    }
+}
+
+/// Connections: one per user, or one per transaction for crr.
+fn check_connections(doc: &Value, protocol: &str) {
+    let r = at(doc, "/tests/0/runs/0");
+    let users = int(doc, "/tests/0/workload/users");
+    let client = int(r, "/client/connections");
+    if text(doc, "/tests/0/workload/kind") == "crr" {
+        assert!(
+            client >= int(r, "/client/totals/transactions"),
+            "crr: {client}"
+        );
+        assert_close(
+            "crr client vs server connections",
+            client,
+            int(r, "/server/connections"),
+            users,
+        );
+    } else {
+        assert_eq!(client, users);
+        // A UDP server has sockets, not connections.
+        if protocol != "udp" {
+            assert_eq!(int(r, "/server/connections"), users);
+        }
+    }
+    if protocol == "udp" {
+        assert_eq!(int(r, "/errors"), 0, "udp at low load loses nothing: {r}");
+    }
+}
+
+fn workload_end_to_end(workload: &str, protocol: &str, name: &str, direction: &str) {
+    let _g = shared();
+    let server = Server::start(&[]);
+    // A generous UDP timeout: a late answer on a busy machine is not a loss.
+    let extra: &[&str] = if protocol == "udp" {
+        &["--udp-timeout", "1s"]
+    } else {
+        &[]
+    };
+    let doc = load(&server, workload, protocol, 4, extra);
+    check_run(&doc, name, protocol, direction, 4);
+    check_accounting(&doc);
+    check_connections(&doc, protocol);
+}
+
+macro_rules! end_to_end {
+    ($($test:ident: $workload:literal over $protocol:literal => $name:literal, $direction:literal;)*) => {
+        $(
+            #[test]
+            fn $test() {
+                workload_end_to_end($workload, $protocol, $name, $direction);
+            }
+        )*
+    };
+}
+
+end_to_end! {
+    tcp_rr1c_1x1: "rr1c-1x1" over "tcp" => "rr1c-1x1--4", "round_trip";
+    tcp_rr1c_200x1000: "rr1c-200x1000" over "tcp" => "rr1c-200x1000--4", "round_trip";
+    tcp_rr1c_200x30k: "rr1c-200x30k" over "tcp" => "rr1c-200x30k--4", "round_trip";
+    tcp_str_readx30k: "str-readx30k" over "tcp" => "str-readx30k--4", "client_to_server";
+    tcp_str_writex30k: "str-writex30k" over "tcp" => "str-writex30k--4", "server_to_client";
+    tcp_rr_generic: "rr:64x2k" over "tcp" => "rr1c-64x2k--4", "round_trip";
+    tcp_crr_generic: "crr:64x1k" over "tcp" => "crr-64x1k--4", "round_trip";
+    tcp_stream_up: "stream-up:16k" over "tcp" => "str-readx16k--4", "client_to_server";
+    tcp_stream_down: "stream-down:16k" over "tcp" => "str-writex16k--4", "server_to_client";
+    tcp_stream_bidir: "stream-bidir:16k" over "tcp" => "str-bidirx16k--4", "bidirectional";
+
+    unix_rr1c_1x1: "rr1c-1x1" over "unix" => "rr1c-1x1--4--unix", "round_trip";
+    unix_rr1c_200x1000: "rr1c-200x1000" over "unix" => "rr1c-200x1000--4--unix", "round_trip";
+    unix_rr1c_200x30k: "rr1c-200x30k" over "unix" => "rr1c-200x30k--4--unix", "round_trip";
+    unix_str_readx30k: "str-readx30k" over "unix" => "str-readx30k--4--unix", "client_to_server";
+    unix_str_writex30k: "str-writex30k" over "unix" => "str-writex30k--4--unix", "server_to_client";
+    unix_rr_generic: "rr:64x2k" over "unix" => "rr1c-64x2k--4--unix", "round_trip";
+    unix_crr_generic: "crr:64x1k" over "unix" => "crr-64x1k--4--unix", "round_trip";
+    unix_stream_up: "stream-up:16k" over "unix" => "str-readx16k--4--unix", "client_to_server";
+    unix_stream_down: "stream-down:16k" over "unix" => "str-writex16k--4--unix", "server_to_client";
+    unix_stream_bidir: "stream-bidir:16k" over "unix" => "str-bidirx16k--4--unix", "bidirectional";
+
+    udp_rr1c_1x1: "rr1c-1x1" over "udp" => "rr1c-1x1--4--udp", "round_trip";
+    udp_rr1c_200x1000: "rr1c-200x1000" over "udp" => "rr1c-200x1000--4--udp", "round_trip";
+    udp_rr1c_200x30k: "rr1c-200x30k" over "udp" => "rr1c-200x30k--4--udp", "round_trip";
+    udp_rr_generic: "rr:64x2k" over "udp" => "rr1c-64x2k--4--udp", "round_trip";
+}
+
+// ---------------------------------------------------------------------------
+// 2. The embedded server.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn embedded_server_by_default() {
+    let _g = shared();
+    let mut args = vec!["run", "--quiet", "--workload", "rr1c-1x1", "--users", "1"];
+    args.extend(TIMING);
+    let (code, out, err, doc) = run_json(&args);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    check_run(&doc, "rr1c-1x1--1", "tcp", "round_trip", 1);
+    check_accounting(&doc);
+    assert_eq!(text(&doc, "/tests/0/config/server"), "embedded");
+    // Both sides share the process: each counts its own threads.
+    for side in ["client", "server"] {
+        assert_eq!(
+            text(&doc, &format!("/tests/0/runs/0/cpu/{side}/process_method")),
+            "rusage_thread_sum"
+        );
+    }
+    assert!(
+        out.contains("rr1c-1x1--1"),
+        "the summary names the test: {out}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 3. One user and a thousand.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn one_user() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(&server, "rr1c-1x1", "tcp", 1, &[]);
+    check_run(&doc, "rr1c-1x1--1", "tcp", "round_trip", 1);
+    check_accounting(&doc);
+    assert_eq!(int(&doc, "/tests/0/runs/0/client/connections"), 1);
+    assert_eq!(int(&doc, "/tests/0/runs/0/server/connections"), 1);
+}
+
+#[test]
+fn a_thousand_users_all_connect() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let doc = load(&server, "rr1c-1x1", "tcp", 1000, &["--duration", "1s"]);
+    check_run(&doc, "rr1c-1x1--1000", "tcp", "round_trip", 1000);
+    check_accounting(&doc);
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(int(r, "/client/connections"), 1000);
+    assert_eq!(int(r, "/server/connections"), 1000);
+    assert!(int(r, "/client/transactions") > 0);
+    for side in ["client", "server"] {
+        let flows: u64 = at(r, &format!("/{side}/workers"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| int(w, "/flows"))
+            .sum();
+        assert_eq!(flows, 1000, "{side} workers carry every user");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 6. The control decoder against malformed input.
+// ---------------------------------------------------------------------------
+
+/// One control frame: 4-byte big-endian length, then the payload.
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(payload);
+    f
+}
+
+fn hello(version: u32) -> Vec<u8> {
+    frame(
+        format!(r#"{{"type":"hello","protocol_version":{version},"client_version":"e2e"}}"#)
+            .as_bytes(),
+    )
+}
+
+/// Sends `bytes` on a fresh control connection (then half-closes it if
+/// `close`), reads until the server closes it and decodes the reply frames.
+fn exchange(server: &Server, bytes: &[u8], close: bool) -> Vec<Value> {
+    let mut s =
+        TcpStream::connect(("127.0.0.1", server.port())).expect("connect to the control port");
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(bytes).expect("send");
+    if close {
+        s.shutdown(Shutdown::Write).expect("half-close");
+    }
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!(
+                "the server did not close the connection after {:?}: {e}; got {:?}",
+                String::from_utf8_lossy(bytes),
+                String::from_utf8_lossy(&got)
+            ),
+        }
+    }
+    let mut frames = Vec::new();
+    let mut rest = &got[..];
+    while !rest.is_empty() {
+        assert!(rest.len() >= 4, "a truncated reply: {got:?}");
+        let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        assert!(rest.len() >= 4 + len, "a truncated reply frame: {got:?}");
+        let v: Value = serde_json::from_slice(&rest[4..4 + len])
+            .unwrap_or_else(|e| panic!("reply frame is not JSON ({e}): {got:?}"));
+        frames.push(v);
+        rest = &rest[4 + len..];
+    }
+    frames
+}
+
+/// The one reply is an error frame with `code`; returns it.
+fn error_reply(frames: &[Value], code: &str) -> Value {
+    let last = frames
+        .last()
+        .unwrap_or_else(|| panic!("no reply, expected {code}"));
+    assert_eq!(text(last, "/type"), "error", "{frames:?}");
+    assert_eq!(text(last, "/code"), code, "{frames:?}");
+    assert!(!text(last, "/message").is_empty());
+    last.clone()
+}
+
+/// Waits until `pid` has at most `fds` descriptors and `threads` threads.
+fn settles_to(pid: u32, fds: usize, threads: usize, within: Duration) -> Result<(), String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let now = fds_and_threads(pid);
+        if now.0 <= fds && now.1 <= threads {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "still {now:?} (fds, threads) after {within:?}, expected at most {:?}",
+                (fds, threads)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Counts once they stop moving (the readiness probe's session ends).
+fn baseline(pid: u32) -> (usize, usize) {
+    let mut last = fds_and_threads(pid);
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = fds_and_threads(pid);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+#[test]
+fn control_decoder_survives_malformed_input() {
+    let _g = shared();
+    let mut server = Server::start(&[]);
+    let (fds, threads) = baseline(server.pid());
+
+    // A frame cut short, then the client goes away: the server gives up on it.
+    let cut = &hello(1)[..7];
+    for f in exchange(&server, cut, true) {
+        assert_eq!(text(&f, "/type"), "error", "{f}");
+    }
+
+    // Not linkperf at all.
+    let replies = exchange(&server, b"GET / HTTP/1.1\r\n\r\n", false);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    let code = text(&replies[0], "/code");
+    assert!(code == "too_large" || code == "malformed", "{replies:?}");
+
+    // A length prefix of 4 GiB - 1 is refused before any payload.
+    let replies = exchange(&server, &[0xFF, 0xFF, 0xFF, 0xFF], false);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    error_reply(&replies, "too_large");
+
+    // Another protocol version.
+    for version in [0, 2, 99] {
+        let replies = exchange(&server, &hello(version), false);
+        assert_eq!(
+            replies.len(),
+            1,
+            "no welcome for version {version}: {replies:?}"
+        );
+        error_reply(&replies, "version_mismatch");
+    }
+
+    // A valid hello, then `start` before any test.
+    let mut bytes = hello(1);
+    bytes.extend(frame(br#"{"type":"start"}"#));
+    let replies = exchange(&server, &bytes, false);
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert_eq!(text(&replies[0], "/type"), "welcome");
+    assert_eq!(int(&replies[0], "/protocol_version"), 1);
+    error_reply(&replies, "out_of_order");
+
+    // Valid JSON of the wrong shape.
+    for payload in [
+        &br#"{"foo":[1,2,3]}"#[..],
+        br#"[1,2,3]"#,
+        br#""hello""#,
+        br#"{"type":"launch"}"#,
+        br#"{"type":"hello"}"#,
+        br#"{"type":"hello","protocol_version":"one","client_version":"e2e"}"#,
+    ] {
+        let replies = exchange(&server, &frame(payload), false);
+        assert_eq!(replies.len(), 1, "{replies:?}");
+        error_reply(&replies, "malformed");
+    }
+    // Not JSON at all.
+    let replies = exchange(&server, &frame(b"\x00\xffnot json"), false);
+    error_reply(&replies, "malformed");
+
+    // The server is still up, holds nothing for those sessions, and still works.
+    assert!(server.is_running(), "serve died: {}", server.log());
+    settles_to(server.pid(), fds + 2, threads + 2, Duration::from_secs(5))
+        .unwrap_or_else(|e| panic!("after the malformed sessions: {e}"));
+    let doc = load(&server, "rr1c-1x1", "tcp", 2, &[]);
+    check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
+}
+
+/// Regression: an empty frame was answered with `too_large`.
+#[test]
+fn empty_control_frame_is_malformed_not_too_large() {
+    let server = Server::start(&[]);
+    let replies = exchange(&server, &[0, 0, 0, 0], false);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    error_reply(&replies, "malformed");
+}
+
+// ---------------------------------------------------------------------------
+// 7. --max-duration.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn test_longer_than_max_duration_is_refused() {
+    let server = Server::start(&["--max-duration", "2s"]);
+    let addr = server.addr();
+    let args = [
+        "run",
+        "--server",
+        &addr,
+        "--duration",
+        "5s",
+        "--warmup",
+        "200ms",
+    ];
+    let (code, _out, err, doc) = run_json(&args);
+    assert_ne!(code, 0, "stderr: {err}");
+    assert_eq!(
+        code, 1,
+        "a refused test is a failed test, not misuse: {err}"
+    );
+    assert!(err.contains("max-duration"), "stderr: {err}");
+    // The failed run is recorded, with no figures.
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(text(r, "/status"), "failed");
+    assert!(text(r, "/error").contains("max-duration"), "{r}");
+    for absent in [
+        "throughput",
+        "transaction_time_us",
+        "cpu",
+        "efficiency",
+        "client",
+        "server",
+    ] {
+        assert!(r.get(absent).is_none(), "a failed run has no {absent}: {r}");
+    }
+    assert_eq!(int(r, "/errors"), 0);
+    assert!(at(r, "/intervals").as_array().unwrap().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// 8. CLI misuse.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn cli_misuse_exits_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("never.json");
+    let json = json.to_str().unwrap();
+    // Port 9 (discard) refuses: anything that slipped through would fail with 1.
+    let cases: [(&[&str], &str); 8] = [
+        (&["--workload", "rr2c-1x1"], "unknown workload"),
+        (&["--users", "0"], "users"),
+        (&["--protocol", "sctp"], "sctp"),
+        (&["--workload", "str-readx30k", "--protocol", "udp"], "udp"),
+        (&["--workload", "crr:1x1", "--protocol", "udp"], "udp"),
+        (&["--duration", "abc"], "--duration"),
+        (&["--affinity", "x"], "--affinity"),
+        (&["--frobnicate"], "--frobnicate"),
+    ];
+    for (bad, says) in cases {
+        let mut args = vec!["run", "--server", "127.0.0.1:9", "--json", json];
+        args.extend(bad);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{bad:?}: stdout {out} stderr {err}");
+        assert!(
+            err.contains(says),
+            "{bad:?}: stderr should mention {says:?}: {err}"
+        );
+        assert!(out.is_empty(), "{bad:?}: nothing on stdout: {out}");
+        assert!(
+            !std::path::Path::new(json).exists(),
+            "{bad:?} wrote results"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 9. A client that vanishes mid-test.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn vanished_client_frees_server_resources() {
+    let _g = shared();
+    let mut server = Server::start(&[]);
+    let pid = server.pid();
+    let (fds, threads) = baseline(pid);
+    let addr = server.addr();
+    let mut client = util::spawn(&[
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "--users",
+        "50",
+        "--duration",
+        "20s",
+        "--warmup",
+        "200ms",
+    ]);
+    let spawned = Instant::now();
+    // Wait until the 50 data connections are up on the server.
+    let deadline = spawned + Duration::from_secs(10);
+    while fds_and_threads(pid).0 < fds + 50 {
+        assert!(Instant::now() < deadline, "the 50 users never connected");
+        assert!(client.try_wait().unwrap().is_none(), "client ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500).saturating_sub(spawned.elapsed()));
+    let during = fds_and_threads(pid);
+    client.kill().expect("SIGKILL the client");
+    let _ = client.wait();
+    let killed = Instant::now();
+    settles_to(pid, fds + 2, threads + 2, Duration::from_secs(5)).unwrap_or_else(|e| {
+        panic!(
+            "baseline {:?}, during {during:?}: {e}; server: {}",
+            (fds, threads),
+            server.log()
+        )
+    });
+    eprintln!(
+        "server back to baseline {:?} from {during:?} in {:?}",
+        (fds, threads),
+        killed.elapsed()
+    );
+    assert!(server.is_running());
+    let doc = load(&server, "rr1c-1x1", "tcp", 2, &[]);
+    check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
+}
+
+// ---------------------------------------------------------------------------
+// 10. The results document's names.
+// ---------------------------------------------------------------------------
+
+fn has_keys(v: &Value, ptr: &str, keys: &[&str]) {
+    let o = at(v, ptr);
+    assert!(o.is_object(), "{ptr} is not an object: {o}");
+    for k in keys {
+        assert!(o.get(k).is_some(), "{ptr} has no {k}: {o}");
+    }
+}
+
+#[test]
+fn results_document_uses_the_issue_names() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "rr1c-200x1000",
+        "tcp",
+        2,
+        &["--label", "e2e-names"],
+    );
+    has_keys(&doc, "", &["schema", "label", "environment", "tests"]);
+    assert_eq!(text(&doc, "/label"), "e2e-names");
+    let t = at(&doc, "/tests/0");
+    assert_eq!(text(t, "/name"), "rr1c-200x1000--2");
+    has_keys(
+        t,
+        "/workload",
+        &[
+            "kind",
+            "request_bytes",
+            "response_bytes",
+            "message_bytes",
+            "direction",
+            "protocol",
+            "users",
+            "duration_s",
+            "warmup_s",
+        ],
+    );
+    assert_eq!(text(t, "/workload/kind"), "rr");
+    assert_eq!(int(t, "/workload/request_bytes"), 200);
+    assert_eq!(int(t, "/workload/response_bytes"), 1000);
+    assert!(at(t, "/workload/message_bytes").is_null());
+    assert_eq!(num(t, "/workload/duration_s"), 0.5);
+    assert_eq!(num(t, "/workload/warmup_s"), 0.2);
+    let r = at(t, "/runs/0");
+    has_keys(
+        r,
+        "/throughput",
+        &[
+            "bytes_per_s",
+            "tx_bytes_per_s",
+            "rx_bytes_per_s",
+            "transactions_per_s",
+        ],
+    );
+    has_keys(
+        r,
+        "/transaction_time_us",
+        &["mean", "p50", "p90", "p99", "p999", "max"],
+    );
+    for side in ["client", "server"] {
+        has_keys(
+            r,
+            &format!("/cpu/{side}"),
+            &["process_s", "system_busy_s", "softirq_s"],
+        );
+    }
+    has_keys(
+        r,
+        "/efficiency",
+        &[
+            "client_bytes_per_cpu_s",
+            "server_bytes_per_cpu_s",
+            "client_cpu_us_per_txn",
+            "server_cpu_us_per_txn",
+        ],
+    );
+    assert!(at(r, "/intervals").is_array());
+    assert!(at(r, "/errors").is_u64());
+    // The process figures derive from the client's own counts.
+    let payload = (int(r, "/client/tx_bytes") + int(r, "/client/rx_bytes")) as f64;
+    let cpu = num(r, "/cpu/client/process_s");
+    let txn = int(r, "/client/transactions") as f64;
+    if cpu > 0.0 {
+        let rel = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs();
+        assert!(rel(
+            num(r, "/efficiency/client_bytes_per_cpu_s"),
+            payload / cpu
+        ));
+        assert!(rel(
+            num(r, "/efficiency/client_cpu_us_per_txn"),
+            cpu * 1e6 / txn
+        ));
+    }
+
+    // The client's host.
+    let env = at(&doc, "/environment/client");
+    for f in ["/hostname", "/kernel", "/cpu_model"] {
+        assert!(!text(env, f).is_empty(), "environment.client{f} is empty");
+    }
+    assert!(int(env, "/cpu_count") >= 1);
+    assert_eq!(text(env, "/interface"), "lo");
+    assert!(int(env, "/mtu") > 0);
+    assert_eq!(text(env, "/linkperf_version"), env!("CARGO_PKG_VERSION"));
+    let cmd: Vec<&str> = at(env, "/command_line")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        cmd.contains(&"run") && cmd.contains(&"e2e-names"),
+        "{cmd:?}"
+    );
+    assert!(at(&doc, "/environment/server").is_object());
+    assert!(
+        at(&doc, "/environment/server/command_line")
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "serve"),
+        "the server describes itself"
+    );
+
+    // Placement: every worker described, every user carried, nothing pinned.
+    for side in ["client", "server"] {
+        let workers = at(r, &format!("/{side}/workers")).as_array().unwrap();
+        assert!(!workers.is_empty(), "{side} has no workers");
+        let mut flows = 0;
+        for (i, w) in workers.iter().enumerate() {
+            has_keys(
+                w,
+                "",
+                &["worker", "pinned", "allowed_cpus", "last_cpu", "flows"],
+            );
+            assert_eq!(int(w, "/worker"), i as u64);
+            assert!(at(w, "/pinned").is_null(), "{w}");
+            assert!(!at(w, "/allowed_cpus").as_array().unwrap().is_empty());
+            flows += int(w, "/flows");
+        }
+        assert_eq!(flows, 2, "{side} workers carry both users");
+        assert_eq!(at(r, &format!("/{side}/busy_poll")), false);
+    }
+}
+
+#[test]
+fn affinity_pins_every_worker_on_both_sides() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        3,
+        &[
+            "--threads",
+            "2",
+            "--server-threads",
+            "2",
+            "--affinity",
+            "0",
+            "--server-affinity",
+            "0",
+        ],
+    );
+    check_run(&doc, "rr1c-1x1--3", "tcp", "round_trip", 3);
+    let r = at(&doc, "/tests/0/runs/0");
+    for side in ["client", "server"] {
+        let workers = at(r, &format!("/{side}/workers")).as_array().unwrap();
+        assert_eq!(workers.len(), 2, "{side}: {workers:?}");
+        for w in workers {
+            assert_eq!(at(w, "/pinned"), &serde_json::json!([0]), "{side}: {w}");
+            assert_eq!(
+                at(w, "/allowed_cpus"),
+                &serde_json::json!([0]),
+                "{side}: {w}"
+            );
+        }
+        assert_eq!(
+            at(&doc, &format!("/tests/0/config/{side}_placement/affinity")),
+            &serde_json::json!([0])
+        );
+    }
+}
+
+#[test]
+fn busy_poll_is_recorded_on_both_sides() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        2,
+        &["--busy-poll", "--threads", "1", "--server-threads", "1"],
+    );
+    check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
+    for side in ["client", "server"] {
+        assert_eq!(at(&doc, &format!("/tests/0/runs/0/{side}/busy_poll")), true);
+        assert_eq!(
+            at(&doc, &format!("/tests/0/config/{side}_placement/busy_poll")),
+            true
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 11. Socket options.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn socket_buffers_are_applied() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "rr1c-200x1000",
+        "tcp",
+        2,
+        &["--sndbuf", "256k", "--rcvbuf", "256k"],
+    );
+    check_run(&doc, "rr1c-200x1000--2", "tcp", "round_trip", 2);
+    assert_eq!(int(&doc, "/tests/0/config/sndbuf"), 256 * 1024);
+    assert_eq!(int(&doc, "/tests/0/config/rcvbuf"), 256 * 1024);
+    // The kernel doubles what is asked for.
+    for side in ["client", "server"] {
+        for f in ["socket_sndbuf", "socket_rcvbuf"] {
+            let got = int(&doc, &format!("/environment/{side}/{f}"));
+            assert!(got >= 256 * 1024, "environment.{side}.{f} = {got}");
+        }
+    }
+}
+
+#[test]
+fn congestion_control_is_applied() {
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == "reno") {
+        eprintln!("skipped: reno is not available ({available:?})");
+        return;
+    }
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(&server, "stream-up:16k", "tcp", 2, &["--cc", "reno"]);
+    check_run(&doc, "str-readx16k--2", "tcp", "client_to_server", 2);
+    assert_eq!(text(&doc, "/tests/0/config/cc"), "reno");
+    for side in ["client", "server"] {
+        assert_eq!(
+            text(
+                &doc,
+                &format!("/environment/{side}/socket_congestion_control")
+            ),
+            "reno"
+        );
+    }
+}
+
+#[test]
+fn mss_is_applied() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(&server, "stream-up:16k", "tcp", 2, &["--mss", "1000"]);
+    check_run(&doc, "str-readx16k--2", "tcp", "client_to_server", 2);
+    check_accounting(&doc);
+    assert_eq!(int(&doc, "/tests/0/config/mss"), 1000);
+    let mss = num(&doc, "/tests/0/runs/0/tcp_info/snd_mss_mean");
+    assert!(mss > 0.0 && mss <= 1000.0, "send MSS {mss} with --mss 1000");
+}
+
+// ---------------------------------------------------------------------------
+// 12. UDP.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn udp_with_several_users_loses_nothing_on_loopback() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(&server, "rr1c-1x1", "udp", 8, &["--udp-timeout", "1s"]);
+    check_run(&doc, "rr1c-1x1--8--udp", "udp", "round_trip", 8);
+    check_accounting(&doc);
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(int(r, "/errors"), 0, "{r}");
+    for side in ["client", "server"] {
+        assert_eq!(int(r, &format!("/{side}/errors")), 0);
+        assert!(at(r, &format!("/{side}/error_samples"))
+            .as_array()
+            .unwrap()
+            .is_empty());
+    }
+    assert_eq!(num(&doc, "/tests/0/config/udp_timeout_s"), 1.0);
+}

@@ -1,0 +1,229 @@
+//! Helpers for the end-to-end tests: a `linkperf serve` child process, running
+//! `linkperf run` with a deadline, reading its results document.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_linkperf");
+
+/// Longest a `linkperf run` child may take before the test fails.
+const RUN_DEADLINE: Duration = Duration::from_secs(90);
+/// Longest `linkperf serve` may take to accept connections.
+const READY_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Load tests take it shared; a test that needs the machine to itself (1,000
+/// users) takes it exclusively.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Run alongside other load tests.
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run alone.
+pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A `linkperf serve` child on 127.0.0.1, killed when dropped.
+pub struct Server {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// `linkperf serve --port P` plus `extra`, once its control port accepts.
+    pub fn start(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let log = dir.path().join("serve.log");
+        let mut why = String::new();
+        // The free port may be taken between probing and binding: try again.
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new(BIN)
+                .args(["serve", "--port", &port.to_string()])
+                .args(extra)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).expect("serve log"))
+                .spawn()
+                .expect("spawn linkperf serve");
+            match wait_ready(&mut child, port, &log) {
+                Ok(()) => return Server { child, port, dir },
+                Err(e) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    why = format!("{e}; serve said: {}", read(&log));
+                }
+            }
+        }
+        panic!("linkperf serve did not start: {why}");
+    }
+
+    /// Its control port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:PORT`, for `--server`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the process lives.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// What it printed to stderr so far.
+    pub fn log(&self) -> String {
+        read(&self.dir.path().join("serve.log"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn free_port() -> u16 {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local addr").port()
+}
+
+/// Waits until the control port accepts and the log proves it is this child's.
+fn wait_ready(child: &mut Child, port: u16, log: &Path) -> Result<(), String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + READY_DEADLINE;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("serve exited with {status}"));
+        }
+        if read(log).contains("listening on")
+            && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(format!(
+        "port {port} did not accept within {READY_DEADLINE:?}"
+    ))
+}
+
+/// `linkperf ARGS` as a child with piped output, not waited for.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn linkperf")
+}
+
+/// `linkperf ARGS` to the end (at most [`RUN_DEADLINE`]): exit code, stdout, stderr.
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let mut child = spawn(args);
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
+    let deadline = Instant::now() + RUN_DEADLINE;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for linkperf") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "linkperf {args:?} still running after {RUN_DEADLINE:?}; stderr: {}",
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    // Killed by a signal: no code.
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// `linkperf ARGS --json FILE`: exit code, stdout, stderr and the results
+/// document (`Value::Null` if none was written).
+pub fn run_json(args: &[&str]) -> (i32, String, String, Value) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("results.json");
+    let mut all = args.to_vec();
+    all.extend(["--json", file.to_str().expect("utf-8 temp path")]);
+    let (code, out, err) = run(&all);
+    let doc = match std::fs::read(&file) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .unwrap_or_else(|e| panic!("results of {args:?} are not JSON: {e}")),
+        Err(_) => Value::Null,
+    };
+    (code, out, err, doc)
+}
+
+/// The value at JSON pointer `ptr` (e.g. `/tests/0/name`); panics if absent.
+pub fn at<'a>(v: &'a Value, ptr: &str) -> &'a Value {
+    v.pointer(ptr)
+        .unwrap_or_else(|| panic!("no {ptr} in the results document"))
+}
+
+/// The number at `ptr`.
+pub fn num(v: &Value, ptr: &str) -> f64 {
+    at(v, ptr)
+        .as_f64()
+        .unwrap_or_else(|| panic!("{ptr} is not a number: {}", at(v, ptr)))
+}
+
+/// The unsigned integer at `ptr`.
+pub fn int(v: &Value, ptr: &str) -> u64 {
+    at(v, ptr)
+        .as_u64()
+        .unwrap_or_else(|| panic!("{ptr} is not an unsigned integer: {}", at(v, ptr)))
+}
+
+/// The string at `ptr`.
+pub fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    at(v, ptr)
+        .as_str()
+        .unwrap_or_else(|| panic!("{ptr} is not a string: {}", at(v, ptr)))
+}
+
+/// Open file descriptors and threads of process `pid`.
+pub fn fds_and_threads(pid: u32) -> (usize, usize) {
+    let count = |d: &str| {
+        std::fs::read_dir(format!("/proc/{pid}/{d}"))
+            .map(|r| r.count())
+            .unwrap_or_else(|e| panic!("/proc/{pid}/{d}: {e}"))
+    };
+    (count("fd"), count("task"))
+}
