@@ -3,7 +3,7 @@
 
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{RunRequest, Target};
-use linkperf_workload::{Placement, SocketOptions, TestSpec};
+use linkperf_workload::{CpuList, Placement, SocketOptions, TestSpec};
 
 use crate::args::RunArgs;
 
@@ -43,6 +43,26 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         }
     }
     let embedded = a.server.is_none();
+    // CPUs of this host can be checked now; a remote server checks its own.
+    let allowed = linkperf_metrics::current_thread_allowed_cpus();
+    let local_lists = [
+        ("--affinity", a.affinity.as_ref()),
+        (
+            "--server-affinity",
+            a.server_affinity.as_ref().filter(|_| embedded),
+        ),
+    ];
+    for (what, list) in local_lists {
+        if let Some(bad) = list.and_then(|l| {
+            l.0.iter()
+                .find(|c| !allowed.is_empty() && !allowed.contains(c))
+        }) {
+            anyhow::bail!(
+                "{what}: CPU {bad} is not available here (usable CPUs: {})",
+                CpuList(allowed.clone())
+            );
+        }
+    }
     let client = Placement {
         threads,
         affinity: a.affinity.clone(),

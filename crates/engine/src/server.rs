@@ -1,7 +1,7 @@
 //! The server side of a test: one listener (or UDP socket) per worker, flows
 //! that answer requests or stream, and counters of what the server itself saw.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -101,6 +101,7 @@ struct Worker {
     tcp: TcpInfoAggregator,
     connections: u64,
     flows_seen: u32,
+    udp_flows: HashSet<u32>,
     socket: Option<SocketFacts>,
 }
 
@@ -204,6 +205,7 @@ impl ServerTest {
                         tcp: TcpInfoAggregator::new(),
                         connections: 0,
                         flows_seen: 0,
+                        udp_flows: HashSet::new(),
                         socket: None,
                     };
                     worker.run()
@@ -484,6 +486,11 @@ impl Worker {
                 let now = Instant::now();
                 self.counters.tx(resp, now);
                 self.counters.transactions(1, Duration::ZERO, now);
+            }
+            if self.udp_flows.insert(h.flow) {
+                // A UDP user has no connection; count its flow when first seen.
+                self.connections += 1;
+                self.flows_seen += 1;
             }
             if self.socket.is_none() {
                 self.socket = Some(SocketFacts::read(
