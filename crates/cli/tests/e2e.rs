@@ -1047,3 +1047,53 @@ fn udp_with_several_users_loses_nothing_on_loopback() {
     }
     assert_eq!(num(&doc, "/tests/0/config/udp_timeout_s"), 1.0);
 }
+
+// ---------------------------------------------------------------------------
+// Mixed request/response sizes (the interconnect workload).
+// ---------------------------------------------------------------------------
+
+fn mix_end_to_end(protocol: &str) {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let extra: &[&str] = if protocol == "udp" {
+        &["--udp-timeout", "1s"]
+    } else {
+        &[]
+    };
+    let doc = load(&server, "mix:200x200*1,200x8k*3", protocol, 8, extra);
+    assert_eq!(text(&doc, "/tests/0/workload/kind"), "mix");
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(text(r, "/status"), "ok");
+    let (c, s) = (at(r, "/client/totals"), at(r, "/server/totals"));
+    // Both ends draw the same sizes for every transaction: what one sent, the other received.
+    assert_close(
+        "mix request bytes",
+        int(c, "/tx_bytes"),
+        int(s, "/rx_bytes"),
+        8 * 200,
+    );
+    assert_close(
+        "mix response bytes",
+        int(s, "/tx_bytes"),
+        int(c, "/rx_bytes"),
+        8 * 8192,
+    );
+    // One lock message (200 B) for three block transfers (8 KiB): 6,194 B per response on average.
+    let txn = int(c, "/transactions") as f64;
+    let mean_response = int(c, "/rx_bytes") as f64 / txn;
+    assert!(
+        (mean_response - 6194.0).abs() / 6194.0 < 0.05,
+        "mean response {mean_response} bytes over {txn} transactions"
+    );
+    assert_eq!(int(c, "/tx_bytes"), 200 * int(c, "/transactions"));
+}
+
+#[test]
+fn mix_over_tcp() {
+    mix_end_to_end("tcp");
+}
+
+#[test]
+fn mix_over_udp() {
+    mix_end_to_end("udp");
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
-use linkperf_workload::{Protocol, TestSpec, Workload};
+use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
@@ -94,18 +94,19 @@ pub(crate) struct Worker {
     connect_error: Option<String>,
 }
 
-fn new_logic(w: &Workload, protocol: Protocol) -> Logic {
+fn new_logic(w: &Workload, protocol: Protocol, flow: u32) -> Logic {
+    if let Workload::Stream { message, direction } = w {
+        return Logic::Stream(StreamHalves::for_side(message.0, *direction, true));
+    }
+    let sizes = w.transaction_sizes().unwrap_or(TransactionSizes::Fixed {
+        request: 1,
+        response: 1,
+    });
+    let rr = RrClient::with_sizes(sizes, flow);
     match (w, protocol) {
-        (Workload::Rr { request, response }, Protocol::Udp) => {
-            Logic::Udp(RrClient::new(request.0, response.0))
-        }
-        (Workload::Rr { request, response }, _) => Logic::Rr(RrClient::new(request.0, response.0)),
-        (Workload::Crr { request, response }, _) => {
-            Logic::Crr(RrClient::new(request.0, response.0))
-        }
-        (Workload::Stream { message, direction }, _) => {
-            Logic::Stream(StreamHalves::for_side(message.0, *direction, true))
-        }
+        (_, Protocol::Udp) => Logic::Udp(rr),
+        (Workload::Crr { .. }, _) => Logic::Crr(rr),
+        _ => Logic::Rr(rr),
     }
 }
 
@@ -143,7 +144,7 @@ impl Worker {
                 conn: None,
                 udp: None,
                 stage: Stage::Queued,
-                logic: new_logic(&spec.workload, spec.protocol),
+                logic: new_logic(&spec.workload, spec.protocol, fid),
                 seq: 0,
             })
             .collect();
@@ -544,7 +545,7 @@ impl Worker {
                         rr.finish();
                         self.close(i);
                     } else {
-                        rr.restart_at(now);
+                        rr.lost(now);
                         let seq = f.seq;
                         self.timers
                             .push(Reverse((now + self.spec.udp_timeout, i, seq)));
@@ -735,7 +736,7 @@ impl Worker {
                     UdpHeader {
                         tag,
                         flow: f.id,
-                        seq: f.seq,
+                        seq: rr.seq(),
                     }
                     .encode(&mut hdr);
                     self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
@@ -757,7 +758,7 @@ impl Worker {
                         let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
                             continue;
                         };
-                        if h.tag != tag || h.flow != f.id || h.seq != f.seq {
+                        if h.tag != tag || h.flow != f.id || h.seq != rr.seq() {
                             continue; // a late answer to a transaction already counted lost
                         }
                         let now = Instant::now();

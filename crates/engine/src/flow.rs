@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use linkperf_workload::TransactionSizes;
+
 /// What a flow wants from its connection next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
@@ -36,6 +38,9 @@ enum RrClientState {
 /// whole response, record the transaction, start the next one unless told to stop.
 #[derive(Debug, Clone)]
 pub struct RrClient {
+    sizes: TransactionSizes,
+    flow: u32,
+    seq: u64,
     request: u64,
     response: u64,
     state: RrClientState,
@@ -45,7 +50,16 @@ pub struct RrClient {
 impl RrClient {
     /// A flow that will send `request` bytes and expect `response` bytes back.
     pub fn new(request: u64, response: u64) -> Self {
+        RrClient::with_sizes(TransactionSizes::Fixed { request, response }, 0)
+    }
+
+    /// A flow whose transaction `n` has the sizes `sizes.at(flow, n)`.
+    pub fn with_sizes(sizes: TransactionSizes, flow: u32) -> Self {
+        let (request, response) = sizes.at(flow, 0);
         RrClient {
+            sizes,
+            flow,
+            seq: 0,
             request,
             response,
             state: RrClientState::Idle,
@@ -108,6 +122,7 @@ impl RrClient {
             .started
             .map(|s| now.saturating_duration_since(s))
             .unwrap_or_default();
+        self.advance();
         if stop {
             self.state = RrClientState::Done;
         } else {
@@ -115,6 +130,25 @@ impl RrClient {
             self.started = Some(now);
         }
         Some(Completed { took })
+    }
+
+    /// Moves to the next transaction number and its sizes.
+    fn advance(&mut self) {
+        self.seq += 1;
+        (self.request, self.response) = self.sizes.at(self.flow, self.seq);
+    }
+
+    /// The transaction in flight is given up as lost at `now` (UDP): the next
+    /// one starts.
+    pub fn lost(&mut self, now: Instant) {
+        self.advance();
+        self.state = RrClientState::Sending { left: self.request };
+        self.started = Some(now);
+    }
+
+    /// Number of the transaction in flight (0 for the first).
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// Abandons the flow (error or forced stop).
@@ -144,6 +178,9 @@ enum RrServerState {
 /// The server side of request/response: read a whole request, write the response.
 #[derive(Debug, Clone)]
 pub struct RrServer {
+    sizes: TransactionSizes,
+    flow: u32,
+    seq: u64,
     request: u64,
     response: u64,
     state: RrServerState,
@@ -152,7 +189,17 @@ pub struct RrServer {
 impl RrServer {
     /// A flow that expects `request` bytes and answers with `response` bytes.
     pub fn new(request: u64, response: u64) -> Self {
+        RrServer::with_sizes(TransactionSizes::Fixed { request, response }, 0)
+    }
+
+    /// A flow whose transaction `n` has the sizes `sizes.at(flow, n)`, as the
+    /// client of flow `flow` computes them.
+    pub fn with_sizes(sizes: TransactionSizes, flow: u32) -> Self {
+        let (request, response) = sizes.at(flow, 0);
         RrServer {
+            sizes,
+            flow,
+            seq: 0,
             request,
             response,
             state: RrServerState::Receiving { left: request },
@@ -188,6 +235,8 @@ impl RrServer {
         if let RrServerState::Sending { left } = self.state {
             let left = left.saturating_sub(n as u64);
             if left == 0 {
+                self.seq += 1;
+                (self.request, self.response) = self.sizes.at(self.flow, self.seq);
                 self.state = RrServerState::Receiving { left: self.request };
                 return true;
             }
@@ -365,6 +414,40 @@ mod tests {
         assert_eq!(s.want(), Want::Write(1));
         assert!(s.wrote(1));
         assert!(s.between_transactions());
+    }
+
+    #[test]
+    fn mixed_sizes_agree_on_both_ends() {
+        let sizes: TransactionSizes = "mix:200x200*1,200x8k*3"
+            .parse::<linkperf_workload::Workload>()
+            .unwrap()
+            .transaction_sizes()
+            .unwrap();
+        let t0 = Instant::now();
+        let mut c = RrClient::with_sizes(sizes.clone(), 5);
+        let mut s = RrServer::with_sizes(sizes, 5);
+        c.start(t0);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let Want::Write(req) = c.want() else {
+                panic!("client writes first")
+            };
+            c.wrote(req);
+            assert_eq!(s.want(), Want::Read(req));
+            assert!(s.read(req));
+            let Want::Write(resp) = s.want() else {
+                panic!("server answers")
+            };
+            assert_eq!(
+                c.want(),
+                Want::Read(resp),
+                "client expects what the server sends"
+            );
+            assert!(s.wrote(resp));
+            assert!(c.read(resp, t0, false).is_some());
+            seen.insert(resp);
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![200, 8192]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
-use linkperf_workload::{Protocol, TestSpec, Workload};
+use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
@@ -280,15 +280,20 @@ impl ServerTest {
     }
 }
 
-fn new_logic(w: &Workload, crr_close: bool) -> Logic {
+fn new_logic(w: &Workload, flow: u32) -> Logic {
     match w {
-        Workload::Rr { request, response } => Logic::Rr(RrServer::new(request.0, response.0)),
-        Workload::Crr { request, response } => {
-            let _ = crr_close;
-            Logic::Crr(RrServer::new(request.0, response.0))
-        }
         Workload::Stream { message, direction } => {
             Logic::Stream(StreamHalves::for_side(message.0, *direction, false))
+        }
+        Workload::Crr { request, response } => Logic::Crr(RrServer::new(request.0, response.0)),
+        other => {
+            let sizes = other
+                .transaction_sizes()
+                .unwrap_or(TransactionSizes::Fixed {
+                    request: 1,
+                    response: 1,
+                });
+            Logic::Rr(RrServer::with_sizes(sizes, flow))
         }
     }
 }
@@ -455,10 +460,9 @@ impl Worker {
         let Source::Udp(sock) = &self.source else {
             return;
         };
-        let Workload::Rr { response, .. } = self.spec.workload else {
+        let Some(sizes) = self.spec.workload.transaction_sizes() else {
             return;
         };
-        let resp = response.as_usize();
         let tag = self.token.session_tag();
         loop {
             let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
@@ -475,6 +479,7 @@ impl Worker {
             }
             let now = Instant::now();
             self.counters.rx(n - UDP_HEADER_LEN, now);
+            let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
             let len = UDP_HEADER_LEN + resp;
             if len > self.bufs.write.len() {
                 continue;
@@ -539,8 +544,7 @@ impl Worker {
         if p.token != self.token {
             return Io::Close;
         }
-        let _ = p.flow;
-        f.logic = new_logic(&self.spec.workload, true);
+        f.logic = new_logic(&self.spec.workload, p.flow);
         self.flows_seen += 1;
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(

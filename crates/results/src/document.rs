@@ -111,7 +111,7 @@ pub struct TestResult {
 /// [`TestSpec`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadInfo {
-    /// `rr`, `crr` or `stream`.
+    /// `rr`, `crr`, `mix` or `stream`.
     pub kind: String,
     /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`.
     pub name: String,
@@ -134,6 +134,9 @@ pub struct WorkloadInfo {
     pub duration_s: f64,
     /// Time before the window, excluded from every figure, seconds.
     pub warmup_s: f64,
+    /// The entries of a `mix` workload (request, response, weight); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<Vec<linkperf_workload::MixEntry>>,
 }
 
 impl WorkloadInfo {
@@ -142,6 +145,7 @@ impl WorkloadInfo {
         let (kind, request_bytes, response_bytes, message_bytes) = match &spec.workload {
             Workload::Rr { request, response } => ("rr", Some(request.0), Some(response.0), None),
             Workload::Crr { request, response } => ("crr", Some(request.0), Some(response.0), None),
+            Workload::Mix { .. } => ("mix", None, None, None),
             Workload::Stream { message, .. } => ("stream", None, None, Some(message.0)),
         };
         WorkloadInfo {
@@ -155,6 +159,10 @@ impl WorkloadInfo {
             users: spec.users,
             duration_s: spec.duration.as_secs_f64(),
             warmup_s: spec.warmup.as_secs_f64(),
+            mix: match &spec.workload {
+                Workload::Mix { entries } => Some(entries.clone()),
+                _ => None,
+            },
         }
     }
 }

@@ -19,7 +19,7 @@ pub enum WorkloadError {
         max: u64,
     },
     /// A workload name that matches no known form.
-    #[error("unknown workload '{0}': expected one of rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k, or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE")]
+    #[error("unknown workload '{0}': expected one of rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k, or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE, mix:REQxRESP*W,...")]
     UnknownWorkload(String),
     /// A protocol name other than tcp, udp or unix.
     #[error("unknown protocol '{0}': expected tcp, udp or unix")]

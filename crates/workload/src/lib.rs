@@ -10,12 +10,14 @@
 
 mod cpus;
 mod error;
+mod mix;
 mod size;
 mod spec;
 mod workload;
 
 pub use cpus::CpuList;
 pub use error::WorkloadError;
+pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
 pub use size::Bytes;
 pub use spec::{Placement, Protocol, SocketOptions, TestSpec, MAX_UDP_PAYLOAD, UDP_HEADER_BYTES};
 pub use workload::{Direction, StreamDirection, Workload};

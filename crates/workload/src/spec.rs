@@ -158,12 +158,16 @@ impl TestSpec {
                     request.check_range("UDP request", 1, MAX_UDP_PAYLOAD)?;
                     response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
                 }
-                other => {
-                    return Err(WorkloadError::Invalid(format!(
-                        "workload {} cannot run over udp: udp carries request/response (rr) only",
-                        other.name()
-                    )))
+                Workload::Mix { entries } => {
+                    for e in entries {
+                        e.request.check_range("UDP request", 1, MAX_UDP_PAYLOAD)?;
+                        e.response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
+                    }
                 }
+                other => return Err(WorkloadError::Invalid(format!(
+                    "workload {} cannot run over udp: udp carries request/response (rr, mix) only",
+                    other.name()
+                ))),
             }
             if self.udp_timeout.is_zero() {
                 return Err(WorkloadError::Invalid(

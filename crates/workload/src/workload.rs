@@ -3,6 +3,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::mix::{parse_mix, MixEntry, TransactionSizes};
 use crate::{Bytes, WorkloadError};
 
 /// Largest request, response or stream message accepted (64 MiB).
@@ -63,6 +64,12 @@ pub enum Workload {
         /// Response payload, server to client.
         response: Bytes,
     },
+    /// Request/response on one persistent connection per user, each transaction's
+    /// sizes drawn from a weighted mix (`mix:200x200*1,200x8k*3`).
+    Mix {
+        /// The kinds of transaction and their weights.
+        entries: Vec<MixEntry>,
+    },
     /// A continuous stream of messages; each message is one transaction.
     Stream {
         /// Size of one message.
@@ -79,6 +86,10 @@ impl Workload {
         match self {
             Workload::Rr { request, response } => format!("rr1c-{request}x{response}"),
             Workload::Crr { request, response } => format!("crr-{request}x{response}"),
+            Workload::Mix { entries } => {
+                let parts: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+                format!("mix-{}", parts.join(","))
+            }
             Workload::Stream { message, direction } => match direction {
                 StreamDirection::Up => format!("str-readx{message}"),
                 StreamDirection::Down => format!("str-writex{message}"),
@@ -90,7 +101,9 @@ impl Workload {
     /// The direction of payload.
     pub fn direction(&self) -> Direction {
         match self {
-            Workload::Rr { .. } | Workload::Crr { .. } => Direction::RoundTrip,
+            Workload::Rr { .. } | Workload::Crr { .. } | Workload::Mix { .. } => {
+                Direction::RoundTrip
+            }
             Workload::Stream { direction, .. } => match direction {
                 StreamDirection::Up => Direction::ClientToServer,
                 StreamDirection::Down => Direction::ServerToClient,
@@ -101,7 +114,24 @@ impl Workload {
 
     /// True for request/response kinds (rr, crr).
     pub fn is_request_response(&self) -> bool {
-        matches!(self, Workload::Rr { .. } | Workload::Crr { .. })
+        matches!(
+            self,
+            Workload::Rr { .. } | Workload::Crr { .. } | Workload::Mix { .. }
+        )
+    }
+
+    /// The sizes of each transaction, for request/response kinds.
+    pub fn transaction_sizes(&self) -> Option<TransactionSizes> {
+        match self {
+            Workload::Rr { request, response } | Workload::Crr { request, response } => {
+                Some(TransactionSizes::Fixed {
+                    request: request.0,
+                    response: response.0,
+                })
+            }
+            Workload::Mix { entries } => Some(TransactionSizes::Mix(entries.clone().into())),
+            Workload::Stream { .. } => None,
+        }
     }
 
     /// The largest single message either side writes, to size buffers.
@@ -110,6 +140,11 @@ impl Workload {
             Workload::Rr { request, response } | Workload::Crr { request, response } => {
                 (*request).max(*response)
             }
+            Workload::Mix { entries } => entries
+                .iter()
+                .map(|e| e.request.max(e.response))
+                .max()
+                .unwrap_or(Bytes(1)),
             Workload::Stream { message, .. } => *message,
         }
     }
@@ -120,6 +155,17 @@ impl Workload {
             Workload::Rr { request, response } | Workload::Crr { request, response } => {
                 request.check_range("request", 1, MAX_MESSAGE)?;
                 response.check_range("response", 1, MAX_MESSAGE)?;
+            }
+            Workload::Mix { entries } => {
+                if entries.is_empty() {
+                    return Err(WorkloadError::Invalid(
+                        "a mix needs at least one entry".into(),
+                    ));
+                }
+                for e in entries {
+                    e.request.check_range("request", 1, MAX_MESSAGE)?;
+                    e.response.check_range("response", 1, MAX_MESSAGE)?;
+                }
             }
             Workload::Stream { message, .. } => {
                 message.check_range("message", 1, MAX_MESSAGE)?;
@@ -149,6 +195,13 @@ impl FromStr for Workload {
         {
             let (request, response) = pair(rest, t)?;
             Workload::Rr { request, response }
+        } else if let Some(rest) = lower
+            .strip_prefix("mix-")
+            .or_else(|| lower.strip_prefix("mix:"))
+        {
+            Workload::Mix {
+                entries: parse_mix(rest, t)?,
+            }
         } else if let Some(rest) = lower
             .strip_prefix("crr-")
             .or_else(|| lower.strip_prefix("crr:"))
@@ -216,6 +269,8 @@ mod tests {
             ("stream-up:30k", "str-readx30k"),
             ("stream-down:128k", "str-writex128k"),
             ("stream-bidir:1m", "str-bidirx1m"),
+            ("mix:200x200*1,200x8k*3", "mix-200x200*1,200x8k*3"),
+            ("mix:64x1k", "mix-64x1k*1"),
         ] {
             let w: Workload = given.parse().unwrap();
             assert_eq!(w.name(), name);

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# linkperf side by side with its peers (sockperf, iperf3) on loopback.
+#
+# Every measurement is bounded: BENCH_SECONDS (default 5) of measurement each,
+# every process under a timeout, all traffic to 127.0.0.1 only.
+# Prints a table at the end. Exits 0 when every tool ran (whether or not a
+# target was met), non-zero when a tool failed to run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+SECS=${BENCH_SECONDS:-5}
+[[ $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SECONDS must be a whole number of seconds >= 1" >&2; exit 2; }
+# Best rr 1x1 transactions/s a peer tool reached at 250 users on a 2-core
+# loopback host; no peer runs at 10,000 users, so this is the only reference.
+PEER_RR1X1_250_TPS=${PEER_RR1X1_250_TPS:-170000}
+HOST=127.0.0.1
+
+# ---- prerequisites -----------------------------------------------------------
+need_setup=0
+for t in iperf3 sockperf taskset ss python3 /usr/bin/time; do
+  if [[ $t == /* ]]; then [[ -x $t ]] || need_setup=1; else command -v "$t" >/dev/null || need_setup=1; fi
+done
+if ((need_setup)); then scripts/setup.sh; fi
+HAVE_SOCKPERF=1
+command -v sockperf >/dev/null || HAVE_SOCKPERF=0
+
+echo "building linkperf (release)..." >&2
+cargo build --release --locked --bin linkperf >&2
+LP=${CARGO_TARGET_DIR:-target}/release/linkperf
+LP=$(cd "$(dirname "$LP")" && pwd)/linkperf
+
+WORK=$(mktemp -d)
+RES=$WORK/results          # key=value lines, turned into the table at the end
+: >"$RES"
+FAILED=0
+
+# ---- child processes -----------------------------------------------------------
+PIDS=()
+cleanup() {
+  local pid c
+  for pid in "${PIDS[@]}"; do
+    for c in $(pgrep -P "$pid" 2>/dev/null); do kill "$c" 2>/dev/null || true; done
+    kill "$pid" 2>/dev/null || true
+  done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_server LOG PORT CMD... : start a server in the background, wait until it listens.
+# Sets SERVER_PID.
+start_server() {
+  local log=$1 port=$2; shift 2
+  "$@" >"$log" 2>&1 &
+  SERVER_PID=$!
+  PIDS+=("$SERVER_PID")
+  for _ in $(seq 100); do
+    if [[ -n $(ss -Hltn "sport = :$port" 2>/dev/null) ]]; then return 0; fi
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "server did not start listening on $HOST:$port: $*" >&2
+  tail -n 20 "$log" >&2
+  return 1
+}
+
+# stop_server PID : stop a server. When PID is a wrapper (GNU time), stop the
+# process it runs and let the wrapper exit by itself, so that it writes its report.
+stop_server() {
+  local pid=$1 c
+  for c in $(pgrep -P "$pid" 2>/dev/null); do kill "$c" 2>/dev/null || true; done
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# run_client LIMIT_S LOG CMD... : run a client under a timeout; 0 if it exited 0.
+run_client() {
+  local limit=$1 log=$2 pid rc=0; shift 2
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  wait "$pid" || rc=$?
+  if ((rc != 0)); then
+    if ((rc == 124)); then echo "TIMED OUT after ${limit}s: $*" >&2; else echo "FAILED (exit $rc): $*" >&2; fi
+    tail -n 20 "$log" >&2
+  fi
+  return "$rc"
+}
+
+fail() { FAILED=1; echo "$1=failed" >>"$RES"; }
+
+py() { python3 "$WORK/figures.py" "$@"; }
+
+cat >"$WORK/figures.py" <<'PY'
+import json, re, sys
+
+def emit(out, prefix, **kv):
+    with open(out, "a") as f:
+        for k, v in kv.items():
+            f.write(f"{prefix}.{k}={'' if v is None else v}\n")
+
+def linkperf(path, out, prefix):
+    doc = json.load(open(path))
+    run = doc["tests"][0]["runs"][0]
+    if run["status"] != "ok":
+        sys.exit(f"linkperf run {run['status']}: {run.get('error', '')}")
+    gb = run["client"]["tx_bytes"] / 1e9
+    cpu, eff = run["cpu"], run["efficiency"]
+    srv = (cpu.get("server") or {}).get("process_s")
+    emit(out, prefix,
+         tps=run["throughput"]["transactions_per_s"],
+         gbps=run["throughput"]["tx_bytes_per_s"] * 8 / 1e9,
+         cpu_gb_client=cpu["client"]["process_s"] / gb if gb else None,
+         cpu_gb_server=srv / gb if gb and srv is not None else None,
+         us_txn_client=eff.get("client_cpu_us_per_txn"),
+         us_txn_server=eff.get("server_cpu_us_per_txn"),
+         errors=run.get("errors", 0))
+
+def iperf3(path, out, prefix):
+    doc = json.load(open(path))
+    if "error" in doc:
+        sys.exit(f"iperf3: {doc['error']}")
+    end = doc["end"]
+    recv, sent = end["sum_received"], end["sum_sent"]
+    gb = recv["bytes"] / 1e9
+    # cpu_utilization_percent is the process's user+system CPU time over the
+    # test's wall-clock time, x100: percent of one CPU.
+    secs = sent["seconds"]
+    cu = end["cpu_utilization_percent"]
+    emit(out, prefix,
+         gbps=recv["bits_per_second"] / 1e9,
+         cpu_gb_client=cu["host_total"] / 100 * secs / gb,
+         cpu_gb_server=cu["remote_total"] / 100 * secs / gb)
+
+def sockperf(path, out, prefix):
+    text = open(path, errors="replace").read()
+    m = re.search(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", text)
+    if not m:
+        sys.exit("sockperf: no '[Valid Duration]' line in its output")
+    secs, received = float(m.group(1)), int(m.group(3))
+    # Each received reply closes one round trip (one transaction).
+    emit(out, prefix, tps=received / secs)
+
+def rss(path, out, key):
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read())
+    if not m:
+        sys.exit(f"no 'Maximum resident set size' in {path}")
+    with open(out, "a") as f:
+        f.write(f"{key}={int(m.group(1)) / 1024}\n")
+
+def table(path, secs, ref):
+    r = {}
+    for line in open(path):
+        k, _, v = line.rstrip("\n").partition("=")
+        r[k] = v
+
+    def num(k):
+        v = r.get(k)
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return v  # None (not run), "" (unknown), "failed", "skipped"
+
+    def fmt(v, f):
+        if isinstance(v, float):
+            return f.format(v)
+        return {None: "-", "": "n/a"}.get(v, v)
+
+    rows = []
+    def row(item, lp, peer, f, ratio="lp/peer", target=None):
+        a = num(lp) if isinstance(lp, str) else lp
+        b = num(peer) if isinstance(peer, str) else peer
+        q = None
+        if isinstance(a, float) and isinstance(b, float) and a and b:
+            q = a / b if ratio == "lp/peer" else b / a
+        t = ""
+        if target is not None:
+            t = f">= {target:.1f}" + ("" if q is None else ("  met" if q >= target else "  MISSED"))
+        rows.append((item, fmt(a, f), fmt(b, f), "-" if q is None else f"{q:.2f}", t))
+
+    tps, gbit, cpg, us, mib = "{:,.0f}", "{:.2f}", "{:.3f}", "{:.2f}", "{:.1f}"
+    row("rr 14x14, 1 user, free: txn/s (peer sockperf)", "rr14.free.lp.tps", "rr14.free.peer.tps", tps, target=1.0)
+    row("rr 14x14, 1 user, CPU 0: txn/s (peer sockperf)", "rr14.cpu0.lp.tps", "rr14.cpu0.peer.tps", tps, target=1.0)
+    for n in (1, 5):
+        p = f"st{n}"
+        row(f"stream-up 30k, {n} user(s): Gbit/s (peer iperf3)", f"{p}.lp.gbps", f"{p}.peer.gbps", gbit)
+        row(f"stream-up 30k, {n} user(s): client CPU-s/GB", f"{p}.lp.cpu_gb_client", f"{p}.peer.cpu_gb_client", cpg, ratio="peer/lp")
+        row(f"stream-up 30k, {n} user(s): server CPU-s/GB", f"{p}.lp.cpu_gb_server", f"{p}.peer.cpu_gb_server", cpg, ratio="peer/lp")
+    for w in ("1x1", "200x1000"):
+        for n in (250, 10000):
+            p = f"rr{w}.{n}"
+            label = f"rr {w}, {n:,} users"
+            if w == "1x1":
+                row(f"{label}: txn/s (peer: 250-user reference)", f"{p}.lp.tps", ref, tps)
+            else:
+                row(f"{label}: txn/s", f"{p}.lp.tps", None, tps)
+            row(f"{label}: client CPU-us/txn", f"{p}.lp.us_txn_client", None, us)
+            row(f"{label}: server CPU-us/txn", f"{p}.lp.us_txn_server", None, us)
+            row(f"{label}: client peak RSS MiB", f"{p}.rss_client", None, mib)
+            row(f"{label}: server peak RSS MiB", f"{p}.rss_server", None, mib)
+
+    head = ("item", "linkperf", "peer", "ratio", "target")
+    w = [max(len(x[i]) for x in rows + [head]) for i in range(5)]
+    line = lambda x: "  ".join([x[0].ljust(w[0])] + [x[i].rjust(w[i]) for i in (1, 2, 3)] + [x[4]]).rstrip()
+    load = open("/proc/loadavg").read().split()[:3]
+    print(f"\nlinkperf vs peers on 127.0.0.1, {secs} s per measurement (load average now: {' '.join(load)})")
+    print(line(head))
+    print("-" * len(line(max(rows + [head], key=lambda x: len(line(x))))))
+    for x in rows:
+        print(line(x))
+    print("\nratio: linkperf / peer, except CPU-s/GB where it is peer / linkperf (> 1: linkperf uses less CPU).")
+    for k, v in r.items():
+        if k.endswith(".lp.errors") and v not in ("", "0"):
+            print(f"note: linkperf counted {v} failed transactions in {k[:-len('.lp.errors')]}")
+
+cmd = sys.argv[1]
+if cmd == "table":
+    table(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+else:
+    {"linkperf": linkperf, "iperf3": iperf3, "sockperf": sockperf, "rss": rss}[cmd](*sys.argv[2:])
+PY
+
+# ---- measurements ----------------------------------------------------------------
+
+# lp_measure KEY PIN USERS WORKLOAD [RUN_ARGS...]
+#   One linkperf run against its own `linkperf serve` child, both under GNU time
+#   (peak RSS). PIN=cpu0 puts both processes on CPU 0 (taskset) and pins their workers.
+lp_measure() {
+  local key=$1 pin=$2 users=$3 workload=$4; shift 4
+  local port pre=() limit=$((SECS + 60)) json=$WORK/$key.json run_args=("$@")
+  if ((users > 1000)); then limit=$((SECS + 600)); fi   # connecting 10,000 users takes a while
+  if [[ $pin == cpu0 ]]; then
+    pre=(taskset -c 0)
+    run_args+=(--affinity 0 --server-affinity 0)
+  fi
+  port=$(free_port)
+  echo "linkperf: $key ($workload, $users users, ${SECS}s)" >&2
+  if ! start_server "$WORK/$key.serve.log" "$port" \
+      /usr/bin/time -v -o "$WORK/$key.serve.time" "${pre[@]}" "$LP" serve --listen "$HOST" --port "$port" --quiet; then
+    stop_server "$SERVER_PID"; fail "$key.lp.tps"; return 0
+  fi
+  local srv=$SERVER_PID ok=1
+  rm -f "$json"
+  run_client "$limit" "$WORK/$key.run.log" /usr/bin/time -v -o "$WORK/$key.run.time" "${pre[@]}" \
+    "$LP" run --server "$HOST:$port" --workload "$workload" --users "$users" \
+    --duration "${SECS}s" --json "$json" --quiet "${run_args[@]}" || ok=0
+  stop_server "$srv"
+  if ((ok)) && py linkperf "$json" "$RES" "$key.lp"; then
+    py rss "$WORK/$key.run.time" "$RES" "$key.rss_client" || true
+    py rss "$WORK/$key.serve.time" "$RES" "$key.rss_server" || true
+  else
+    fail "$key.lp.tps"; fail "$key.lp.gbps"
+  fi
+}
+
+# sockperf_measure KEY PIN
+sockperf_measure() {
+  local key=$1 pin=$2 port pre=()
+  if ((!HAVE_SOCKPERF)); then
+    echo "sockperf: not installed (no package for this system) - skipping the sockperf side of $key" >&2
+    echo "$key.peer.tps=skipped" >>"$RES"
+    return 0
+  fi
+  if [[ $pin == cpu0 ]]; then pre=(taskset -c 0); fi
+  port=$(free_port)
+  echo "sockperf: $key (ping-pong, 14 bytes, tcp, ${SECS}s)" >&2
+  if ! start_server "$WORK/$key.sockperf-server.log" "$port" "${pre[@]}" sockperf server --tcp -i "$HOST" -p "$port"; then
+    stop_server "$SERVER_PID"; fail "$key.peer.tps"; return 0
+  fi
+  local srv=$SERVER_PID ok=1
+  run_client $((SECS + 60)) "$WORK/$key.sockperf.log" "${pre[@]}" \
+    sockperf ping-pong --tcp -i "$HOST" -p "$port" -m 14 -t "$SECS" || ok=0
+  stop_server "$srv"
+  if ! ((ok)) || ! py sockperf "$WORK/$key.sockperf.log" "$RES" "$key.peer"; then fail "$key.peer.tps"; fi
+}
+
+# iperf3_measure KEY STREAMS
+iperf3_measure() {
+  local key=$1 streams=$2 port
+  port=$(free_port)
+  echo "iperf3: $key (30720-byte writes, $streams stream(s), ${SECS}s)" >&2
+  if ! start_server "$WORK/$key.iperf3-server.log" "$port" iperf3 -s -1 -B "$HOST" -p "$port"; then
+    stop_server "$SERVER_PID"; fail "$key.peer.gbps"; return 0
+  fi
+  local srv=$SERVER_PID ok=1
+  run_client $((SECS + 60)) "$WORK/$key.iperf3.json" \
+    iperf3 -c "$HOST" -p "$port" -l 30720 -P "$streams" -t "$SECS" -J || ok=0
+  stop_server "$srv"
+  if ! ((ok)) || ! py iperf3 "$WORK/$key.iperf3.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
+}
+
+# a. request/response 14x14, one user, free and pinned to CPU 0
+for pin in free cpu0; do
+  lp_measure "rr14.$pin" "$pin" 1 rr:14x14 --threads 1 --server-threads 1
+  sockperf_measure "rr14.$pin" "$pin"
+done
+
+# b. streams of 30 KiB messages, client to server
+for n in 1 5; do
+  lp_measure "st$n" free "$n" stream-up:30k
+  iperf3_measure "st$n" "$n"
+done
+
+# c. many users (linkperf only)
+for w in 1x1 200x1000; do
+  for n in 250 10000; do
+    lp_measure "rr$w.$n" free "$n" "rr:$w"
+  done
+done
+
+py table "$RES" "$SECS" "$PEER_RR1X1_250_TPS"
+if ((FAILED)); then
+  echo "some tools failed to run (see the messages above)" >&2
+  exit 1
+fi
