@@ -25,6 +25,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run one test against a server (or an embedded one on loopback).
     Run(Box<RunArgs>),
+    /// Run a suite of tests (a built-in one or a TOML file), repeated, with statistics.
+    Suite(Box<SuiteArgs>),
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -75,15 +77,43 @@ pub struct ServeArgs {
     pub quiet: bool,
 }
 
-/// `linkperf run`.
+/// Where the server is.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub struct TargetArgs {
     /// Server to test against (HOST or HOST:PORT). Without it, a server is started in-process on loopback.
     #[arg(long)]
     pub server: Option<String>,
     /// Control port when --server has none.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
+}
+
+/// Where each side's event-loop workers run.
+#[derive(Debug, Args)]
+pub struct PlacementArgs {
+    /// Client event-loop workers (default: number of CPUs).
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// Server event-loop workers (default: number of CPUs).
+    #[arg(long)]
+    pub server_threads: Option<u32>,
+    /// Pin the client's workers to these CPUs (e.g. 0 or 0-3,6).
+    #[arg(long, value_parser = parse_cpus)]
+    pub affinity: Option<CpuList>,
+    /// Pin the server's workers to these CPUs.
+    #[arg(long, value_parser = parse_cpus)]
+    pub server_affinity: Option<CpuList>,
+    /// Workers on both sides poll without sleeping (removes wake-up cost; burns CPU).
+    #[arg(long)]
+    pub busy_poll: bool,
+}
+
+/// `linkperf run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Where the server is.
+    #[command(flatten)]
+    pub target: TargetArgs,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
     /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
     #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]
@@ -100,21 +130,9 @@ pub struct RunArgs {
     /// Time before the window, excluded from every metric.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
-    /// Client event-loop workers (default: number of CPUs).
-    #[arg(long)]
-    pub threads: Option<u32>,
-    /// Server event-loop workers (default: number of CPUs).
-    #[arg(long)]
-    pub server_threads: Option<u32>,
-    /// Pin the client's workers to these CPUs (e.g. 0 or 0-3,6).
-    #[arg(long, value_parser = parse_cpus)]
-    pub affinity: Option<CpuList>,
-    /// Pin the server's workers to these CPUs.
-    #[arg(long, value_parser = parse_cpus)]
-    pub server_affinity: Option<CpuList>,
-    /// Workers on both sides poll without sleeping (removes wake-up cost; burns CPU).
-    #[arg(long)]
-    pub busy_poll: bool,
+    /// Where each side's workers run.
+    #[command(flatten)]
+    pub placement: PlacementArgs,
     /// TCP_NODELAY (default: on for rr/crr, off for streams).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub nodelay: Option<bool>,
@@ -140,6 +158,50 @@ pub struct RunArgs {
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
     /// Print only the results, no progress lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `linkperf suite`.
+#[derive(Debug, Args)]
+pub struct SuiteArgs {
+    /// A built-in suite (uperf45, tunnel, interconnect, quick) or a suite file (TOML).
+    #[arg(required_unless_present = "list")]
+    pub suite: Option<String>,
+    /// List the built-in suites.
+    #[arg(long, conflicts_with_all = ["dry_run", "resume"])]
+    pub list: bool,
+    /// Print the tests and the time they will take; run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where the server is.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Where each side's workers run (a suite file may set them per test).
+    #[command(flatten)]
+    pub placement: PlacementArgs,
+    /// Label of this configuration in the results document (default: the suite's name).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Runs of every test (default: the suite's own, 1 for most).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Run each test's repeats back to back instead of the whole matrix once, then again.
+    #[arg(long)]
+    pub no_interleave: bool,
+    /// The results document, rewritten atomically after every run.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Continue the suite recorded in --out, skipping completed runs.
+    #[arg(long, requires = "out")]
+    pub resume: bool,
+    /// Measurement window of every test (overrides the suite's).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warmup of every test (overrides the suite's).
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// One plain line per finished run, no progress bar.
     #[arg(long, short)]
     pub quiet: bool,
 }

@@ -4,8 +4,10 @@
 
 mod args;
 mod plan;
+mod progress;
 mod run;
 mod serve;
+mod suite;
 mod table;
 
 use std::process::ExitCode;
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(a) => serve::serve(a, command_line),
         Command::Run(a) => run::run(*a, command_line),
+        Command::Suite(a) => suite::suite(*a, command_line),
     };
     match result {
         Ok(code) => code,

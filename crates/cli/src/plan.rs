@@ -5,7 +5,7 @@ use linkperf_metrics::ProcessMethod;
 use linkperf_session::{RunRequest, Target};
 use linkperf_workload::{CpuList, Placement, SocketOptions, TestSpec};
 
-use crate::args::RunArgs;
+use crate::args::{PlacementArgs, RunArgs, TargetArgs};
 
 /// Everything `linkperf run` will do.
 pub struct RunPlan {
@@ -22,34 +22,58 @@ pub fn default_threads() -> u32 {
         .unwrap_or(1)
 }
 
-/// Builds the plan; errors are usage errors.
-pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
-    let mut spec = TestSpec::new(a.workload.clone(), a.protocol, a.users, a.duration);
-    spec.warmup = a.warmup;
-    spec.udp_timeout = a.udp_timeout;
-    spec.socket = SocketOptions {
-        nodelay: a.nodelay,
-        sndbuf: a.sndbuf,
-        rcvbuf: a.rcvbuf,
-        cc: a.cc.clone(),
-        mss: a.mss,
-    };
-    spec.validate()?;
-    let threads = a.threads.unwrap_or_else(default_threads);
-    let server_threads = a.server_threads.unwrap_or_else(default_threads);
+/// The server from `--server`/`--port`, or `None` for the embedded one.
+pub fn target(t: &TargetArgs) -> Option<Target> {
+    t.server.as_ref().map(|s| Target {
+        address: s.clone(),
+        default_port: t.port,
+    })
+}
+
+/// Per-test placement settings that may override the command line's.
+#[derive(Debug, Clone, Default)]
+pub struct PlacementOverrides {
+    /// Client workers.
+    pub threads: Option<u32>,
+    /// Server workers.
+    pub server_threads: Option<u32>,
+    /// Client CPUs.
+    pub affinity: Option<CpuList>,
+    /// Server CPUs.
+    pub server_affinity: Option<CpuList>,
+    /// Busy polling.
+    pub busy_poll: Option<bool>,
+}
+
+/// Both sides' placement: overrides first, then the command line, then defaults.
+/// CPU lists are checked against this host where it runs them.
+pub fn placements(
+    p: &PlacementArgs,
+    o: &PlacementOverrides,
+    embedded: bool,
+) -> anyhow::Result<(Placement, Placement)> {
+    let threads = o.threads.or(p.threads).unwrap_or_else(default_threads);
+    let server_threads = o
+        .server_threads
+        .or(p.server_threads)
+        .unwrap_or_else(default_threads);
     for (what, n) in [("--threads", threads), ("--server-threads", server_threads)] {
         if n == 0 || n > 1024 {
             anyhow::bail!("{what} must be between 1 and 1024, got {n}");
         }
     }
-    let embedded = a.server.is_none();
+    let affinity = o.affinity.clone().or_else(|| p.affinity.clone());
+    let server_affinity = o
+        .server_affinity
+        .clone()
+        .or_else(|| p.server_affinity.clone());
     // CPUs of this host can be checked now; a remote server checks its own.
     let allowed = linkperf_metrics::current_thread_allowed_cpus();
     let local_lists = [
-        ("--affinity", a.affinity.as_ref()),
+        ("--affinity", affinity.as_ref()),
         (
             "--server-affinity",
-            a.server_affinity.as_ref().filter(|_| embedded),
+            server_affinity.as_ref().filter(|_| embedded),
         ),
     ];
     for (what, list) in local_lists {
@@ -63,33 +87,55 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
             );
         }
     }
-    let client = Placement {
-        threads,
-        affinity: a.affinity.clone(),
-        busy_poll: a.busy_poll,
-    };
-    let server = Placement {
-        threads: server_threads,
-        affinity: a.server_affinity.clone(),
-        busy_poll: a.busy_poll,
-    };
-    let process_method = if embedded {
+    let busy_poll = o.busy_poll.unwrap_or(p.busy_poll);
+    Ok((
+        Placement {
+            threads,
+            affinity,
+            busy_poll,
+        },
+        Placement {
+            threads: server_threads,
+            affinity: server_affinity,
+            busy_poll,
+        },
+    ))
+}
+
+/// How the client's process CPU is taken: by thread when the server shares the process.
+pub fn process_method(embedded: bool) -> ProcessMethod {
+    if embedded {
         ProcessMethod::RusageThreadSum
     } else {
         ProcessMethod::RusageSelf
+    }
+}
+
+/// Builds the plan of `linkperf run`; errors are usage errors.
+pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
+    let mut spec = TestSpec::new(a.workload.clone(), a.protocol, a.users, a.duration);
+    spec.warmup = a.warmup;
+    spec.udp_timeout = a.udp_timeout;
+    spec.socket = SocketOptions {
+        nodelay: a.nodelay,
+        sndbuf: a.sndbuf,
+        rcvbuf: a.rcvbuf,
+        cc: a.cc.clone(),
+        mss: a.mss,
     };
-    let target = a.server.as_ref().map(|s| Target {
-        address: s.clone(),
-        default_port: a.port,
-    });
+    spec.validate()?;
+    let target = target(&a.target);
+    let embedded = target.is_none();
+    let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;
     Ok(RunPlan {
         request: RunRequest {
             spec,
             client,
             server,
-            process_method,
+            process_method: process_method(embedded),
             cancel: None,
             command_line,
+            live: None,
         },
         target,
     })

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, TestConfig};
-use linkperf_session::{run_test, Daemon, DaemonConfig, Target};
+use linkperf_session::{run_test, Daemon, DaemonConfig, DaemonHandle, Target};
 
 use crate::args::RunArgs;
 use crate::plan::plan_run;
@@ -45,17 +45,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let (embedded, target) = match &plan.target {
         Some(t) => (None, t.clone()),
         None => {
-            let mut cfg = DaemonConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
-            cfg.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
-            cfg.command_line = command_line.clone();
-            cfg.max_users = linkperf_workload_max_users();
-            let d = Daemon::bind(cfg)
-                .context("failed to start the embedded server")?
-                .spawn();
-            let t = Target {
-                address: d.addr().to_string(),
-                default_port: d.addr().port(),
-            };
+            let (d, t) = embedded_server(&command_line)?;
             (Some(d), t)
         }
     };
@@ -128,6 +118,18 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
-fn linkperf_workload_max_users() -> u32 {
-    100_000
+/// A daemon on 127.0.0.1 in this process, and how to reach it.
+pub fn embedded_server(command_line: &[String]) -> anyhow::Result<(DaemonHandle, Target)> {
+    let mut cfg = DaemonConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+    cfg.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
+    cfg.command_line = command_line.to_vec();
+    cfg.max_users = linkperf_workload::MAX_USERS;
+    let d = Daemon::bind(cfg)
+        .context("failed to start the embedded server")?
+        .spawn();
+    let t = Target {
+        address: d.addr().to_string(),
+        default_port: d.addr().port(),
+    };
+    Ok((d, t))
 }

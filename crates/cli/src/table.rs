@@ -127,3 +127,52 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
     }
     s
 }
+
+/// One line per test of a results document: the mean over its ok runs, the
+/// spread, and whether it reproduced.
+pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7}  note",
+        "test", "runs", "Gbit/s", "txn/s", "mean µs", "p99 µs", "cv"
+    );
+    for t in &doc.tests {
+        let ok = t
+            .runs
+            .iter()
+            .filter(|r| r.status == linkperf_results::RunStatus::Ok)
+            .count();
+        let failed = t.runs.len() - ok;
+        let summary = t.summary.as_ref();
+        let metric = |k: &str| summary.and_then(|s| s.metrics.get(k)).map(|m| m.mean);
+        let gbit = metric("throughput.bytes_per_s").map(|b| format!("{:.3}", b * 8.0 / 1e9));
+        let tps = metric("throughput.transactions_per_s").map(|v| format!("{v:.0}"));
+        let mean = metric("transaction_time_us.mean").map(|v| format!("{v:.1}"));
+        let p99 = metric("transaction_time_us.p99").map(|v| format!("{v:.1}"));
+        let cv = summary
+            .and_then(|s| s.throughput_cv)
+            .map(|c| format!("{:.1}%", c * 100.0));
+        let mut notes = Vec::new();
+        if summary.is_some_and(|s| s.unstable) {
+            notes.push("UNSTABLE".to_string());
+        }
+        if failed > 0 {
+            notes.push(format!("{failed} not ok"));
+        }
+        let na = || "-".to_string();
+        let _ = writeln!(
+            s,
+            "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7}  {}",
+            t.name,
+            ok,
+            gbit.unwrap_or_else(na),
+            tps.unwrap_or_else(na),
+            mean.unwrap_or_else(na),
+            p99.unwrap_or_else(na),
+            cv.unwrap_or_else(na),
+            notes.join(", ")
+        );
+    }
+    s
+}

@@ -12,6 +12,7 @@ use linkperf_workload::TestSpec;
 use mio::{Poll, Waker};
 
 use crate::counters::Counters;
+use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::signals::Signals;
 use crate::transport::{DataEndpoints, DataOptions};
@@ -44,6 +45,8 @@ pub struct ClientConfig {
     pub token: DataToken,
     /// How long connecting all users may take.
     pub connect_timeout: Duration,
+    /// Where workers publish live totals, if anyone watches.
+    pub live: Option<Arc<LiveStats>>,
 }
 
 impl ClientTest {
@@ -76,6 +79,7 @@ impl ClientTest {
             let opts = opts.clone();
             let token = cfg.token;
             let busy_poll = cfg.busy_poll;
+            let live = cfg.live.clone();
             let h = std::thread::Builder::new()
                 .name(format!("lp-client-{w}"))
                 .spawn(move || {
@@ -88,7 +92,7 @@ impl ClientTest {
                     };
                     let worker = Worker::new(
                         w as u32, spec, opts, endpoints, token, busy_poll, signals, poll, clock,
-                        &ids,
+                        &ids, live,
                     );
                     worker.run(setup_tx)
                 })

@@ -16,6 +16,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
 use crate::flow::{RrClient, Want};
+use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
 use crate::signals::Signals;
 use crate::stream_io::{StreamHalves, StreamIo};
@@ -92,6 +93,8 @@ pub(crate) struct Worker {
     connections: u64,
     socket: Option<SocketFacts>,
     connect_error: Option<String>,
+    index: usize,
+    live: Option<Arc<LiveStats>>,
 }
 
 fn new_logic(w: &Workload, protocol: Protocol, flow: u32) -> Logic {
@@ -134,6 +137,7 @@ impl Worker {
         poll: Poll,
         clock: WindowClock,
         ids: &[u32],
+        live: Option<Arc<LiveStats>>,
     ) -> Self {
         let n_endpoints = endpoints.len().max(1);
         let flows: Vec<Flow> = ids
@@ -169,6 +173,8 @@ impl Worker {
             connections: 0,
             socket: None,
             connect_error: None,
+            index: id as usize,
+            live,
             spec,
         }
     }
@@ -217,8 +223,14 @@ impl Worker {
             self.drive(i, schedule);
         }
         // Run until every flow is closed or the drain deadline passes.
+        let mut publisher = Publisher::new(now);
         loop {
             let now = Instant::now();
+            if let Some(live) = &self.live {
+                if publisher.due(now) {
+                    live.publish(self.index, &self.counters.totals);
+                }
+            }
             if self.clock.tick(&schedule, now) {
                 self.read_tcp_info();
             }
@@ -257,6 +269,9 @@ impl Worker {
         }
         for i in 0..self.flows.len() {
             self.close(i);
+        }
+        if let Some(live) = &self.live {
+            live.publish(self.index, &self.counters.totals);
         }
         self.report()
     }

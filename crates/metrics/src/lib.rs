@@ -2,7 +2,8 @@
 //! serialisable, shared by the control protocol and the results document), and
 //! the means of taking them: latency histograms, CPU accounting from getrusage,
 //! /proc/stat and cgroup counters, TCP_INFO, CPU placement, and the environment
-//! of a host.
+//! of a host; and the statistics of repeated runs (mean, spread, confidence
+//! interval, Welch's t-test).
 #![warn(missing_docs)]
 
 mod cpu;
@@ -12,6 +13,7 @@ mod latency;
 mod limits;
 mod placement;
 mod record;
+mod stats;
 mod sys;
 mod tcp_info;
 
@@ -25,6 +27,7 @@ pub use latency::LatencyRecorder;
 pub use limits::{peak_rss_bytes, raise_fd_limit};
 pub use placement::{current_cpu, current_thread_allowed_cpus, pin_current_thread};
 pub use record::*;
+pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
     read_tcp_info, socket_buffers, socket_congestion_control, TcpInfoAggregator, TcpInfoSnapshot,
 };

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use linkperf_metrics::{Environment, LatencySummary, SideCpu, SideReport, TcpInfoSummary};
 use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};
 
-use crate::rfc3339;
+use crate::{rfc3339, summarize, TestSummary};
 
 /// The schema this build writes and reads.
 pub const SCHEMA: &str = "linkperf/results/v1";
@@ -36,6 +36,25 @@ pub struct ResultsDocument {
     pub environment: Environments,
     /// Every test, in the order first run.
     pub tests: Vec<TestResult>,
+    /// The suite that produced the document, when `linkperf suite` did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite: Option<SuiteRecord>,
+}
+
+/// What `linkperf suite` ran, so that `--resume` can continue it and refuse a
+/// changed definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuiteRecord {
+    /// The suite's name (`uperf45`, or a suite file's `name`).
+    pub name: String,
+    /// Fingerprint of the suite's definition (sha256 of its tests).
+    pub fingerprint: String,
+    /// Runs of every test.
+    pub repeat: u32,
+    /// True when the whole matrix ran once, then again.
+    pub interleave: bool,
+    /// The tests' names, in the order of one pass.
+    pub tests: Vec<String>,
 }
 
 impl ResultsDocument {
@@ -50,6 +69,7 @@ impl ResultsDocument {
             command_line,
             environment: Environments::default(),
             tests: Vec::new(),
+            suite: None,
         }
     }
 
@@ -65,18 +85,32 @@ impl ResultsDocument {
 
     /// Appends `run` to the test named after `spec`, creating the test (with
     /// `spec` and `config`) if the document does not have it yet. An existing
-    /// test keeps the spec and config it was created with.
+    /// test keeps the spec and config it was created with, and loses its
+    /// summary, which no longer covers all its runs (see
+    /// [`refresh_summaries`](Self::refresh_summaries)).
     pub fn push_run(&mut self, spec: &TestSpec, config: TestConfig, run: Run) {
         let name = spec.name();
         match self.find_test_mut(&name) {
-            Some(test) => test.runs.push(run),
+            Some(test) => {
+                test.runs.push(run);
+                test.summary = None;
+            }
             None => self.tests.push(TestResult {
                 name,
                 workload: WorkloadInfo::from_spec(spec),
                 config,
                 spec: spec.clone(),
                 runs: vec![run],
+                summary: None,
             }),
+        }
+    }
+
+    /// Recomputes the summary of every test from its runs (`None` for a test
+    /// without an `ok` run).
+    pub fn refresh_summaries(&mut self) {
+        for test in &mut self.tests {
+            test.summary = summarize(test);
         }
     }
 }
@@ -105,6 +139,22 @@ pub struct TestResult {
     pub spec: TestSpec,
     /// Every run of the test, in order.
     pub runs: Vec<Run>,
+    /// Statistics over the `ok` runs (see [`summarize`]); absent until
+    /// [`ResultsDocument::refresh_summaries`] and in files written before it
+    /// existed. The runs stay as they are beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<TestSummary>,
+}
+
+impl TestResult {
+    /// Whether the throughput of the test's `ok` runs varies by more than
+    /// [`UNSTABLE_CV`](crate::UNSTABLE_CV) (coefficient of variation of
+    /// `throughput.bytes_per_s`). Judged from the runs themselves, so a
+    /// missing or stale `summary` does not change the answer; `false` with
+    /// fewer than two `ok` runs.
+    pub fn is_unstable(&self) -> bool {
+        summarize(self).is_some_and(|s| s.unstable)
+    }
 }
 
 /// The workload of a test in plain fields, for readers that do not want to parse

@@ -1,7 +1,8 @@
 //! linkperf's results document (schema `linkperf/results/v1`): the versioned
 //! serde types every exporter and comparison reads, the derivation of a run's
 //! figures (throughput, transaction time, CPU efficiency) from what the client
-//! and the server measured, and saving and loading the file.
+//! and the server measured, the statistics of a test's repeated runs, and
+//! saving and loading the file.
 //!
 //! Saving is atomic (temporary file, sync, rename, directory sync); loading
 //! refuses a missing, empty, truncated, foreign or newer file with a message that
@@ -13,12 +14,14 @@ mod derive;
 mod document;
 mod error;
 mod store;
+mod summary;
 mod timestamp;
 
 pub use derive::{derive_run, failed_run};
 pub use document::{
-    CpuPair, Efficiency, Environments, IntervalRate, ResultsDocument, Run, RunStatus, TestConfig,
-    TestResult, Throughput, WorkloadInfo, SCHEMA,
+    CpuPair, Efficiency, Environments, IntervalRate, ResultsDocument, Run, RunStatus, SuiteRecord,
+    TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA,
 };
 pub use error::ResultsError;
+pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::rfc3339;

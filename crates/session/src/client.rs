@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints};
+use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, LiveStats};
 use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
 use linkperf_wire::{decode_server, encode_client, ClientMessage, ServerMessage, PROTOCOL_VERSION};
 use linkperf_workload::{Placement, Protocol, TestSpec};
@@ -46,6 +46,8 @@ pub struct RunRequest {
     pub cancel: Option<Arc<AtomicBool>>,
     /// The command line, for the environment record.
     pub command_line: Vec<String>,
+    /// Where the client's workers publish live totals (for progress bars).
+    pub live: Option<Arc<LiveStats>>,
 }
 
 /// What one test produced.
@@ -214,6 +216,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         endpoints,
         token,
         connect_timeout,
+        live: req.live.clone(),
     });
     let client = match client {
         Ok(c) => c,

@@ -1,6 +1,7 @@
 //! What linkperf runs: workloads (request/response, connect-per-transaction,
 //! streams), their sizes, the transport protocol, and the specification of one
-//! test as both ends agree on it.
+//! test as both ends agree on it; suites of tests (built-in, or read from TOML
+//! suite files) and the order their repeated runs happen in.
 //!
 //! Names follow the uperf study's vocabulary: `rr1c-200x1000` is a
 //! request/response workload with a 200-byte request and a 1000-byte response on
@@ -8,16 +9,24 @@
 //! client to server. Sizes use binary suffixes (`k` = 1024, `m` = 1024²).
 #![warn(missing_docs)]
 
+mod builtin;
 mod cpus;
 mod error;
 mod mix;
 mod size;
 mod spec;
+mod suite;
+mod suite_file;
 mod workload;
 
+pub use builtin::{builtin_suite, builtin_suites, STUDY_USERS, STUDY_WORKLOADS};
 pub use cpus::CpuList;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
 pub use size::Bytes;
-pub use spec::{Placement, Protocol, SocketOptions, TestSpec, MAX_UDP_PAYLOAD, UDP_HEADER_BYTES};
+pub use spec::{
+    Placement, Protocol, SocketOptions, TestSpec, MAX_UDP_PAYLOAD, MAX_USERS, UDP_HEADER_BYTES,
+};
+pub use suite::{run_order, Location, Suite, SuiteError, SuiteTest, TestOverrides, RUN_OVERHEAD};
+pub use suite_file::parse_suite;
 pub use workload::{Direction, StreamDirection, Workload};

@@ -164,10 +164,12 @@ impl TestSpec {
                         e.response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
                     }
                 }
-                other => return Err(WorkloadError::Invalid(format!(
+                other => {
+                    return Err(WorkloadError::Invalid(format!(
                     "workload {} cannot run over udp: udp carries request/response (rr, mix) only",
                     other.name()
-                ))),
+                )))
+                }
             }
             if self.udp_timeout.is_zero() {
                 return Err(WorkloadError::Invalid(

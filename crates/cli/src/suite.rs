@@ -1,0 +1,375 @@
+//! `linkperf suite`: a whole study — a matrix of tests, repeated, saved after
+//! every run, resumable.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use linkperf_engine::LiveStats;
+use linkperf_results::{
+    derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, SuiteRecord, TestConfig,
+};
+use linkperf_session::{run_test, RunRequest, Target};
+use linkperf_workload::{builtin_suite, builtin_suites, parse_suite, run_order, Suite, SuiteTest};
+
+use crate::args::SuiteArgs;
+use crate::plan::{placements, process_method, target, PlacementOverrides};
+use crate::progress::Progress;
+use crate::run::embedded_server;
+use crate::table::render_summary;
+use crate::UsageError;
+
+/// Most repeats of one test.
+const MAX_REPEAT: u32 = 1000;
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// A built-in suite by name, or a suite file.
+fn load_suite(name: &str) -> anyhow::Result<Suite> {
+    if let Some(s) = builtin_suite(name) {
+        return Ok(s);
+    }
+    let path = Path::new(name);
+    if !path.exists() {
+        let names: Vec<&str> = builtin_suites().iter().map(|(n, _)| *n).collect();
+        return Err(usage(format!(
+            "no built-in suite or suite file named '{name}' (built-in suites: {})",
+            names.join(", ")
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read suite file {name}: {e}")))?;
+    parse_suite(&text, name).map_err(|e| usage(e.to_string()))
+}
+
+fn overrides(t: &SuiteTest) -> PlacementOverrides {
+    let o = &t.overrides;
+    PlacementOverrides {
+        threads: o.threads,
+        server_threads: o.server_threads,
+        affinity: o.affinity.clone(),
+        server_affinity: o.server_affinity.clone(),
+        busy_poll: o.busy_poll,
+    }
+}
+
+/// Runs a suite.
+pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    if a.list {
+        for (name, description) in builtin_suites() {
+            println!("{name:<14} {description}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let name = a
+        .suite
+        .clone()
+        .ok_or_else(|| usage("name a suite (see --list) or a suite file"))?;
+    let suite = load_suite(&name)?.with_timing(a.duration, a.warmup);
+    let repeat = a.repeat.unwrap_or(suite.repeat);
+    if repeat == 0 || repeat > MAX_REPEAT {
+        return Err(usage(format!(
+            "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
+        )));
+    }
+    let interleave = !a.no_interleave;
+    let target_addr = target(&a.target);
+    let embedded = target_addr.is_none();
+    // Everything is checked before anything runs.
+    let mut requests = Vec::new();
+    for t in &suite.tests {
+        t.spec
+            .validate()
+            .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
+        let (client, server) = placements(&a.placement, &overrides(t), embedded)
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        requests.push(RunRequest {
+            spec: t.spec.clone(),
+            client,
+            server,
+            process_method: process_method(embedded),
+            cancel: None,
+            command_line: command_line.clone(),
+            live: None,
+        });
+    }
+    let order = run_order(suite.tests.len(), repeat, interleave);
+    if a.dry_run {
+        print_plan(&suite, repeat, interleave, &order);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let record = SuiteRecord {
+        name: suite.name.clone(),
+        fingerprint: suite.fingerprint(),
+        repeat,
+        interleave,
+        tests: suite.tests.iter().map(SuiteTest::name).collect(),
+    };
+    let label = a.label.clone().unwrap_or_else(|| suite.name.clone());
+    let mut doc = open_document(&a, &record, &label, &command_line)?;
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = cancel.clone();
+        let _ = ctrlc::set_handler(move || {
+            if cancel.swap(true, Ordering::AcqRel) {
+                std::process::exit(130);
+            }
+        });
+    }
+    let (daemon, target_addr) = match target_addr {
+        Some(t) => (None, t),
+        None => {
+            let (d, t) = embedded_server(&command_line)?;
+            (Some(d), t)
+        }
+    };
+    let server_label = if daemon.is_some() {
+        "embedded".to_string()
+    } else {
+        target_addr.address.clone()
+    };
+
+    let pending: Vec<(usize, u32)> = order
+        .iter()
+        .copied()
+        .filter(|&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
+        .collect();
+    let skipped = order.len() - pending.len();
+    let mut progress = Progress::new(
+        pending
+            .iter()
+            .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
+            .collect(),
+        a.quiet || !std::io::stderr().is_terminal(),
+    );
+    if skipped > 0 {
+        progress.note(&format!(
+            "resuming: {skipped} of {} runs already done",
+            order.len()
+        ));
+    }
+    let mut failures = 0usize;
+    let mut interrupted = false;
+    for (k, &(ti, run_no)) in pending.iter().enumerate() {
+        if cancel.load(Ordering::Acquire) {
+            interrupted = true;
+            break;
+        }
+        let test = &suite.tests[ti];
+        let name = test.name();
+        let mut req = requests[ti].clone();
+        req.cancel = Some(cancel.clone());
+        let live = Arc::new(LiveStats::new(req.client.threads as usize));
+        req.live = Some(live.clone());
+        progress.start_run(k, &name, run_no, repeat, live);
+        let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
+        let (run, outcome_env) = execute(&target_addr, &req, run_index);
+        if let Some((client_env, server_env)) = outcome_env {
+            doc.environment.client.get_or_insert(client_env);
+            if let Some(s) = server_env {
+                doc.environment.server.get_or_insert(s);
+            }
+        }
+        let status = run.status;
+        let line = progress_line(&name, run_no, repeat, &run);
+        let config = TestConfig::from_spec(
+            &test.spec,
+            server_label.clone(),
+            req.client.clone(),
+            req.server.clone(),
+        );
+        doc.push_run(&test.spec, config, run);
+        doc.refresh_summaries();
+        doc.suite = Some(record.clone());
+        if let Some(out) = &a.out {
+            doc.save(out)
+                .with_context(|| format!("failed to save results to {}", out.display()))?;
+        }
+        progress.finish_run(&line);
+        match status {
+            RunStatus::Ok => {}
+            RunStatus::Failed => failures += 1,
+            RunStatus::Aborted => {
+                interrupted = true;
+                break;
+            }
+        }
+    }
+    progress.done();
+    drop(daemon);
+    print!("{}", render_summary(&doc));
+    if interrupted {
+        let resume = match &a.out {
+            Some(out) => format!(
+                "resume with: linkperf suite {name} --out {} --resume (and the same options)",
+                out.display()
+            ),
+            None => "nothing was saved: run with --out FILE to be able to resume".into(),
+        };
+        eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
+        return Ok(ExitCode::from(1));
+    }
+    if failures > 0 {
+        eprintln!("linkperf: {failures} run(s) failed; see the table and the results document");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs that count as done for `name`: the ok ones.
+fn completed(doc: &ResultsDocument, name: &str) -> usize {
+    doc.find_test(name).map_or(0, |t| {
+        t.runs.iter().filter(|r| r.status == RunStatus::Ok).count()
+    })
+}
+
+fn run_estimate(t: &SuiteTest) -> Duration {
+    t.spec.warmup + t.spec.duration + linkperf_workload::RUN_OVERHEAD
+}
+
+type Environments = (
+    linkperf_metrics::Environment,
+    Option<linkperf_metrics::Environment>,
+);
+
+/// One run: the measured run, or the failure recorded as such.
+fn execute(
+    target: &Target,
+    req: &RunRequest,
+    index: u32,
+) -> (linkperf_results::Run, Option<Environments>) {
+    let started = SystemTime::now();
+    match run_test(target, req) {
+        Ok(o) => {
+            let envs = (o.client_environment.clone(), o.server_environment.clone());
+            let mut r = derive_run(index, rfc3339(o.started), o.client, o.server);
+            if o.aborted {
+                r.status = RunStatus::Aborted;
+                r.error = Some("interrupted".into());
+            } else if let Some(e) = o.server_error {
+                r.status = RunStatus::Failed;
+                r.error = Some(e);
+            }
+            (r, Some(envs))
+        }
+        Err(e) => (
+            failed_run(index, rfc3339(started), RunStatus::Failed, e.to_string()),
+            None,
+        ),
+    }
+}
+
+/// Opens the results document: new, or the one to resume (checked against the suite).
+fn open_document(
+    a: &SuiteArgs,
+    record: &SuiteRecord,
+    label: &str,
+    command_line: &[String],
+) -> anyhow::Result<ResultsDocument> {
+    let Some(out) = &a.out else {
+        return Ok(ResultsDocument::new(
+            label.to_string(),
+            command_line.to_vec(),
+        ));
+    };
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "cannot write {}: directory {} does not exist",
+                out.display(),
+                dir.display()
+            )));
+        }
+    }
+    if !a.resume {
+        if out.exists() {
+            return Err(usage(format!(
+                "{} exists: add --resume to continue the suite recorded in it, or choose another --out",
+                out.display()
+            )));
+        }
+        let mut doc = ResultsDocument::new(label.to_string(), command_line.to_vec());
+        doc.suite = Some(record.clone());
+        return Ok(doc);
+    }
+    let mut doc = ResultsDocument::load(out).map_err(|e| usage(format!("cannot resume: {e}")))?;
+    let Some(old) = &doc.suite else {
+        return Err(usage(format!(
+            "cannot resume: {} was not written by linkperf suite",
+            out.display()
+        )));
+    };
+    if old.fingerprint != record.fingerprint || old.name != record.name {
+        return Err(usage(format!(
+            "cannot resume: the suite definition changed since {} was written (suite {} then, {} now; its tests, sizes, durations or options differ)",
+            out.display(),
+            old.name,
+            record.name
+        )));
+    }
+    // A different --repeat is fine: the runs still missing are added.
+    // Runs that did not complete are run again; renumber what stays.
+    for t in &mut doc.tests {
+        t.runs.retain(|r| r.status == RunStatus::Ok);
+        for (i, r) in t.runs.iter_mut().enumerate() {
+            r.run = i as u32 + 1;
+        }
+    }
+    doc.command_line = command_line.to_vec();
+    Ok(doc)
+}
+
+fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::Run) -> String {
+    let status = match run.status {
+        RunStatus::Ok => "ok",
+        RunStatus::Failed => "FAILED",
+        RunStatus::Aborted => "aborted",
+    };
+    match (&run.throughput, &run.transaction_time_us) {
+        (Some(t), Some(l)) => format!(
+            "{name} run {run_no}/{repeat}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors [{status}]",
+            t.bytes_per_s * 8.0 / 1e9,
+            t.transactions_per_s,
+            l.mean,
+            run.errors
+        ),
+        _ => format!("{name} run {run_no}/{repeat}: [{status}] {}", run.error.clone().unwrap_or_default()),
+    }
+}
+
+fn print_plan(suite: &Suite, repeat: u32, interleave: bool, order: &[(usize, u32)]) {
+    println!("suite {}: {}", suite.name, suite.description);
+    println!(
+        "{} tests × {repeat} run(s) = {} runs, {}",
+        suite.tests.len(),
+        order.len(),
+        if interleave {
+            "interleaved (the whole matrix once, then again)"
+        } else {
+            "back to back"
+        }
+    );
+    for t in &suite.tests {
+        let s = &t.spec;
+        println!(
+            "  {:<32} {:<6} {:>6} users  {:>6.1} s + {:.1} s warmup",
+            t.name(),
+            s.protocol.to_string(),
+            s.users,
+            s.duration.as_secs_f64(),
+            s.warmup.as_secs_f64()
+        );
+    }
+    let total = suite.estimated_time(repeat);
+    println!(
+        "estimated time: {}",
+        humantime::format_duration(Duration::from_secs(total.as_secs()))
+    );
+}
