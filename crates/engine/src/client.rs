@@ -47,6 +47,9 @@ pub struct ClientConfig {
     pub connect_timeout: Duration,
     /// Where workers publish live totals, if anyone watches.
     pub live: Option<Arc<LiveStats>>,
+    /// Bytes every data connection sends first instead of linkperf's preamble
+    /// (for servers of another protocol, e.g. iperf3's cookie).
+    pub greeting: Option<Arc<[u8]>>,
 }
 
 impl ClientTest {
@@ -80,6 +83,7 @@ impl ClientTest {
             let token = cfg.token;
             let busy_poll = cfg.busy_poll;
             let live = cfg.live.clone();
+            let greeting = cfg.greeting.clone();
             let h = std::thread::Builder::new()
                 .name(format!("lp-client-{w}"))
                 .spawn(move || {
@@ -92,7 +96,7 @@ impl ClientTest {
                     };
                     let worker = Worker::new(
                         w as u32, spec, opts, endpoints, token, busy_poll, signals, poll, clock,
-                        &ids, live,
+                        &ids, live, greeting,
                     );
                     worker.run(setup_tx)
                 })

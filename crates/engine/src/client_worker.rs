@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
-use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_wire::{DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
@@ -95,6 +95,7 @@ pub(crate) struct Worker {
     connect_error: Option<String>,
     index: usize,
     live: Option<Arc<LiveStats>>,
+    greeting: Option<Arc<[u8]>>,
 }
 
 fn new_logic(w: &Workload, protocol: Protocol, flow: u32) -> Logic {
@@ -138,6 +139,7 @@ impl Worker {
         clock: WindowClock,
         ids: &[u32],
         live: Option<Arc<LiveStats>>,
+        greeting: Option<Arc<[u8]>>,
     ) -> Self {
         let n_endpoints = endpoints.len().max(1);
         let flows: Vec<Flow> = ids
@@ -175,6 +177,7 @@ impl Worker {
             connect_error: None,
             index: id as usize,
             live,
+            greeting,
             spec,
         }
     }
@@ -390,14 +393,18 @@ impl Worker {
             f.stage = Stage::Preamble(0);
         }
         if let Stage::Preamble(done) = f.stage {
-            let bytes = Preamble {
+            let preamble = Preamble {
                 token: self.token,
                 flow: f.id,
                 seq: f.seq,
             }
             .encode();
+            let bytes: &[u8] = match &self.greeting {
+                Some(g) => g,
+                None => &preamble,
+            };
             let mut done = done;
-            while done < PREAMBLE_LEN {
+            while done < bytes.len() {
                 match conn.write(&bytes[done..]) {
                     Ok(0) => {
                         return Err(io::Error::new(

@@ -217,6 +217,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         token,
         connect_timeout,
         live: req.live.clone(),
+        greeting: None,
     });
     let client = match client {
         Ok(c) => c,
