@@ -443,6 +443,39 @@ fn a_thousand_users_all_connect() {
     }
 }
 
+/// The scale the engine is built for: 10,000 users on a 2-core machine, each
+/// side in its own process (one process holds one descriptor per user).
+#[test]
+fn ten_thousand_users_run_on_a_few_workers() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        10_000,
+        &[
+            "--duration",
+            "1s",
+            "--threads",
+            "2",
+            "--server-threads",
+            "2",
+        ],
+    );
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(text(r, "/status"), "ok", "{r}");
+    assert_eq!(int(r, "/client/connections"), 10_000);
+    assert_eq!(int(r, "/server/connections"), 10_000);
+    assert!(int(r, "/client/transactions") > 0);
+    assert_eq!(
+        at(r, "/client/workers").as_array().unwrap().len(),
+        2,
+        "two workers carry them all"
+    );
+    check_accounting(&doc);
+}
+
 // ---------------------------------------------------------------------------
 // 6. The control decoder against malformed input.
 // ---------------------------------------------------------------------------
