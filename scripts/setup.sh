@@ -3,7 +3,7 @@
 # Idempotent: prints one line per package, installs only what is absent.
 set -euo pipefail
 
-# package:probe (a command name, or an absolute path)
+# package:probe (a command name, or an absolute path that must exist)
 wanted=(
   iproute2:ip
   iproute2:tc
@@ -13,11 +13,13 @@ wanted=(
   util-linux:taskset
   time:/usr/bin/time
   python3:python3
+  chromium:/usr/bin/chromium
+  fonts-dejavu-core:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 )
 
 have() {
   case "$1" in
-    /*) [[ -x "$1" ]] ;;
+    /*) [[ -e "$1" ]] ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
   esac
 }

@@ -27,6 +27,12 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run a suite of tests (a built-in one or a TOML file), repeated, with statistics.
     Suite(Box<SuiteArgs>),
+    /// Emulated network configurations in network namespaces.
+    Lab(Box<crate::lab::LabArgs>),
+    /// Compare results files: a base, then one or more candidates (relative differences, verdicts, charts).
+    Compare(Box<crate::compare::CompareArgs>),
+    /// Report on one results file: absolute charts and tables.
+    Report(Box<crate::compare::ReportArgs>),
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -44,6 +50,12 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
 
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
     s.parse::<CpuList>().map_err(|e| e.to_string())
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    s.parse::<Bytes>()
+        .map(|b| b.0)
+        .map_err(|e| format!("{e} (examples: 1m, 64k, 1024g)"))
 }
 
 fn parse_buffer(s: &str) -> Result<u32, String> {
@@ -72,9 +84,34 @@ pub struct ServeArgs {
     /// Most users in one test.
     #[arg(long, default_value_t = 20_000)]
     pub max_users: u32,
+    /// Most data connections (one per user) of all running tests together.
+    #[arg(long, default_value_t = linkperf_session::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u64,
+    /// Most payload bytes (sent + received by the server) in one session; the server
+    /// stops a test that passes it. 0: no limit.
+    #[arg(long, default_value = "1024g", value_parser = parse_bytes)]
+    pub max_bytes_per_session: u64,
+    /// Largest control message accepted (e.g. 1m).
+    #[arg(long, default_value = "1m", value_parser = parse_bytes)]
+    pub max_frame: u64,
+    /// Time a new control connection has to say hello and authenticate; slower ones are dropped.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+    /// Most control connections in their handshake at once; more are refused at once.
+    #[arg(long, default_value_t = linkperf_session::DEFAULT_MAX_HANDSHAKES)]
+    pub max_handshakes: usize,
+    /// Pre-shared key file: clients must prove they hold the same key (see docs/security.md).
+    #[arg(long, env = "LINKPERF_AUTH_KEY_FILE", value_name = "FILE")]
+    pub auth_key: Option<std::path::PathBuf>,
     /// Print nothing per session.
     #[arg(long)]
     pub quiet: bool,
+    /// Also serve stock iperf3 clients (`iperf3 -c`), beside the control port.
+    #[arg(long)]
+    pub iperf3: bool,
+    /// TCP and UDP port of the iperf3 server.
+    #[arg(long, default_value_t = linkperf_iperf3::DEFAULT_PORT, requires = "iperf3")]
+    pub iperf3_port: u16,
 }
 
 /// Where the server is.
@@ -86,6 +123,9 @@ pub struct TargetArgs {
     /// Control port when --server has none.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
+    /// Pre-shared key file, to answer a server that requires authentication.
+    #[arg(long, env = "LINKPERF_AUTH_KEY_FILE", value_name = "FILE")]
+    pub auth_key: Option<std::path::PathBuf>,
 }
 
 /// Where each side's event-loop workers run.
@@ -114,6 +154,10 @@ pub struct RunArgs {
     /// Where the server is.
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Run against a stock iperf3 server (`iperf3 -s`) at HOST[:PORT] (port 5201
+    /// unless given) instead of a linkperf server; stream workloads only.
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
+    pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
     /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
     #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]

@@ -3,6 +3,8 @@
 //! Exit codes: 0 everything ran, 1 a test failed or was aborted, 2 usage or input error.
 
 mod args;
+mod compare;
+mod lab;
 mod plan;
 mod progress;
 mod run;
@@ -42,6 +44,9 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::serve(a, command_line),
         Command::Run(a) => run::run(*a, command_line),
         Command::Suite(a) => suite::suite(*a, command_line),
+        Command::Compare(a) => compare::compare(*a, command_line),
+        Command::Report(a) => compare::report(*a, command_line),
+        Command::Lab(a) => lab::lab(*a, command_line),
     };
     match result {
         Ok(code) => code,
@@ -57,6 +62,15 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Writes to standard output. A closed pipe comes back as an error, which
+/// `main` turns into a quiet exit (`linkperf ... | head` is not a failure).
+pub fn emit(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -2,7 +2,7 @@
 //! placement, where the server is. Nothing here runs anything.
 
 use linkperf_metrics::ProcessMethod;
-use linkperf_session::{RunRequest, Target};
+use linkperf_session::{AuthKey, RunRequest, Target};
 use linkperf_workload::{CpuList, Placement, SocketOptions, TestSpec};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
@@ -22,12 +22,15 @@ pub fn default_threads() -> u32 {
         .unwrap_or(1)
 }
 
-/// The server from `--server`/`--port`, or `None` for the embedded one.
-pub fn target(t: &TargetArgs) -> Option<Target> {
-    t.server.as_ref().map(|s| Target {
+/// The server from `--server`/`--port` with the key of `--auth-key`, or `None`
+/// for the embedded one. A key file that cannot be used is an input error.
+pub fn target(t: &TargetArgs) -> anyhow::Result<Option<Target>> {
+    let auth_key = t.auth_key.as_deref().map(AuthKey::from_file).transpose()?;
+    Ok(t.server.as_ref().map(|s| Target {
         address: s.clone(),
         default_port: t.port,
-    })
+        auth_key,
+    }))
 }
 
 /// Per-test placement settings that may override the command line's.
@@ -124,7 +127,7 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         mss: a.mss,
     };
     spec.validate()?;
-    let target = target(&a.target);
+    let target = target(&a.target)?;
     let embedded = target.is_none();
     let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;
     Ok(RunPlan {

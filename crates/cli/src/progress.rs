@@ -86,14 +86,19 @@ impl Progress {
     }
 
     /// The run just finished, described by `line`.
-    pub fn finish_run(&mut self, line: &str) {
+    ///
+    /// The line goes to standard output in both modes, so `> log` keeps it;
+    /// the bar (on standard error) steps aside while it is written.
+    pub fn finish_run(&mut self, line: &str) -> std::io::Result<()> {
         self.stop_ticker();
+        let text = format!("{line}\n");
         match &self.bar {
             Some(b) => {
-                b.println(line);
+                b.suspend(|| crate::emit(&text))?;
                 b.inc(1);
+                Ok(())
             }
-            None => println!("{line}"),
+            None => crate::emit(&text),
         }
     }
 

@@ -40,6 +40,9 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         });
     }
     plan.request.cancel = Some(cancel.clone());
+    if let Some(server) = &a.iperf3_server {
+        return run_iperf3(&a, server, &plan.request, command_line);
+    }
 
     // Without --server: a daemon on loopback in this process.
     let (embedded, target) = match &plan.target {
@@ -81,7 +84,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
             let mut r = derive_run(1, rfc3339(o.started), o.client, o.server);
             let code = if o.aborted {
                 r.status = RunStatus::Aborted;
-                r.error = Some("interrupted".into());
+                r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
                 ExitCode::from(1)
             } else if let Some(e) = o.server_error {
                 // What the client measured is kept; the run is not whole without the server's side.
@@ -104,7 +107,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     };
     doc.push_run(&spec, config, run);
     let test = &doc.tests[0];
-    print!("{}", render_run(test, &test.runs[0]));
+    crate::emit(&render_run(test, &test.runs[0]))?;
     if let Some(p) = &a.json {
         doc.save(p)
             .with_context(|| format!("failed to save results to {}", p.display()))?;
@@ -124,12 +127,104 @@ pub fn embedded_server(command_line: &[String]) -> anyhow::Result<(DaemonHandle,
     cfg.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
     cfg.command_line = command_line.to_vec();
     cfg.max_users = linkperf_workload::MAX_USERS;
+    // In-process, for this user alone: no limits beyond the test's own.
+    cfg.max_connections = u64::MAX;
+    cfg.max_bytes_per_session = None;
     let d = Daemon::bind(cfg)
         .context("failed to start the embedded server")?
         .spawn();
     let t = Target {
         address: d.addr().to_string(),
         default_port: d.addr().port(),
+        auth_key: None,
     };
     Ok((d, t))
+}
+
+/// `--iperf3-server`: the test against a stock `iperf3 -s`, reported like any
+/// other. The client's side is measured as usual; iperf3 reports no
+/// linkperf record, so the run has no `server` side and what iperf3 said of
+/// its own bytes and CPU is kept as a note in the client's `error_samples`
+/// (docs/iperf3.md).
+fn run_iperf3(
+    a: &RunArgs,
+    server: &str,
+    req: &linkperf_session::RunRequest,
+    command_line: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let spec = req.spec.clone();
+    linkperf_iperf3::check_spec(&spec).map_err(|e| UsageError(format!("cannot {e}")))?;
+    if !a.quiet {
+        eprintln!(
+            "linkperf: running {} against the iperf3 server at {server} for {:?} (+{:?} warmup)",
+            spec.name(),
+            spec.duration,
+            spec.warmup
+        );
+    }
+    // iperf3 3.12 runs a test on one thread; linkperf cannot see another's.
+    let iperf3_placement = linkperf_workload::Placement {
+        threads: 1,
+        affinity: None,
+        busy_poll: false,
+    };
+    let config = TestConfig::from_spec(
+        &spec,
+        format!("iperf3 {server}"),
+        req.client.clone(),
+        iperf3_placement,
+    );
+    let mut doc = ResultsDocument::new(a.label.clone(), command_line.clone());
+    let started = SystemTime::now();
+    let target = linkperf_iperf3::Iperf3Target {
+        address: server.to_string(),
+        default_port: linkperf_iperf3::DEFAULT_PORT,
+    };
+    let request = linkperf_iperf3::ClientRequest {
+        spec: spec.clone(),
+        placement: req.client.clone(),
+        cancel: req.cancel.clone(),
+        command_line,
+    };
+    let (run, code, err) = match linkperf_iperf3::run_client(&target, &request) {
+        Ok(o) => {
+            doc.environment.client = Some(o.client_environment.clone());
+            let mut client = o.client;
+            if let Some(s) = &o.server {
+                // First, so it is read before any error the client saw.
+                client.error_samples.insert(0, s.to_string());
+            }
+            let mut r = derive_run(1, rfc3339(o.started), client, None);
+            let code = if o.aborted {
+                r.status = RunStatus::Aborted;
+                r.error = Some("interrupted".into());
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
+            (r, code, None)
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            (
+                failed_run(1, rfc3339(started), RunStatus::Failed, msg.clone()),
+                ExitCode::from(1),
+                Some(msg),
+            )
+        }
+    };
+    doc.push_run(&spec, config, run);
+    let test = &doc.tests[0];
+    crate::emit(&render_run(test, &test.runs[0]))?;
+    if let Some(p) = &a.json {
+        doc.save(p)
+            .with_context(|| format!("failed to save results to {}", p.display()))?;
+        if !a.quiet {
+            eprintln!("linkperf: results written to {}", p.display());
+        }
+    }
+    if let Some(e) = err {
+        anyhow::bail!("the test did not run: failed to {e}");
+    }
+    Ok(code)
 }

@@ -1,38 +1,121 @@
 //! `linkperf serve`: the daemon.
+//!
+//! It serves until SIGINT or SIGTERM; then running tests are aborted (their
+//! clients are told, and keep what they measured) and it exits within 5 s.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use linkperf_session::{Daemon, DaemonConfig};
+use anyhow::Context;
+use linkperf_session::{AuthKey, Daemon, DaemonConfig};
 
 use crate::args::ServeArgs;
 use crate::UsageError;
 
-/// Serves until killed.
+/// Smallest `--max-frame`: the largest message a client sends (a test request)
+/// must fit.
+const MIN_FRAME: u64 = 4 * 1024;
+
+/// Serves until SIGINT or SIGTERM.
 pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    let usage = |m: String| -> anyhow::Error { UsageError(m).into() };
+    if a.max_sessions == 0 {
+        return Err(usage("--max-sessions must be at least 1".into()));
+    }
+    if a.max_handshakes == 0 {
+        return Err(usage("--max-handshakes must be at least 1".into()));
+    }
+    if a.max_connections == 0 {
+        return Err(usage("--max-connections must be at least 1".into()));
+    }
+    if a.handshake_timeout.is_zero() {
+        return Err(usage("--handshake-timeout must be more than 0".into()));
+    }
+    let max_frame = usize::try_from(a.max_frame)
+        .ok()
+        .filter(|n| (MIN_FRAME..=u64::from(u32::MAX)).contains(&(*n as u64)))
+        .ok_or_else(|| {
+            usage(format!(
+                "--max-frame must be between 4k and 4g - 1 bytes, got {}",
+                a.max_frame
+            ))
+        })?;
+    let auth_key = a
+        .auth_key
+        .as_deref()
+        .map(AuthKey::from_file)
+        .transpose()
+        .map_err(|e| usage(format!("failed to {:#}", anyhow::Error::from(e))))?;
+
     let addr = SocketAddr::new(a.listen, a.port);
     let mut cfg = DaemonConfig::new(addr);
     cfg.max_duration = a.max_duration;
     cfg.max_sessions = a.max_sessions;
+    cfg.max_handshakes = a.max_handshakes;
     cfg.max_users = a.max_users;
+    cfg.max_connections = a.max_connections;
+    cfg.max_bytes_per_session = (a.max_bytes_per_session > 0).then_some(a.max_bytes_per_session);
+    cfg.max_frame = max_frame;
+    cfg.handshake_timeout = a.handshake_timeout;
+    cfg.auth_key = auth_key;
     cfg.command_line = command_line;
     cfg.log = !a.quiet;
-    if a.max_sessions == 0 {
-        return Err(UsageError("--max-sessions must be at least 1".into()).into());
-    }
-    let daemon = Daemon::bind(cfg).map_err(|e| UsageError(format!("failed to {e}")))?;
-    let bound = daemon.local_addr();
-    if !a.listen.is_loopback() {
-        eprintln!("linkperf serve: WARNING: listening on {bound}, beyond loopback, with no authentication: anyone who can reach this port can make this host send traffic");
-    }
-    eprintln!(
-        "linkperf serve: listening on {bound} (control protocol v{})",
-        linkperf_wire_version()
-    );
-    daemon.serve();
-    Ok(ExitCode::SUCCESS)
-}
+    let authenticated = cfg.auth_key.is_some();
+    // Every control connection and every data connection is a descriptor.
+    let wanted = a.max_handshakes as u64 + a.max_sessions as u64 + a.max_connections + 256;
+    let _ = linkperf_metrics::raise_fd_limit(wanted);
 
-fn linkperf_wire_version() -> u32 {
-    1
+    let daemon = Daemon::bind(cfg).map_err(|e| usage(format!("failed to {e}")))?;
+    let bound = daemon.local_addr();
+    let shutdown = daemon.shutdown_handle();
+    ctrlc::set_handler(move || shutdown.shutdown())
+        .context("failed to install the SIGINT/SIGTERM handler")?;
+    if !a.listen.is_loopback() && !authenticated {
+        eprintln!(
+            "linkperf serve: WARNING: listening on {bound}, beyond loopback, with no authentication: \
+             anyone who can reach this port can make this host send traffic (up to the limits); \
+             give --auth-key FILE to require a pre-shared key (docs/security.md)"
+        );
+    }
+    // Stock iperf3 clients on their own port, beside the control port (docs/iperf3.md).
+    let _iperf3 = if a.iperf3 {
+        let mut c = linkperf_iperf3::ServerConfig::new(SocketAddr::new(a.listen, a.iperf3_port));
+        c.max_duration = a.max_duration;
+        c.max_tests = a.max_sessions;
+        c.max_total_streams = usize::try_from(a.max_connections).unwrap_or(usize::MAX);
+        c.handshake_timeout = a.handshake_timeout;
+        c.log = !a.quiet;
+        let s = linkperf_iperf3::Iperf3Server::bind(c)
+            .map_err(|e| UsageError(format!("failed to {e}")))?;
+        eprintln!(
+            "linkperf serve: serving iperf3 clients on {} (TCP and UDP; iperf3 clients are never authenticated)",
+            s.local_addr()
+        );
+        Some(s.spawn().map_err(|e| anyhow::anyhow!("failed to {e}"))?)
+    } else {
+        None
+    };
+    eprintln!(
+        "linkperf serve: listening on {bound} (control protocol v{}{})",
+        linkperf_wire::PROTOCOL_VERSION,
+        if authenticated {
+            ", clients must authenticate"
+        } else {
+            ""
+        }
+    );
+    let summary = daemon.serve();
+    eprintln!(
+        "linkperf serve: shut down; {} running test(s) aborted{}",
+        summary.aborted_tests,
+        if summary.abandoned_sessions > 0 {
+            format!(
+                ", {} session(s) still ending were dropped",
+                summary.abandoned_sessions
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
 }

@@ -63,7 +63,7 @@ fn overrides(t: &SuiteTest) -> PlacementOverrides {
 pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     if a.list {
         for (name, description) in builtin_suites() {
-            println!("{name:<14} {description}");
+            crate::emit(&format!("{name:<14} {description}\n"))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -79,7 +79,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         )));
     }
     let interleave = !a.no_interleave;
-    let target_addr = target(&a.target);
+    let target_addr = target(&a.target).map_err(|e| usage(format!("{e:#}")))?;
     let embedded = target_addr.is_none();
     // Everything is checked before anything runs.
     let mut requests = Vec::new();
@@ -101,7 +101,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     }
     let order = run_order(suite.tests.len(), repeat, interleave);
     if a.dry_run {
-        print_plan(&suite, repeat, interleave, &order);
+        crate::emit(&plan_text(&suite, repeat, interleave, &order))?;
         return Ok(ExitCode::SUCCESS);
     }
     let record = SuiteRecord {
@@ -192,7 +192,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             doc.save(out)
                 .with_context(|| format!("failed to save results to {}", out.display()))?;
         }
-        progress.finish_run(&line);
+        progress.finish_run(&line)?;
         match status {
             RunStatus::Ok => {}
             RunStatus::Failed => failures += 1,
@@ -204,7 +204,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     }
     progress.done();
     drop(daemon);
-    print!("{}", render_summary(&doc));
+    crate::emit(&render_summary(&doc))?;
     if interrupted {
         let resume = match &a.out {
             Some(out) => format!(
@@ -252,7 +252,7 @@ fn execute(
             let mut r = derive_run(index, rfc3339(o.started), o.client, o.server);
             if o.aborted {
                 r.status = RunStatus::Aborted;
-                r.error = Some("interrupted".into());
+                r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
             } else if let Some(e) = o.server_error {
                 r.status = RunStatus::Failed;
                 r.error = Some(e);
@@ -263,6 +263,25 @@ fn execute(
             failed_run(index, rfc3339(started), RunStatus::Failed, e.to_string()),
             None,
         ),
+    }
+}
+
+/// Removes temporary files an interrupted save left beside `out` (a process
+/// killed between writing its temp file and renaming it).
+fn remove_stale_temp_files(out: &Path) {
+    let dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => std::path::PathBuf::from("."),
+    };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(".linkperf-results-") && name.ends_with(".tmp") {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -323,6 +342,10 @@ fn open_document(
         }
     }
     doc.command_line = command_line.to_vec();
+    if let Some(l) = &a.label {
+        doc.label = l.clone();
+    }
+    remove_stale_temp_files(out);
     Ok(doc)
 }
 
@@ -332,9 +355,14 @@ fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::R
         RunStatus::Failed => "FAILED",
         RunStatus::Aborted => "aborted",
     };
+    // A run that did not complete says why, even when it measured something.
+    let why = match (run.status, &run.error) {
+        (RunStatus::Ok, _) | (_, None) => String::new(),
+        (_, Some(e)) => format!("; {e}"),
+    };
     match (&run.throughput, &run.transaction_time_us) {
         (Some(t), Some(l)) => format!(
-            "{name} run {run_no}/{repeat}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors [{status}]",
+            "{name} run {run_no}/{repeat}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors{why} [{status}]",
             t.bytes_per_s * 8.0 / 1e9,
             t.transactions_per_s,
             l.mean,
@@ -344,9 +372,12 @@ fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::R
     }
 }
 
-fn print_plan(suite: &Suite, repeat: u32, interleave: bool, order: &[(usize, u32)]) {
-    println!("suite {}: {}", suite.name, suite.description);
-    println!(
+fn plan_text(suite: &Suite, repeat: u32, interleave: bool, order: &[(usize, u32)]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "suite {}: {}", suite.name, suite.description);
+    let _ = writeln!(
+        s,
         "{} tests × {repeat} run(s) = {} runs, {}",
         suite.tests.len(),
         order.len(),
@@ -357,19 +388,22 @@ fn print_plan(suite: &Suite, repeat: u32, interleave: bool, order: &[(usize, u32
         }
     );
     for t in &suite.tests {
-        let s = &t.spec;
-        println!(
+        let spec = &t.spec;
+        let _ = writeln!(
+            s,
             "  {:<32} {:<6} {:>6} users  {:>6.1} s + {:.1} s warmup",
             t.name(),
-            s.protocol.to_string(),
-            s.users,
-            s.duration.as_secs_f64(),
-            s.warmup.as_secs_f64()
+            spec.protocol.to_string(),
+            spec.users,
+            spec.duration.as_secs_f64(),
+            spec.warmup.as_secs_f64()
         );
     }
     let total = suite.estimated_time(repeat);
-    println!(
+    let _ = writeln!(
+        s,
         "estimated time: {}",
         humantime::format_duration(Duration::from_secs(total.as_secs()))
     );
+    s
 }

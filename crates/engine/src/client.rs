@@ -221,6 +221,7 @@ impl WorkerReport {
             tcp: TcpInfoAggregator::new(),
             connections: 0,
             socket: None,
+            flow_totals: Vec::new(),
         }
     }
 }

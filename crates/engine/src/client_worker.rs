@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::TcpInfoAggregator;
+use linkperf_metrics::{TcpInfoAggregator, Totals};
 use linkperf_wire::{DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
@@ -69,6 +69,8 @@ struct Flow {
     stage: Stage,
     logic: Logic,
     seq: u64,
+    /// Whole-life counts of this flow alone.
+    totals: Totals,
 }
 
 /// One client worker's state.
@@ -152,6 +154,7 @@ impl Worker {
                 stage: Stage::Queued,
                 logic: new_logic(&spec.workload, spec.protocol, fid),
                 seq: 0,
+                totals: Totals::default(),
             })
             .collect();
         let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
@@ -288,6 +291,7 @@ impl Worker {
             tcp: std::mem::take(&mut self.tcp),
             connections: self.connections,
             socket: self.socket.take(),
+            flow_totals: self.flows.iter().map(|f| (f.id, f.totals)).collect(),
         }
     }
 
@@ -641,11 +645,17 @@ impl Worker {
         if self.flows[i].stage != Stage::Open {
             return;
         }
+        let before = self.counters.totals;
         let outcome = match self.flows[i].logic {
             Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule),
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
         };
+        let after = self.counters.totals;
+        let t = &mut self.flows[i].totals;
+        t.tx_bytes += after.tx_bytes - before.tx_bytes;
+        t.rx_bytes += after.rx_bytes - before.rx_bytes;
+        t.transactions += after.transactions - before.transactions;
         let now = Instant::now();
         let id = self.flows[i].id;
         match outcome {

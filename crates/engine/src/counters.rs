@@ -109,9 +109,12 @@ impl Counters {
         }
     }
 
-    /// One error: counted if it happens after the warmup.
+    /// One error: counted if it happens inside the window (like every other
+    /// metric); its message is kept whenever it happens.
     pub fn error(&mut self, now: Instant, message: impl FnOnce() -> String) {
-        let counted = self.schedule.is_some_and(|s| now >= s.measure_from);
+        let counted = self
+            .schedule
+            .is_some_and(|s| now >= s.measure_from && now < s.measure_until);
         if counted {
             self.errors += 1;
         }

@@ -17,6 +17,7 @@ use slab::Slab;
 
 use crate::counters::Counters;
 use crate::flow::{RrServer, Want};
+use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
 use crate::signals::Signals;
 use crate::stream_io::{StreamHalves, StreamIo};
@@ -51,6 +52,9 @@ pub struct ServerConfig {
     pub token: DataToken,
     /// How long an accepted connection may take to present its preamble.
     pub preamble_timeout: Duration,
+    /// Where workers publish their whole-life totals a few times a second, if
+    /// anyone watches (the daemon's limit on bytes per session).
+    pub live: Option<Arc<LiveStats>>,
 }
 
 /// A running server side.
@@ -103,6 +107,8 @@ struct Worker {
     flows_seen: u32,
     udp_flows: HashSet<u32>,
     socket: Option<SocketFacts>,
+    index: usize,
+    live: Option<Arc<LiveStats>>,
 }
 
 impl ServerTest {
@@ -174,6 +180,7 @@ impl ServerTest {
             let token = cfg.token;
             let busy_poll = cfg.busy_poll;
             let preamble_timeout = cfg.preamble_timeout;
+            let live = cfg.live.clone();
             let h = std::thread::Builder::new()
                 .name(format!("lp-server-{w}"))
                 .spawn(move || {
@@ -207,6 +214,8 @@ impl ServerTest {
                         flows_seen: 0,
                         udp_flows: HashSet::new(),
                         socket: None,
+                        index: w,
+                        live,
                     };
                     worker.run()
                 })
@@ -306,8 +315,14 @@ enum Io {
 impl Worker {
     fn run(mut self) -> WorkerReport {
         let mut events = Events::with_capacity(1024);
+        let mut publisher = Publisher::new(Instant::now());
         loop {
             let now = Instant::now();
+            if let Some(live) = &self.live {
+                if publisher.due(now) {
+                    live.publish(self.index, &self.counters.totals);
+                }
+            }
             if self.schedule.is_none() {
                 if let Some(s) = self.signals.schedule() {
                     self.begin(s, now);
@@ -348,6 +363,9 @@ impl Worker {
         for k in keys {
             self.close(k);
         }
+        if let Some(live) = &self.live {
+            live.publish(self.index, &self.counters.totals);
+        }
         let (cpu, placement) = self.clock.finish(self.flows_seen);
         WorkerReport {
             counters: self.counters,
@@ -356,6 +374,7 @@ impl Worker {
             tcp: self.tcp,
             connections: self.connections,
             socket: self.socket,
+            flow_totals: Vec::new(),
         }
     }
 

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, read_tcp_info, socket_buffers,
-    socket_congestion_control, thread_cpu_now, ProcessCpu, TcpInfoAggregator, WorkerPlacement,
+    socket_congestion_control, thread_cpu_now, ProcessCpu, TcpInfoAggregator, Totals,
+    WorkerPlacement,
 };
 
 use crate::counters::Counters;
@@ -68,6 +69,10 @@ pub struct WorkerReport {
     pub connections: u64,
     /// Facts of one of its data sockets.
     pub socket: Option<SocketFacts>,
+    /// Whole-life counts of each flow it carried, by flow id (client workers
+    /// only; empty on the server). A foreign server's per-connection report
+    /// (iperf3's) is compared against these.
+    pub flow_totals: Vec<(u32, Totals)>,
 }
 
 /// Payload buffers of one worker.

@@ -39,6 +39,26 @@ pub struct ResultsDocument {
     /// The suite that produced the document, when `linkperf suite` did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite: Option<SuiteRecord>,
+    /// The link the tests ran over, when linkperf built it (the lab) or was
+    /// told about it; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkInfo>,
+}
+
+/// The link the tests of a document ran over: its configuration's name, its
+/// capacity when known, and the commands that set it up, so that a report can
+/// say whether the link was the limit and others can rebuild it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkInfo {
+    /// The link configuration's name, e.g. `1gbit`, `veth`, `vxlan-mtu1450`.
+    pub configuration: String,
+    /// The link's capacity in bits per second, each direction, when known
+    /// (e.g. `1e9` for a link shaped to 1 Gbit/s); `None` for an unshaped path.
+    #[serde(default)]
+    pub capacity_bits_per_s: Option<f64>,
+    /// The commands that set the link up, in order, one shell command each.
+    #[serde(default)]
+    pub commands: Vec<String>,
 }
 
 /// What `linkperf suite` ran, so that `--resume` can continue it and refuse a
@@ -70,6 +90,7 @@ impl ResultsDocument {
             environment: Environments::default(),
             tests: Vec::new(),
             suite: None,
+            link: None,
         }
     }
 

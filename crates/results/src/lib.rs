@@ -19,8 +19,8 @@ mod timestamp;
 
 pub use derive::{derive_run, failed_run};
 pub use document::{
-    CpuPair, Efficiency, Environments, IntervalRate, ResultsDocument, Run, RunStatus, SuiteRecord,
-    TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA,
+    CpuPair, Efficiency, Environments, IntervalRate, LinkInfo, ResultsDocument, Run, RunStatus,
+    SuiteRecord, TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA,
 };
 pub use error::ResultsError;
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};

@@ -6,11 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, LiveStats};
+use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
-use linkperf_wire::{decode_server, encode_client, ClientMessage, ServerMessage, PROTOCOL_VERSION};
+use linkperf_wire::{
+    decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
+};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
+use crate::auth::AuthKey;
 use crate::channel::{Channel, Received};
 use crate::sampler::Sampler;
 use crate::server::DRAIN;
@@ -20,14 +23,20 @@ use crate::SessionError;
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the server may take to send its results after `Finished`.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the client checks the control connection and its cancel flag
+/// while the test runs.
+const WATCH_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Where the server is.
+/// Where the server is, and how to prove this client may use it.
 #[derive(Debug, Clone)]
 pub struct Target {
     /// Control address as the user gave it (`host`, `host:port`).
     pub address: String,
     /// Port used when `address` has none.
     pub default_port: u16,
+    /// The pre-shared key, to answer the server's challenge. A server that
+    /// sends no challenge is used without it (the key never crosses the wire).
+    pub auth_key: Option<AuthKey>,
 }
 
 /// One test to run.
@@ -63,9 +72,12 @@ pub struct Outcome {
     pub client_environment: Environment,
     /// The server host, as it described itself.
     pub server_environment: Option<Environment>,
-    /// True if the test was aborted before its end.
+    /// True if the test was aborted before its end: by this client
+    /// ([`RunRequest::cancel`]), or by the server (shutting down), in which case
+    /// [`Outcome::server_error`] says so.
     pub aborted: bool,
-    /// Why the server's measurements are missing, if they are.
+    /// Why the server's measurements are missing, if they are: the server
+    /// stopped the test (a limit, shutting down) or went away.
     pub server_error: Option<String>,
 }
 
@@ -119,6 +131,10 @@ impl Client {
     ) -> Result<ServerMessage, SessionError> {
         match self.ch.recv(timeout) {
             Ok(Received::Frame(f)) => match decode_server(&f)? {
+                ServerMessage::Error {
+                    code: ErrorCode::AuthFailed,
+                    ..
+                } => Err(SessionError::AuthFailed),
                 ServerMessage::Error { code, message } => Err(SessionError::Refused {
                     code: code.to_string(),
                     message,
@@ -156,14 +172,28 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         protocol_version: PROTOCOL_VERSION,
         client_version: env!("CARGO_PKG_VERSION").into(),
     })?;
-    match c.recv(ANSWER_TIMEOUT, "welcome")? {
-        ServerMessage::Welcome { .. } => {}
+    let (session, challenge) = match c.recv(ANSWER_TIMEOUT, "welcome")? {
+        ServerMessage::Welcome {
+            session, challenge, ..
+        } => (session, challenge),
         other => {
             return Err(SessionError::Control(format!(
                 "expected welcome, got {}",
                 name(&other)
             )))
         }
+    };
+    if let Some(challenge) = challenge {
+        let Some(key) = &target.auth_key else {
+            let _ = c.send(&ClientMessage::Abort {
+                reason: "this client has no key".into(),
+            });
+            return Err(SessionError::AuthRequired);
+        };
+        let response = key.respond(&challenge, session).ok_or_else(|| {
+            SessionError::Control("the server's challenge is not 64 hex digits".into())
+        })?;
+        c.send(&ClientMessage::Auth { response })?;
     }
     c.send(&ClientMessage::Test {
         spec: req.spec.clone(),
@@ -248,30 +278,49 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     let started = SystemTime::now();
     let schedule = client.start(DRAIN);
     let sampler = Sampler::spawn(schedule);
-    // Watch for cancellation while the workers run.
-    let done = Arc::new(AtomicBool::new(false));
-    let cancelled = Arc::new(AtomicBool::new(false));
-    let watcher = req.cancel.clone().map(|flag| {
-        let aborter = client.aborter();
-        let done = done.clone();
-        let cancelled = cancelled.clone();
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Acquire) {
-                if flag.load(Ordering::Acquire) {
-                    cancelled.store(true, Ordering::Release);
-                    aborter.abort();
-                    return;
+    // While the workers run, watch for cancellation and for the server stopping
+    // the test (a limit, a shutdown) or going away.
+    let aborter = client.aborter();
+    let waiter = std::thread::spawn(move || client.wait());
+    let mut cancelled = false;
+    let mut server_stop: Option<String> = None;
+    let mut server_aborted = false;
+    while !waiter.is_finished() {
+        if !cancelled
+            && req
+                .cancel
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Acquire))
+        {
+            cancelled = true;
+            aborter.abort();
+        }
+        if server_stop.is_some() {
+            std::thread::sleep(WATCH_INTERVAL);
+            continue;
+        }
+        let stop = match c.ch.recv(WATCH_INTERVAL) {
+            Ok(Received::Timeout) => continue,
+            Ok(Received::Frame(f)) => match decode_server(&f) {
+                Ok(ServerMessage::Error { code, message }) => {
+                    server_aborted = code == ErrorCode::Aborted;
+                    format!("the server stopped the test: {message} ({code})")
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                Ok(other) => format!("the server sent {} in the middle of the test", name(&other)),
+                Err(e) => format!("the server sent a bad control message mid-test: {e}"),
+            },
+            Ok(Received::Closed) => {
+                "the server closed the control connection in the middle of the test".into()
             }
-        })
-    });
-    let reports = client.wait();
-    done.store(true, Ordering::Release);
-    if let Some(w) = watcher {
-        let _ = w.join();
+            Err(e) => format!("the control connection failed mid-test: {e}"),
+        };
+        aborter.abort();
+        server_stop = Some(stop);
     }
-    let aborted = cancelled.load(Ordering::Acquire);
+    let reports = waiter
+        .join()
+        .unwrap_or_else(|_| Err(EngineError::Worker("the client's workers panicked".into())));
+    let aborted = cancelled || server_aborted;
     let window = sampler.finish();
     let reports = reports?;
     let agg = aggregate(reports);
@@ -280,7 +329,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
     };
     let nominal = schedule.window().as_secs_f64();
-    let window_s = if aborted {
+    let window_s = if aborted || server_stop.is_some() {
         Instant::now()
             .saturating_duration_since(schedule.measure_from)
             .as_secs_f64()
@@ -304,6 +353,17 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         env.socket_rcvbuf = s.rcvbuf;
     }
     let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    if let Some(stop) = server_stop {
+        return Ok(Outcome {
+            started,
+            client: client_report,
+            server: None,
+            client_environment: env,
+            server_environment: Some(server_env),
+            aborted,
+            server_error: Some(stop),
+        });
+    }
     // Ask for the server's side; keep ours whatever happens.
     let msg = if aborted {
         ClientMessage::Abort {

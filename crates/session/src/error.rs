@@ -22,6 +22,18 @@ pub enum SessionError {
         /// The server's words.
         message: String,
     },
+    /// The server requires a key and this client has none.
+    #[error(
+        "run the test: the server requires authentication: give --auth-key FILE \
+         (or set LINKPERF_AUTH_KEY_FILE) with the server's pre-shared key"
+    )]
+    AuthRequired,
+    /// The server refused this client's answer to its challenge.
+    #[error(
+        "run the test: authentication failed: the server does not accept this client's key \
+         (--auth-key must name a file holding the same key as the server's)"
+    )]
+    AuthFailed,
     /// A wire-level problem (version mismatch, malformed message).
     #[error("understand the server: {0}")]
     Wire(#[from] linkperf_wire::WireError),

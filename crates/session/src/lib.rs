@@ -2,8 +2,11 @@
 //! connections, negotiates one test per session over the wire protocol, runs
 //! the server side of it and sends back its own measurements. The client
 //! ([`run_test`]) drives one test against a daemon, remote or embedded.
+//! With a pre-shared key ([`AuthKey`]) sessions authenticate by an HMAC
+//! challenge–response ([`auth`]) before anything else happens.
 #![warn(missing_docs)]
 
+pub mod auth;
 mod channel;
 mod client;
 mod daemon;
@@ -11,6 +14,10 @@ mod error;
 mod sampler;
 mod server;
 
+pub use auth::{AuthKey, KeyError};
 pub use client::{run_test, Outcome, RunRequest, Target};
-pub use daemon::{Daemon, DaemonConfig, DaemonHandle};
+pub use daemon::{
+    Daemon, DaemonConfig, DaemonHandle, ServeSummary, Shutdown, DEFAULT_HANDSHAKE_TIMEOUT,
+    DEFAULT_MAX_BYTES_PER_SESSION, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKES,
+};
 pub use error::SessionError;

@@ -1,18 +1,22 @@
 //! One session on the daemon: negotiate, run the server side, report.
 
-use std::net::TcpStream;
+use std::io::Read;
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_engine::{aggregate, DataEndpoints, ServerConfig, ServerTest};
+use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
 use linkperf_wire::{
-    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
+    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage, WireError,
     PROTOCOL_VERSION,
 };
 use linkperf_workload::{Placement, TestSpec};
 
-use crate::channel::{Channel, Received};
-use crate::daemon::DaemonConfig;
+use crate::auth::new_challenge;
+use crate::channel::{Channel, Received, RecvError};
+use crate::daemon::{DaemonConfig, DaemonState};
 use crate::sampler::Sampler;
 
 /// Time after the drain deadline the server waits for the client's `Finished`.
@@ -23,28 +27,80 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Drain after the window.
 pub(crate) const DRAIN: Duration = Duration::from_secs(3);
+/// How long a session that ends in an error reads what the client still sends.
+const LINGER: Duration = Duration::from_secs(1);
+/// Most bytes read and dropped while lingering.
+const LINGER_BYTES: usize = 1 << 20;
 
 struct Session<'a> {
     id: u64,
     ch: Channel,
     config: &'a DaemonConfig,
+    state: &'a DaemonState,
+    peer: String,
 }
 
 /// Why a session ended early, as sent to the client.
 struct Fail {
     code: ErrorCode,
     message: String,
+    /// More than the client is told, for the daemon's log.
+    detail: Option<String>,
 }
 
 fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
     Fail {
         code,
         message: message.into(),
+        detail: None,
+    }
+}
+
+/// Authentication failed; the client is told no more than that.
+fn auth_failed(detail: impl Into<String>) -> Fail {
+    Fail {
+        code: ErrorCode::AuthFailed,
+        message: "authentication failed".into(),
+        detail: Some(detail.into()),
+    }
+}
+
+fn shutting_down() -> Fail {
+    fail(
+        ErrorCode::Aborted,
+        "the server is shutting down; the test was aborted",
+    )
+}
+
+/// Gives back one unit of a counter when dropped.
+struct Held<'a>(&'a AtomicUsize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Data connections reserved for a test, given back when dropped.
+struct Reserved<'a> {
+    state: &'a DaemonState,
+    connections: u64,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.state.release_connections(self.connections);
     }
 }
 
 /// Serves one control connection to the end. Never panics on input.
-pub(crate) fn serve_session(stream: TcpStream, id: u64, config: &DaemonConfig, over_limit: bool) {
+pub(crate) fn serve_session(
+    stream: TcpStream,
+    id: u64,
+    accepted: Instant,
+    config: &DaemonConfig,
+    state: &DaemonState,
+) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
@@ -53,41 +109,60 @@ pub(crate) fn serve_session(stream: TcpStream, id: u64, config: &DaemonConfig, o
         id,
         ch: Channel::new(stream, config.max_frame),
         config,
+        state,
+        peer,
     };
-    if over_limit {
-        s.send_error(&fail(
-            ErrorCode::Limit,
-            format!(
-                "the server is already serving {} sessions",
-                config.max_sessions
-            ),
-        ));
-        return;
-    }
-    match s.run() {
-        Ok(name) => {
-            if config.log {
-                eprintln!("linkperf serve: session {id} from {peer}: {name} done");
-            }
-        }
+    match s.run(accepted) {
+        Ok(name) => s.log(&format!("{name} done")),
         Err(f) => {
-            if config.log {
-                eprintln!(
-                    "linkperf serve: session {id} from {peer}: {} ({})",
-                    f.message, f.code
-                );
-            }
+            let detail = f
+                .detail
+                .as_ref()
+                .map(|d| format!(": {d}"))
+                .unwrap_or_default();
+            s.log(&format!("{}{detail} ({})", f.message, f.code));
             s.send_error(&f);
+            s.linger();
         }
     }
 }
 
 impl Session<'_> {
+    fn log(&self, what: &str) {
+        if self.config.log {
+            eprintln!(
+                "linkperf serve: session {} from {}: {what}",
+                self.id, self.peer
+            );
+        }
+    }
+
     fn send_error(&mut self, f: &Fail) {
         let _ = self.ch.send(&encode_server(&ServerMessage::Error {
             code: f.code,
             message: f.message.clone(),
         }));
+    }
+
+    /// Closes gracefully after an error: no more writes, and what the client
+    /// still sends is read and dropped for a moment, so that closing with unread
+    /// bytes does not reset the connection before the client reads the error.
+    fn linger(&mut self) {
+        let stream = self.ch.stream();
+        let _ = stream.shutdown(Shutdown::Write);
+        let deadline = Instant::now() + LINGER;
+        let mut buf = [0u8; 4096];
+        let mut left = LINGER_BYTES;
+        while left > 0 {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() || stream.set_read_timeout(Some(wait)).is_err() {
+                return;
+            }
+            match (&*stream).read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
     }
 
     fn send(&mut self, m: &ServerMessage) -> Result<(), Fail> {
@@ -96,37 +171,73 @@ impl Session<'_> {
             .map_err(|e| fail(ErrorCode::Internal, format!("control connection: {e}")))
     }
 
-    fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<ClientMessage, Fail> {
-        match self.ch.recv(timeout) {
-            Ok(Received::Frame(f)) => decode_client(&f).map_err(|e| {
-                let code = match e {
-                    linkperf_wire::WireError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
-                    _ => ErrorCode::Malformed,
-                };
-                fail(code, e.to_string())
-            }),
-            Ok(Received::Timeout) => Err(fail(
-                ErrorCode::Refused,
-                format!("no {waiting_for} within {timeout:?}"),
-            )),
-            Ok(Received::Closed) => Err(fail(
-                ErrorCode::Aborted,
-                format!("client closed the control connection before {waiting_for}"),
-            )),
-            Err(crate::channel::RecvError::Wire(e)) => {
-                let code = match e {
-                    linkperf_wire::WireError::FrameTooLarge { .. } => ErrorCode::TooLarge,
-                    _ => ErrorCode::Malformed,
-                };
-                Err(fail(code, e.to_string()))
+    /// The next message, waiting until `deadline`; `late` says what to answer
+    /// if none came. Gives up at once when the daemon shuts down.
+    fn recv_until(
+        &mut self,
+        deadline: Instant,
+        waiting_for: &str,
+        late: impl FnOnce() -> Fail,
+    ) -> Result<ClientMessage, Fail> {
+        loop {
+            if self.state.shutting_down() {
+                return Err(shutting_down());
             }
-            Err(e) => Err(fail(ErrorCode::Internal, e.to_string())),
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(late());
+            }
+            match self.ch.recv(left.min(WATCH_INTERVAL)) {
+                Ok(Received::Timeout) => {}
+                Ok(Received::Frame(f)) => {
+                    return decode_client(&f).map_err(|e| {
+                        let code = match e {
+                            WireError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
+                            _ => ErrorCode::Malformed,
+                        };
+                        fail(code, e.to_string())
+                    })
+                }
+                Ok(Received::Closed) => {
+                    return Err(fail(
+                        ErrorCode::Aborted,
+                        format!("client closed the control connection before {waiting_for}"),
+                    ))
+                }
+                Err(RecvError::Wire(e)) => return Err(wire_fail(e)),
+                Err(e) => return Err(fail(ErrorCode::Internal, e.to_string())),
+            }
         }
     }
 
-    fn run(&mut self) -> Result<String, Fail> {
-        let timeout = self.config.control_timeout;
-        match self.recv(timeout, "hello")? {
+    /// The next message within the negotiation timeout.
+    fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<ClientMessage, Fail> {
+        let late = || {
+            fail(
+                ErrorCode::Refused,
+                format!("no {waiting_for} within {timeout:?}"),
+            )
+        };
+        self.recv_until(Instant::now() + timeout, waiting_for, late)
+    }
+
+    /// Hello, welcome and, with a key, the challenge–response; all within the
+    /// handshake timeout counted from the connection's accept.
+    fn handshake(&mut self, accepted: Instant) -> Result<(), Fail> {
+        let limit = self.config.handshake_timeout;
+        let deadline = accepted + limit;
+        let late = |what: &str| {
+            let what = what.to_string();
+            move || {
+                fail(
+                    ErrorCode::Limit,
+                    format!(
+                        "no {what} within this server's --handshake-timeout of {limit:?}; connection dropped"
+                    ),
+                )
+            }
+        };
+        match self.recv_until(deadline, "hello", late("hello"))? {
             ClientMessage::Hello { protocol_version, .. } if protocol_version == PROTOCOL_VERSION => {}
             ClientMessage::Hello { protocol_version, .. } => {
                 return Err(fail(
@@ -136,19 +247,74 @@ impl Session<'_> {
             }
             other => return Err(out_of_order("hello", &other)),
         }
+        let challenge = match &self.config.auth_key {
+            Some(_) => Some(
+                new_challenge()
+                    .map_err(|e| fail(ErrorCode::Internal, format!("random challenge: {e}")))?,
+            ),
+            None => None,
+        };
         let welcome = ServerMessage::Welcome {
             protocol_version: PROTOCOL_VERSION,
             server_version: env!("CARGO_PKG_VERSION").to_string(),
             session: self.id,
-            challenge: None,
+            challenge: challenge.as_ref().map(|(_, hex)| hex.clone()),
         };
         self.send(&welcome)?;
-        let (spec, placement) = match self.recv(timeout, "test request")? {
+        let (Some(key), Some((challenge, _))) = (&self.config.auth_key, challenge) else {
+            return Ok(());
+        };
+        match self.recv_until(deadline, "authentication", late("authentication"))? {
+            ClientMessage::Auth { response } if key.verify(&challenge, self.id, &response) => {
+                Ok(())
+            }
+            ClientMessage::Auth { .. } => Err(auth_failed("wrong response to the challenge")),
+            ClientMessage::Abort { reason } => Err(auth_failed(format!(
+                "the client gave up instead of answering the challenge: {reason}"
+            ))),
+            other => Err(auth_failed(format!(
+                "the client sent {} instead of answering the challenge",
+                message_name(&other)
+            ))),
+        }
+    }
+
+    fn run(&mut self, accepted: Instant) -> Result<String, Fail> {
+        let handshaking = Held(&self.state.handshaking);
+        self.handshake(accepted)?;
+        drop(handshaking);
+        if !self.state.take_session(self.config.max_sessions) {
+            return Err(fail(
+                ErrorCode::Limit,
+                format!(
+                    "the server is already serving {} sessions, its --max-sessions; try again later",
+                    self.config.max_sessions
+                ),
+            ));
+        }
+        let _session = Held(&self.state.sessions);
+        let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
             ClientMessage::Test { spec, placement } => (spec, placement),
             other => return Err(out_of_order("test", &other)),
         };
         self.check(&spec, &placement)?;
+        let connections = u64::from(spec.users);
+        let max = self.config.max_connections;
+        if let Err(used) = self.state.reserve_connections(connections, max) {
+            return Err(fail(
+                ErrorCode::Limit,
+                format!(
+                    "{connections} data connections would exceed this server's --max-connections of {max} \
+                     ({used} in use by other tests)"
+                ),
+            ));
+        }
+        let _reserved = Reserved {
+            state: self.state,
+            connections,
+        };
         let name = spec.name();
+        self.log(&format!("running {name}"));
         self.run_test(spec, placement)?;
         Ok(name)
     }
@@ -204,6 +370,7 @@ impl Session<'_> {
             .map(|a| a.ip())
             .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
         let _ = linkperf_metrics::raise_fd_limit(u64::from(spec.users) + 256);
+        let live = Arc::new(LiveStats::new(placement.threads as usize));
         let server = ServerTest::bind(ServerConfig {
             spec: spec.clone(),
             threads: placement.threads,
@@ -212,6 +379,7 @@ impl Session<'_> {
             bind_ip,
             token,
             preamble_timeout: Duration::from_secs(5),
+            live: Some(live.clone()),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let (data_ports, unix_names) = match server.endpoints() {
@@ -231,7 +399,13 @@ impl Session<'_> {
             let _ = server.finish();
             return Err(f);
         }
-        match self.recv(START_TIMEOUT, "start") {
+        let late = || {
+            fail(
+                ErrorCode::Refused,
+                format!("no start within {START_TIMEOUT:?}"),
+            )
+        };
+        match self.recv_until(Instant::now() + START_TIMEOUT, "start", late) {
             Ok(ClientMessage::Start) => {}
             Ok(other) => {
                 server.abort();
@@ -256,6 +430,23 @@ impl Session<'_> {
         let deadline = schedule.drain_until + FINISH_GRACE;
         let mut aborted = false;
         let outcome: Result<(), Fail> = loop {
+            if self.state.shutting_down() {
+                self.state.aborted.fetch_add(1, Ordering::AcqRel);
+                break Err(shutting_down());
+            }
+            if let Some(max) = self.config.max_bytes_per_session {
+                let t = live.totals();
+                let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
+                if bytes > max {
+                    break Err(fail(
+                        ErrorCode::Limit,
+                        format!(
+                            "the test passed this server's --max-bytes-per-session of {max} bytes \
+                             ({bytes} bytes sent and received); the server stopped it"
+                        ),
+                    ));
+                }
+            }
             if Instant::now() > deadline {
                 break Err(fail(
                     ErrorCode::Aborted,
@@ -277,7 +468,8 @@ impl Session<'_> {
                 Ok(Received::Closed) => {
                     break Err(fail(ErrorCode::Aborted, "client vanished mid-test"))
                 }
-                Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
+                Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
+                Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
             }
         };
         if outcome.is_err() {
@@ -307,7 +499,9 @@ impl Session<'_> {
         }
         let report: SideReport =
             agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
-        let _ = aborted;
+        if aborted {
+            self.log("test aborted by the client");
+        }
         self.send(&ServerMessage::Results {
             report,
             environment: env,
@@ -315,17 +509,31 @@ impl Session<'_> {
     }
 }
 
-fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
-    let name = match got {
+fn message_name(m: &ClientMessage) -> &'static str {
+    match m {
         ClientMessage::Hello { .. } => "hello",
         ClientMessage::Auth { .. } => "auth",
         ClientMessage::Test { .. } => "test",
         ClientMessage::Start => "start",
         ClientMessage::Finished => "finished",
         ClientMessage::Abort { .. } => "abort",
-    };
+    }
+}
+
+fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
     fail(
         ErrorCode::OutOfOrder,
-        format!("expected {expected}, got {name}"),
+        format!("expected {expected}, got {}", message_name(got)),
     )
+}
+
+/// A frame the decoder refused.
+fn wire_fail(e: WireError) -> Fail {
+    match e {
+        WireError::FrameTooLarge { .. } => fail(
+            ErrorCode::TooLarge,
+            format!("{e} (this server's --max-frame)"),
+        ),
+        e => fail(ErrorCode::Malformed, e.to_string()),
+    }
 }

@@ -790,6 +790,41 @@ mod tests {
         }
 
         #[test]
+        fn messages_with_any_text_round_trip(
+            text in "\\PC{0,64}",
+            number in any::<u64>(),
+            version in any::<u32>(),
+            challenge in proptest::option::of("[0-9a-f]{64}"),
+        ) {
+            for m in [
+                ClientMessage::Hello { protocol_version: PROTOCOL_VERSION, client_version: text.clone() },
+                ClientMessage::Auth { response: text.clone() },
+                ClientMessage::Abort { reason: text.clone() },
+            ] {
+                client_round_trip(&m);
+            }
+            for m in [
+                ServerMessage::Welcome {
+                    protocol_version: PROTOCOL_VERSION,
+                    server_version: text.clone(),
+                    session: number,
+                    challenge: challenge.clone(),
+                },
+                ServerMessage::Error { code: ErrorCode::AuthFailed, message: text.clone() },
+            ] {
+                server_round_trip(&m);
+            }
+            // Any other version is a mismatch, whatever else the greeting holds.
+            let hello = ClientMessage::Hello { protocol_version: version, client_version: text };
+            let decoded = decode_client(&unframe(&encode_client(&hello)));
+            if version == PROTOCOL_VERSION {
+                prop_assert_eq!(decoded, Ok(hello));
+            } else {
+                prop_assert_eq!(decoded, Err(mismatch(version)));
+            }
+        }
+
+        #[test]
         fn token_hex_round_trips(bytes in any::<[u8; 16]>()) {
             let t = DataToken(bytes);
             let hex = t.to_string();

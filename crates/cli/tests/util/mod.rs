@@ -227,3 +227,7 @@ pub fn fds_and_threads(pid: u32) -> (usize, usize) {
     };
     (count("fd"), count("task"))
 }
+
+/// Helpers for the iperf3 tests (tests/iperf3.rs).
+#[allow(dead_code)]
+pub mod iperf3;

@@ -1,0 +1,810 @@
+//! `linkperf lab`: emulated network configurations in network namespaces.
+//!
+//! `lab run` brings each configuration up in turn, starts `linkperf serve`
+//! inside its server namespace(s), runs `linkperf suite` from its client
+//! namespace(s), records the link in the results, tears it down, and finally
+//! compares the configurations. `lab up`, `lab list` and `lab down` manage
+//! configurations by hand. Every lab command first removes (and reports) what
+//! a killed lab command left behind. See docs/lab.md.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use linkperf_lab::sys::{interrupt, netns_command, Host};
+use linkperf_lab::{aggregate, Catalog, Lab, LabError, LinkRecord, Pair, Record, Topology};
+use linkperf_results::ResultsDocument;
+
+use crate::UsageError;
+
+/// How long `linkperf serve` may take to listen.
+const SERVE_READY: Duration = Duration::from_secs(10);
+/// How often running children are checked.
+const POLL: Duration = Duration::from_millis(50);
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))
+}
+
+/// `linkperf lab`.
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: LabCommand,
+}
+
+/// The lab's subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum LabCommand {
+    /// Bring each configuration up in turn, run a suite through it, take it down; then compare them.
+    Run(LabRunArgs),
+    /// Bring one configuration up and leave it up; prints how to run tests through it by hand.
+    Up(LabUpArgs),
+    /// Show what the lab has up (after removing what a killed lab command left behind).
+    List(LabListArgs),
+    /// Take a configuration down, or everything the lab has up.
+    Down(LabDownArgs),
+}
+
+/// `linkperf lab run`.
+#[derive(Debug, clap::Args)]
+pub struct LabRunArgs {
+    /// Configurations, in order; the first is the comparison's base. Built in: loopback, veth,
+    /// veth-10g, veth-1g, vxlan, bridge, macvlan; each may take options: veth,mtu=9000,rate=10gbit,name=jumbo.
+    #[arg(long, required = true, value_name = "LIST")]
+    pub configs: Vec<String>,
+    /// The suite to run through each configuration (a built-in one or a suite file).
+    #[arg(long)]
+    pub suite: String,
+    /// Measurement window of every test (overrides the suite's).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Warmup of every test (overrides the suite's).
+    #[arg(long, value_parser = parse_duration)]
+    pub warmup: Option<Duration>,
+    /// Runs of every test (overrides the suite's).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Client/server pairs through the same link at once; results per pair and aggregated.
+    #[arg(long, default_value_t = 1)]
+    pub pairs: u32,
+    /// Directory for the results (CONFIG.json per configuration), logs and the report.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Custom configurations (TOML, see docs/lab.md).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+}
+
+/// `linkperf lab up`.
+#[derive(Debug, clap::Args)]
+pub struct LabUpArgs {
+    /// The configuration, with options (e.g. vxlan or veth,mtu=9000).
+    pub config: String,
+    /// Client/server pairs through the same link.
+    #[arg(long, default_value_t = 1)]
+    pub pairs: u32,
+    /// Custom configurations (TOML, see docs/lab.md).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Print the commands that would build it; build nothing (needs no privileges).
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `linkperf lab list`.
+#[derive(Debug, clap::Args)]
+pub struct LabListArgs {
+    /// List the configurations that can be brought up instead (built-in, and --file's).
+    #[arg(long)]
+    pub available: bool,
+    /// Custom configurations (TOML, see docs/lab.md), for --available.
+    #[arg(long, value_name = "FILE", requires = "available")]
+    pub file: Option<PathBuf>,
+}
+
+/// `linkperf lab down`.
+#[derive(Debug, clap::Args)]
+pub struct LabDownArgs {
+    /// The configuration to take down (its name, as `lab list` shows it).
+    #[arg(required_unless_present = "all", conflicts_with = "all")]
+    pub config: Option<String>,
+    /// Take down everything the lab has up, including a running `lab run`'s configuration.
+    #[arg(long)]
+    pub all: bool,
+}
+
+fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// Errors of the user's input or of the host's set-up exit 2; the rest 1.
+fn lab_error(e: LabError) -> anyhow::Error {
+    match e {
+        LabError::Option(_)
+        | LabError::ConfigFile { .. }
+        | LabError::Preflight(_)
+        | LabError::AlreadyUp { .. }
+        | LabError::NotUp(_) => usage(format!("failed to use the lab: {e}")),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Runs a lab subcommand.
+pub fn lab(a: LabArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    match a.command {
+        LabCommand::Run(r) => run(r, command_line),
+        LabCommand::Up(u) => up(u),
+        LabCommand::List(l) => list(l),
+        LabCommand::Down(d) => down(d),
+    }
+}
+
+fn catalog(file: Option<&Path>) -> anyhow::Result<Catalog> {
+    let Some(path) = file else {
+        return Ok(Catalog::builtin());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("failed to read {}: {e}", path.display())))?;
+    Catalog::with_file(&text, &path.display().to_string()).map_err(lab_error)
+}
+
+/// What is up, after the stale objects were reported and removed; and those.
+struct Opened {
+    lab: Lab<Host>,
+    up: Vec<Record>,
+    stale: Vec<linkperf_lab::Stale>,
+}
+
+/// Preflight: fails, naming what is missing, before anything is touched.
+fn preflight() -> anyhow::Result<Lab<Host>> {
+    let lab = Lab::new(Host);
+    lab.preflight().map_err(lab_error)?;
+    Ok(lab)
+}
+
+/// Preflight, then the stale objects reported and removed.
+fn open_lab() -> anyhow::Result<Opened> {
+    clean_stale(preflight()?)
+}
+
+fn clean_stale(lab: Lab<Host>) -> anyhow::Result<Opened> {
+    let survey = lab.survey().map_err(lab_error)?;
+    if !survey.stale.is_empty() {
+        eprintln!("linkperf lab: removing what an earlier lab command left behind:");
+        for s in &survey.stale {
+            eprintln!("  {s}");
+        }
+        lab.clean(&survey.stale)
+            .context("failed to remove the stale lab objects")?;
+    }
+    Ok(Opened {
+        lab,
+        up: survey.up,
+        stale: survey.stale,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// lab up, list, down
+// ---------------------------------------------------------------------------
+
+fn up(a: LabUpArgs) -> anyhow::Result<ExitCode> {
+    let config = catalog(a.file.as_deref())?
+        .resolve(&a.config)
+        .map_err(lab_error)?;
+    let topo = Topology::build(&config, a.pairs).map_err(lab_error)?;
+    if a.dry_run {
+        let mut out = format!("# {}\n", topo.describe());
+        for c in topo.command_lines() {
+            let _ = writeln!(out, "{c}");
+        }
+        crate::emit(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let lab = open_lab()?.lab;
+    let record = lab
+        .up(&topo, lab.this_process())
+        .map_err(lab_error)?
+        .keep()
+        .map_err(lab_error)?;
+    let exe = std::env::current_exe().context("failed to find the linkperf executable")?;
+    crate::emit(&by_hand(&record, &exe))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `lab up` prints: where everything is and the commands to use it.
+fn by_hand(r: &Record, exe: &Path) -> String {
+    let exe = exe.display();
+    let mut s = format!("linkperf lab: {} is up: {}\n", r.name, r.configuration);
+    for p in &r.pairs {
+        let _ = writeln!(
+            s,
+            "  pair {}: server {} in namespace {} ({}), client {} in {} ({})",
+            p.index,
+            p.server_addr,
+            p.server_ns,
+            p.server_device,
+            p.client_addr,
+            p.client_ns,
+            p.client_device
+        );
+    }
+    s.push_str("\nRun tests through it by hand (as root):\n");
+    for p in &r.pairs {
+        let _ = writeln!(
+            s,
+            "  ip netns exec {} {exe} serve --listen {} &",
+            p.server_ns, p.server_addr
+        );
+    }
+    for p in &r.pairs {
+        let _ = writeln!(
+            s,
+            "  ip netns exec {} {exe} run --server {} --workload rr1c-200x1000 --users 10 --duration 10s",
+            p.client_ns, p.server_addr
+        );
+    }
+    if let Some(p) = r.pairs.first() {
+        let _ = writeln!(
+            s,
+            "  ip netns exec {} {exe} suite quick --server {} --out {}.json",
+            p.client_ns, p.server_addr, r.name
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nThe commands that built it are in `linkperf lab list`. Take it down with: linkperf lab down {}",
+        r.name
+    );
+    s
+}
+
+fn list(a: LabListArgs) -> anyhow::Result<ExitCode> {
+    if a.available {
+        let mut out = String::new();
+        for c in catalog(a.file.as_deref())?.configs() {
+            let _ = writeln!(
+                out,
+                "{:<12} {}\n             {}",
+                c.name,
+                c.summary(),
+                c.description
+            );
+        }
+        crate::emit(&out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let up = open_lab()?.up;
+    crate::emit(&render_up(&up))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_up(up: &[Record]) -> String {
+    if up.is_empty() {
+        return "linkperf lab: nothing is up\n".into();
+    }
+    let mut s = String::new();
+    for r in up {
+        let owner = match r.owner {
+            linkperf_lab::Owner::Up => "lab up".to_string(),
+            linkperf_lab::Owner::Process { pid, .. } => format!("linkperf lab (pid {pid})"),
+        };
+        let _ = writeln!(s, "{}  [{owner}]  {}", r.name, r.configuration);
+        let _ = writeln!(s, "  namespaces: {}", r.namespaces.join(" "));
+        for p in &r.pairs {
+            let _ = writeln!(
+                s,
+                "  pair {}: server {} in {}, client {} in {}",
+                p.index, p.server_addr, p.server_ns, p.client_addr, p.client_ns
+            );
+        }
+        let _ = writeln!(s, "  built with:");
+        for c in &r.commands {
+            let _ = writeln!(s, "    {c}");
+        }
+    }
+    s
+}
+
+fn down(a: LabDownArgs) -> anyhow::Result<ExitCode> {
+    let Opened { lab, up, stale } = open_lab()?;
+    let chosen: Vec<&Record> = up
+        .iter()
+        .filter(|r| a.all || a.config.as_deref() == Some(r.name.as_str()))
+        .collect();
+    if let (Some(name), true) = (&a.config, chosen.is_empty()) {
+        // Left behind by a killed command: removed above already.
+        let own = format!("{}{name}-", linkperf_lab::addresses::PREFIX);
+        if stale
+            .iter()
+            .any(|s| &s.name == name || s.name.starts_with(&own))
+        {
+            eprintln!("linkperf lab: {name} is down");
+            return Ok(ExitCode::SUCCESS);
+        }
+        return Err(lab_error(LabError::NotUp(name.clone())));
+    }
+    let mut failed = false;
+    for r in chosen {
+        match lab.down(r) {
+            Ok(()) => eprintln!("linkperf lab: {} is down", r.name),
+            Err(e) => {
+                failed = true;
+                eprintln!("linkperf lab: error: failed to take {} down: {e}", r.name);
+            }
+        }
+    }
+    if a.all {
+        // Anything with the lab's prefix that appeared meanwhile.
+        let rest: Vec<String> = lab
+            .namespaces()
+            .map_err(lab_error)?
+            .into_iter()
+            .filter(|n| n.starts_with(linkperf_lab::addresses::PREFIX))
+            .collect();
+        if let Err(e) = lab.remove_namespaces(&rest) {
+            failed = true;
+            eprintln!("linkperf lab: error: failed to {e}");
+        }
+        eprintln!("linkperf lab: nothing is up");
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+// ---------------------------------------------------------------------------
+// lab run
+// ---------------------------------------------------------------------------
+
+/// The result files of one configuration.
+fn result_files(dir: &Path, name: &str, pairs: u32) -> (PathBuf, Vec<PathBuf>) {
+    let all = dir.join(format!("{name}.json"));
+    let per_pair = if pairs > 1 {
+        (1..=pairs)
+            .map(|k| dir.join(format!("{name}-pair{k}.json")))
+            .collect()
+    } else {
+        vec![all.clone()]
+    };
+    (all, per_pair)
+}
+
+/// The suite options the user gave, for `linkperf suite`.
+fn suite_options(a: &LabRunArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(d) = a.duration {
+        v.extend([
+            "--duration".into(),
+            humantime::format_duration(d).to_string(),
+        ]);
+    }
+    if let Some(d) = a.warmup {
+        v.extend(["--warmup".into(), humantime::format_duration(d).to_string()]);
+    }
+    if let Some(r) = a.repeat {
+        v.extend(["--repeat".into(), r.to_string()]);
+    }
+    v
+}
+
+fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    // Everything is checked before anything is created.
+    let configs = catalog(a.file.as_deref())?
+        .resolve_list(&a.configs.join(","))
+        .map_err(lab_error)?;
+    let topologies = configs
+        .iter()
+        .map(|c| Topology::build(c, a.pairs))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(lab_error)?;
+    let exe = std::env::current_exe().context("failed to find the linkperf executable")?;
+    check_suite(&exe, &a)?;
+    let lab = preflight()?;
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| usage(format!("failed to create {}: {e}", a.out.display())))?;
+    let dir = a
+        .out
+        .canonicalize()
+        .with_context(|| format!("failed to resolve {}", a.out.display()))?;
+    for t in &topologies {
+        let (all, pairs) = result_files(&dir, &t.config.name, a.pairs);
+        if let Some(f) = std::iter::once(&all).chain(&pairs).find(|f| f.exists()) {
+            return Err(usage(format!(
+                "{} exists: choose another --out or remove it",
+                f.display()
+            )));
+        }
+    }
+    let Opened { lab, up, .. } = clean_stale(lab)?;
+    if let Some(r) = up.iter().find(|r| configs.iter().any(|c| c.name == r.name)) {
+        return Err(lab_error(LabError::AlreadyUp {
+            name: r.name.clone(),
+            detail: "brought up earlier".into(),
+        }));
+    }
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs)
+        .with_context(|| format!("failed to create {}", logs.display()))?;
+
+    // Ctrl-C (or SIGTERM): the suites are interrupted, then the configuration
+    // is taken down; a second one kills the suites at once.
+    let interrupts = Arc::new(AtomicUsize::new(0));
+    {
+        let i = interrupts.clone();
+        ctrlc::set_handler(move || {
+            i.fetch_add(1, Ordering::AcqRel);
+        })
+        .context("failed to install the Ctrl-C handler")?;
+    }
+
+    let mut done: Vec<(String, PathBuf)> = Vec::new();
+    let mut failures = 0usize;
+    for t in &topologies {
+        if interrupts.load(Ordering::Acquire) > 0 {
+            break;
+        }
+        let name = &t.config.name;
+        eprintln!("linkperf lab: {}: bringing it up", t.describe());
+        let guard = match lab.up(t, lab.this_process()) {
+            Ok(g) => g,
+            Err(e) => {
+                failures += 1;
+                eprintln!("linkperf lab: error: failed to bring {name} up: {e}");
+                continue;
+            }
+        };
+        let ctx = RunContext {
+            exe: &exe,
+            args: &a,
+            dir: &dir,
+            logs: &logs,
+            interrupts: &interrupts,
+            command_line: &command_line,
+        };
+        let outcome = ctx.through(t);
+        if let Err(e) = guard.down() {
+            eprintln!("linkperf lab: error: failed to take {name} down: {e}");
+            failures += 1;
+        } else {
+            eprintln!("linkperf lab: {name}: taken down");
+        }
+        match outcome {
+            Ok(ok) => {
+                if !ok {
+                    failures += 1;
+                }
+                done.push((name.clone(), dir.join(format!("{name}.json"))));
+            }
+            Err(e) => {
+                failures += 1;
+                eprintln!("linkperf lab: error: {name}: {e:#}");
+            }
+        }
+    }
+    if interrupts.load(Ordering::Acquire) > 0 {
+        eprintln!(
+            "linkperf lab: interrupted; everything the lab brought up is down. Results so far are in {}",
+            dir.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    report(&exe, &dir, &done)?;
+    if failures > 0 {
+        eprintln!(
+            "linkperf lab: {failures} configuration(s) did not run cleanly; see above and {}",
+            logs.display()
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `linkperf suite SUITE --dry-run` with the user's options: a wrong suite or
+/// option is a usage error before anything is brought up.
+fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<()> {
+    let out = Command::new(exe)
+        .args(["suite", &a.suite, "--dry-run"])
+        .args(suite_options(a))
+        .stdin(Stdio::null())
+        .output()
+        .context("failed to run linkperf suite --dry-run")?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    Err(usage(format!(
+        "suite {} cannot run: {}",
+        a.suite,
+        err.trim().trim_start_matches("linkperf: error: ")
+    )))
+}
+
+struct RunContext<'a> {
+    exe: &'a Path,
+    args: &'a LabRunArgs,
+    dir: &'a Path,
+    logs: &'a Path,
+    interrupts: &'a AtomicUsize,
+    command_line: &'a [String],
+}
+
+/// Children killed when dropped (servers, or suites on an error path).
+struct Children(Vec<Child>);
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl RunContext<'_> {
+    /// Runs the suite through the configuration that is up; records the link.
+    /// `Ok(false)`: it ran, but some suite reported failures.
+    fn through(&self, t: &Topology) -> anyhow::Result<bool> {
+        let name = &t.config.name;
+        let n = t.pairs.len() as u32;
+        let servers = Children(
+            t.pairs
+                .iter()
+                .map(|p| self.serve(name, p))
+                .collect::<anyhow::Result<_>>()?,
+        );
+        let (all, files) = result_files(self.dir, name, n);
+        let mut suites = Children(Vec::new());
+        for (p, file) in t.pairs.iter().zip(&files) {
+            suites.0.push(self.suite(name, p, file, n)?);
+        }
+        eprintln!(
+            "linkperf lab: {name}: running suite {} over {n} pair(s)",
+            self.args.suite
+        );
+        let ok = self.wait(&mut suites.0)?;
+        drop(servers);
+
+        let missing: Vec<&PathBuf> = files.iter().filter(|f| !f.exists()).collect();
+        if !missing.is_empty() {
+            anyhow::bail!(
+                "no results were written ({}); see {}",
+                missing[0].display(),
+                self.logs.display()
+            );
+        }
+        if n > 1 {
+            let docs = files
+                .iter()
+                .map(|f| ResultsDocument::load(f))
+                .collect::<Result<Vec<_>, _>>()
+                .context("failed to read a pair's results")?;
+            let agg = aggregate(name, self.command_line, &docs)?;
+            agg.save(&all)
+                .with_context(|| format!("failed to write {}", all.display()))?;
+            for f in &files {
+                LinkRecord::for_pair(t).add_to_file(f)?;
+            }
+        }
+        LinkRecord::for_all(t).add_to_file(&all)?;
+        eprintln!("linkperf lab: {name}: results in {}", all.display());
+        Ok(ok)
+    }
+
+    /// `linkperf serve` inside pair `p`'s server namespace, once it listens.
+    fn serve(&self, name: &str, p: &Pair) -> anyhow::Result<Child> {
+        let log = self.logs.join(format!("{name}-serve{}.log", p.index));
+        let mut cmd = netns_command(
+            &p.server_ns,
+            self.exe,
+            &["serve".into(), "--listen".into(), p.server_addr.to_string()],
+        );
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(
+                File::create(&log)
+                    .with_context(|| format!("failed to create {}", log.display()))?,
+            )
+            .process_group(0);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("failed to start linkperf serve in {}", p.server_ns))?;
+        let deadline = Instant::now() + SERVE_READY;
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("listening on") {
+                return Ok(child);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                anyhow::bail!(
+                    "linkperf serve in {} exited ({status}): {}",
+                    p.server_ns,
+                    text.trim()
+                );
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                anyhow::bail!(
+                    "linkperf serve in {} did not listen within {SERVE_READY:?}: {}",
+                    p.server_ns,
+                    text.trim()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// `linkperf suite` inside pair `p`'s client namespace, writing `file`.
+    fn suite(&self, name: &str, p: &Pair, file: &Path, pairs: u32) -> anyhow::Result<Child> {
+        let label = if pairs > 1 {
+            format!("{name}-pair{}", p.index)
+        } else {
+            name.to_string()
+        };
+        let mut args: Vec<String> = vec![
+            "suite".into(),
+            self.args.suite.clone(),
+            "--server".into(),
+            p.server_addr.to_string(),
+            "--out".into(),
+            file.display().to_string(),
+            "--label".into(),
+            label.clone(),
+        ];
+        args.extend(suite_options(self.args));
+        if pairs > 1 {
+            args.push("--quiet".into());
+        }
+        let mut cmd = netns_command(&p.client_ns, self.exe, &args);
+        cmd.stdin(Stdio::null()).process_group(0);
+        if pairs > 1 {
+            // One log per pair: on the terminal they would interleave.
+            let log = self.logs.join(format!("{label}.log"));
+            let f = File::create(&log)
+                .with_context(|| format!("failed to create {}", log.display()))?;
+            cmd.stdout(f.try_clone()?).stderr(f);
+        }
+        cmd.spawn()
+            .with_context(|| format!("failed to start linkperf suite in {}", p.client_ns))
+    }
+
+    /// Waits for every suite; forwards Ctrl-C to them once, kills them on a
+    /// second. True when all exited 0.
+    fn wait(&self, suites: &mut [Child]) -> anyhow::Result<bool> {
+        let mut forwarded = 0;
+        let mut status = vec![None; suites.len()];
+        loop {
+            for (c, s) in suites.iter_mut().zip(status.iter_mut()) {
+                if s.is_none() {
+                    *s = c.try_wait().context("failed to wait for a suite")?;
+                }
+            }
+            if status.iter().all(Option::is_some) {
+                return Ok(status.iter().flatten().all(|s| s.success()));
+            }
+            let seen = self.interrupts.load(Ordering::Acquire);
+            if seen > forwarded {
+                for (c, s) in suites.iter_mut().zip(&status) {
+                    if s.is_none() {
+                        if seen == 1 {
+                            let _ = interrupt(c.id());
+                        } else {
+                            let _ = c.kill();
+                        }
+                    }
+                }
+                forwarded = seen;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// The comparison: `linkperf compare` when this build has it and there are at
+/// least two configurations, else a plain table.
+fn report(exe: &Path, dir: &Path, done: &[(String, PathBuf)]) -> anyhow::Result<()> {
+    let done: Vec<&(String, PathBuf)> = done.iter().filter(|(_, f)| f.exists()).collect();
+    if done.is_empty() {
+        return Ok(());
+    }
+    let has_compare = Command::new(exe)
+        .args(["compare", "--help"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if has_compare && done.len() >= 2 {
+        let out = dir.join("report");
+        let status = Command::new(exe)
+            .arg("compare")
+            .args(done.iter().map(|(_, f)| f))
+            .arg("--out")
+            .arg(&out)
+            .stdin(Stdio::null())
+            .status()
+            .context("failed to run linkperf compare")?;
+        if status.success() {
+            eprintln!(
+                "linkperf lab: comparison (base {}) in {}",
+                done[0].0,
+                out.join("index.html").display()
+            );
+            return Ok(());
+        }
+        eprintln!("linkperf lab: linkperf compare failed ({status}); a plain table instead:");
+    }
+    let docs = done
+        .iter()
+        .map(|(n, f)| {
+            ResultsDocument::load(f)
+                .map(|d| (n.clone(), d))
+                .with_context(|| format!("failed to read {}", f.display()))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    crate::emit(&linkperf_lab::throughput_table(&docs))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_files_per_pair() {
+        let (all, pairs) = result_files(Path::new("/o"), "veth", 1);
+        assert_eq!(all, Path::new("/o/veth.json"));
+        assert_eq!(pairs, [Path::new("/o/veth.json")]);
+        let (all, pairs) = result_files(Path::new("/o"), "veth-1g", 2);
+        assert_eq!(all, Path::new("/o/veth-1g.json"));
+        assert_eq!(
+            pairs,
+            [
+                Path::new("/o/veth-1g-pair1.json"),
+                Path::new("/o/veth-1g-pair2.json")
+            ]
+        );
+    }
+
+    #[test]
+    fn by_hand_instructions_name_the_namespaces_and_addresses() {
+        let t = Topology::build(Catalog::builtin().get("vxlan").unwrap(), 1).unwrap();
+        let r = Record {
+            name: "vxlan".into(),
+            configuration: t.describe(),
+            owner: linkperf_lab::Owner::Up,
+            namespaces: t.namespaces.clone(),
+            pairs: t.pairs.clone(),
+            commands: t.command_lines(),
+            capacity_bits_per_s: None,
+        };
+        let s = by_hand(&r, Path::new("/usr/bin/linkperf"));
+        assert!(
+            s.contains("ip netns exec lp-vxlan-s1 /usr/bin/linkperf serve --listen 198.19.1.1 &"),
+            "{s}"
+        );
+        assert!(
+            s.contains("ip netns exec lp-vxlan-c1 /usr/bin/linkperf run --server 198.19.1.1"),
+            "{s}"
+        );
+        assert!(s.contains("linkperf lab down vxlan"), "{s}");
+        let l = render_up(&[r]);
+        assert!(
+            l.starts_with("vxlan  [lab up]  vxlan: vxlan, 1 pair\n"),
+            "{l}"
+        );
+        assert!(l.contains("    ip netns add lp-vxlan-s1\n"), "{l}");
+        assert_eq!(render_up(&[]), "linkperf lab: nothing is up\n");
+    }
+}

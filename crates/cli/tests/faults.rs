@@ -1,0 +1,1096 @@
+//! Fault and trust tests: real `linkperf serve` and `linkperf run`/`suite`
+//! processes on loopback, hostile or broken peers, killed processes, damaged
+//! files. Every load is bounded in time and stops by itself.
+//!
+//! A client SIGKILLed mid-test is covered by `vanished_client_frees_server_resources`
+//! in e2e.rs: the server frees its sessions, sockets and threads within 5 s and
+//! serves the next test.
+//!
+//! The control protocol is spoken by hand here (with linkperf-wire's encoder and
+//! decoder) where a test must see exactly what the server answers, and when.
+
+// The helpers are shared with e2e.rs; this file does not use all of them.
+#[allow(dead_code)]
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use linkperf_session::AuthKey;
+use linkperf_wire::{
+    decode_server, encode_client, encode_frame, ClientMessage, DataToken, FrameDecoder, Preamble,
+    ServerMessage, PROTOCOL_VERSION,
+};
+use linkperf_workload::{Placement, Protocol, TestSpec};
+use serde_json::Value;
+use util::{exclusive, run, run_json, shared, spawn, text, Server, BIN};
+
+/// Every load: short window, shorter warmup.
+const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
+
+// ---------------------------------------------------------------------------
+// Helpers: the control protocol by hand, keys, serve processes of our own.
+// ---------------------------------------------------------------------------
+
+/// A control connection driven by hand.
+struct Control {
+    stream: TcpStream,
+    decoder: FrameDecoder,
+}
+
+impl Control {
+    fn connect(port: u16) -> Control {
+        let stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect to control");
+        Control {
+            stream,
+            decoder: FrameDecoder::default(),
+        }
+    }
+
+    fn send(&mut self, m: &ClientMessage) {
+        self.stream.write_all(&encode_client(m)).expect("send");
+    }
+
+    /// The next message, or `None` if the server closed the connection first.
+    fn recv(&mut self, within: Duration) -> Option<ServerMessage> {
+        let deadline = Instant::now() + within;
+        let mut buf = [0u8; 4096];
+        loop {
+            if let Some(f) = self.decoder.next_frame().expect("a good frame") {
+                return Some(decode_server(&f).expect("a server message"));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "no answer from the server within {within:?}"
+            );
+            self.stream.set_read_timeout(Some(left)).unwrap();
+            match self.stream.read(&mut buf) {
+                Ok(0) => return None,
+                Ok(n) => self.decoder.feed(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) => panic!("reading the control connection: {e}"),
+            }
+        }
+    }
+
+    fn hello(&mut self) -> (u64, Option<String>) {
+        self.send(&ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            client_version: "faults".into(),
+        });
+        match self.recv(Duration::from_secs(5)) {
+            Some(ServerMessage::Welcome {
+                session, challenge, ..
+            }) => (session, challenge),
+            other => panic!("expected welcome, got {other:?}"),
+        }
+    }
+}
+
+/// A 1-user rr test of `duration`, one server worker.
+fn test_request(users: u32, duration: Duration) -> ClientMessage {
+    let mut spec = TestSpec::new("rr1c-1x1".parse().unwrap(), Protocol::Tcp, users, duration);
+    spec.warmup = Duration::from_millis(100);
+    ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(1),
+    }
+}
+
+/// The server's error: (code, message); panics on anything else.
+fn expect_error(m: Option<ServerMessage>) -> (String, String) {
+    match m {
+        Some(ServerMessage::Error { code, message }) => (code.to_string(), message),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+/// Writes a key file of `content` in `dir`.
+fn key_file(dir: &Path, name: &str, content: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `linkperf serve` child of our own (its exit status matters), logging to `log`.
+fn serve_on(port: u16, extra: &[&str], log: &Path) -> Child {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--port", &port.to_string()])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("spawn linkperf serve");
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("serve exited with {s}: {}", read(log));
+        }
+        if read(log).contains("listening on")
+            && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        {
+            return child;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not start: {}",
+            read(log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill {sig} {pid}");
+}
+
+/// Waits for `child` to exit, at most `within`.
+fn exits_within(child: &mut Child, within: Duration) -> Option<(ExitStatus, Duration)> {
+    let start = Instant::now();
+    while start.elapsed() < within {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some((s, start.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+/// Output of a spawned child, once it has exited.
+fn output(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The first run of the first test of a results document.
+fn first_run(doc: &Value) -> &Value {
+    util::at(doc, "/tests/0/runs/0")
+}
+
+// ---------------------------------------------------------------------------
+// 1. Authentication.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn the_right_key_authenticates_from_the_flag_or_the_environment() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "a pre-shared key of some length\n");
+    let key = key.to_str().unwrap();
+    let server = Server::start(&["--auth-key", key]);
+    assert!(
+        server.log().contains("clients must authenticate"),
+        "{}",
+        server.log()
+    );
+    let addr = server.addr();
+    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key", key];
+    args.extend(TIMING);
+    let (code, _, err, doc) = run_json(&args);
+    assert_eq!(code, 0, "{err}\nserver: {}", server.log());
+    assert_eq!(text(first_run(&doc), "/status"), "ok");
+
+    // The same key, with the whitespace around it different, from the environment.
+    let same = key_file(
+        dir.path(),
+        "same",
+        "  a pre-shared key of some length  \n\n",
+    );
+    let mut cmd = Command::new(BIN);
+    cmd.args(["run", "-q", "--server", &addr])
+        .args(TIMING)
+        .env("LINKPERF_AUTH_KEY_FILE", &same);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "the server's key, 32 bytes long.");
+    let wrong = key_file(dir.path(), "w", "not the server's key, but longer");
+    let server = Server::start(&["--auth-key", key.to_str().unwrap()]);
+    let addr = server.addr();
+
+    // The CLI, wrong key: "authentication failed", exit 1, a failed run recorded.
+    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key"];
+    args.push(wrong.to_str().unwrap());
+    args.extend(TIMING);
+    let (code, _, err, doc) = run_json(&args);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("authentication failed"), "{err}");
+    assert_eq!(text(first_run(&doc), "/status"), "failed");
+    assert!(text(first_run(&doc), "/error").contains("authentication failed"));
+
+    // The CLI, no key: told to give one.
+    let mut args = vec!["run", "-q", "--server", &addr];
+    args.extend(TIMING);
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("the server requires authentication: give --auth-key"),
+        "{err}"
+    );
+
+    // By hand: a wrong response is answered by auth_failed, never by `accepted`.
+    let mut c = Control::connect(server.port());
+    let (_, challenge) = c.hello();
+    let challenge = challenge.expect("a server with a key sends a challenge");
+    assert_eq!(challenge.len(), 64, "32 bytes in hex: {challenge}");
+    c.send(&ClientMessage::Auth {
+        response: "00".repeat(32),
+    });
+    c.send(&test_request(1, Duration::from_secs(1)));
+    let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(
+        (code.as_str(), message.as_str()),
+        ("auth_failed", "authentication failed")
+    );
+    assert!(c.recv(Duration::from_secs(5)).is_none(), "the session ends");
+
+    // By hand: a test request without any answer to the challenge.
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&test_request(1, Duration::from_secs(1)));
+    let (code, _) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(code, "auth_failed");
+    assert!(c.recv(Duration::from_secs(5)).is_none(), "the session ends");
+
+    // No test was ever set up: the server bound no data endpoint.
+    let log = server.log();
+    assert!(log.contains("authentication failed"), "{log}");
+    assert!(!log.contains("running"), "a test ran: {log}");
+}
+
+#[test]
+fn a_replayed_response_fails_in_another_session() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "replay protection test key 0123";
+    let key = key_file(dir.path(), "k", secret);
+    let server = Server::start(&["--auth-key", key.to_str().unwrap()]);
+    let k = AuthKey::from_bytes(secret.as_bytes()).unwrap();
+
+    // Session A answers its challenge rightly; an eavesdropper records the answer.
+    let mut a = Control::connect(server.port());
+    let (session_a, challenge_a) = a.hello();
+    let recorded = k.respond(&challenge_a.unwrap(), session_a).unwrap();
+    a.send(&ClientMessage::Auth {
+        response: recorded.clone(),
+    });
+    a.send(&test_request(1, Duration::from_millis(300)));
+    match a.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted { .. }) => {}
+        other => panic!("the right response must be accepted: {other:?}"),
+    }
+    a.send(&ClientMessage::Abort {
+        reason: "done".into(),
+    });
+
+    // Session B replays it: refused.
+    let mut b = Control::connect(server.port());
+    let (session_b, challenge_b) = b.hello();
+    assert_ne!(session_a, session_b);
+    let challenge_b = challenge_b.unwrap();
+    assert_ne!(k.respond(&challenge_b, session_b).unwrap(), recorded);
+    b.send(&ClientMessage::Auth { response: recorded });
+    let (code, _) = expect_error(b.recv(Duration::from_secs(5)));
+    assert_eq!(code, "auth_failed");
+}
+
+#[test]
+fn unusable_key_files_are_input_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = key_file(dir.path(), "short.key", "fifteen bytes!!\n");
+    let short = short.to_str().unwrap();
+    let missing = dir.path().join("missing.key");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["serve", "--port", "0", "--auth-key", short],
+            "fewer than the 16",
+        ),
+        (
+            &["serve", "--port", "0", "--auth-key", missing],
+            "missing.key",
+        ),
+        (
+            &["run", "--server", "127.0.0.1:9", "--auth-key", short],
+            "short.key",
+        ),
+        (
+            &["run", "--server", "127.0.0.1:9", "--auth-key", missing],
+            "missing.key",
+        ),
+        (
+            &[
+                "suite",
+                "quick",
+                "--server",
+                "127.0.0.1:9",
+                "--auth-key",
+                missing,
+            ],
+            "missing.key",
+        ),
+    ];
+    for (args, says) in cases {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_client_with_a_key_uses_a_server_without_one() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "a key the server does not ask for");
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key"];
+    args.push(key.to_str().unwrap());
+    args.extend(TIMING);
+    let (code, _, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// 2. Data connections belong to their session.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_data_connection_with_a_wrong_token_is_dropped() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&test_request(1, Duration::from_secs(5)));
+    let (ports, token) = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (data_ports, token),
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+    let mut wrong = token.0;
+    wrong[15] ^= 1;
+    let closed_within = |token: DataToken, within: Duration| -> bool {
+        let mut s = TcpStream::connect(data).expect("connect to the data port");
+        let p = Preamble {
+            token,
+            flow: 0,
+            seq: 0,
+        };
+        s.write_all(&p.encode()).unwrap();
+        s.set_read_timeout(Some(within)).unwrap();
+        let mut b = [0u8; 16];
+        match s.read(&mut b) {
+            Ok(0) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                false
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert!(
+        closed_within(DataToken(wrong), Duration::from_secs(2)),
+        "a wrong token must be dropped at once"
+    );
+    assert!(
+        closed_within(DataToken([0; 16]), Duration::from_secs(2)),
+        "a zero token must be dropped at once"
+    );
+    assert!(
+        !closed_within(token, Duration::from_millis(500)),
+        "the session's own token is kept"
+    );
+    c.send(&ClientMessage::Abort {
+        reason: "done".into(),
+    });
+}
+
+// ---------------------------------------------------------------------------
+// 3. Limits: each refusal says which limit.
+// ---------------------------------------------------------------------------
+
+/// Runs a small test against `server` with `extra`; returns (exit code, stderr, doc).
+fn try_run(server: &Server, extra: &[&str]) -> (i32, String, Value) {
+    let addr = server.addr();
+    let mut args = vec!["run", "-q", "--server", &addr];
+    if !extra.contains(&"--duration") {
+        args.extend(TIMING);
+    }
+    args.extend(extra);
+    let (code, _, err, doc) = run_json(&args);
+    (code, err, doc)
+}
+
+#[test]
+fn users_duration_and_connections_limits_refuse_with_their_flag() {
+    let _g = shared();
+    let server = Server::start(&[
+        "--max-users",
+        "3",
+        "--max-duration",
+        "2s",
+        "--max-connections",
+        "5",
+    ]);
+    let cases: [(&[&str], &str); 3] = [
+        (&["--users", "4"], "limit of 3"),
+        (&["--duration", "3s"], "--max-duration"),
+        (&["--users", "3", "--threads", "1"], ""),
+    ];
+    for (extra, says) in cases {
+        let (code, err, doc) = try_run(&server, extra);
+        if says.is_empty() {
+            assert_eq!(code, 0, "{extra:?}: {err}");
+            continue;
+        }
+        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert!(
+            err.contains(says) && err.contains("(limit)"),
+            "{extra:?}: {err}"
+        );
+        assert!(text(first_run(&doc), "/error").contains(says));
+    }
+
+    // Connections: a running 3-user test holds 3 of the 5; a second of 3 is refused.
+    let addr = server.addr();
+    let mut long = spawn(&[
+        "run",
+        "-q",
+        "--server",
+        &addr,
+        "--users",
+        "3",
+        "--duration",
+        "1500ms",
+        "--warmup",
+        "100ms",
+    ]);
+    // The 3-user case above ran one already; wait for this one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.log().matches("running rr1c-1x1--3").count() < 2 {
+        assert!(Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (code, err, _) = try_run(&server, &["--users", "3"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--max-connections of 5") && err.contains("3 in use"),
+        "{err}"
+    );
+    // One more fits beside it.
+    let (code, err, _) = try_run(&server, &["--users", "2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(long.wait().unwrap().success());
+}
+
+#[test]
+fn sessions_limit_counts_sessions_past_their_handshake() {
+    let _g = shared();
+    let server = Server::start(&["--max-sessions", "1"]);
+    // Connections that never say hello do not take the one slot.
+    let idle: Vec<TcpStream> = (0..5)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
+        .collect();
+    let (code, err, _) = try_run(&server, &[]);
+    assert_eq!(code, 0, "{err}");
+    // A session past its hello does.
+    let mut holder = Control::connect(server.port());
+    holder.hello();
+    let (code, err, doc) = try_run(&server, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("already serving 1 sessions") && err.contains("--max-sessions"),
+        "{err}"
+    );
+    assert!(text(first_run(&doc), "/error").contains("--max-sessions"));
+    drop(holder);
+    drop(idle);
+}
+
+#[test]
+fn bytes_per_session_limit_stops_the_test() {
+    let _g = shared();
+    let server = Server::start(&["--max-bytes-per-session", "20m"]);
+    let started = Instant::now();
+    let (code, err, doc) = try_run(
+        &server,
+        &[
+            "--workload",
+            "stream-up:64k",
+            "--duration",
+            "20s",
+            "--warmup",
+            "100ms",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        took < Duration::from_secs(10),
+        "stopped early, not after the window: {took:?}"
+    );
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed");
+    let e = text(r, "/error");
+    assert!(
+        e.contains("--max-bytes-per-session of 20971520 bytes") && e.contains("(limit)"),
+        "{e}"
+    );
+    // What the client measured is kept.
+    assert!(util::num(r, "/client/totals/tx_bytes") > 0.0, "{r}");
+    assert!(
+        server.log().contains("max-bytes-per-session"),
+        "{}",
+        server.log()
+    );
+}
+
+#[test]
+fn frame_size_limit_refuses_large_control_messages() {
+    let _g = shared();
+    let server = Server::start(&["--max-frame", "4k"]);
+    let mut c = Control::connect(server.port());
+    c.hello();
+    let mut frame = Vec::new();
+    encode_frame(&vec![b' '; 5000], &mut frame);
+    c.stream.write_all(&frame[..4]).unwrap();
+    let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(code, "too_large");
+    assert!(
+        message.contains("5000 bytes exceeds the limit of 4096") && message.contains("--max-frame"),
+        "{message}"
+    );
+    // A normal test still fits.
+    let (code, err, _) = try_run(&server, &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+#[test]
+fn handshake_timeout_drops_silent_and_slow_clients() {
+    let _g = shared();
+    let server = Server::start(&["--handshake-timeout", "1s"]);
+    // Silent.
+    let start = Instant::now();
+    let mut silent = Control::connect(server.port());
+    let (code, message) = expect_error(silent.recv(Duration::from_secs(5)));
+    let took = start.elapsed();
+    assert_eq!(code, "limit");
+    assert!(message.contains("--handshake-timeout of 1s"), "{message}");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(silent.recv(Duration::from_secs(3)).is_none(), "then closed");
+
+    // Slow: a hello dripped a byte every 200 ms would take seconds; the limit
+    // counts from the connection, not from the last byte.
+    let start = Instant::now();
+    let mut slow = Control::connect(server.port());
+    let hello = encode_client(&ClientMessage::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        client_version: "slow".into(),
+    });
+    for b in &hello[..10] {
+        if slow.stream.write_all(std::slice::from_ref(b)).is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, _) = expect_error(slow.recv(Duration::from_secs(5)));
+    assert_eq!(code, "limit");
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    // With a key, answering the challenge counts too.
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "a key for the handshake test..");
+    let keyed = Server::start(&[
+        "--handshake-timeout",
+        "1s",
+        "--auth-key",
+        key.to_str().unwrap(),
+    ]);
+    let mut c = Control::connect(keyed.port());
+    c.hello();
+    let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(code, "limit", "{message}");
+    assert!(message.contains("no authentication"), "{message}");
+}
+
+// ---------------------------------------------------------------------------
+// 4. SIGTERM / SIGINT on serve.
+// ---------------------------------------------------------------------------
+
+fn serve_signal_aborts_running_tests(sig: &str) {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let port = free_port();
+    let mut serve = serve_on(port, &[], &log);
+    let addr = format!("127.0.0.1:{port}");
+    let json = dir.path().join("r.json");
+    let client = spawn(&[
+        "run",
+        "-q",
+        "--server",
+        &addr,
+        "--users",
+        "4",
+        "--duration",
+        "20s",
+        "--warmup",
+        "200ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !read(&log).contains("running") {
+        assert!(Instant::now() < deadline, "{}", read(&log));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(serve.id(), sig);
+    let (status, took) = exits_within(&mut serve, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("serve still running 5 s after {sig}: {}", read(&log)));
+    assert!(status.success(), "{status}: {}", read(&log));
+    eprintln!("serve exited {took:?} after {sig}");
+    assert!(
+        read(&log).contains("1 running test(s) aborted"),
+        "{}",
+        read(&log)
+    );
+    let started = Instant::now();
+    let (code, _, err) = output(client);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(code, 1, "{err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "aborted", "{r}");
+    assert!(text(r, "/error").contains("shutting down"), "{r}");
+    // The client keeps what it measured.
+    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+    assert!(r.get("throughput").is_some(), "{r}");
+}
+
+#[test]
+fn sigterm_on_serve_aborts_the_running_test_and_exits_within_5s() {
+    serve_signal_aborts_running_tests("-TERM");
+}
+
+#[test]
+fn sigint_on_serve_aborts_the_running_test_and_exits_within_5s() {
+    serve_signal_aborts_running_tests("-INT");
+}
+
+// ---------------------------------------------------------------------------
+// 5. A server killed mid-suite, then resumed against a restarted one.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn server_killed_mid_suite_keeps_completed_runs_and_resume_completes() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("three.toml");
+    std::fs::write(
+        &suite,
+        r#"name = "three"
+duration = "1s"
+warmup = "100ms"
+
+[[test]]
+workload = "rr1c-1x1"
+users = 1
+
+[[test]]
+workload = "rr1c-1x1"
+users = 2
+
+[[test]]
+workload = "rr1c-1x1"
+users = 3
+"#,
+    )
+    .unwrap();
+    let out = dir.path().join("out.json");
+    let log = dir.path().join("serve.log");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut serve = serve_on(port, &[], &log);
+    let suite_args = |resume: bool| {
+        let mut a = vec![
+            "suite".to_string(),
+            suite.to_str().unwrap().into(),
+            "-q".into(),
+            "--server".into(),
+            addr.clone(),
+            "--threads".into(),
+            "1".into(),
+            "--server-threads".into(),
+            "1".into(),
+            "--out".into(),
+            out.to_str().unwrap().into(),
+        ];
+        if resume {
+            a.push("--resume".into());
+        }
+        a
+    };
+    let args = suite_args(false);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let client = spawn(&args);
+    // Kill the server while the second test runs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !read(&log).contains("running rr1c-1x1--2") {
+        assert!(Instant::now() < deadline, "{}", read(&log));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    let (code, stdout, stderr) = output(client);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    // Which test failed and why.
+    let failed_line = stdout
+        .lines()
+        .find(|l| l.starts_with("rr1c-1x1--2 run 1/1") && l.contains("FAILED"))
+        .unwrap_or_else(|| panic!("no failed line for rr1c-1x1--2: {stdout}"));
+    assert!(
+        failed_line.contains("the server closed the control connection"),
+        "{failed_line}"
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let status = |doc: &Value, name: &str| -> Vec<String> {
+        doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["name"] == name)
+            .flat_map(|t| t["runs"].as_array().unwrap().iter())
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        status(&doc, "rr1c-1x1--1"),
+        ["ok"],
+        "the completed test is kept"
+    );
+    assert_eq!(status(&doc, "rr1c-1x1--2"), ["failed"]);
+    assert_eq!(
+        status(&doc, "rr1c-1x1--3"),
+        ["failed"],
+        "unreachable server"
+    );
+
+    // A new server on the same port; --resume runs only what did not complete.
+    let mut serve = serve_on(port, &[], &log);
+    let args = suite_args(true);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("rr1c-1x1--1 run"),
+        "test 1 ran again: {stdout}"
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    for name in ["rr1c-1x1--1", "rr1c-1x1--2", "rr1c-1x1--3"] {
+        assert_eq!(status(&doc, name), ["ok"], "{name}");
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+// ---------------------------------------------------------------------------
+// 6. A thousand hostile connections.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_thousand_garbage_or_silent_connections_do_not_stop_a_real_test() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let mut hostile = Vec::with_capacity(1000);
+    for i in 0..1000u32 {
+        let mut s = TcpStream::connect(("127.0.0.1", server.port()))
+            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        match i % 4 {
+            // Nothing at all.
+            0 | 1 => {}
+            // Not linkperf.
+            2 => {
+                let _ = s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+            }
+            // Half a frame, then nothing.
+            _ => {
+                let _ = s.write_all(&[0, 0, 0, 200, b'{']);
+            }
+        }
+        hostile.push(s);
+    }
+    let (code, err, doc) = try_run(
+        &server,
+        &["--users", "2", "--duration", "1s", "--warmup", "200ms"],
+    );
+    assert_eq!(code, 0, "{err}\nserver: {}", server.log());
+    assert_eq!(text(first_run(&doc), "/status"), "ok");
+    drop(hostile);
+    let mut server = server;
+    assert!(server.is_running());
+}
+
+// ---------------------------------------------------------------------------
+// 7. Damaged results files: compare and report refuse them, naming the file.
+// ---------------------------------------------------------------------------
+
+/// A real results document.
+fn good_results(dir: &Path) -> PathBuf {
+    let p = dir.join("good.json");
+    let (code, _, err) = run(&[
+        "run",
+        "-q",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "--threads",
+        "1",
+        "--server-threads",
+        "1",
+        "--json",
+        p.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    p
+}
+
+/// Runs `linkperf ARGS`; fails clearly if the subcommand does not exist.
+fn run_subcommand(args: &[&str]) -> (i32, String, String) {
+    let (code, out, err) = run(args);
+    assert!(
+        !err.contains("unrecognized subcommand"),
+        "`linkperf {}` does not exist in this build: {err}",
+        args[0]
+    );
+    (code, out, err)
+}
+
+#[test]
+fn damaged_results_files_are_refused_by_compare_and_report() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_results(dir.path());
+    let text_of_good = std::fs::read_to_string(&good).unwrap();
+    let mut doc: Value = serde_json::from_str(&text_of_good).unwrap();
+
+    let truncated = dir.path().join("truncated.json");
+    std::fs::write(&truncated, &text_of_good[..text_of_good.len() / 2]).unwrap();
+
+    let wrong_types = dir.path().join("hand-edited.json");
+    doc["tests"][0]["runs"][0]["run"] = Value::String("one".into());
+    std::fs::write(&wrong_types, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    let newer = dir.path().join("newer.json");
+    let mut d: Value = serde_json::from_str(&text_of_good).unwrap();
+    d["schema"] = Value::String("linkperf/results/v99".into());
+    std::fs::write(&newer, serde_json::to_string_pretty(&d).unwrap()).unwrap();
+
+    let good = good.to_str().unwrap();
+    for (bad, problem) in [
+        (&truncated, "truncated"),
+        (&wrong_types, "shape"),
+        (&newer, "newer linkperf"),
+    ] {
+        let bad = bad.to_str().unwrap();
+        let name = Path::new(bad).file_name().unwrap().to_str().unwrap();
+        for args in [
+            vec!["compare", good, bad],
+            vec!["compare", bad, good],
+            vec!["report", bad],
+        ] {
+            let (code, out, err) = run_subcommand(&args);
+            assert_eq!(code, 2, "{args:?}: stdout {out} stderr {err}");
+            assert!(
+                err.contains(name) && err.contains(problem),
+                "{args:?}: the message must name {name} and say {problem:?}: {err}"
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 8. The path cut mid-test (the lab: network namespaces joined by a veth pair).
+// ---------------------------------------------------------------------------
+
+/// A lab configuration brought up for one test, and the server in it; both
+/// taken down when dropped.
+struct Lab {
+    name: String,
+    serve: Option<Child>,
+}
+
+impl Lab {
+    /// `linkperf lab up veth,name=NAME`; `None` (with the reason printed) where
+    /// this host cannot run the lab (no root, no iproute2).
+    fn up(name: &str) -> Option<Lab> {
+        let (code, out, err) = run(&["lab", "up", &format!("veth,name={name}")]);
+        assert!(
+            !err.contains("unrecognized subcommand"),
+            "`linkperf lab` does not exist in this build: {err}"
+        );
+        if code == 2 && err.contains("cannot run on this host") {
+            eprintln!("skipped: the lab cannot run here: {err}");
+            return None;
+        }
+        assert_eq!(code, 0, "lab up: {out}\n{err}");
+        Some(Lab {
+            name: name.to_string(),
+            serve: None,
+        })
+    }
+
+    fn server_ns(&self) -> String {
+        format!("lp-{}-s1", self.name)
+    }
+
+    fn client_ns(&self) -> String {
+        format!("lp-{}-c1", self.name)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.serve.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        let _ = Command::new(BIN)
+            .args(["lab", "down", &self.name])
+            .stdin(Stdio::null())
+            .output();
+    }
+}
+
+#[test]
+fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
+    let _g = exclusive();
+    let Some(mut lab) = Lab::up(&format!("faults-cut-{}", std::process::id())) else {
+        return;
+    };
+    // The lab's address plan: server 198.18.1.1 on lp-s1, client 198.18.1.2.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let serve = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.server_ns(),
+            BIN,
+            "serve",
+            "--listen",
+            "198.18.1.1",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("ip netns exec linkperf serve");
+    lab.serve = Some(serve);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !read(&log).contains("listening on") {
+        assert!(
+            Instant::now() < deadline,
+            "serve did not start: {}",
+            read(&log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let json = dir.path().join("cut.json");
+    let started = Instant::now();
+    let client = Command::new("ip")
+        .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
+        .args(["--server", "198.18.1.1", "--users", "2"])
+        .args(["--duration", "2s", "--warmup", "200ms"])
+        .args(["--json", json.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ip netns exec linkperf run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !read(&log).contains("running") {
+        assert!(
+            Instant::now() < deadline,
+            "the test did not start: {}",
+            read(&log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    // Cut the path: the server's end of the veth pair goes down.
+    let down = Command::new("ip")
+        .args(["-n", &lab.server_ns(), "link", "set", "lp-s1", "down"])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    // The client gives up by itself: the window (2 s), the drain (3 s), then the
+    // control timeout for the server's results (30 s); never a hang.
+    let mut client = client;
+    let (status, took) = exits_within(&mut client, Duration::from_secs(60)).unwrap_or_else(|| {
+        let _ = client.kill();
+        panic!("the client still runs 60 s after the path was cut")
+    });
+    let (_, _, err) = output(client);
+    eprintln!("the client gave up {:?} after starting", started.elapsed());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(took < Duration::from_secs(60));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed", "{r}");
+    let e = text(r, "/error");
+    assert!(e.contains("no results from the server within 30s"), "{e}");
+    // What it measured before the cut is kept.
+    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+}

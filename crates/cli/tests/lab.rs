@@ -1,0 +1,768 @@
+//! The lab on this host: real network namespaces, veth pairs, tbf shaping,
+//! VXLAN, a bridge and macvlan, with real `linkperf serve` and `linkperf run`
+//! processes inside them.
+//!
+//! These tests need root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2; CI
+//! runs them as root. Without the privileges each test prints why and passes
+//! without doing anything. Tests that create namespaces run one at a time
+//! (one lock), each under configuration names of its own (`t-…`), and each
+//! removes what it created when it ends, failed or not.
+
+// The helpers are shared with e2e.rs; this file does not use all of them.
+#[allow(dead_code)]
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use util::{at, int, num, text, BIN};
+
+/// One lab test at a time: they share the host's namespaces and CPUs.
+static LAB: Mutex<()> = Mutex::new(());
+
+/// Every load: a short window after a shorter warmup.
+const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
+
+/// Allowance over a shaped rate (tbf counts whole packets, so payload stays under it).
+const CAP_SLACK: f64 = 1.05;
+
+/// Whether this process may build namespaces (CAP_NET_ADMIN and CAP_SYS_ADMIN).
+fn privileged() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    caps & (1 << 12) != 0 && caps & (1 << 21) != 0 && has("ip") && has("tc")
+}
+
+fn has(program: &str) -> bool {
+    Command::new(program)
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The lock, or `None` (with the reason printed) when the lab cannot run here.
+fn lab_lock(test: &str) -> Option<MutexGuard<'static, ()>> {
+    if !privileged() {
+        eprintln!(
+            "{test}: SKIPPED: needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's ip and tc"
+        );
+        return None;
+    }
+    Some(LAB.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// `linkperf lab ARGS`: exit code, stdout, stderr.
+fn lab(args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["lab"];
+    all.extend(args);
+    util::run(&all)
+}
+
+/// `ip ARGS` (or another program) to the end; its stdout, asserting success.
+fn sh(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Namespaces whose name starts with `prefix`.
+fn namespaces(prefix: &str) -> Vec<String> {
+    sh("ip", &["netns", "list"])
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(prefix))
+        .map(String::from)
+        .collect()
+}
+
+/// Links named `lp-…` in the root namespace.
+fn root_lab_links() -> Vec<String> {
+    sh("ip", &["-o", "link"])
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1))
+        .map(|n| n.split('@').next().unwrap_or(n).to_string())
+        .filter(|n| n.starts_with("lp-"))
+        .collect()
+}
+
+/// Nothing of configuration `name` is left: no namespace, no root link.
+fn assert_gone(name: &str) {
+    let left = namespaces(&format!("lp-{name}-"));
+    assert!(left.is_empty(), "{name} left namespaces behind: {left:?}");
+    let links = root_lab_links();
+    assert!(
+        links.is_empty(),
+        "lp- links in the root namespace: {links:?}"
+    );
+    assert!(
+        !Path::new(&format!("/run/linkperf-lab/{name}.json")).exists(),
+        "{name}'s record is still there"
+    );
+}
+
+/// Removes whatever configuration `name` left, whatever happened.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new(BIN)
+            .args(["lab", "down", &self.0])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        for ns in namespaces(&format!("lp-{}-", self.0)) {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+        }
+        let _ = std::fs::remove_file(format!("/run/linkperf-lab/{}.json", self.0));
+    }
+}
+
+/// A configuration brought up with `lab up`, taken down when dropped.
+struct Up {
+    name: String,
+    /// The lab's record of it (`/run/linkperf-lab/NAME.json`).
+    record: Value,
+    _cleanup: Cleanup,
+}
+
+impl Up {
+    /// `linkperf lab up SPEC,name=NAME [--pairs N]`, checked.
+    fn new(spec: &str, name: &str, pairs: u32) -> Up {
+        let cleanup = Cleanup(name.to_string());
+        let full = format!("{spec},name={name}");
+        let pairs = pairs.to_string();
+        let (code, out, err) = lab(&["up", &full, "--pairs", &pairs]);
+        assert_eq!(code, 0, "lab up {full}\nstdout: {out}\nstderr: {err}");
+        // It says how to use it by hand.
+        assert!(
+            out.contains(&format!("linkperf lab: {name} is up")),
+            "{out}"
+        );
+        assert!(
+            out.contains("ip netns exec lp-") && out.contains(" serve --listen 198.1"),
+            "{out}"
+        );
+        assert!(out.contains(&format!("linkperf lab down {name}")), "{out}");
+        let record: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("/run/linkperf-lab/{name}.json"))
+                .expect("the lab's record"),
+        )
+        .expect("the record is JSON");
+        // Its namespaces exist, and `lab list` shows it.
+        for ns in record["namespaces"].as_array().unwrap() {
+            let ns = ns.as_str().unwrap();
+            assert_eq!(namespaces(ns), [ns], "namespace {ns}");
+        }
+        let (code, out, err) = lab(&["list"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains(&format!("{name}  [lab up]")), "{out}");
+        Up {
+            name: name.to_string(),
+            record,
+            _cleanup: cleanup,
+        }
+    }
+
+    fn pair(&self, k: usize) -> &Value {
+        &self.record["pairs"][k]
+    }
+
+    /// `linkperf lab down NAME`, checked, and nothing left.
+    fn down(self) {
+        let (code, _, err) = lab(&["down", &self.name]);
+        assert_eq!(code, 0, "lab down {}: {err}", self.name);
+        assert!(err.contains(&format!("{} is down", self.name)), "{err}");
+        assert_gone(&self.name);
+    }
+}
+
+/// `linkperf serve` inside a namespace, killed when dropped.
+struct Serve {
+    child: Child,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    fn start(ns: &str, addr: &str) -> Serve {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("serve.log");
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns, BIN, "serve", "--listen", addr])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("ip netns exec linkperf serve");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("listening on")
+        {
+            if let Ok(Some(s)) = child.try_wait() {
+                panic!(
+                    "serve in {ns} exited {s}: {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(Instant::now() < deadline, "serve in {ns} did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Serve {
+            child,
+            log,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `linkperf run` inside pair `p`'s client namespace against its server:
+/// the results document, checked for an ok run.
+fn run_through(p: &Value, serve: &Serve, workload: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let ns = text(p, "/client_ns");
+    let addr = text(p, "/server_addr");
+    let mut args = vec![
+        "netns",
+        "exec",
+        ns,
+        BIN,
+        "run",
+        "--quiet",
+        "--server",
+        addr,
+        "--workload",
+        workload,
+    ];
+    args.extend(TIMING);
+    args.extend(["--json", json.to_str().unwrap()]);
+    let out = Command::new("ip").args(&args).output().unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && text(&doc, "/tests/0/runs/0/status") == "ok",
+        "{workload} through {ns}: {}\nstdout: {}\nstderr: {}\nserver: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(&serve.log).unwrap_or_default()
+    );
+    doc
+}
+
+/// Payload Gbit/s of a run's window.
+fn gbit(doc: &Value) -> f64 {
+    num(doc, "/tests/0/runs/0/throughput/bytes_per_s") * 8.0 / 1e9
+}
+
+/// Brings `spec` up as `name`, carries a request/response test and a stream
+/// (server to client) through pair 1, takes it down and checks that nothing
+/// is left. Returns the stream's Gbit/s.
+fn carry(spec: &str, name: &str) -> f64 {
+    let up = Up::new(spec, name, 1);
+    let p = up.pair(0).clone();
+    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let rr = run_through(&p, &serve, "rr1c-200x1000");
+    assert!(num(&rr, "/tests/0/runs/0/throughput/transactions_per_s") > 100.0);
+    assert_eq!(int(&rr, "/tests/0/runs/0/errors"), 0);
+    let stream = run_through(&p, &serve, "str-writex30k");
+    let g = gbit(&stream);
+    assert!(g > 0.01, "{name}: {g} Gbit/s");
+    eprintln!(
+        "{name} ({spec}): stream {g:.3} Gbit/s, rr {:.0} transactions/s",
+        num(&rr, "/tests/0/runs/0/throughput/transactions_per_s")
+    );
+    drop(serve);
+    up.down();
+    g
+}
+
+// ---------------------------------------------------------------------------
+// Every built-in configuration comes up, carries traffic and goes away.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn loopback_carries_rr_and_stream_and_goes_away() {
+    let Some(_g) = lab_lock("loopback") else {
+        return;
+    };
+    carry("loopback", "t-loopback");
+}
+
+#[test]
+fn bridge_carries_rr_and_stream_and_goes_away() {
+    let Some(_g) = lab_lock("bridge") else { return };
+    carry("bridge", "t-bridge");
+}
+
+#[test]
+fn macvlan_carries_rr_and_stream_and_goes_away() {
+    let Some(_g) = lab_lock("macvlan") else {
+        return;
+    };
+    carry("macvlan", "t-macvlan");
+}
+
+/// veth, veth-10g and veth-1g: the shaped ones stay under their cap and
+/// clearly below the unshaped veth.
+#[test]
+fn shaped_veths_stay_under_their_cap_and_below_the_unshaped_veth() {
+    let Some(_g) = lab_lock("shaping") else {
+        return;
+    };
+    let veth = carry("veth", "t-veth");
+    let g10 = carry("veth-10g", "t-veth10g");
+    let g1 = carry("veth-1g", "t-veth1g");
+    eprintln!("stream throughput: veth {veth:.3}, veth-10g {g10:.3}, veth-1g {g1:.3} Gbit/s");
+    assert!(
+        g1 <= 1.0 * CAP_SLACK,
+        "veth-1g carried {g1:.3} Gbit/s, over its cap"
+    );
+    assert!(g1 > 0.5, "veth-1g carried only {g1:.3} Gbit/s");
+    assert!(
+        g1 < veth * 0.5,
+        "veth-1g ({g1:.3}) is not clearly below veth ({veth:.3})"
+    );
+    assert!(
+        g10 <= 10.0 * CAP_SLACK,
+        "veth-10g carried {g10:.3} Gbit/s, over its cap"
+    );
+    if veth > 10.0 {
+        assert!(
+            g10 < veth,
+            "veth-10g ({g10:.3}) is not below veth ({veth:.3})"
+        );
+    } else {
+        eprintln!(
+            "the unshaped veth reaches {veth:.3} Gbit/s on this machine, under 10 Gbit/s: \
+             only veth-10g's cap is asserted, not that it is below veth"
+        );
+    }
+}
+
+#[test]
+fn the_mtu_option_is_applied_inside_the_namespaces() {
+    let Some(_g) = lab_lock("mtu") else { return };
+    let up = Up::new("veth,mtu=9000", "t-jumbo", 1);
+    for (ns, dev) in [("lp-t-jumbo-s1", "lp-s1"), ("lp-t-jumbo-c1", "lp-c1")] {
+        let shown = sh("ip", &["netns", "exec", ns, "ip", "link", "show", dev]);
+        assert!(shown.contains(" mtu 9000 "), "{ns}: {shown}");
+    }
+    let p = up.pair(0).clone();
+    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let doc = run_through(&p, &serve, "str-writex30k");
+    // The client's environment records the route's interface and its MTU.
+    let env = at(&doc, "/environment/client");
+    if let Some(mtu) = env.get("mtu").and_then(Value::as_u64) {
+        assert_eq!(mtu, 9000, "{env}");
+    }
+    drop(serve);
+    up.down();
+}
+
+/// Bytes counted on a device inside a namespace.
+fn counter(ns: &str, dev: &str, which: &str) -> u64 {
+    let path = format!("/sys/class/net/{dev}/statistics/{which}");
+    sh("ip", &["netns", "exec", ns, "cat", &path])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn vxlan_traffic_crosses_the_tunnel() {
+    let Some(_g) = lab_lock("vxlan") else { return };
+    let up = Up::new("vxlan", "t-vxlan", 1);
+    let p = up.pair(0).clone();
+    assert_eq!(text(&p, "/server_addr"), "198.19.1.1");
+    assert_eq!(text(&p, "/client_device"), "lp-vx1");
+    let (sns, cns) = (text(&p, "/server_ns"), text(&p, "/client_ns"));
+    let serve = Serve::start(sns, "198.19.1.1");
+    let before = (
+        counter(sns, "lp-vx1", "tx_bytes"),
+        counter(cns, "lp-vx1", "rx_bytes"),
+    );
+    let under = counter(cns, "lp-c1", "rx_bytes");
+    let doc = run_through(&p, &serve, "str-writex30k");
+    let moved = int(&doc, "/tests/0/runs/0/client/totals/rx_bytes");
+    let tx = counter(sns, "lp-vx1", "tx_bytes") - before.0;
+    let rx = counter(cns, "lp-vx1", "rx_bytes") - before.1;
+    let under = counter(cns, "lp-c1", "rx_bytes") - under;
+    eprintln!(
+        "vxlan: {moved} payload bytes; lp-vx1 sent {tx}, received {rx}; underlay received {under}"
+    );
+    assert!(moved > 1_000_000, "{moved}");
+    assert!(
+        tx >= moved,
+        "the server's tunnel device sent {tx} < {moved}"
+    );
+    assert!(
+        rx >= moved,
+        "the client's tunnel device received {rx} < {moved}"
+    );
+    // The underlay carried the tunnel, encapsulation included.
+    assert!(under > rx, "underlay {under} <= tunnel {rx}");
+    drop(serve);
+    up.down();
+    // Also carries a request/response test, like every configuration.
+    carry("vxlan", "t-vxlan2");
+}
+
+// ---------------------------------------------------------------------------
+// lab run: suites through configurations, pairs, interruptions.
+// ---------------------------------------------------------------------------
+
+/// A suite of a request/response test and a stream, 300 ms each.
+fn mini_suite(dir: &Path) -> PathBuf {
+    let f = dir.join("mini.toml");
+    std::fs::write(
+        &f,
+        "name = \"lab-mini\"\nduration = \"300ms\"\nwarmup = \"200ms\"\n\
+         [[test]]\nworkload = \"rr1c-200x1000\"\nusers = 1\n\
+         [[test]]\nworkload = \"str-writex30k\"\nusers = 1\n",
+    )
+    .unwrap();
+    f
+}
+
+fn load(path: &Path) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// Mean throughput (bytes/s) of test `name` in a results document.
+fn test_rate(doc: &Value, name: &str, field: &str) -> f64 {
+    let t = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no test {name}"));
+    assert_eq!(t["runs"][0]["status"], "ok", "{name}: {}", t["runs"][0]);
+    num(t, &format!("/runs/0/throughput/{field}"))
+}
+
+#[test]
+fn lab_run_records_the_link_in_each_results_file_and_compares() {
+    let Some(_g) = lab_lock("lab run") else {
+        return;
+    };
+    let _c = (Cleanup("t-run-a".into()), Cleanup("t-run-b".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,name=t-run-a,veth-1g,name=t-run-b",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let a = load(&out.join("t-run-a.json"));
+    let b = load(&out.join("t-run-b.json"));
+    assert_eq!(a["label"], "t-run-a");
+    assert_eq!(a["link"]["configuration"], "t-run-a");
+    assert_eq!(a["link"]["capacity_bits_per_s"], Value::Null);
+    assert_eq!(a["link"]["commands"][0], "ip netns add lp-t-run-a-s1");
+    assert_eq!(b["link"]["capacity_bits_per_s"], 1e9);
+    let cmds: Vec<&str> = b["link"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        cmds.contains(
+            &"tc -n lp-t-run-b-c1 qdisc add dev lp-c1 root tbf rate 1gbit burst 131072 latency 5ms"
+        ),
+        "{cmds:?}"
+    );
+    // The typed reader keeps the link block as written.
+    let typed = linkperf_results::ResultsDocument::load(&out.join("t-run-b.json")).unwrap();
+    assert_eq!(serde_json::to_value(&typed).unwrap()["link"], b["link"]);
+    // The suite ran through each: 1 Gbit/s caps the stream of the second.
+    let sa = test_rate(&a, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9;
+    let sb = test_rate(&b, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9;
+    assert!(
+        sb <= CAP_SLACK && sb < sa,
+        "veth {sa:.3}, veth-1g {sb:.3} Gbit/s"
+    );
+    assert!(test_rate(&a, "rr1c-200x1000--1", "transactions_per_s") > 100.0);
+    // The comparison: linkperf compare's report, or the plain table.
+    let report = out.join("report").join("index.html");
+    assert!(
+        report.exists() || stdout.contains("linkperf lab: throughput"),
+        "no comparison: {stdout}\n{err}"
+    );
+    assert!(out.join("logs/t-run-a-serve1.log").exists());
+    assert!(
+        err.contains("t-run-a: taken down") && err.contains("t-run-b: taken down"),
+        "{err}"
+    );
+    assert_gone("t-run-a");
+    assert_gone("t-run-b");
+}
+
+#[test]
+fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
+    let Some(_g) = lab_lock("pairs") else { return };
+    let _c = Cleanup("t-pairs".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth-1g,name=t-pairs",
+        "--pairs",
+        "2",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--duration",
+        "500ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let p1 = load(&out.join("t-pairs-pair1.json"));
+    let p2 = load(&out.join("t-pairs-pair2.json"));
+    let all = load(&out.join("t-pairs.json"));
+    assert_eq!(p1["label"], "t-pairs-pair1");
+    assert_eq!(p2["label"], "t-pairs-pair2");
+    assert_eq!(all["label"], "t-pairs");
+    for d in [&p1, &p2, &all] {
+        assert_eq!(d["link"]["capacity_bits_per_s"], 1e9);
+        assert_eq!(d["link"]["commands"][0], "ip netns add lp-t-pairs-sedge");
+    }
+    for test in ["rr1c-200x1000--1", "str-writex30k--1"] {
+        for field in ["bytes_per_s", "transactions_per_s"] {
+            let (a, b, sum) = (
+                test_rate(&p1, test, field),
+                test_rate(&p2, test, field),
+                test_rate(&all, test, field),
+            );
+            assert!(a > 0.0 && b > 0.0, "{test} {field}: {a} {b}");
+            assert!(
+                (sum - (a + b)).abs() <= 1e-6 * sum,
+                "{test} {field}: {sum} != {a} + {b}"
+            );
+        }
+    }
+    // Both pairs' streams crossed one 1 Gbit/s wire: together they stay under it.
+    let s = test_rate(&all, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9;
+    let (s1, s2) = (
+        test_rate(&p1, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9,
+        test_rate(&p2, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9,
+    );
+    eprintln!("veth-1g × 2 pairs: stream {s1:.3} + {s2:.3} = {s:.3} Gbit/s");
+    assert!(
+        s <= CAP_SLACK,
+        "2 pairs carried {s:.3} Gbit/s over one 1 Gbit/s link"
+    );
+    let server = text(&all, "/tests/0/config/server");
+    assert_eq!(server, "2 pairs: 198.18.1.1, 198.18.2.1");
+    assert!(out.join("logs/t-pairs-pair2.log").exists());
+    assert_gone("t-pairs");
+}
+
+/// Spawns `lab run` of configuration `name` with a long window and waits
+/// until its client namespace exists and the suite is running.
+fn long_lab_run(dir: &Path, name: &str) -> Child {
+    let suite = mini_suite(dir);
+    let child = Command::new(BIN)
+        .args([
+            "lab",
+            "run",
+            "--configs",
+            &format!("veth,name={name}"),
+            "--suite",
+            suite.to_str().unwrap(),
+            "--duration",
+            "30s",
+            "--out",
+            dir.join("out").to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = dir.join("out/logs").join(format!("{name}-serve1.log"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("listening on")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "lab run did not start its server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the suite connect.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(namespaces(&format!("lp-{name}-")).len(), 2);
+    child
+}
+
+#[test]
+fn a_killed_lab_run_is_reported_and_cleaned_by_the_next_lab_command() {
+    let Some(_g) = lab_lock("killed") else { return };
+    let _c = Cleanup("t-killed".into());
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = long_lab_run(dir.path(), "t-killed");
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    // Still there: nobody took it down.
+    assert_eq!(namespaces("lp-t-killed-").len(), 2);
+    let (code, out, err) = lab(&["list"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("removing what an earlier lab command left behind"),
+        "{err}"
+    );
+    for ns in ["lp-t-killed-s1", "lp-t-killed-c1"] {
+        assert!(
+            err.contains(&format!(
+                "namespace {ns} (left by linkperf lab (pid {}), which is no longer running)",
+                child.id()
+            )),
+            "{err}"
+        );
+    }
+    assert!(!out.contains("t-killed"), "{out}");
+    assert_gone("t-killed");
+    // The servers and clients it started died with it.
+    let leftover = sh("ps", &["-eo", "args"])
+        .lines()
+        .filter(|l| l.contains(BIN) && l.contains("--label t-killed"))
+        .count();
+    assert_eq!(leftover, 0, "a suite of the killed lab run still runs");
+    // And the next command finds nothing more. (Not `lab down --all`: other
+    // tests of this workspace may have a configuration up.)
+    let (code, _, err) = lab(&["list"]);
+    assert_eq!(code, 0);
+    assert!(!err.contains("t-killed"), "{err}");
+    // Taking down what is not up is an input error.
+    let (code, _, err) = lab(&["down", "t-killed"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the lab has nothing of that name up"), "{err}");
+}
+
+#[test]
+fn ctrl_c_during_lab_run_takes_everything_down() {
+    let Some(_g) = lab_lock("ctrl-c") else { return };
+    let _c = Cleanup("t-ctrlc".into());
+    let dir = tempfile::tempdir().unwrap();
+    let child = long_lab_run(dir.path(), "t-ctrlc");
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.contains("interrupted; everything the lab brought up is down"),
+        "{err}"
+    );
+    assert_gone("t-ctrlc");
+    // What was measured is kept.
+    let doc = load(&dir.path().join("out/t-ctrlc.json"));
+    assert_eq!(doc["link"]["configuration"], "t-ctrlc");
+}
+
+// ---------------------------------------------------------------------------
+// Preflight: what is missing is said before anything is created.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn without_iproute2_the_lab_names_what_is_missing_and_creates_nothing() {
+    let Some(_g) = lab_lock("no iproute2") else {
+        return;
+    };
+    let _c = Cleanup("t-noip".into());
+    let out = Command::new(BIN)
+        .args(["lab", "up", "veth,name=t-noip"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("missing the `ip` program") && err.contains("missing the `tc` program"),
+        "{err}"
+    );
+    assert!(err.contains("install iproute2"), "{err}");
+    assert!(namespaces("lp-t-noip-").is_empty());
+}
+
+#[test]
+fn without_privileges_the_lab_names_the_capabilities_and_creates_nothing() {
+    let Some(_g) = lab_lock("unprivileged") else {
+        return;
+    };
+    let _c = Cleanup("t-nopriv".into());
+    if !has_setpriv() {
+        eprintln!("unprivileged: SKIPPED: setpriv (util-linux) is not installed");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["lab", "up", "veth,name=t-nopriv"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("missing CAP_NET_ADMIN: run as root"), "{err}");
+    assert!(err.contains("missing CAP_SYS_ADMIN"), "{err}");
+    assert!(namespaces("lp-t-nopriv-").is_empty());
+    // Dry runs need nothing: they only print the commands.
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(["lab", "up", "veth-1g", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("tbf rate 1gbit"));
+}
+
+fn has_setpriv() -> bool {
+    Command::new("setpriv")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}

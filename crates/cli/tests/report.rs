@@ -1,0 +1,524 @@
+//! End-to-end tests of `linkperf compare` and `linkperf report`: two real
+//! suites on loopback with different worker settings, compared; the report
+//! directory checked file by file; the HTML page opened in headless Chromium
+//! (it must load without a console error and its screenshot must not be
+//! blank); bad input refused with exit code 2 and a message naming the file.
+
+// The helpers are shared with e2e.rs; this file does not use all of them.
+#[allow(dead_code)]
+mod util;
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use util::run;
+
+/// A short study: two workloads at 1 and 4 users, sub-second windows.
+const SUITE: &str = r#"
+name = "report-e2e"
+description = "two workloads at 1 and 4 users, for linkperf compare"
+duration = "300ms"
+warmup = "100ms"
+
+[[matrix]]
+workloads = ["rr1c-1x1", "str-readx30k"]
+users = [1, 4]
+"#;
+
+/// Longest headless Chromium may take to load the page.
+const BROWSER_DEADLINE: Duration = Duration::from_secs(60);
+
+/// `linkperf ARGS`, asserting exit code 0; stdout and stderr.
+fn ok(args: &[&str]) -> (String, String) {
+    let (code, out, err) = run(args);
+    assert_eq!(
+        code, 0,
+        "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}"
+    );
+    (out, err)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// Runs the suite twice, labelled `a` (one worker per side) and `b` (two
+/// workers per side), each test twice; returns the two results files.
+fn two_suites(dir: &Path) -> (PathBuf, PathBuf) {
+    let suite = dir.join("study.toml");
+    std::fs::write(&suite, SUITE).unwrap();
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    let common = ["suite", path(&suite), "--quiet", "--repeat", "2"];
+    let mut args = common.to_vec();
+    args.extend([
+        "--label",
+        "a",
+        "--out",
+        path(&a),
+        "--threads",
+        "1",
+        "--server-threads",
+        "1",
+    ]);
+    ok(&args);
+    let mut args = common.to_vec();
+    args.extend([
+        "--label",
+        "b",
+        "--out",
+        path(&b),
+        "--threads",
+        "2",
+        "--server-threads",
+        "2",
+    ]);
+    ok(&args);
+    (a, b)
+}
+
+/// The relative difference the brief defines, positive = candidate better.
+fn relative(base: f64, cand: f64, better: &str) -> f64 {
+    match better {
+        "higher" => (cand / base - 1.0) * 100.0,
+        _ => (base - cand) / base * 100.0,
+    }
+}
+
+fn assert_svg(file: &Path) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let doc = roxmltree::Document::parse(&text)
+        .unwrap_or_else(|e| panic!("{} is not valid XML: {e}", file.display()));
+    assert_eq!(
+        doc.root_element().tag_name().name(),
+        "svg",
+        "{}",
+        file.display()
+    );
+}
+
+/// Decodes a PNG; returns its width and how many colours it has (up to 1000).
+fn png_colours(file: &Path) -> (u32, usize) {
+    let bytes = std::fs::read(file).unwrap();
+    let decoder = png::Decoder::new(bytes.as_slice());
+    let mut reader = decoder
+        .read_info()
+        .unwrap_or_else(|e| panic!("{} is not a PNG: {e}", file.display()));
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader
+        .next_frame(&mut buf)
+        .unwrap_or_else(|e| panic!("{} does not decode: {e}", file.display()));
+    let channels = info.color_type.samples();
+    let mut colours = HashSet::new();
+    for px in buf[..info.buffer_size()].chunks(channels) {
+        colours.insert(px.to_vec());
+        if colours.len() >= 1000 {
+            break;
+        }
+    }
+    (info.width, colours.len())
+}
+
+#[test]
+fn two_real_suites_compared_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = two_suites(dir.path());
+    let out = dir.path().join("report");
+    let (stdout, _) = ok(&["compare", path(&a), path(&b), "--out", path(&out)]);
+
+    // The summary sentence, with counts that add up to the 4 tests.
+    let sentence = stdout.lines().next().unwrap_or_default();
+    let words: Vec<&str> = sentence.split(' ').collect();
+    assert!(
+        sentence.starts_with("b is better in ")
+            && sentence.contains(" of 4 tests, about the same in "),
+        "{stdout}"
+    );
+    let number = |i: usize| {
+        words[i]
+            .trim_end_matches([',', '.'])
+            .parse::<usize>()
+            .unwrap()
+    };
+    // "b is better in N of 4 tests, about the same in N, worse in N[, mixed in N …]."
+    let (better, same, worse) = (number(4), number(12), number(15));
+    let mixed = if words.len() > 18 { number(18) } else { 0 };
+    assert_eq!(better + same + worse + mixed, 4, "{sentence}");
+    assert!(stdout.contains("index.html"), "{stdout}");
+
+    // Every file the issue promises.
+    for name in [
+        "index.html",
+        "comparison.csv",
+        "comparison.md",
+        "comparison.json",
+    ] {
+        assert!(out.join(name).is_file(), "{name} missing");
+    }
+    let mut charts = Vec::new();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "svg") {
+            assert_svg(&p);
+            let png = p.with_extension("png");
+            let (width, colours) = png_colours(&png);
+            assert_eq!(width, 1200, "{}", png.display());
+            assert!(colours > 2, "{} has {colours} colours", png.display());
+            charts.push(p.file_stem().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    charts.sort();
+    assert_eq!(
+        charts,
+        vec![
+            "overview-b",
+            "relative-b-rr1c-1x1",
+            "relative-b-str-readx30k",
+            "throughput-rr1c-1x1",
+            "throughput-str-readx30k",
+            "transaction-time-rr1c-1x1",
+            "transaction-time-str-readx30k",
+        ]
+    );
+
+    // The JSON: every matched test, every metric with the brief's sign
+    // convention, Welch's test where both sides were repeated.
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["schema"], "linkperf/report/v1");
+    let c = &json["comparisons"][0];
+    assert_eq!(
+        (c["base"].as_str(), c["candidate"].as_str()),
+        (Some("a"), Some("b"))
+    );
+    let tests = c["tests"].as_array().unwrap();
+    let names: Vec<&str> = tests.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "rr1c-1x1--1",
+            "rr1c-1x1--4",
+            "str-readx30k--1",
+            "str-readx30k--4"
+        ]
+    );
+    let mut rows = 0;
+    for t in tests {
+        let metrics = t["metrics"].as_array().unwrap();
+        assert!(metrics.len() >= 4, "{t}");
+        for m in metrics {
+            let (base, cand) = (
+                m["base_mean"].as_f64().unwrap(),
+                m["candidate_mean"].as_f64().unwrap(),
+            );
+            let better = m["better"].as_str().unwrap();
+            let pct = m["relative_pct"].as_f64().unwrap();
+            assert!(
+                (pct - relative(base, cand, better)).abs() < 1e-6 * pct.abs().max(1.0),
+                "{m}"
+            );
+            // Two ok runs on each side: Welch (or constant runs), never threshold-only.
+            assert_ne!(m["method"], "threshold_only", "{m}");
+            rows += 1;
+        }
+        assert!(["better", "worse", "same", "mixed"].contains(&t["verdict"].as_str().unwrap()));
+    }
+    assert_eq!(c["counts"]["better"], better);
+    assert!(c["method_note"]
+        .as_str()
+        .unwrap()
+        .starts_with("Repeated runs on both sides"));
+    assert_eq!(json["workloads"].as_array().unwrap().len(), 2);
+    for w in json["workloads"].as_array().unwrap() {
+        let text = w["break_even"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("break-even at ~") || text.starts_with("no crossing in 1–4 users"),
+            "{text}"
+        );
+    }
+
+    // The CSV: a header and one row per test and metric.
+    let csv = std::fs::read_to_string(out.join("comparison.csv")).unwrap();
+    assert!(csv.starts_with("base,candidate,test,workload,protocol,users,metric,"));
+    assert_eq!(csv.lines().count(), 1 + rows);
+
+    // The page: summary first, the commands that made each file, the
+    // environments with the differing worker setting highlighted, nothing external.
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains(sentence), "the page leads with the sentence");
+    assert!(html.contains("--server-threads 2"), "the command of b.json");
+    assert!(html.contains("<tr class=\"diff\"><td class=\"text\">client workers</td>"));
+    let without_ns = html.replace("http://www.w3.org/2000/svg", "");
+    for forbidden in ["http://", "https://", "<script", "<link", "src="] {
+        assert!(!without_ns.contains(forbidden), "{forbidden} in index.html");
+    }
+
+    browser_check(&out.join("index.html"), dir.path(), sentence);
+
+    // --format md to stdout; the same sentence.
+    let (md, _) = ok(&["compare", path(&a), path(&b), "--format", "md"]);
+    assert!(md.starts_with("# linkperf comparison: b against a"), "{md}");
+    assert!(md.contains(sentence));
+    assert!(md.contains("## rr1c-1x1") && md.contains("## str-readx30k"));
+    let (csv_out, _) = ok(&[
+        "compare",
+        path(&a),
+        path(&b),
+        "--format",
+        "csv",
+        "--threshold",
+        "5",
+        "--cpu-side",
+        "client",
+    ]);
+    assert_eq!(csv_out.lines().count(), 1 + rows);
+    assert!(csv_out.contains("efficiency.client_bytes_per_system_cpu_s,bytes/CPU-s,higher,true,"));
+
+    // One file: absolute charts and tables, no relative ones.
+    let single = dir.path().join("single");
+    ok(&[
+        "report",
+        path(&a),
+        "--out",
+        path(&single),
+        "--capacity",
+        "100gbit",
+    ]);
+    for name in [
+        "index.html",
+        "report.csv",
+        "report.md",
+        "report.json",
+        "throughput-rr1c-1x1.svg",
+        "transaction-time-str-readx30k.png",
+    ] {
+        assert!(
+            single.join(name).is_file(),
+            "{name} missing from the one-file report"
+        );
+    }
+    assert!(!single.join("overview-b.svg").exists());
+    let page = std::fs::read_to_string(single.join("index.html")).unwrap();
+    assert!(page.contains("linkperf report: a"));
+
+    capacity_end_to_end(&a, &single.join("report.json"), dir.path());
+}
+
+/// A link capacity, given on the command line or recorded in the results
+/// file, at the rate the loopback path actually carried: the report says
+/// the link is not sufficient; a capacity far below it is said not to
+/// describe the path.
+fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(report_json).unwrap()).unwrap();
+    // The busiest direction of rr1c-1x1's busiest test, in bits per second.
+    let bits = report["figures"][0]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["workload"]["workload"] == "rr1c-1x1")
+        .map(|t| t["busiest_direction_bytes_per_s"].as_f64().unwrap() * 8.0)
+        .fold(0.0, f64::max);
+    assert!(bits > 0.0);
+    let capacity = format!("{bits:.0}");
+    let (md, _) = ok(&["report", path(a), "--capacity", &capacity, "--format", "md"]);
+    assert!(
+        md.contains("the link is not sufficient for this load"),
+        "{md}"
+    );
+
+    let (md, _) = ok(&["report", path(a), "--capacity", "1kbit", "--format", "md"]);
+    assert!(
+        md.contains("the capacity does not describe this path"),
+        "{md}"
+    );
+
+    // Recorded by the lab in the document instead.
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(a).unwrap()).unwrap();
+    doc["link"] = serde_json::json!({
+        "configuration": "shaped",
+        "capacity_bits_per_s": bits,
+        "commands": ["tc qdisc add dev veth0 root tbf rate 1gbit burst 128kb latency 10ms"],
+    });
+    let recorded = dir.join("recorded.json");
+    std::fs::write(&recorded, serde_json::to_string(&doc).unwrap()).unwrap();
+    let out = dir.join("recorded");
+    ok(&["report", path(&recorded), "--out", path(&out)]);
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("the link is not sufficient for this load"));
+    assert!(
+        html.contains("tc qdisc add dev veth0 root tbf rate 1gbit"),
+        "the link's commands"
+    );
+}
+
+/// Where Debian's chromium package puts the browser, or another on PATH.
+fn chromium() -> PathBuf {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    found.unwrap_or_else(|| {
+        panic!("headless Chromium is needed to check the HTML report and was not found at /usr/bin/chromium: run scripts/setup.sh (it installs Debian's chromium package; CI does)")
+    })
+}
+
+/// Headless Chromium on `page` with `extra` arguments; its stdout and stderr.
+fn browser(page: &Path, profile: &Path, extra: &[&str]) -> (String, String) {
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_string(&mut s);
+            }
+            s
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
+    let deadline = Instant::now() + BROWSER_DEADLINE;
+    loop {
+        if child.try_wait().expect("wait for chromium").is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within {BROWSER_DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (out.join().unwrap(), err.join().unwrap())
+}
+
+/// The page loads in Chromium without a console message (the page has no
+/// script: any console line is an error, such as a resource that failed),
+/// its DOM has the summary, and a screenshot at 1200 px is not blank.
+fn browser_check(page: &Path, dir: &Path, sentence: &str) {
+    let profile = dir.join("chromium-profile");
+    let (dom, log) = browser(page, &profile, &["--dump-dom"]);
+    let console: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(
+        console.is_empty(),
+        "console messages while loading the report:\n{}",
+        console.join("\n")
+    );
+    assert!(
+        dom.contains(sentence),
+        "the loaded page lacks the summary: {} bytes of DOM",
+        dom.len()
+    );
+    assert!(dom.contains("<svg"), "the loaded page has no inline chart");
+
+    let shot = dir.join("report.png");
+    let (_, log) = browser(
+        page,
+        &profile,
+        &[
+            "--window-size=1200,2400",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    assert!(shot.is_file(), "no screenshot; chromium said:\n{log}");
+    let (width, colours) = png_colours(&shot);
+    assert_eq!(width, 1200);
+    assert!(colours > 20, "the screenshot is blank ({colours} colours)");
+}
+
+/// A minimal valid results document with no tests.
+const EMPTY: &str = r#"{"schema":"linkperf/results/v1","label":"empty","created":"2024-05-01T10:00:00Z","linkperf_version":"0.1.0","command_line":["linkperf"],"environment":{},"tests":[]}"#;
+
+#[test]
+fn bad_input_exits_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let good = write("good.json", EMPTY);
+    let cases = [
+        (
+            write("truncated.json", &EMPTY[..EMPTY.len() / 2]),
+            "the file is truncated",
+        ),
+        (
+            write(
+                "iperf3.json",
+                r#"{"start": {"version": "iperf 3.12"}, "end": {}}"#,
+            ),
+            "it is not a linkperf results file",
+        ),
+        (
+            write("newer.json", &EMPTY.replace("results/v1", "results/v2")),
+            "it was written by a newer linkperf (schema linkperf/results/v2)",
+        ),
+        (
+            write("text.json", "throughput: 9.4 Gbit/s\n"),
+            "the file is not JSON",
+        ),
+        (
+            dir.path()
+                .join("missing.json")
+                .to_str()
+                .unwrap()
+                .to_string(),
+            "the file does not exist",
+        ),
+    ];
+    for (bad, problem) in &cases {
+        for args in [
+            vec!["compare", bad.as_str(), good.as_str()],
+            vec!["compare", good.as_str(), bad.as_str()],
+            vec!["report", bad.as_str()],
+        ] {
+            let (code, out, err) = run(&args);
+            assert_eq!(code, 2, "{args:?}\nstdout: {out}\nstderr: {err}");
+            assert!(
+                err.contains(bad.as_str()) && err.contains(problem),
+                "{args:?}: {err}"
+            );
+            assert!(out.is_empty(), "{args:?}: {out}");
+        }
+    }
+    // Files without a common test: nothing to compare.
+    let (code, _, err) = run(&["compare", &good, &good]);
+    assert_eq!(code, 2);
+    assert!(err.contains("nothing to compare"), "{err}");
+    // A capacity in bytes is refused, not guessed.
+    let (code, _, err) = run(&["compare", &good, &good, "--capacity", "1gbps"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("1gbit"), "{err}");
+    // One file is not a comparison.
+    let (code, _, _) = run(&["compare", &good]);
+    assert_eq!(code, 2);
+}

@@ -1,0 +1,1464 @@
+//! End-to-end tests of `linkperf suite`: the real binary, a real `linkperf
+//! serve` child (or the embedded server) and real sockets on loopback. Suites
+//! are small TOML files in a temporary directory with sub-second runs; the
+//! assertions are about names, order, counts, statistics and files, never speed.
+//!
+//! With stdout and stderr piped (as here), `linkperf suite` prints one plain
+//! line per finished run on stdout (`NAME run K/N: ... [ok]`), then the table.
+
+// The helpers are shared with e2e.rs; this file does not use all of them.
+#[allow(dead_code)]
+mod util;
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use linkperf_results::ResultsDocument;
+use serde_json::Value;
+use util::{at, int, num, run, shared, spawn, text, Server, BIN};
+
+/// Every load: short window, shorter warmup.
+const TIMING: [&str; 4] = ["--duration", "300ms", "--warmup", "100ms"];
+
+/// Longest a spawned suite may take before the test gives up on it.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Student's t, 0.975 quantile, 2 degrees of freedom (three runs).
+const T_975_2DF: f64 = 4.302_652_729_911_275;
+
+/// The coefficient of variation above which a test is unstable.
+const UNSTABLE_CV: f64 = 0.05;
+
+/// Every figure a summary may hold, by its dotted path in a run.
+const FIGURES: [&str; 25] = [
+    "throughput.bytes_per_s",
+    "throughput.tx_bytes_per_s",
+    "throughput.rx_bytes_per_s",
+    "throughput.transactions_per_s",
+    "transaction_time_us.mean",
+    "transaction_time_us.p50",
+    "transaction_time_us.p90",
+    "transaction_time_us.p99",
+    "transaction_time_us.p999",
+    "transaction_time_us.max",
+    "cpu.client.process_s",
+    "cpu.client.system_busy_s",
+    "cpu.client.softirq_s",
+    "cpu.server.process_s",
+    "cpu.server.system_busy_s",
+    "cpu.server.softirq_s",
+    "efficiency.client_bytes_per_cpu_s",
+    "efficiency.server_bytes_per_cpu_s",
+    "efficiency.client_cpu_us_per_txn",
+    "efficiency.server_cpu_us_per_txn",
+    "efficiency.client_bytes_per_system_cpu_s",
+    "efficiency.server_bytes_per_system_cpu_s",
+    "efficiency.client_system_cpu_us_per_txn",
+    "efficiency.server_system_cpu_us_per_txn",
+    "errors",
+];
+
+// ---------------------------------------------------------------------------
+// Helpers.
+// ---------------------------------------------------------------------------
+
+/// A suite file in its own temporary directory, and where its results go.
+struct Study {
+    dir: tempfile::TempDir,
+    file: PathBuf,
+    out: PathBuf,
+}
+
+impl Study {
+    fn new(toml: &str) -> Study {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("study.toml");
+        std::fs::write(&file, toml).expect("write the suite file");
+        let out = dir.path().join("results.json");
+        Study { dir, file, out }
+    }
+
+    fn file(&self) -> &str {
+        self.file.to_str().expect("utf-8 temp path")
+    }
+
+    fn out(&self) -> &str {
+        self.out.to_str().expect("utf-8 temp path")
+    }
+
+    /// Replaces the suite file's text.
+    fn rewrite(&self, toml: &str) {
+        std::fs::write(&self.file, toml).expect("rewrite the suite file");
+    }
+
+    /// The results document, which must be there and parse.
+    fn doc(&self) -> Value {
+        read_doc(&self.out).unwrap_or_else(|| panic!("no results file {}", self.out.display()))
+    }
+
+    /// Files left in the directory besides the suite file and the results.
+    fn strays(&self) -> Vec<String> {
+        std::fs::read_dir(self.dir.path())
+            .expect("list temp dir")
+            .map(|e| {
+                e.expect("dir entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|n| n != "study.toml" && n != "results.json")
+            .collect()
+    }
+}
+
+/// The results document at `path` if the file exists. Whenever it exists it
+/// must be a whole, valid results document: JSON, and loadable as such.
+fn read_doc(path: &Path) -> Option<Value> {
+    let bytes = std::fs::read(path).ok()?;
+    let text =
+        String::from_utf8(bytes).unwrap_or_else(|e| panic!("{} is not UTF-8: {e}", path.display()));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "{} is not JSON ({e}), a save was not atomic:\n{text}",
+            path.display()
+        )
+    });
+    if let Err(e) = ResultsDocument::from_json(&text, &path.display().to_string()) {
+        panic!("{} is not a results document: {e}", path.display());
+    }
+    Some(v)
+}
+
+/// `linkperf suite ARGS`: exit code, stdout, stderr.
+fn suite(args: &[&str]) -> (i32, String, String) {
+    let mut all = vec!["suite"];
+    all.extend(args);
+    run(&all)
+}
+
+/// `linkperf suite ARGS`, which must exit 0; its stdout.
+fn suite_ok(args: &[&str]) -> String {
+    let (code, out, err) = suite(args);
+    assert_eq!(
+        code, 0,
+        "linkperf suite {args:?} failed\nstdout: {out}\nstderr: {err}"
+    );
+    out
+}
+
+/// The tests of a results document.
+fn tests(doc: &Value) -> &Vec<Value> {
+    at(doc, "/tests").as_array().expect("tests is an array")
+}
+
+/// The names of the tests of a results document, in order.
+fn names(doc: &Value) -> Vec<String> {
+    tests(doc)
+        .iter()
+        .map(|t| text(t, "/name").to_string())
+        .collect()
+}
+
+/// The test called `name`.
+fn test<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    tests(doc)
+        .iter()
+        .find(|t| text(t, "/name") == name)
+        .unwrap_or_else(|| panic!("no test {name} in {:?}", names(doc)))
+}
+
+/// (run number, status) of every run of a test.
+fn runs(test: &Value) -> Vec<(u64, String)> {
+    at(test, "/runs")
+        .as_array()
+        .expect("runs is an array")
+        .iter()
+        .map(|r| (int(r, "/run"), text(r, "/status").to_string()))
+        .collect()
+}
+
+/// Ok runs of every test, all together.
+fn ok_runs(doc: &Value) -> usize {
+    tests(doc)
+        .iter()
+        .flat_map(runs)
+        .filter(|(_, s)| s == "ok")
+        .count()
+}
+
+/// `(name, run, of, status)` of every plain progress line on stdout:
+/// `NAME run K/N: FIGURES [STATUS]` or `NAME run K/N: [STATUS] ERROR`.
+fn run_lines(stdout: &str) -> Vec<(String, u32, u32, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(" run ")?;
+            let (k, rest) = rest.split_once('/')?;
+            let (n, rest) = rest.split_once(':')?;
+            let rest = rest.trim();
+            let status = match rest.strip_prefix('[') {
+                Some(r) => r.split_once(']')?.0,
+                None => rest.rsplit_once('[')?.1.strip_suffix(']')?,
+            };
+            Some((
+                name.to_string(),
+                k.parse().ok()?,
+                n.parse().ok()?,
+                status.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// `(name, run)` of the plain progress lines: the order runs happened in.
+fn order(stdout: &str) -> Vec<(String, u32)> {
+    run_lines(stdout)
+        .into_iter()
+        .map(|(n, k, _, _)| (n, k))
+        .collect()
+}
+
+/// The rows of the table printed at the end, split on white space.
+fn table_rows(stdout: &str) -> Vec<Vec<String>> {
+    let lines: Vec<&str> = stdout.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("test ") && l.contains(" runs ") && l.contains(" cv "))
+        .unwrap_or_else(|| panic!("no table in stdout:\n{stdout}"));
+    lines[head + 1..]
+        .iter()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+/// The summary's cv as the table shows it.
+fn cv_cell(summary: Option<&Value>) -> String {
+    match summary
+        .and_then(|s| s.get("throughput_cv"))
+        .and_then(Value::as_f64)
+    {
+        Some(cv) => format!("{:.1}%", cv * 100.0),
+        None => "-".into(),
+    }
+}
+
+/// The table and the results document agree test by test, and each test's
+/// `unstable` is exactly its throughput cv above 5%.
+fn check_table_against_json(stdout: &str, doc: &Value) {
+    let rows = table_rows(stdout);
+    assert_eq!(
+        rows.iter().map(|r| r[0].clone()).collect::<Vec<_>>(),
+        names(doc),
+        "one table row per test, in the document's order:\n{stdout}"
+    );
+    for (row, t) in rows.iter().zip(tests(doc)) {
+        let name = text(t, "/name");
+        let summary = t.get("summary");
+        let ok = runs(t).iter().filter(|(_, s)| s == "ok").count();
+        assert_eq!(row[1], ok.to_string(), "{name}: runs column: {row:?}");
+        let unstable = match summary {
+            Some(s) => {
+                assert_eq!(int(s, "/runs") as usize, ok, "{name}: summary runs");
+                let cv = s.get("throughput_cv").and_then(Value::as_f64);
+                let metric_cv = s
+                    .pointer("/metrics/throughput.bytes_per_s/cv")
+                    .and_then(Value::as_f64);
+                assert_eq!(cv, metric_cv, "{name}: throughput_cv is the metric's cv");
+                let flagged = at(s, "/unstable").as_bool().expect("unstable is a bool");
+                assert_eq!(
+                    flagged,
+                    cv.is_some_and(|c| c > UNSTABLE_CV),
+                    "{name}: unstable must be cv > 5%, cv {cv:?}"
+                );
+                flagged
+            }
+            None => {
+                assert_eq!(ok, 0, "{name}: a test with ok runs has a summary");
+                false
+            }
+        };
+        assert_eq!(row[6], cv_cell(summary), "{name}: cv column: {row:?}");
+        assert_eq!(
+            row.iter().any(|c| c.trim_end_matches(',') == "UNSTABLE"),
+            unstable,
+            "{name}: UNSTABLE in the table iff the summary says so: {row:?}"
+        );
+    }
+}
+
+/// Waits for a spawned suite to end: exit code (-1 if killed by a signal),
+/// stdout, stderr.
+fn finish(mut child: Child) -> (i32, String, String) {
+    let deadline = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for linkperf") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("linkperf suite still running after {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    let mut err = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// Polls `path` while `child` runs until `ready` says the document is far
+/// enough; every read must be a whole document. The number of reads is returned.
+fn poll_until(child: &mut Child, path: &Path, ready: impl Fn(&Value) -> bool) -> usize {
+    let deadline = Instant::now() + DEADLINE;
+    let mut reads = 0;
+    loop {
+        if let Some(doc) = read_doc(path) {
+            reads += 1;
+            if ready(&doc) {
+                return reads;
+            }
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the suite ended ({s}) before the results file was ready");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the results file was not ready within {DEADLINE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Relative closeness, for figures that went through a computation and JSON.
+fn close(a: f64, b: f64, scale: f64) -> bool {
+    (a - b).abs() <= 1e-9 * scale.abs().max(f64::MIN_POSITIVE)
+}
+
+/// The value of dotted figure `key` in a run, if the run has it.
+fn figure(run: &Value, key: &str) -> Option<f64> {
+    run.pointer(&format!("/{}", key.replace('.', "/")))
+        .and_then(Value::as_f64)
+}
+
+// ---------------------------------------------------------------------------
+// 1. --list and --dry-run.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn list_shows_each_builtin_suite_on_one_line() {
+    let out = suite_ok(&["--list"]);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 4, "one line per built-in suite:\n{out}");
+    let listed: BTreeSet<&str> = lines
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        BTreeSet::from(["interconnect", "quick", "tunnel", "uperf45"]),
+        "{out}"
+    );
+    for l in lines {
+        assert!(
+            l.split_whitespace().count() > 3,
+            "each suite has a description: {l}"
+        );
+    }
+}
+
+/// The study's 45 names, in the study's order.
+fn uperf45_names() -> Vec<String> {
+    let mut v = Vec::new();
+    for w in [
+        "rr1c-1x1",
+        "rr1c-200x1000",
+        "rr1c-200x30k",
+        "str-readx30k",
+        "str-writex30k",
+    ] {
+        for u in [1, 10, 25, 50, 75, 100, 150, 200, 250] {
+            v.push(format!("{w}--{u}"));
+        }
+    }
+    v
+}
+
+/// The test names of a dry run's listing (the indented lines).
+fn planned(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn dry_run_lists_the_tests_and_the_time_and_runs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("never.json");
+    let out_path = out_file.to_str().unwrap();
+    // Port 9 refuses: a dry run that connected would fail.
+    let out = suite_ok(&[
+        "uperf45",
+        "--dry-run",
+        "--server",
+        "127.0.0.1:9",
+        "--out",
+        out_path,
+    ]);
+    let listed = planned(&out);
+    assert_eq!(listed, uperf45_names(), "{out}");
+    assert_eq!(listed.first().unwrap(), "rr1c-1x1--1");
+    assert_eq!(listed.last().unwrap(), "str-writex30k--250");
+    assert!(out.contains("45 tests"), "{out}");
+    // 45 × (1 s warmup + 50 s + 1.5 s overhead) = 2362.5 s.
+    assert!(out.contains("estimated time: 39m 22s"), "{out}");
+    assert!(!out_file.exists(), "a dry run wrote {out_path}");
+    assert!(run_lines(&out).is_empty(), "a dry run runs nothing: {out}");
+
+    let out = suite_ok(&["uperf45", "--dry-run", "--repeat", "3"]);
+    assert!(out.contains("135 runs"), "{out}");
+    assert!(out.contains("estimated time: 1h 58m 7s"), "{out}");
+
+    let out = suite_ok(&[
+        "uperf45",
+        "--dry-run",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+    ]);
+    // 45 × (0.5 + 2 + 1.5) s = 180 s.
+    assert!(out.contains("estimated time: 3m"), "{out}");
+
+    for (name, expected) in [
+        (
+            "quick",
+            vec![
+                "rr1c-1x1--1",
+                "rr1c-1x1--10",
+                "rr1c-200x1000--1",
+                "rr1c-200x1000--10",
+                "str-readx30k--1",
+                "str-readx30k--10",
+                "str-writex30k--1",
+                "str-writex30k--10",
+            ],
+        ),
+        (
+            "tunnel",
+            vec![
+                "str-readx64k--5",
+                "rr1c-1x1--1",
+                "rr1c-1x1--5",
+                "rr1c-200x1000--1",
+                "rr1c-200x1000--5",
+            ],
+        ),
+        (
+            "interconnect",
+            vec![
+                "mix-200x200*1,200x8k*3--40--udp",
+                "mix-200x200*1,200x8k*3--60--udp",
+                "mix-200x200*1,200x8k*3--80--udp",
+                "mix-200x200*1,200x8k*3--40",
+                "mix-200x200*1,200x8k*3--60",
+                "mix-200x200*1,200x8k*3--80",
+            ],
+        ),
+    ] {
+        let out = suite_ok(&[name, "--dry-run", "--out", out_path]);
+        assert_eq!(planned(&out), expected, "{name}:\n{out}");
+        assert!(out.contains("estimated time:"), "{name}: {out}");
+        assert!(!out_file.exists(), "a dry run of {name} wrote {out_path}");
+    }
+    // The tunnel runs three times unless told otherwise.
+    let out = suite_ok(&["tunnel", "--dry-run"]);
+    assert!(out.contains("15 runs"), "{out}");
+}
+
+// ---------------------------------------------------------------------------
+// 2. Matrix expansion and names.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn matrix_expands_workloads_users_and_protocols() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let s = Study::new(
+        r#"
+name = "matrix"
+description = "2 workloads x 2 protocols x 2 user counts"
+duration = "300ms"
+warmup = "100ms"
+
+[[matrix]]
+workloads = ["rr1c-1x1", "rr:64x1k"]
+users = [1, 3]
+protocols = ["tcp", "udp"]
+"#,
+    );
+    let expected = [
+        "rr1c-1x1--1",
+        "rr1c-1x1--3",
+        "rr1c-1x1--1--udp",
+        "rr1c-1x1--3--udp",
+        "rr1c-64x1k--1",
+        "rr1c-64x1k--3",
+        "rr1c-64x1k--1--udp",
+        "rr1c-64x1k--3--udp",
+    ];
+    let out = suite_ok(&[s.file(), "--dry-run", "--out", s.out()]);
+    assert_eq!(planned(&out), expected, "{out}");
+    assert!(!s.out.exists());
+
+    let addr = server.addr();
+    let out = suite_ok(&[s.file(), "--server", &addr, "--out", s.out()]);
+    let doc = s.doc();
+    assert_eq!(names(&doc), expected, "exactly the matrix's tests");
+    assert_eq!(
+        at(&doc, "/suite/tests").as_array().unwrap().len(),
+        expected.len()
+    );
+    for (i, name) in expected.iter().enumerate() {
+        assert_eq!(text(&doc, &format!("/suite/tests/{i}")), *name);
+        let t = test(&doc, name);
+        let udp = name.ends_with("--udp");
+        assert_eq!(
+            text(t, "/workload/protocol"),
+            if udp { "udp" } else { "tcp" }
+        );
+        let users: u64 = name.split("--").nth(1).unwrap().parse().unwrap();
+        assert_eq!(int(t, "/workload/users"), users, "{name}");
+        assert_eq!(text(t, "/config/server"), addr);
+        assert_eq!(runs(t), [(1, "ok".to_string())], "{name}");
+    }
+    assert_eq!(
+        text(&doc, "/label"),
+        "matrix",
+        "the label defaults to the suite's name"
+    );
+    assert_eq!(text(&doc, "/suite/name"), "matrix");
+    assert_eq!(int(&doc, "/suite/repeat"), 1);
+    let fp = text(&doc, "/suite/fingerprint");
+    assert!(
+        fp.len() == 64 && fp.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{fp}"
+    );
+    assert_eq!(
+        order(&out),
+        expected
+            .iter()
+            .map(|n| (n.to_string(), 1))
+            .collect::<Vec<_>>(),
+        "{out}"
+    );
+    assert!(run_lines(&out).iter().all(|l| l.3 == "ok"), "{out}");
+    check_table_against_json(&out, &doc);
+    assert!(
+        s.strays().is_empty(),
+        "temporary files left: {:?}",
+        s.strays()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 3. Repeat and interleave order.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn repeats_interleave_by_default_and_run_back_to_back_on_request() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let toml = r#"
+name = "order"
+[[test]]
+workload = "rr1c-1x1"
+users = 1
+[[test]]
+workload = "rr1c-1x1"
+users = 2
+"#;
+    let (a, b) = ("rr1c-1x1--1".to_string(), "rr1c-1x1--2".to_string());
+
+    let s = Study::new(toml);
+    let mut args = vec![
+        s.file(),
+        "--server",
+        &addr,
+        "--repeat",
+        "2",
+        "--out",
+        s.out(),
+    ];
+    args.extend(TIMING);
+    let out = suite_ok(&args);
+    assert_eq!(
+        order(&out),
+        [
+            (a.clone(), 1),
+            (b.clone(), 1),
+            (a.clone(), 2),
+            (b.clone(), 2)
+        ],
+        "interleaved: A1 B1 A2 B2\n{out}"
+    );
+    assert!(run_lines(&out).iter().all(|l| l.2 == 2 && l.3 == "ok"));
+    let doc = s.doc();
+    assert_eq!(at(&doc, "/suite/interleave"), &Value::Bool(true));
+    assert_eq!(int(&doc, "/suite/repeat"), 2);
+    for n in [&a, &b] {
+        assert_eq!(
+            runs(test(&doc, n)),
+            [(1, "ok".into()), (2, "ok".into())],
+            "{n}"
+        );
+    }
+
+    let s = Study::new(toml);
+    args[6] = s.out();
+    args[0] = s.file();
+    args.push("--no-interleave");
+    let out = suite_ok(&args);
+    assert_eq!(
+        order(&out),
+        [
+            (a.clone(), 1),
+            (a.clone(), 2),
+            (b.clone(), 1),
+            (b.clone(), 2)
+        ],
+        "back to back: A1 A2 B1 B2\n{out}"
+    );
+    let doc = s.doc();
+    assert_eq!(at(&doc, "/suite/interleave"), &Value::Bool(false));
+    for n in [&a, &b] {
+        assert_eq!(
+            runs(test(&doc, n)),
+            [(1, "ok".into()), (2, "ok".into())],
+            "{n}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 4 and 5. Statistics and unstable flagging.
+// ---------------------------------------------------------------------------
+
+/// Checks one metric's statistics against the values computed here.
+fn check_stats(name: &str, key: &str, stats: &Value, values: &[f64]) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let scale = mean.abs().max(max.abs());
+    let what = format!("{name} {key} over {values:?}: {stats}");
+    assert_eq!(int(stats, "/n"), values.len() as u64, "{what}");
+    assert!(close(num(stats, "/mean"), mean, scale), "mean: {what}");
+    assert!(close(num(stats, "/stddev"), sd, scale), "stddev: {what}");
+    assert_eq!(num(stats, "/min"), min, "min: {what}");
+    assert_eq!(num(stats, "/max"), max, "max: {what}");
+    match stats.get("cv").and_then(Value::as_f64) {
+        Some(cv) => {
+            assert!(mean != 0.0, "cv without a mean: {what}");
+            assert!(close(cv, sd / mean.abs(), 1.0), "cv: {what}");
+        }
+        None => assert_eq!(mean, 0.0, "cv missing: {what}"),
+    }
+    // With n = 3 the interval is mean ± t(0.975, 2) × sd / √3.
+    assert_eq!(values.len(), 3);
+    let half = T_975_2DF * sd / 3f64.sqrt();
+    assert!(
+        close(num(stats, "/ci95_low"), mean - half, scale),
+        "ci95_low {}: {what}",
+        mean - half
+    );
+    assert!(
+        close(num(stats, "/ci95_high"), mean + half, scale),
+        "ci95_high {}: {what}",
+        mean + half
+    );
+}
+
+#[test]
+fn statistics_match_values_computed_by_hand() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let s = Study::new(
+        r#"
+name = "stats"
+[[matrix]]
+workloads = ["rr1c-1x1", "rr1c-200x1000"]
+users = [2]
+"#,
+    );
+    let mut args = vec![
+        s.file(),
+        "--server",
+        &addr,
+        "--repeat",
+        "3",
+        "--out",
+        s.out(),
+    ];
+    args.extend(TIMING);
+    let out = suite_ok(&args);
+    let doc = s.doc();
+    assert_eq!(names(&doc), ["rr1c-1x1--2", "rr1c-200x1000--2"]);
+    for t in tests(&doc) {
+        let name = text(t, "/name");
+        let raw = at(t, "/runs").as_array().unwrap();
+        assert_eq!(runs(t).len(), 3, "{name}");
+        assert!(runs(t).iter().all(|(_, s)| s == "ok"), "{name}");
+        let summary = at(t, "/summary");
+        assert_eq!(int(summary, "/runs"), 3, "{name}");
+        let metrics = at(summary, "/metrics").as_object().unwrap();
+        for key in [
+            "throughput.bytes_per_s",
+            "throughput.tx_bytes_per_s",
+            "throughput.rx_bytes_per_s",
+            "throughput.transactions_per_s",
+            "transaction_time_us.mean",
+            "transaction_time_us.p99",
+            "cpu.client.process_s",
+            "cpu.server.process_s",
+            "errors",
+        ] {
+            assert!(metrics.contains_key(key), "{name}: no {key} in the summary");
+        }
+        // Every figure all three runs carry is summarised, and only those.
+        for key in FIGURES {
+            let values: Option<Vec<f64>> = raw.iter().map(|r| figure(r, key)).collect();
+            match (values, metrics.get(key)) {
+                (Some(v), Some(stats)) => check_stats(name, key, stats, &v),
+                (None, None) => {}
+                (v, m) => panic!("{name} {key}: runs {v:?}, summary {m:?}"),
+            }
+        }
+        assert!(
+            metrics.keys().all(|k| FIGURES.contains(&k.as_str())),
+            "{name}: unexpected figures {:?}",
+            metrics.keys()
+        );
+        let cv = num(summary, "/metrics/throughput.bytes_per_s/cv");
+        assert_eq!(num(summary, "/throughput_cv"), cv, "{name}");
+        assert_eq!(
+            at(summary, "/unstable").as_bool().unwrap(),
+            cv > UNSTABLE_CV,
+            "{name}: cv {cv}"
+        );
+    }
+    check_table_against_json(&out, &doc);
+}
+
+#[test]
+fn unstable_is_flagged_exactly_above_five_percent() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let s = Study::new(
+        r#"
+name = "unstable"
+[[matrix]]
+workloads = ["rr1c-1x1"]
+users = [1, 2, 3]
+"#,
+    );
+    let mut args = vec![
+        s.file(),
+        "--server",
+        &addr,
+        "--repeat",
+        "2",
+        "--out",
+        s.out(),
+    ];
+    args.extend(TIMING);
+    let out = suite_ok(&args);
+    check_table_against_json(&out, &s.doc());
+
+    // The machine decides nothing: give two tests' runs throughputs on either
+    // side of the threshold, take a run of the third away, and resume. The
+    // resumed run makes the suite recompute every summary and print the table.
+    let (above, below) = ([1.0e9, 1.075e9], [1.0e9, 1.07e9]);
+    let cv = |v: [f64; 2]| ((v[1] - v[0]) / 2f64.sqrt()) / ((v[0] + v[1]) / 2.0);
+    assert!(cv(above) > UNSTABLE_CV && cv(above) < 0.052);
+    assert!(cv(below) < UNSTABLE_CV && cv(below) > 0.047);
+    let mut doc = s.doc();
+    for (name, values) in [("rr1c-1x1--1", above), ("rr1c-1x1--2", below)] {
+        let t = doc["tests"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|t| t["name"] == name)
+            .unwrap();
+        for (r, v) in t["runs"].as_array_mut().unwrap().iter_mut().zip(values) {
+            r["throughput"]["bytes_per_s"] = v.into();
+        }
+    }
+    let t3 = doc["tests"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"] == "rr1c-1x1--3")
+        .unwrap();
+    t3["runs"].as_array_mut().unwrap().pop();
+    std::fs::write(&s.out, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+
+    args.push("--resume");
+    let out = suite_ok(&args);
+    assert_eq!(order(&out), [("rr1c-1x1--3".to_string(), 2)], "{out}");
+    let doc = s.doc();
+    let summary = |n: &str| at(test(&doc, n), "/summary").clone();
+    let a = summary("rr1c-1x1--1");
+    assert_eq!(a["unstable"], true, "cv {} > 5%: {a}", cv(above));
+    assert!(close(num(&a, "/throughput_cv"), cv(above), 1.0), "{a}");
+    let b = summary("rr1c-1x1--2");
+    assert_eq!(b["unstable"], false, "cv {} ≤ 5%: {b}", cv(below));
+    assert!(close(num(&b, "/throughput_cv"), cv(below), 1.0), "{b}");
+    assert_eq!(int(&summary("rr1c-1x1--3"), "/runs"), 2);
+
+    let rows = table_rows(&out);
+    assert_eq!(rows[0][6], "5.1%", "{out}");
+    assert!(rows[0].contains(&"UNSTABLE".to_string()), "{out}");
+    assert_eq!(rows[1][6], "4.8%", "{out}");
+    assert!(!rows[1].contains(&"UNSTABLE".to_string()), "{out}");
+    check_table_against_json(&out, &doc);
+}
+
+// ---------------------------------------------------------------------------
+// 6. Atomic saves, SIGKILL and --resume.
+// ---------------------------------------------------------------------------
+
+const KILL_SUITE: &str = r#"
+name = "kill"
+duration = "500ms"
+warmup = "100ms"
+[[matrix]]
+workloads = ["rr1c-1x1", "rr1c-200x1000"]
+users = [1, 2]
+"#;
+
+#[test]
+fn sigkill_mid_suite_then_resume_completes_every_run() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let s = Study::new(KILL_SUITE);
+    let mut args = vec![
+        "suite",
+        s.file(),
+        "--server",
+        &addr,
+        "--repeat",
+        "2",
+        "--out",
+        s.out(),
+    ];
+
+    let mut child = spawn(&args);
+    let reads = poll_until(&mut child, &s.out, |d| ok_runs(d) >= 1);
+    assert!(
+        matches!(child.try_wait(), Ok(None)),
+        "the suite must still be running when killed"
+    );
+    child.kill().expect("SIGKILL linkperf suite");
+    let (code, _, _) = finish(child);
+    assert_eq!(code, -1, "killed by a signal");
+    assert!(reads >= 1);
+
+    let killed = s.doc();
+    let done = ok_runs(&killed);
+    assert!((1..8).contains(&done), "{done} runs done at the kill");
+    let fingerprint = text(&killed, "/suite/fingerprint").to_string();
+    assert_eq!(fingerprint.len(), 64);
+
+    args.push("--resume");
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "resume failed\nstdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains(&format!("{done} of 8 runs already done")),
+        "{err}"
+    );
+    assert_eq!(
+        run_lines(&out).len(),
+        8 - done,
+        "only the missing runs run again:\n{out}"
+    );
+    let doc = s.doc();
+    let expected = [
+        "rr1c-1x1--1",
+        "rr1c-1x1--2",
+        "rr1c-200x1000--1",
+        "rr1c-200x1000--2",
+    ];
+    assert_eq!(names(&doc), expected);
+    for name in expected {
+        assert_eq!(
+            runs(test(&doc, name)),
+            [(1, "ok".into()), (2, "ok".into())],
+            "{name}: exactly 2 ok runs"
+        );
+        assert_eq!(int(test(&doc, name), "/summary/runs"), 2);
+    }
+    assert_eq!(text(&doc, "/suite/name"), "kill");
+    assert_eq!(text(&doc, "/suite/fingerprint"), fingerprint);
+    assert_eq!(int(&doc, "/suite/repeat"), 2);
+    assert_eq!(
+        at(&doc, "/suite/tests").as_array().unwrap().len(),
+        expected.len()
+    );
+
+    // A finished suite resumes to nothing, also with a reworded description
+    // (not part of the definition).
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(run_lines(&out).is_empty(), "{out}");
+    s.rewrite(&KILL_SUITE.replace(
+        "name = \"kill\"",
+        "name = \"kill\"\ndescription = \"reworded\"",
+    ));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(run_lines(&out).is_empty(), "{out}");
+    s.rewrite(KILL_SUITE);
+
+    // Refusals: exit 2, a message that says why, the file untouched.
+    let saved = std::fs::read(&s.out).unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 2, "{args:?}\nstdout: {out}\nstderr: {err}");
+        assert!(
+            err.contains(says),
+            "{args:?}: stderr should say {says:?}: {err}"
+        );
+        assert!(run_lines(&out).is_empty(), "{args:?} ran: {out}");
+        assert_eq!(
+            std::fs::read(&s.out).unwrap(),
+            saved,
+            "{args:?} changed the results file"
+        );
+    };
+    // Other users in the definition.
+    s.rewrite(&KILL_SUITE.replace("users = [1, 2]", "users = [1, 3]"));
+    refused(&args, "suite definition changed");
+    // Another duration in the definition.
+    s.rewrite(&KILL_SUITE.replace("\"500ms\"", "\"400ms\""));
+    refused(&args, "suite definition changed");
+    s.rewrite(KILL_SUITE);
+    // Another duration on the command line.
+    let mut other = args.clone();
+    other.extend(["--duration", "400ms"]);
+    refused(&other, "suite definition changed");
+    // No --resume onto an existing file.
+    refused(&args[..args.len() - 1], "exists");
+
+    // Files --resume cannot continue.
+    let mut plain: Value = serde_json::from_slice(&saved).unwrap();
+    plain.as_object_mut().unwrap().remove("suite");
+    std::fs::write(&s.out, serde_json::to_vec(&plain).unwrap()).unwrap();
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("not written by linkperf suite"), "{err}");
+    std::fs::write(&s.out, &saved[..saved.len() / 2]).unwrap();
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(err.contains("cannot resume"), "{err}");
+
+    // Another --repeat is not a change of definition (docs/suites.md): the
+    // missing runs are added, one more of every test.
+    std::fs::write(&s.out, &saved).unwrap();
+    let mut more = args.clone();
+    more[5] = "3";
+    let (code, out, err) = run(&more);
+    assert_eq!(code, 0, "{more:?}\nstdout: {out}\nstderr: {err}");
+    assert_eq!(
+        order(&out),
+        expected.map(|n| (n.to_string(), 3)),
+        "only the third runs:\n{out}"
+    );
+    let doc = s.doc();
+    for name in expected {
+        assert_eq!(
+            runs(test(&doc, name)),
+            [(1, "ok".into()), (2, "ok".into()), (3, "ok".into())],
+            "{name}"
+        );
+        assert_eq!(int(test(&doc, name), "/summary/runs"), 3);
+    }
+    assert_eq!(int(&doc, "/suite/repeat"), 3);
+    assert_eq!(text(&doc, "/suite/fingerprint"), fingerprint);
+}
+
+// ---------------------------------------------------------------------------
+// 7. Ctrl-C.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn ctrl_c_aborts_the_running_test_and_resume_completes() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    // The second test is long, so that the interrupt lands in its window.
+    let s = Study::new(
+        r#"
+name = "interrupted"
+warmup = "100ms"
+[[test]]
+workload = "rr1c-1x1"
+users = 1
+duration = "300ms"
+[[test]]
+workload = "rr1c-1x1"
+users = 2
+duration = "3s"
+[[test]]
+workload = "rr1c-1x1"
+users = 3
+duration = "300ms"
+"#,
+    );
+    let mut args = vec!["suite", s.file(), "--server", &addr, "--out", s.out()];
+    let mut child = spawn(&args);
+    poll_until(&mut child, &s.out, |d| ok_runs(d) >= 1);
+    // The second test is now connecting, in its warmup or in its 3 s window.
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(matches!(child.try_wait(), Ok(None)), "still running");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    let (code, out, err) = finish(child);
+    assert_eq!(code, 1, "interrupted\nstdout: {out}\nstderr: {err}");
+    assert!(err.contains("--resume"), "says how to resume: {err}");
+    assert!(err.contains(s.out()), "names the results file: {err}");
+    assert_eq!(
+        run_lines(&out)
+            .iter()
+            .map(|l| (l.0.as_str(), l.3.as_str()))
+            .collect::<Vec<_>>(),
+        [("rr1c-1x1--1", "ok"), ("rr1c-1x1--2", "aborted")],
+        "{out}"
+    );
+
+    let doc = s.doc();
+    assert_eq!(runs(test(&doc, "rr1c-1x1--1")), [(1, "ok".into())]);
+    let b = test(&doc, "rr1c-1x1--2");
+    assert_eq!(
+        runs(b),
+        [(1, "aborted".into())],
+        "the interrupted run is marked"
+    );
+    assert!(!text(b, "/runs/0/error").is_empty());
+    assert!(b.get("summary").is_none(), "no ok run, no summary: {b}");
+    assert!(
+        doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["name"] != "rr1c-1x1--3"),
+        "the test after the interrupt did not run"
+    );
+    assert!(at(&doc, "/suite/fingerprint").is_string());
+
+    args.push("--resume");
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "resume\nstdout: {out}\nstderr: {err}");
+    assert!(err.contains("1 of 3 runs already done"), "{err}");
+    assert_eq!(
+        order(&out),
+        [
+            ("rr1c-1x1--2".to_string(), 1),
+            ("rr1c-1x1--3".to_string(), 1)
+        ],
+        "{out}"
+    );
+    let doc = s.doc();
+    assert_eq!(names(&doc), ["rr1c-1x1--1", "rr1c-1x1--2", "rr1c-1x1--3"]);
+    for t in tests(&doc) {
+        assert_eq!(runs(t), [(1, "ok".into())], "{}", text(t, "/name"));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 8. Failed tests.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn failed_runs_are_recorded_and_the_suite_goes_on() {
+    let _g = shared();
+    let toml = r#"
+name = "failing"
+duration = "300ms"
+warmup = "100ms"
+[[matrix]]
+workloads = ["rr1c-1x1"]
+users = [8, 1]
+"#;
+    // Nobody listens on port 9: every run fails.
+    let s = Study::new(toml);
+    let (code, out, err) = suite(&[s.file(), "--server", "127.0.0.1:9", "--out", s.out()]);
+    assert_eq!(code, 1, "stdout: {out}\nstderr: {err}");
+    assert_eq!(
+        run_lines(&out)
+            .iter()
+            .map(|l| (l.0.as_str(), l.3.as_str()))
+            .collect::<Vec<_>>(),
+        [("rr1c-1x1--8", "FAILED"), ("rr1c-1x1--1", "FAILED")],
+        "the suite goes on after a failure:\n{out}"
+    );
+    assert!(err.contains("failed"), "{err}");
+    let doc = s.doc();
+    for t in tests(&doc) {
+        assert_eq!(runs(t), [(1, "failed".into())]);
+        assert!(!text(t, "/runs/0/error").trim().is_empty());
+        assert!(t.get("summary").is_none());
+    }
+    check_table_against_json(&out, &doc);
+
+    // A server that refuses the first test and runs the second.
+    let server = Server::start(&["--max-users", "4"]);
+    let s = Study::new(toml);
+    let (code, out, err) = suite(&[s.file(), "--server", &server.addr(), "--out", s.out()]);
+    assert_eq!(code, 1, "stdout: {out}\nstderr: {err}");
+    let doc = s.doc();
+    let refused = test(&doc, "rr1c-1x1--8");
+    assert_eq!(runs(refused), [(1, "failed".into())]);
+    assert!(
+        text(refused, "/runs/0/error").contains('4'),
+        "the error says why: {refused}"
+    );
+    assert_eq!(runs(test(&doc, "rr1c-1x1--1")), [(1, "ok".into())]);
+    let rows = table_rows(&out);
+    assert!(rows[0].join(" ").contains("1 not ok"), "{out}");
+    check_table_against_json(&out, &doc);
+}
+
+// ---------------------------------------------------------------------------
+// 9. Suite-file errors.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn every_suite_file_error_exits_2_naming_the_file_and_the_line() {
+    let valid = "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n";
+    // (what, file text, line named, words of the message)
+    let cases: [(&str, String, Option<usize>, &str); 14] = [
+        (
+            "unknown key",
+            "name = \"x\"\n[[matrix]]\nworkloads = [\"rr1c-1x1\"]\nusers = [1]\nthread = 2\n"
+                .into(),
+            Some(5),
+            "unknown field `thread`",
+        ),
+        (
+            "unknown top-level key",
+            format!("nmae = \"x\"\n{valid}"),
+            Some(1),
+            "unknown field `nmae`",
+        ),
+        (
+            "bad buffer size",
+            format!("{valid}sndbuf = \"12q\"\n"),
+            Some(4),
+            "invalid size '12q'",
+        ),
+        (
+            "bad size in a workload",
+            "[[test]]\nworkload = \"rr1c-1x30q\"\nusers = 1\n".into(),
+            Some(2),
+            "invalid size '30q'",
+        ),
+        (
+            "bad workload",
+            "[[matrix]]\nworkloads = [\n  \"rr1c-1x1\",\n  \"tcp_rr\",\n]\nusers = [1]\n".into(),
+            Some(4),
+            "unknown workload 'tcp_rr'",
+        ),
+        (
+            "zero users",
+            "\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 0\n".into(),
+            Some(4),
+            "users must be between 1 and",
+        ),
+        (
+            "zero users in a list",
+            "[[matrix]]\nworkloads = [\"rr1c-1x1\"]\nusers = [1,\n  0]\n".into(),
+            Some(4),
+            "users must be between 1 and",
+        ),
+        (
+            "empty users",
+            "[[matrix]]\nworkloads = [\"rr1c-1x1\"]\nusers = []\n".into(),
+            Some(3),
+            "users is empty",
+        ),
+        (
+            "stream over udp",
+            "name = \"x\"\n\n[[matrix]]\nworkloads = [\"rr1c-1x1\", \"str-readx30k\"]\nusers = [1]\nprotocols = [\"udp\"]\n".into(),
+            Some(3),
+            "str-readx30k--1--udp cannot run",
+        ),
+        (
+            "duplicate names",
+            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n\n[[matrix]]\nworkloads = [\"rr:1x1\"]\nusers = [1]\n".into(),
+            None,
+            "rr1c-1x1--1 is defined twice, at line 1, column 1 and at line 5, column 1",
+        ),
+        (
+            "bad duration",
+            format!("{valid}duration = \"10 parsecs\"\n"),
+            Some(4),
+            "invalid duration '10 parsecs'",
+        ),
+        (
+            "duration without a unit",
+            format!("duration = \"5\"\n{valid}"),
+            Some(1),
+            "invalid duration '5'",
+        ),
+        (
+            "not TOML",
+            "name = \"x\"\n\nthis is not toml at all\n".into(),
+            Some(3),
+            "",
+        ),
+        (
+            "no tests",
+            "name = \"x\"\nduration = \"5s\"\n".into(),
+            None,
+            "the suite has no tests",
+        ),
+    ];
+    for (what, toml, line, says) in cases {
+        let s = Study::new(&toml);
+        // Port 9 refuses: anything that ran would fail with exit 1.
+        let (code, out, err) = suite(&[s.file(), "--server", "127.0.0.1:9", "--out", s.out()]);
+        assert_eq!(code, 2, "{what}: stdout {out} stderr {err}");
+        assert!(out.is_empty(), "{what}: nothing on stdout: {out}");
+        match line {
+            Some(l) => assert!(
+                err.contains(&format!("{}, line {l},", s.file())),
+                "{what}: stderr should name {} line {l}: {err}",
+                s.file()
+            ),
+            None => assert!(
+                err.contains(&format!("{}:", s.file())),
+                "{what}: stderr should name {}: {err}",
+                s.file()
+            ),
+        }
+        assert!(
+            err.contains(says),
+            "{what}: stderr should say {says:?}: {err}"
+        );
+        assert!(!s.out.exists(), "{what}: a results file was written");
+    }
+
+    // A file that is not there.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.toml");
+    let out_file = dir.path().join("results.json");
+    let (code, out, err) = suite(&[
+        missing.to_str().unwrap(),
+        "--server",
+        "127.0.0.1:9",
+        "--out",
+        out_file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "missing file: {out} {err}");
+    assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    assert!(out.is_empty() && !out_file.exists());
+
+    // Bad command lines around a good file.
+    let s = Study::new(valid);
+    let nowhere = s.dir.path().join("no-such-dir").join("r.json");
+    for (bad, says) in [
+        (vec!["--repeat", "0"], "--repeat"),
+        (vec!["--out", nowhere.to_str().unwrap()], "does not exist"),
+        (vec!["--duration", "0s"], "duration"),
+    ] {
+        let mut args = vec![s.file(), "--server", "127.0.0.1:9"];
+        args.extend(bad.iter().copied());
+        let (code, out, err) = suite(&args);
+        assert_eq!(code, 2, "{bad:?}: {out} {err}");
+        assert!(
+            err.contains(says),
+            "{bad:?}: stderr should say {says:?}: {err}"
+        );
+        assert!(run_lines(&out).is_empty(), "{bad:?} ran: {out}");
+    }
+    assert!(s.strays().is_empty(), "{:?}", s.strays());
+}
+
+// ---------------------------------------------------------------------------
+// 10. The embedded server.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn embedded_server_by_default() {
+    let _g = shared();
+    let s = Study::new(
+        r#"
+name = "embedded"
+duration = "300ms"
+warmup = "100ms"
+[[test]]
+workload = "rr1c-200x1000"
+users = 2
+"#,
+    );
+    let out = suite_ok(&[s.file(), "--out", s.out()]);
+    let doc = s.doc();
+    assert_eq!(names(&doc), ["rr1c-200x1000--2"]);
+    let t = test(&doc, "rr1c-200x1000--2");
+    assert_eq!(runs(t), [(1, "ok".into())]);
+    assert_eq!(text(t, "/config/server"), "embedded");
+    assert!(int(t, "/runs/0/client/totals/transactions") > 0);
+    assert_eq!(order(&out), [("rr1c-200x1000--2".to_string(), 1)], "{out}");
+    check_table_against_json(&out, &doc);
+}
+
+// ---------------------------------------------------------------------------
+// 11. The interconnect mix over UDP and TCP.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn interconnect_mix_runs_over_udp_and_tcp() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let s = Study::new(
+        r#"
+name = "rac"
+duration = "300ms"
+warmup = "100ms"
+udp_timeout = "1s"
+[[matrix]]
+workloads = ["mix:200x200*1,200x8k*3"]
+users = [4]
+protocols = ["udp", "tcp"]
+"#,
+    );
+    let out = suite_ok(&[s.file(), "--server", &server.addr(), "--out", s.out()]);
+    let doc = s.doc();
+    let expected = [
+        "mix-200x200*1,200x8k*3--4--udp",
+        "mix-200x200*1,200x8k*3--4",
+    ];
+    assert_eq!(names(&doc), expected);
+    for (name, protocol) in expected.iter().zip(["udp", "tcp"]) {
+        let t = test(&doc, name);
+        assert_eq!(runs(t), [(1, "ok".into())], "{name}");
+        assert_eq!(text(t, "/workload/kind"), "mix");
+        assert_eq!(text(t, "/workload/protocol"), protocol);
+        assert_eq!(int(t, "/workload/users"), 4);
+        let mix = at(t, "/workload/mix");
+        assert_eq!(
+            mix,
+            &serde_json::json!([
+                {"request": 200, "response": 200, "weight": 1},
+                {"request": 200, "response": 8192, "weight": 3},
+            ]),
+            "{name}"
+        );
+        let c = at(t, "/runs/0/client/totals");
+        assert!(int(c, "/transactions") > 0, "{name}");
+        assert_eq!(
+            int(c, "/tx_bytes"),
+            200 * int(c, "/transactions"),
+            "{name}: every request is 200 bytes"
+        );
+    }
+    assert_eq!(run_lines(&out).len(), 2, "{out}");
+    check_table_against_json(&out, &doc);
+}
+
+// ---------------------------------------------------------------------------
+// Output into a pipe or file.
+// ---------------------------------------------------------------------------
+
+/// Runs `sh -c script` with `$LINKPERF` set; its exit code.
+fn sh(script: &str) -> i32 {
+    Command::new("sh")
+        .args(["-c", script])
+        .env("LINKPERF", BIN)
+        .status()
+        .expect("run sh")
+        .code()
+        .unwrap_or(-1)
+}
+
+#[test]
+/// Regression: output into a closed pipe panicked with a backtrace.
+fn output_into_a_closed_pipe_exits_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (err, code) = (dir.path().join("err"), dir.path().join("code"));
+    for args in ["uperf45 --dry-run", "--list"] {
+        // The reader (`true`) is gone before linkperf writes its first line.
+        let status = sh(&format!(
+            "(sleep 0.3; \"$LINKPERF\" suite {args} 2>'{}'; echo $? >'{}') | true",
+            err.display(),
+            code.display()
+        ));
+        assert_eq!(status, 0);
+        let err = std::fs::read_to_string(&err).unwrap();
+        let code = std::fs::read_to_string(&code).unwrap();
+        assert!(!err.contains("panicked"), "suite {args}: {err}");
+        assert_eq!(
+            code.trim(),
+            "0",
+            "suite {args}: a closed pipe is not an error (main.rs): {err}"
+        );
+    }
+}
+
+#[test]
+/// Regression: with a progress bar on stderr, the per-run lines did not reach stdout.
+fn per_run_lines_reach_stdout_when_it_is_not_a_terminal() {
+    let _g = shared();
+    if sh("command -v script >/dev/null") != 0 {
+        eprintln!("skipped: no `script` to give stderr a terminal");
+        return;
+    }
+    let s = Study::new(
+        r#"
+name = "tty"
+duration = "300ms"
+warmup = "100ms"
+[[test]]
+workload = "rr1c-1x1"
+users = 1
+"#,
+    );
+    let stdout_file = s.dir.path().join("stdout.txt");
+    // `script` gives the command a terminal; stdout goes to a file, stderr stays on the terminal.
+    let code = sh(&format!(
+        "TERM=xterm script -qec \"$LINKPERF suite {} >{}\" /dev/null </dev/null >/dev/null",
+        s.file(),
+        stdout_file.display()
+    ));
+    assert_eq!(code, 0);
+    let out = std::fs::read_to_string(&stdout_file).unwrap();
+    assert!(
+        !table_rows(&out).is_empty(),
+        "the table is on stdout: {out}"
+    );
+    assert_eq!(
+        order(&out),
+        [("rr1c-1x1--1".to_string(), 1)],
+        "one plain line per finished run on stdout, which is not a terminal:\n{out}"
+    );
+}

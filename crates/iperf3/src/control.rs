@@ -1,0 +1,114 @@
+//! The control connection, either end: states, the refusal's numbers and
+//! length-prefixed JSON over a blocking TCP stream, every read bounded by a
+//! deadline and every JSON message by a size.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::wire::{decode_json, encode_json, frame_length, State, LENGTH_PREFIX_LEN};
+use crate::WireError;
+
+/// Why a control exchange failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ControlError {
+    #[error("the peer closed the control connection")]
+    Closed,
+    #[error("no answer on the control connection within {0:?}")]
+    TimedOut(Duration),
+    #[error("control connection: {0}")]
+    Io(#[from] io::Error),
+    #[error(transparent)]
+    Wire(#[from] WireError),
+}
+
+/// One end of a control connection.
+pub(crate) struct ControlConn {
+    stream: TcpStream,
+}
+
+impl ControlConn {
+    pub(crate) fn new(stream: TcpStream) -> io::Result<ControlConn> {
+        stream.set_nodelay(true)?;
+        stream.set_nonblocking(false)?;
+        stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+        Ok(ControlConn { stream })
+    }
+
+    pub(crate) fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> Result<(), ControlError> {
+        self.stream.write_all(bytes).map_err(|e| match e.kind() {
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => ControlError::Closed,
+            _ => ControlError::Io(e),
+        })
+    }
+
+    pub(crate) fn send_state(&mut self, s: State) -> Result<(), ControlError> {
+        self.send(&[s.to_byte()])
+    }
+
+    pub(crate) fn send_json<T: Serialize>(&mut self, v: &T) -> Result<(), ControlError> {
+        let f = encode_json(v)?;
+        self.send(&f)
+    }
+
+    /// Fills `buf`, waiting at most until `deadline`.
+    pub(crate) fn read_exact_by(
+        &mut self,
+        buf: &mut [u8],
+        deadline: Instant,
+    ) -> Result<(), ControlError> {
+        let start = Instant::now();
+        let mut got = 0;
+        while got < buf.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ControlError::TimedOut(
+                    deadline.saturating_duration_since(start),
+                ));
+            }
+            self.stream.set_read_timeout(Some(left))?;
+            match self.stream.read(&mut buf[got..]) {
+                Ok(0) => return Err(ControlError::Closed),
+                Ok(n) => got += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    return Err(ControlError::Closed)
+                }
+                Err(e) => return Err(ControlError::Io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read_state(&mut self, deadline: Instant) -> Result<State, ControlError> {
+        let mut b = [0u8; 1];
+        self.read_exact_by(&mut b, deadline)?;
+        Ok(State::from_byte(b[0])?)
+    }
+
+    /// A JSON message of at most `max` bytes.
+    pub(crate) fn read_json<T: DeserializeOwned>(
+        &mut self,
+        max: usize,
+        deadline: Instant,
+    ) -> Result<T, ControlError> {
+        let mut prefix = [0u8; LENGTH_PREFIX_LEN];
+        self.read_exact_by(&mut prefix, deadline)?;
+        let len = frame_length(prefix, max)?;
+        let mut body = vec![0u8; len];
+        self.read_exact_by(&mut body, deadline)?;
+        Ok(decode_json(&body)?)
+    }
+}

@@ -1,0 +1,311 @@
+//! What the server counts for each stream, and when a sender may send. Pure
+//! logic: the data loop passes the time in.
+
+use std::time::{Duration, Instant};
+
+use crate::wire::UdpHeader;
+
+/// One stream's counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct StreamStats {
+    /// Bytes sent or received over the stream's whole life.
+    pub total: u64,
+    /// Bytes after the omitted seconds (iperf3's "bytes").
+    pub counted: u64,
+    /// Whole blocks sent (TCP senders).
+    pub blocks: u64,
+    /// UDP: datagrams sent, or the highest sequence number received.
+    pub packets: u64,
+    /// UDP receivers: datagrams missing from the sequence.
+    pub lost: i64,
+    /// UDP receivers: datagrams that came after a later one.
+    pub out_of_order: u64,
+    /// UDP receivers: RFC 1889 jitter, seconds.
+    pub jitter: f64,
+    prev_transit: Option<f64>,
+}
+
+impl StreamStats {
+    /// `n` bytes moved; `counting` once the omitted seconds are over.
+    pub fn bytes(&mut self, n: u64, counting: bool) {
+        self.total += n;
+        if counting {
+            self.counted += n;
+        }
+    }
+
+    /// A UDP datagram of `len` bytes with header `h` arrived at `arrival_s`
+    /// (seconds on the clock the sender's timestamps are compared with).
+    /// Sequence gaps count as losses, a late datagram takes one back, as
+    /// iperf3's receiver does (iperf_udp.c).
+    pub fn datagram(&mut self, len: u64, h: &UdpHeader, arrival_s: f64, counting: bool) {
+        self.bytes(len, counting);
+        if h.seq > self.packets {
+            if h.seq > self.packets + 1 {
+                self.lost += (h.seq - 1 - self.packets) as i64;
+            }
+            self.packets = h.seq;
+        } else {
+            self.out_of_order += 1;
+            if self.lost > 0 {
+                self.lost -= 1;
+            }
+        }
+        let sent_s = f64::from(h.sec) + f64::from(h.usec) / 1e6;
+        let transit = arrival_s - sent_s;
+        let prev = self.prev_transit.unwrap_or(transit);
+        let d = (transit - prev).abs();
+        self.prev_transit = Some(transit);
+        self.jitter += (d - self.jitter) / 16.0;
+    }
+
+    /// The omitted seconds are over: iperf3 starts its jitter afresh.
+    pub fn omit_over(&mut self) {
+        self.jitter = 0.0;
+    }
+}
+
+/// Keeps a sending stream at or under `rate` bits per second.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pacer {
+    rate: u64,
+    start: Instant,
+    sent: u64,
+}
+
+impl Pacer {
+    pub fn new(rate_bps: u64, start: Instant) -> Self {
+        Pacer {
+            rate: rate_bps,
+            start,
+            sent: 0,
+        }
+    }
+
+    /// May the stream send now? Always the first block; then while the rate
+    /// so far is under the target.
+    pub fn may_send(&self, now: Instant) -> bool {
+        if self.sent == 0 {
+            return true;
+        }
+        let elapsed = now.saturating_duration_since(self.start).as_secs_f64();
+        (self.sent as f64) * 8.0 < (self.rate as f64) * elapsed
+    }
+
+    pub fn sent(&mut self, n: u64) {
+        self.sent += n;
+    }
+
+    /// When the rate so far falls back to the target.
+    pub fn due(&self) -> Instant {
+        let secs = (self.sent as f64) * 8.0 / (self.rate.max(1) as f64);
+        self.start + Duration::from_secs_f64(secs.min(1e6))
+    }
+}
+
+/// Slack kept between the estimated end of a sender's data in flight and the
+/// moment the receiver stops counting.
+pub(crate) const STOP_SAFETY: Duration = Duration::from_millis(20);
+/// How much longer than its estimate the data in flight is given to drain:
+/// a receiver's reading slows down when it loses the CPU.
+const DRAIN_FACTOR: f64 = 3.0;
+/// How often the receiver's reading rate is measured.
+const RATE_SAMPLE: Duration = Duration::from_millis(50);
+
+/// When a sender must stop so that all it sent is read, and so counted, by
+/// a receiver that stops counting at a time the sender knows (iperf3 clients
+/// count only while their test runs). What is in flight (not yet
+/// acknowledged, or received and not yet read) reaches the receiver's
+/// application at the rate it reads; that rate is measured over the last
+/// [`RATE_SAMPLE`] or more, and the estimate tripled for safety.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct EndOfSending {
+    mark: Option<(Instant, u64)>,
+    rate: Option<f64>,
+}
+
+impl EndOfSending {
+    /// The receiver has read `consumed` bytes in all by `now`.
+    pub fn observe(&mut self, now: Instant, consumed: u64) {
+        match self.mark {
+            None => self.mark = Some((now, consumed)),
+            Some((t, c)) if now.saturating_duration_since(t) >= RATE_SAMPLE => {
+                let dt = now.saturating_duration_since(t).as_secs_f64();
+                self.rate = Some(consumed.saturating_sub(c) as f64 / dt);
+                self.mark = Some((now, consumed));
+            }
+            Some(_) => {}
+        }
+    }
+
+    /// The receiver's recent reading rate, bytes per second, if measured.
+    #[cfg(test)]
+    pub fn rate(&self) -> Option<f64> {
+        self.rate
+    }
+
+    /// Whether to hold the next block (`next` bytes) at `now`: `in_flight`
+    /// bytes are not read yet and the receiver stops counting at `end`.
+    /// `average` is the sender's rate so far, used until the receiver's is
+    /// measured. A receiver that reads nothing while data waits holds the
+    /// sender; one that has read everything lets it go on.
+    pub fn stop(
+        &self,
+        now: Instant,
+        end: Instant,
+        in_flight: u64,
+        next: u64,
+        average: f64,
+    ) -> bool {
+        if now + STOP_SAFETY >= end {
+            return true;
+        }
+        let rate = if in_flight == 0 {
+            let r = self.rate.unwrap_or(0.0).max(average);
+            if r <= 0.0 {
+                return false;
+            }
+            r
+        } else {
+            match self.rate {
+                Some(r) if r <= 0.0 => return true,
+                Some(r) => r,
+                None if average > 0.0 => average,
+                None => return false,
+            }
+        };
+        let drain =
+            Duration::from_secs_f64((DRAIN_FACTOR * (in_flight + next) as f64 / rate).min(60.0));
+        now + drain + STOP_SAFETY >= end
+    }
+}
+
+/// `-n` and `-k`: how much the server may send in all, all streams together.
+/// A block is sent whole once started.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Budget {
+    bytes: Option<u64>,
+    blocks: Option<u64>,
+    bytes_started: u64,
+    blocks_started: u64,
+}
+
+impl Budget {
+    pub fn new(bytes: Option<u64>, blocks: Option<u64>) -> Self {
+        Budget {
+            bytes,
+            blocks,
+            ..Budget::default()
+        }
+    }
+
+    pub fn may_start(&self) -> bool {
+        let under = |limit: Option<u64>, used: u64| match limit {
+            Some(l) => used < l,
+            None => true,
+        };
+        under(self.bytes, self.bytes_started) && under(self.blocks, self.blocks_started)
+    }
+
+    pub fn start_block(&mut self, len: u64) {
+        self.bytes_started += len;
+        self.blocks_started += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dgram(seq: u64, sent_ms: u64) -> UdpHeader {
+        UdpHeader {
+            sec: (sent_ms / 1000) as u32,
+            usec: ((sent_ms % 1000) * 1000) as u32,
+            seq,
+        }
+    }
+
+    #[test]
+    fn udp_losses_and_reordering_are_counted_like_iperf3() {
+        let mut s = StreamStats::default();
+        for (seq, at) in [(1, 0), (2, 1), (5, 4), (4, 5), (6, 6)] {
+            s.datagram(100, &dgram(seq, at), at as f64 / 1000.0 + 0.5, true);
+        }
+        assert_eq!(s.packets, 6, "highest sequence number seen");
+        assert_eq!(s.lost, 1, "3 and 4 missing, 4 came late");
+        assert_eq!(s.out_of_order, 1);
+        assert_eq!((s.total, s.counted), (500, 500));
+    }
+
+    #[test]
+    fn jitter_follows_rfc1889() {
+        let mut s = StreamStats::default();
+        // Transit 10 ms, then 12 ms: D = 2 ms, J = 2/16 ms.
+        s.datagram(1, &dgram(1, 0), 0.010, true);
+        assert_eq!(s.jitter, 0.0);
+        s.datagram(1, &dgram(2, 1000), 1.012, true);
+        assert!((s.jitter - 0.002 / 16.0).abs() < 1e-9, "{}", s.jitter);
+        s.omit_over();
+        assert_eq!(s.jitter, 0.0);
+    }
+
+    #[test]
+    fn omitted_bytes_are_totalled_not_counted() {
+        let mut s = StreamStats::default();
+        s.bytes(10, false);
+        s.bytes(5, true);
+        assert_eq!((s.total, s.counted), (15, 5));
+    }
+
+    #[test]
+    fn the_pacer_holds_the_rate() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(8_000_000, t0); // 1 MB/s
+        assert!(p.may_send(t0), "the first block goes at once");
+        p.sent(100_000);
+        assert!(!p.may_send(t0 + Duration::from_millis(50)));
+        assert!(p.may_send(t0 + Duration::from_millis(101)));
+        assert_eq!(p.due(), t0 + Duration::from_millis(100));
+    }
+
+    #[test]
+    fn a_sender_stops_when_its_data_in_flight_would_arrive_too_late() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(1);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut e = EndOfSending::default();
+        // The receiver reads 1 GB/s: 10 MB in flight take 10 ms, 30 ms tripled,
+        // plus the slack: hold from 50 ms before the end.
+        e.observe(ms(0), 0);
+        e.observe(ms(100), 100_000_000);
+        assert!((e.rate().unwrap() - 1e9).abs() < 1.0);
+        assert!(!e.stop(ms(949), end, 10_000_000, 0, 2e9));
+        assert!(e.stop(ms(951), end, 10_000_000, 0, 2e9));
+        // A receiver that reads nothing while data waits holds the sender.
+        e.observe(ms(200), 100_000_000);
+        assert_eq!(e.rate(), Some(0.0));
+        assert!(e.stop(ms(201), end, 1, 0, 2e9));
+        // Once it has read everything, the sender goes on (its own rate counts).
+        assert!(!e.stop(ms(201), end, 0, 128 * 1024, 2e9));
+        // Before any measure: the sender's average; with none, only the slack.
+        assert!(!EndOfSending::default().stop(ms(0), end, 0, 128 * 1024, 0.0));
+        assert!(!EndOfSending::default().stop(ms(1), end, 65_536, 128 * 1024, 0.0));
+        assert!(EndOfSending::default().stop(ms(981), end, 0, 0, 0.0));
+    }
+
+    #[test]
+    fn the_budget_counts_whole_blocks() {
+        let mut b = Budget::new(Some(300), None);
+        let mut blocks = 0;
+        while b.may_start() {
+            b.start_block(128);
+            blocks += 1;
+        }
+        assert_eq!(blocks, 3, "300 bytes take three 128-byte blocks");
+        let mut b = Budget::new(None, Some(2));
+        b.start_block(1);
+        b.start_block(1);
+        assert!(!b.may_start());
+        assert!(Budget::new(None, None).may_start());
+    }
+}

@@ -1,0 +1,558 @@
+//! The data path of one test on the server: one event loop over the test's
+//! streams and its control connection, as iperf3 runs one. It counts what it
+//! receives, sends what it must (whole blocks, paced when the client asked
+//! for a rate, up to `-n`/`-k`), and watches the control connection for the
+//! client's `TEST_END`. Then it makes sure the counts are whole: it reads
+//! what is still arriving and waits until what it sent has been delivered.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+
+use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
+use crate::server::plan::TestPlan;
+use crate::sys;
+use crate::wire::{State, UdpHeader};
+
+const CTRL: Token = Token(usize::MAX - 1);
+/// Longest sleep in the loop when nothing happens.
+const MAX_SLEEP: Duration = Duration::from_millis(100);
+/// After `TEST_END`: a receiver quiet this long has nothing more coming.
+const QUIET: Duration = Duration::from_millis(50);
+/// After `TEST_END`: the longest the server waits for data to arrive or to be
+/// delivered before it sends its results anyway.
+const DRAIN_MAX: Duration = Duration::from_secs(3);
+/// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
+const MIN_BUFFER: usize = 128 * 1024;
+
+/// A data stream's socket.
+pub(crate) enum Sock {
+    /// TCP.
+    Tcp(mio::net::TcpStream),
+    /// A UDP socket connected to the client's stream.
+    Udp(mio::net::UdpSocket),
+}
+
+impl Sock {
+    fn fd(&self) -> RawFd {
+        match self {
+            Sock::Tcp(s) => s.as_raw_fd(),
+            Sock::Udp(s) => s.as_raw_fd(),
+        }
+    }
+}
+
+/// A stream ready to run.
+pub(crate) struct DataStream {
+    /// Its iperf3 id.
+    pub id: u32,
+    /// True if the server sends on it.
+    pub sends: bool,
+    /// The socket.
+    pub sock: Sock,
+}
+
+/// How the data phase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// The client sent `TEST_END`.
+    TestEnd,
+    /// The client sent `CLIENT_TERMINATE`.
+    ClientTerminate,
+    /// The control connection closed or failed.
+    ControlClosed,
+    /// The test outlived its limit.
+    Deadline,
+    /// The client sent a byte that is no state, or one out of turn.
+    Protocol(u8),
+}
+
+/// What one stream counted.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamRecord {
+    pub id: u32,
+    pub sends: bool,
+    pub stats: StreamStats,
+    /// TCP retransmits of a sending stream.
+    pub retransmits: Option<u32>,
+}
+
+/// What the data phase produced.
+#[derive(Debug)]
+pub(crate) struct DataOutcome {
+    pub end: Finish,
+    pub records: Vec<StreamRecord>,
+    /// From the start (after the omitted seconds) to `TEST_END`.
+    pub seconds: f64,
+    /// From the start to `TEST_END`, omitted seconds included.
+    pub wall_s: f64,
+    /// This thread's CPU over the test.
+    pub cpu: ProcessCpu,
+    /// The congestion control of the TCP streams.
+    pub congestion: Option<String>,
+    /// Streams that failed, in words.
+    pub errors: Vec<String>,
+}
+
+struct Live {
+    id: u32,
+    sends: bool,
+    sock: Sock,
+    stats: StreamStats,
+    /// Bytes of the current block already written (TCP senders).
+    off: usize,
+    pacer: Option<Pacer>,
+    open: bool,
+    /// Waiting for a writable edge.
+    blocked: bool,
+    /// The largest window the client advertised (its receive buffer, empty).
+    peer_max_window: u32,
+    /// Holding its next block until the client has read more (near its end).
+    holding: bool,
+    /// When to stop for that.
+    end: EndOfSending,
+    /// Last time the client's reading was measured.
+    sampled: Option<Instant>,
+}
+
+/// From this long before the client's end, senders check whether what they
+/// have in flight would still be counted.
+const END_WATCH: Duration = Duration::from_secs(2);
+/// Before that, how often a sender samples the client's window and reading.
+const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+/// How often a holding sender looks again.
+const HOLD_CHECK: Duration = Duration::from_millis(1);
+
+/// Runs the test's data phase on `ctrl` (put in non-blocking mode for the
+/// duration) and `streams`. `client_end` is when the client will stop
+/// counting (its `-t` and `-O` from when `TEST_START` went out).
+pub(crate) fn run(
+    ctrl: &TcpStream,
+    streams: Vec<DataStream>,
+    plan: &TestPlan,
+    client_end: Option<Instant>,
+) -> io::Result<DataOutcome> {
+    let cpu0 = thread_cpu_now();
+    let start = Instant::now();
+    let omit_end = start + plan.omit;
+    let deadline = start + plan.limit;
+    let mut poll = Poll::new()?;
+    ctrl.set_nonblocking(true)?;
+    let ctrl_fd = ctrl.as_raw_fd();
+    poll.registry()
+        .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
+    let mut live = Vec::with_capacity(streams.len());
+    for (i, s) in streams.into_iter().enumerate() {
+        let mut sock = s.sock;
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        match &mut sock {
+            Sock::Tcp(t) => poll.registry().register(t, Token(i), interest)?,
+            Sock::Udp(u) => poll.registry().register(u, Token(i), interest)?,
+        }
+        let pacer = if s.sends {
+            plan.rate.map(|r| Pacer::new(r, start))
+        } else {
+            None
+        };
+        live.push(Live {
+            id: s.id,
+            sends: s.sends,
+            sock,
+            stats: StreamStats::default(),
+            off: 0,
+            pacer,
+            open: true,
+            blocked: false,
+            peer_max_window: 0,
+            holding: false,
+            end: EndOfSending::default(),
+            sampled: None,
+        });
+    }
+    let mut buf = payload(plan.blksize.max(MIN_BUFFER));
+    let mut budget = Budget::new(plan.bytes, plan.blocks);
+    let mut omitting = !plan.omit.is_zero();
+    let mut errors = Vec::new();
+    let mut events = Events::with_capacity(256);
+    let end = 'run: loop {
+        let now = Instant::now();
+        if now >= deadline {
+            break Finish::Deadline;
+        }
+        if omitting && now >= omit_end {
+            omitting = false;
+            for l in &mut live {
+                l.stats.omit_over();
+            }
+        }
+        for l in live.iter_mut().filter(|l| l.sends && l.open && !l.blocked) {
+            let end = client_end.map(|e| (e, start));
+            send(
+                l,
+                &mut buf,
+                plan,
+                &mut budget,
+                !omitting,
+                now,
+                end,
+                &mut errors,
+            );
+        }
+        let mut wake = deadline.min(now + MAX_SLEEP);
+        if omitting {
+            wake = wake.min(omit_end);
+        }
+        if budget.may_start() {
+            for l in live.iter().filter(|l| l.sends && l.open && !l.blocked) {
+                if let Some(p) = &l.pacer {
+                    wake = wake.min(p.due().max(now + Duration::from_micros(200)));
+                }
+                if l.holding {
+                    wake = wake.min(now + HOLD_CHECK);
+                }
+            }
+        }
+        match poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            if ev.token() == CTRL {
+                if let Some(end) = read_control(ctrl) {
+                    break 'run end;
+                }
+                continue;
+            }
+            let Some(l) = live.get_mut(ev.token().0) else {
+                continue;
+            };
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                receive(l, &mut buf, plan, !omitting, &mut errors);
+            }
+            if ev.is_writable() {
+                l.blocked = false;
+            }
+        }
+    };
+    let ended = Instant::now();
+    if end == Finish::TestEnd {
+        drain(
+            &mut poll,
+            &mut events,
+            &mut live,
+            &mut buf,
+            plan,
+            !omitting,
+            &mut errors,
+        );
+        wait_delivered(&live);
+    }
+    let congestion = live.iter().find_map(|l| match &l.sock {
+        Sock::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
+        Sock::Udp(_) => None,
+    });
+    let records = live
+        .into_iter()
+        .map(|l| StreamRecord {
+            id: l.id,
+            sends: l.sends,
+            retransmits: match (&l.sock, l.sends) {
+                (Sock::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
+                _ => None,
+            },
+            stats: l.stats,
+        })
+        .collect();
+    let _ = poll.registry().deregister(&mut SourceFd(&ctrl_fd));
+    ctrl.set_nonblocking(false)?;
+    let counted_from = if plan.omit.is_zero() {
+        start
+    } else {
+        omit_end.min(ended)
+    };
+    Ok(DataOutcome {
+        end,
+        records,
+        seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
+        wall_s: ended.saturating_duration_since(start).as_secs_f64(),
+        cpu: thread_cpu_now().since(&cpu0),
+        congestion,
+        errors,
+    })
+}
+
+/// A block's worth of bytes that do not compress (xorshift).
+fn payload(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ (len as u64);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Reads the control connection; `Some` when the data phase is over.
+fn read_control(mut ctrl: &TcpStream) -> Option<Finish> {
+    let mut b = [0u8; 1];
+    loop {
+        match ctrl.read(&mut b) {
+            Ok(0) => return Some(Finish::ControlClosed),
+            Ok(_) => match State::from_byte(b[0]) {
+                Ok(State::TestEnd) => return Some(Finish::TestEnd),
+                Ok(State::ClientTerminate) => return Some(Finish::ClientTerminate),
+                // Harmless out of turn: iperf3's server ignores them too.
+                Ok(State::TestStart | State::IperfDone) => {}
+                _ => return Some(Finish::Protocol(b[0])),
+            },
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Some(Finish::ControlClosed),
+        }
+    }
+}
+
+fn close(l: &mut Live, why: Option<String>, errors: &mut Vec<String>) {
+    if l.open {
+        l.open = false;
+        if let Some(w) = why {
+            if errors.len() < 4 {
+                errors.push(format!("stream {}: {w}", l.id));
+            }
+        }
+    }
+}
+
+/// Reads what has arrived; returns the bytes read.
+fn receive(
+    l: &mut Live,
+    buf: &mut [u8],
+    plan: &TestPlan,
+    counting: bool,
+    errors: &mut Vec<String>,
+) -> u64 {
+    if !l.open {
+        return 0;
+    }
+    let mut got = 0;
+    loop {
+        let r = match &mut l.sock {
+            Sock::Tcp(t) => t.read(buf),
+            Sock::Udp(u) => u.recv(buf),
+        };
+        match r {
+            Ok(0) if matches!(l.sock, Sock::Tcp(_)) => {
+                // The client closed its end.
+                close(l, None, errors);
+                return got;
+            }
+            Ok(n) => {
+                got += n as u64;
+                if l.sends {
+                    continue; // nothing is expected here; drop it
+                }
+                match &l.sock {
+                    Sock::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
+                        Ok(h) => l
+                            .stats
+                            .datagram(n as u64, &h, sys::monotonic_secs(), counting),
+                        Err(_) => l.stats.bytes(n as u64, counting),
+                    },
+                    Sock::Tcp(_) => l.stats.bytes(n as u64, counting),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // An ICMP error from an earlier datagram: the peer may be gone; go on.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return got,
+            Err(e) => {
+                close(l, Some(e.to_string()), errors);
+                return got;
+            }
+        }
+    }
+}
+
+/// Whether a TCP sender should stop before the client's end (`end`, and the
+/// start of the test): everything it sends from now would arrive after the
+/// client stops counting. Samples the client's window and reading on the way
+/// (at most every millisecond).
+fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usize) -> bool {
+    let (Some((end, start)), Sock::Tcp(t)) = (end, &l.sock) else {
+        return false;
+    };
+    let watching = now + END_WATCH >= end;
+    if !watching
+        && l.sampled
+            .is_some_and(|s| now.saturating_duration_since(s) < SAMPLE_EVERY)
+    {
+        return false;
+    }
+    l.sampled = Some(now);
+    let fd = t.as_raw_fd();
+    let window = sys::peer_window(fd);
+    if let Some(w) = window {
+        l.peer_max_window = l.peer_max_window.max(w);
+    }
+    let unread = window.map_or(0, |w| l.peer_max_window.saturating_sub(w));
+    let unacked = sys::unacked_bytes(fd).unwrap_or(0);
+    let in_flight = unacked + u64::from(unread);
+    l.end.observe(now, l.stats.total.saturating_sub(in_flight));
+    if !watching {
+        return false;
+    }
+    let secs = now.saturating_duration_since(start).as_secs_f64();
+    let average = if secs > 0.0 {
+        l.stats.total as f64 / secs
+    } else {
+        0.0
+    };
+    l.end.stop(now, end, in_flight, blk as u64, average)
+}
+
+/// Sends whole blocks while the socket, the budget and the pacer allow.
+#[allow(clippy::too_many_arguments)]
+fn send(
+    l: &mut Live,
+    buf: &mut [u8],
+    plan: &TestPlan,
+    budget: &mut Budget,
+    counting: bool,
+    now: Instant,
+    end: Option<(Instant, Instant)>,
+    errors: &mut Vec<String>,
+) {
+    let blk = plan.blksize;
+    loop {
+        let starting = match &l.sock {
+            Sock::Tcp(_) => l.off == 0,
+            Sock::Udp(_) => true,
+        };
+        if starting {
+            if !budget.may_start() || l.pacer.as_ref().is_some_and(|p| !p.may_send(now)) {
+                return;
+            }
+            l.holding = ending(l, Instant::now(), end, blk);
+            if l.holding {
+                return;
+            }
+        }
+        let r = match &mut l.sock {
+            Sock::Tcp(t) => t.write(&buf[l.off..blk]),
+            Sock::Udp(u) => {
+                let (sec, usec) = sys::monotonic_now();
+                let h = UdpHeader {
+                    sec,
+                    usec,
+                    seq: l.stats.packets + 1,
+                };
+                if h.encode(plan.udp_wide, &mut buf[..blk]).is_err() {
+                    close(l, Some("block smaller than the UDP header".into()), errors);
+                    return;
+                }
+                u.send(&buf[..blk])
+            }
+        };
+        match r {
+            Ok(0) => {
+                close(l, Some("the socket took no bytes".into()), errors);
+                return;
+            }
+            Ok(n) => {
+                if starting {
+                    budget.start_block(blk as u64);
+                }
+                l.stats.bytes(n as u64, counting);
+                if let Some(p) = &mut l.pacer {
+                    p.sent(n as u64);
+                }
+                match &l.sock {
+                    Sock::Tcp(_) => {
+                        l.off += n;
+                        if l.off >= blk {
+                            l.off = 0;
+                            l.stats.blocks += 1;
+                        }
+                    }
+                    Sock::Udp(_) => {
+                        l.stats.packets += 1;
+                        l.stats.blocks += 1;
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                l.blocked = true;
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // UDP: an ICMP error from an earlier datagram; the next may pass.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return,
+            Err(e) => {
+                close(l, Some(e.to_string()), errors);
+                return;
+            }
+        }
+    }
+}
+
+/// After `TEST_END`: reads what the client sent before it, until nothing more
+/// arrives for [`QUIET`] (at most [`DRAIN_MAX`]).
+fn drain(
+    poll: &mut Poll,
+    events: &mut Events,
+    live: &mut [Live],
+    buf: &mut [u8],
+    plan: &TestPlan,
+    counting: bool,
+    errors: &mut Vec<String>,
+) {
+    let t0 = Instant::now();
+    let mut last = t0;
+    loop {
+        let mut got = 0;
+        for l in live.iter_mut().filter(|l| !l.sends) {
+            got += receive(l, buf, plan, counting, errors);
+        }
+        let now = Instant::now();
+        if got > 0 {
+            last = now;
+        }
+        let open = live.iter().any(|l| !l.sends && l.open);
+        if !open || now - last >= QUIET || now - t0 >= DRAIN_MAX {
+            return;
+        }
+        let _ = poll.poll(events, Some(Duration::from_millis(5)));
+    }
+}
+
+/// After `TEST_END`: waits until the client's kernel has acknowledged all the
+/// server sent on TCP, then a little longer for the client to read it.
+fn wait_delivered(live: &[Live]) {
+    let fds: Vec<RawFd> = live
+        .iter()
+        .filter(|l| l.sends && l.open && matches!(l.sock, Sock::Tcp(_)))
+        .map(|l| l.sock.fd())
+        .collect();
+    if fds.is_empty() {
+        return;
+    }
+    let t0 = Instant::now();
+    while t0.elapsed() < DRAIN_MAX {
+        if fds
+            .iter()
+            .all(|fd| sys::unacked_bytes(*fd).unwrap_or(0) == 0)
+        {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(QUIET);
+}

@@ -1,0 +1,141 @@
+//! What the acceptor and the tests share: which cookies belong to running
+//! tests (and which of those are waiting for their streams), how many tests
+//! and streams run, and the UDP port.
+
+use std::collections::HashMap;
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+
+use crate::server::ServerConfig;
+use crate::wire::Cookie;
+
+/// A TCP data stream handed to its test: the connection and the order it was
+/// accepted in.
+pub(crate) struct DataConn {
+    pub stream: mio::net::TcpStream,
+    pub seq: u64,
+}
+
+enum Slot {
+    /// Connecting its streams: send them here.
+    Waiting(mpsc::Sender<DataConn>),
+    /// Running: more connections with this cookie are refused.
+    Running,
+}
+
+#[derive(Default)]
+struct Tests {
+    cookies: HashMap<Cookie, Slot>,
+    running: usize,
+    streams: usize,
+}
+
+/// Where a connection goes once its cookie is read.
+pub(crate) enum Route {
+    /// A data stream of a test waiting for it.
+    Stream(mpsc::Sender<DataConn>),
+    /// A new test.
+    NewTest(TestTicket),
+    /// Refused (busy, or the cookie of a running test).
+    Refuse,
+}
+
+pub(crate) struct Shared {
+    pub cfg: ServerConfig,
+    tests: Mutex<Tests>,
+    /// The UDP socket on the server's port that receives UDP streams' first datagrams.
+    pub udp: UdpSocket,
+    /// Held by the one test whose UDP streams are connecting.
+    pub udp_setup: Mutex<()>,
+    next_test: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(cfg: ServerConfig, udp: UdpSocket) -> Arc<Shared> {
+        Arc::new(Shared {
+            cfg,
+            tests: Mutex::new(Tests::default()),
+            udp,
+            udp_setup: Mutex::new(()),
+            next_test: AtomicU64::new(1),
+        })
+    }
+
+    fn tests(&self) -> MutexGuard<'_, Tests> {
+        self.tests.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn udp_setup(&self) -> MutexGuard<'_, ()> {
+        self.udp_setup.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Decides where a connection that sent `cookie` goes.
+    pub(crate) fn route(self: &Arc<Self>, cookie: Cookie) -> Route {
+        let mut t = self.tests();
+        match t.cookies.get(&cookie) {
+            Some(Slot::Waiting(tx)) => Route::Stream(tx.clone()),
+            Some(Slot::Running) => Route::Refuse,
+            None if t.running >= self.cfg.max_tests => Route::Refuse,
+            None => {
+                t.running += 1;
+                t.cookies.insert(cookie, Slot::Running);
+                Route::NewTest(TestTicket {
+                    shared: self.clone(),
+                    cookie,
+                    id: self.next_test.fetch_add(1, Ordering::Relaxed),
+                    streams: 0,
+                })
+            }
+        }
+    }
+}
+
+/// A running test's place in the registry; dropping it frees the place.
+pub(crate) struct TestTicket {
+    shared: Arc<Shared>,
+    cookie: Cookie,
+    /// The test's number in the log.
+    pub id: u64,
+    streams: usize,
+}
+
+impl TestTicket {
+    /// Reserves `n` streams of the server's total; false if that is too many.
+    pub(crate) fn reserve_streams(&mut self, n: usize) -> bool {
+        let mut t = self.shared.tests();
+        if t.streams + n > self.shared.cfg.max_total_streams {
+            return false;
+        }
+        t.streams += n;
+        self.streams += n;
+        true
+    }
+
+    /// Streams carrying this cookie go to the returned receiver from now on.
+    pub(crate) fn await_streams(&self) -> mpsc::Receiver<DataConn> {
+        let (tx, rx) = mpsc::channel();
+        self.shared
+            .tests()
+            .cookies
+            .insert(self.cookie, Slot::Waiting(tx));
+        rx
+    }
+
+    /// The streams are all there: later connections with this cookie are refused.
+    pub(crate) fn streams_connected(&self) {
+        self.shared
+            .tests()
+            .cookies
+            .insert(self.cookie, Slot::Running);
+    }
+}
+
+impl Drop for TestTicket {
+    fn drop(&mut self) {
+        let mut t = self.shared.tests();
+        t.cookies.remove(&self.cookie);
+        t.running = t.running.saturating_sub(1);
+        t.streams = t.streams.saturating_sub(self.streams);
+    }
+}

@@ -1,0 +1,113 @@
+//! Connecting a test's UDP streams. All of them arrive on the server's one UDP
+//! port: each client stream's first datagram (4 bytes) comes to the shared,
+//! unconnected socket; the server answers from a new socket bound to the same
+//! port and connected to that client address, which then receives the
+//! stream's data (the kernel prefers a connected socket). Datagrams carry no
+//! cookie, so one test at a time connects its UDP streams, and only
+//! datagrams from the control connection's host are taken.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::server::registry::Shared;
+use crate::sys::{canonical, canonical_ip};
+use crate::wire::udp_connect_reply;
+
+/// Socket buffers of a UDP stream when the client gives no `-w`: a burst of
+/// datagrams at a high rate needs room.
+const UDP_DEFAULT_BUFFER: usize = 2 * 1024 * 1024;
+
+/// A UDP socket bound to `local` (shared with the listener) and connected to `peer`.
+fn connected_socket(
+    local: SocketAddr,
+    peer: SocketAddr,
+    window: Option<usize>,
+    blksize: usize,
+) -> io::Result<mio::net::UdpSocket> {
+    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
+    s.set_reuse_address(true)?;
+    let buf = window.unwrap_or(UDP_DEFAULT_BUFFER).max(blksize + 1024);
+    // The kernel caps these at its maxima; not getting all is not an error.
+    let _ = s.set_recv_buffer_size(buf);
+    let _ = s.set_send_buffer_size(buf);
+    s.bind(&local.into())?;
+    let peer = match (local, peer) {
+        // A dual-stack listener sees IPv4 clients as mapped addresses.
+        (SocketAddr::V6(_), SocketAddr::V4(v4)) => {
+            SocketAddr::new(IpAddr::V6(v4.ip().to_ipv6_mapped()), v4.port())
+        }
+        _ => peer,
+    };
+    s.connect(&peer.into())?;
+    s.set_nonblocking(true)?;
+    Ok(mio::net::UdpSocket::from_std(s.into()))
+}
+
+/// Takes `n` UDP streams from `client` (the control connection's host) and
+/// answers each; `announce` is called (with the setup lock held) to tell the
+/// client to start. Gives up at `deadline`.
+pub(crate) fn accept_streams(
+    shared: &Shared,
+    client: IpAddr,
+    n: usize,
+    window: Option<usize>,
+    blksize: usize,
+    deadline: Instant,
+    announce: impl FnOnce() -> Result<(), String>,
+) -> Result<Vec<mio::net::UdpSocket>, String> {
+    let _setup = shared.udp_setup();
+    let listener = &shared.udp;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let client = canonical_ip(client);
+    // Anything queued before now belongs to no test that is connecting.
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let mut junk = [0u8; 64];
+    while listener.recv_from(&mut junk).is_ok() {}
+    listener.set_nonblocking(false).map_err(|e| e.to_string())?;
+    announce()?;
+    let mut out = Vec::with_capacity(n);
+    let mut buf = [0u8; 64];
+    while out.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "{} of {n} UDP streams connected in time",
+                out.len()
+            ));
+        }
+        listener
+            .set_read_timeout(Some(left.min(Duration::from_millis(200))))
+            .map_err(|e| e.to_string())?;
+        let (len, from) = match listener.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) => return Err(format!("UDP listener: {e}")),
+        };
+        let from = canonical(from);
+        if from.ip() != client {
+            continue; // another host's datagram: not this test's
+        }
+        let Some(reply) = udp_connect_reply(&buf[..len]) else {
+            continue; // a stray data datagram, not a connect message
+        };
+        let sock = connected_socket(local, from, window, blksize)
+            .map_err(|e| format!("UDP stream socket: {e}"))?;
+        sock.send(&reply)
+            .map_err(|e| format!("UDP connect reply: {e}"))?;
+        out.push(sock);
+    }
+    Ok(out)
+}

@@ -1,0 +1,210 @@
+//! The OS calls the iperf3 paths need beyond what socket2 and
+//! linkperf-metrics offer, behind one small contract: every function reads
+//! or sets one socket, or reads the clock, and reports failure as a value.
+//! The descriptors passed in are only read, never closed.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::RawFd;
+
+/// Bytes written to `fd` that the peer has not acknowledged yet (sent or not):
+/// 0 once everything written is in the peer's kernel.
+pub(crate) fn unacked_bytes(fd: RawFd) -> Option<u64> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int through the pointer we pass;
+    // `fd` is only read, an invalid one gives an error.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n as *mut libc::c_int) };
+    (r == 0).then_some(u64::try_from(n).unwrap_or(0))
+}
+
+/// The TCP state of `fd` (`tcpi_state`: 1 established, 4 FIN-WAIT-1,
+/// 5 FIN-WAIT-2, 6 TIME-WAIT, 7 CLOSE, 8 CLOSE-WAIT, …).
+pub(crate) fn tcp_state(fd: RawFd) -> Option<u8> {
+    let mut info = [0u8; 8];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes of struct tcp_info into
+    // `info` and updates `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && len >= 1).then_some(info[0])
+}
+
+/// The window the peer last advertised on `fd` (`tcpi_snd_wnd`, Linux 5.4
+/// and later): its free receive buffer, so it shrinks by what the peer has
+/// received and not yet read.
+pub(crate) fn peer_window(fd: RawFd) -> Option<u32> {
+    const OFFSET: usize = 228;
+    let mut info = [0u8; OFFSET + 4];
+    let mut len = info.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes of struct tcp_info into
+    // `info` and updates `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    (r == 0 && len as usize >= OFFSET + 4).then(|| {
+        u32::from_ne_bytes([
+            info[OFFSET],
+            info[OFFSET + 1],
+            info[OFFSET + 2],
+            info[OFFSET + 3],
+        ])
+    })
+}
+
+/// TCP states in which everything this side wrote, and its FIN, has been
+/// acknowledged (or the socket is gone).
+pub(crate) fn fin_acked(state: u8) -> bool {
+    matches!(state, 5..=7 | 9 | 11)
+}
+
+/// Seconds and microseconds of CLOCK_MONOTONIC, the clock iperf3 3.12
+/// stamps UDP datagrams with.
+pub(crate) fn monotonic_now() -> (u32, u32) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through the pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u32, (ts.tv_nsec / 1000) as u32)
+}
+
+/// [`monotonic_now`] as seconds.
+pub(crate) fn monotonic_secs() -> f64 {
+    let (s, us) = monotonic_now();
+    f64::from(s) + f64::from(us) / 1e6
+}
+
+fn sockaddr(fd: RawFd, peer: bool) -> Option<SocketAddr> {
+    // SAFETY: sockaddr_storage is plain data, large enough for any address.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let p = (&mut ss as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
+    // SAFETY: the kernel writes at most `len` bytes of address into `ss`.
+    let r = unsafe {
+        if peer {
+            libc::getpeername(fd, p, &mut len)
+        } else {
+            libc::getsockname(fd, p, &mut len)
+        }
+    };
+    if r != 0 {
+        return None;
+    }
+    match i32::from(ss.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a = unsafe { *(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Some(SocketAddr::V4(SocketAddrV4::new(
+                Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            )))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a = unsafe { *(&ss as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            Some(SocketAddr::V6(SocketAddrV6::new(
+                Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+                a.sin6_flowinfo,
+                a.sin6_scope_id,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// The same address whether it came as IPv4 or IPv4-mapped IPv6.
+pub(crate) fn canonical(a: SocketAddr) -> SocketAddr {
+    SocketAddr::new(canonical_ip(a.ip()), a.port())
+}
+
+/// An IPv4-mapped IPv6 address as IPv4.
+pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+/// This process's connected sockets whose peer is `peer`: (descriptor, local
+/// address). Read from /proc/self/fd; sockets may close while we look.
+pub(crate) fn sockets_to(peer: SocketAddr) -> io::Result<Vec<(RawFd, SocketAddr)>> {
+    let peer = canonical(peer);
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc/self/fd")? {
+        let Ok(entry) = entry else { continue };
+        let Some(fd) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<RawFd>().ok())
+        else {
+            continue;
+        };
+        let is_socket = std::fs::read_link(entry.path())
+            .map(|t| t.to_string_lossy().starts_with("socket:"))
+            .unwrap_or(false);
+        if !is_socket {
+            continue;
+        }
+        if sockaddr(fd, true).map(canonical) == Some(peer) {
+            if let Some(local) = sockaddr(fd, false) {
+                out.push((fd, canonical(local)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn sockets_to_a_peer_and_what_they_still_owe() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut c = TcpStream::connect(addr).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let found = sockets_to(addr).unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0], (c.as_raw_fd(), c.local_addr().unwrap()));
+        assert_eq!(tcp_state(c.as_raw_fd()), Some(1));
+        c.write_all(b"hello").unwrap();
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let t0 = std::time::Instant::now();
+        while !fin_acked(tcp_state(c.as_raw_fd()).unwrap()) {
+            assert!(t0.elapsed().as_secs() < 5, "the FIN is never acknowledged");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(unacked_bytes(c.as_raw_fd()), Some(0));
+        assert!(peer_window(c.as_raw_fd()).is_some_and(|w| w > 0));
+        assert_eq!(unacked_bytes(-1), None);
+        assert_eq!(tcp_state(-1), None);
+    }
+
+    #[test]
+    fn the_monotonic_clock_moves_forward() {
+        let a = monotonic_secs();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(monotonic_secs() > a);
+    }
+}

@@ -1,0 +1,416 @@
+//! The lab's logic on a fake host: what it runs, in which order, what it
+//! cleans up after a failure, what it finds stale.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::sys::Output;
+use crate::Catalog;
+
+const ME: u32 = 100;
+const MY_START: u64 = 5000;
+const ROOT_STATUS: &str = "Name:\tlinkperf\nCapEff:\t000001ffffffffff\n";
+
+/// A host that keeps namespaces, links, files and processes in memory and
+/// records every command.
+#[derive(Default, Debug)]
+struct Fake {
+    s: RefCell<State>,
+}
+
+#[derive(Default, Debug)]
+struct State {
+    namespaces: Vec<String>,
+    links: Vec<String>,
+    files: BTreeMap<PathBuf, String>,
+    ran: Vec<String>,
+    /// A command line that fails.
+    fail_on: Option<String>,
+    /// Processes in each namespace.
+    pids: BTreeMap<String, Vec<u32>>,
+    killed: Vec<u32>,
+    /// Running processes and their start times.
+    procs: BTreeMap<u32, u64>,
+    status: Option<String>,
+    missing_programs: Vec<String>,
+}
+
+fn ok(stdout: String) -> Output {
+    Output {
+        success: true,
+        status: "exit status: 0".into(),
+        stdout,
+        stderr: String::new(),
+    }
+}
+
+impl System for &Fake {
+    fn run(&self, program: &str, args: &[String]) -> io::Result<Output> {
+        let line = format!("{program} {}", args.join(" "));
+        let mut s = self.s.borrow_mut();
+        s.ran.push(line.clone());
+        if s.fail_on.as_deref() == Some(line.as_str()) {
+            return Ok(Output {
+                success: false,
+                status: "exit status: 2".into(),
+                stdout: String::new(),
+                stderr: "Error: Unknown device type.\n".into(),
+            });
+        }
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = match (program, a.as_slice()) {
+            ("ip", ["netns", "list"]) => s
+                .namespaces
+                .iter()
+                .map(|n| format!("{n} (id: 1)\n"))
+                .collect(),
+            ("ip", ["-o", "link"]) => s
+                .links
+                .iter()
+                .enumerate()
+                .map(|(i, l)| format!("{}: {l}: <BROADCAST> mtu 1500\n", i + 1))
+                .collect(),
+            ("ip", ["netns", "add", ns]) => {
+                s.namespaces.push(ns.to_string());
+                String::new()
+            }
+            ("ip", ["netns", "del", ns]) => {
+                s.namespaces.retain(|n| n != ns);
+                String::new()
+            }
+            ("ip", ["netns", "pids", ns]) => s
+                .pids
+                .get(*ns)
+                .map(|p| p.iter().map(|p| format!("{p}\n")).collect())
+                .unwrap_or_default(),
+            ("ip", ["link", "del", l]) => {
+                s.links.retain(|x| x != l);
+                String::new()
+            }
+            _ => String::new(),
+        };
+        Ok(ok(out))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<String> {
+        let s = self.s.borrow();
+        let p = path.to_string_lossy();
+        if p == "/proc/self/status" {
+            return s
+                .status
+                .clone()
+                .ok_or_else(|| io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        if let Some(pid) = p
+            .strip_prefix("/proc/")
+            .and_then(|r| r.strip_suffix("/stat"))
+        {
+            let pid: u32 = pid.parse().unwrap();
+            return s
+                .procs
+                .get(&pid)
+                .map(|t| format!("{pid} (linkperf) S {} {t} 0", "0 ".repeat(18)))
+                .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound));
+        }
+        s.files
+            .get(path)
+            .cloned()
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))
+    }
+
+    fn write(&self, path: &Path, contents: &str) -> io::Result<()> {
+        self.s
+            .borrow_mut()
+            .files
+            .insert(path.to_path_buf(), contents.to_string());
+        Ok(())
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.s.borrow_mut().files.remove(path);
+        Ok(())
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Ok(self
+            .s
+            .borrow()
+            .files
+            .keys()
+            .filter(|p| p.parent() == Some(dir))
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect())
+    }
+
+    fn has_program(&self, name: &str) -> bool {
+        !self.s.borrow().missing_programs.iter().any(|m| m == name)
+    }
+
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        let mut s = self.s.borrow_mut();
+        s.killed.push(pid);
+        s.procs.remove(&pid);
+        Ok(())
+    }
+
+    fn pid(&self) -> u32 {
+        ME
+    }
+}
+
+fn fake() -> Fake {
+    let f = Fake::default();
+    {
+        let mut s = f.s.borrow_mut();
+        s.status = Some(ROOT_STATUS.into());
+        s.procs.insert(ME, MY_START);
+        s.links = vec!["lo".into(), "eth0".into()];
+    }
+    f
+}
+
+fn lab(f: &Fake) -> Lab<&Fake> {
+    Lab::with_state_dir(f, "/state")
+}
+
+fn topo(spec: &str, pairs: u32) -> Topology {
+    Topology::build(&Catalog::builtin().resolve(spec).unwrap(), pairs).unwrap()
+}
+
+fn record_of(f: &Fake, name: &str) -> Option<Record> {
+    f.s.borrow()
+        .files
+        .get(Path::new(&format!("/state/{name}.json")))
+        .map(|t| serde_json::from_str(t).unwrap())
+}
+
+#[test]
+fn preflight_names_everything_missing_and_runs_nothing() {
+    let f = fake();
+    assert!(lab(&f).preflight().is_ok());
+    f.s.borrow_mut().status = Some("CapEff:\t0000000000000000\n".into());
+    f.s.borrow_mut().missing_programs = vec!["tc".into()];
+    let e = lab(&f).preflight().unwrap_err().to_string();
+    assert!(
+        e.starts_with("the lab cannot run on this host: missing CAP_NET_ADMIN"),
+        "{e}"
+    );
+    assert!(e.contains("CAP_SYS_ADMIN") && e.contains("`tc`"), "{e}");
+    assert!(f.s.borrow().ran.is_empty());
+}
+
+#[test]
+fn up_records_first_then_runs_every_command_in_order() {
+    let f = fake();
+    let l = lab(&f);
+    let t = topo("veth-1g", 1);
+    let up = l.up(&t, l.this_process()).unwrap();
+    assert_eq!(
+        up.record().owner,
+        Owner::Process {
+            pid: ME,
+            start_time: MY_START
+        }
+    );
+    let ran = f.s.borrow().ran.clone();
+    assert_eq!(ran[0], "ip netns list");
+    assert_eq!(ran[ran.len() - t.commands.len()..], t.command_lines()[..]);
+    let kept = up.keep().unwrap();
+    assert_eq!(kept.owner, Owner::Up);
+    let r = record_of(&f, "veth-1g").unwrap();
+    assert_eq!(r, kept);
+    assert_eq!(r.configuration, "veth-1g: veth, rate=1gbit, 1 pair");
+    assert_eq!(r.capacity_bits_per_s, Some(1e9));
+    assert_eq!(r.namespaces, ["lp-veth-1g-s1", "lp-veth-1g-c1"]);
+    // Kept: still there, and the survey says it is up.
+    assert_eq!(f.s.borrow().namespaces.len(), 2);
+    let s = l.survey().unwrap();
+    assert_eq!(s.up.len(), 1);
+    assert!(s.stale.is_empty(), "{:?}", s.stale);
+}
+
+#[test]
+fn a_failed_command_removes_what_was_created_and_names_the_command() {
+    let f = fake();
+    let l = lab(&f);
+    let t = topo("vxlan", 1);
+    let bad = "ip -n lp-vxlan-c1 link add lp-vx1 type vxlan id 1 local 198.18.1.2 remote 198.18.1.1 dev lp-c1 dstport 4789";
+    f.s.borrow_mut().fail_on = Some(bad.into());
+    f.s.borrow_mut()
+        .pids
+        .insert("lp-vxlan-s1".into(), vec![4321]);
+    let e = l.up(&t, l.this_process()).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!("run `{bad}`: exit status: 2: Error: Unknown device type.")
+    );
+    let s = f.s.borrow();
+    assert!(s.namespaces.is_empty(), "{:?}", s.namespaces);
+    assert!(s.files.is_empty(), "the record is gone");
+    assert_eq!(s.killed, [4321]);
+    // Nothing after the failed command ran; the clean-up deleted newest first.
+    let i = s.ran.iter().position(|r| r == bad).unwrap();
+    assert_eq!(
+        s.ran[i + 1..],
+        [
+            "ip netns list",
+            "ip netns pids lp-vxlan-c1",
+            "ip netns pids lp-vxlan-s1",
+            "ip netns del lp-vxlan-c1",
+            "ip netns del lp-vxlan-s1",
+        ]
+    );
+}
+
+#[test]
+fn dropping_the_guard_takes_it_down_and_kills_what_runs_inside() {
+    let f = fake();
+    let l = lab(&f);
+    {
+        let _up = l.up(&topo("veth", 2), l.this_process()).unwrap();
+        assert_eq!(f.s.borrow().namespaces.len(), 6);
+        let mut s = f.s.borrow_mut();
+        s.pids.insert("lp-veth-s1".into(), vec![7, ME]);
+        s.pids.insert("lp-veth-c2".into(), vec![8]);
+    }
+    let s = f.s.borrow();
+    assert!(s.namespaces.is_empty());
+    assert!(s.files.is_empty());
+    // Never itself, even if it were inside.
+    assert_eq!(s.killed, [8, 7]);
+}
+
+#[test]
+fn explicit_down_reports_success() {
+    let f = fake();
+    let l = lab(&f);
+    let up = l.up(&topo("bridge", 1), l.this_process()).unwrap();
+    up.down().unwrap();
+    assert!(f.s.borrow().namespaces.is_empty());
+    assert!(l.survey().unwrap().up.is_empty());
+}
+
+#[test]
+fn bringing_up_twice_is_refused_before_anything_runs() {
+    let f = fake();
+    let l = lab(&f);
+    let t = topo("macvlan", 1);
+    let _kept = l.up(&t, l.this_process()).unwrap().keep().unwrap();
+    let before = f.s.borrow().ran.len();
+    let e = l.up(&t, l.this_process()).unwrap_err().to_string();
+    assert!(
+        e.contains("already up (namespace lp-macvlan-sedge exists)"),
+        "{e}"
+    );
+    assert!(e.contains("linkperf lab down macvlan"), "{e}");
+    assert_eq!(
+        f.s.borrow().ran.len(),
+        before + 1,
+        "only the namespace list"
+    );
+}
+
+#[test]
+fn a_killed_run_is_found_stale_reported_and_cleaned() {
+    let f = fake();
+    let l = lab(&f);
+    // A lab run (pid 200) brought veth up, then was killed.
+    f.s.borrow_mut().procs.insert(200, 77);
+    let dead = Owner::Process {
+        pid: 200,
+        start_time: 77,
+    };
+    let _ = l.up(&topo("veth", 1), dead).unwrap().keep();
+    // `keep` made it Up; make it the dead run's again, as a kill would leave it.
+    let mut r = record_of(&f, "veth").unwrap();
+    r.owner = dead;
+    l.save(&r).unwrap();
+    f.s.borrow_mut().procs.remove(&200);
+    // Plus a hand-made namespace, a root link, and a configuration kept up.
+    let kept = l
+        .up(&topo("vxlan", 1), l.this_process())
+        .unwrap()
+        .keep()
+        .unwrap();
+    {
+        let mut s = f.s.borrow_mut();
+        s.namespaces.push("lp-junk".into());
+        s.links.push("lp-s1".into());
+        s.pids.insert("lp-veth-s1".into(), vec![201]);
+    }
+    let survey = l.survey().unwrap();
+    assert_eq!(survey.up, [kept]);
+    let names: Vec<&str> = survey.stale.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["veth", "lp-veth-s1", "lp-veth-c1", "lp-junk", "lp-s1"]
+    );
+    assert!(survey.stale[0].reason.contains("pid 200"));
+
+    l.clean(&survey.stale).unwrap();
+    let s = f.s.borrow();
+    assert_eq!(s.namespaces, ["lp-vxlan-s1", "lp-vxlan-c1"]);
+    assert_eq!(s.links, ["lo", "eth0"]);
+    assert_eq!(s.killed, [201]);
+    assert!(record_of_in(&s, "veth").is_none());
+    assert!(record_of_in(&s, "vxlan").is_some());
+}
+
+fn record_of_in(s: &State, name: &str) -> Option<String> {
+    s.files
+        .get(Path::new(&format!("/state/{name}.json")))
+        .cloned()
+}
+
+#[test]
+fn a_reused_pid_does_not_keep_a_dead_run_alive() {
+    let f = fake();
+    let l = lab(&f);
+    f.s.borrow_mut().procs.insert(300, 1);
+    let _ = l
+        .up(
+            &topo("loopback", 1),
+            Owner::Process {
+                pid: 300,
+                start_time: 1,
+            },
+        )
+        .unwrap()
+        .keep();
+    let mut r = record_of(&f, "loopback").unwrap();
+    r.owner = Owner::Process {
+        pid: 300,
+        start_time: 1,
+    };
+    l.save(&r).unwrap();
+    assert!(l.survey().unwrap().stale.is_empty());
+    // Process 300 ends; another process gets its id.
+    f.s.borrow_mut().procs.insert(300, 999);
+    let s = l.survey().unwrap();
+    assert!(s.up.is_empty());
+    assert_eq!(s.stale.len(), 2);
+}
+
+#[test]
+fn unreadable_records_are_stale() {
+    let f = fake();
+    f.s.borrow_mut()
+        .files
+        .insert("/state/bad.json".into(), "{not json".into());
+    f.s.borrow_mut()
+        .files
+        .insert("/state/.tmp.json.tmp".into(), "x".into());
+    let l = lab(&f);
+    let s = l.survey().unwrap();
+    assert_eq!(s.stale.len(), 1);
+    assert_eq!(s.stale[0].to_string(), "record of bad (unreadable record)");
+    l.clean(&s.stale).unwrap();
+    assert_eq!(
+        f.s.borrow().files.len(),
+        1,
+        "the temporary file is not the lab's to judge"
+    );
+}

@@ -1,0 +1,124 @@
+//! The real [`System`]: std::process, std::fs and two libc calls.
+
+use std::io::{self, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+use super::{Output, System};
+
+/// The host this process runs on.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Host;
+
+impl System for Host {
+    fn run(&self, program: &str, args: &[String]) -> io::Result<Output> {
+        let out = Command::new(program).args(args).output()?;
+        Ok(Output {
+            success: out.status.success(),
+            status: out.status.to_string(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    fn read(&self, path: &Path) -> io::Result<String> {
+        std::fs::read_to_string(path)
+    }
+
+    fn write(&self, path: &Path, contents: &str) -> io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn has_program(&self, name: &str) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let Some(path) = std::env::var_os("PATH") else {
+            return false;
+        };
+        std::env::split_paths(&path).any(|dir| {
+            std::fs::metadata(dir.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    }
+
+    fn kill(&self, pid: u32) -> io::Result<()> {
+        signal(pid, libc::SIGKILL)
+    }
+
+    fn pid(&self) -> u32 {
+        std::process::id()
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a process id"))?;
+    // SAFETY: kill(2) with a positive pid signals that one process; no memory is involved.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Sends SIGINT to process `pid` (as Ctrl-C would).
+pub fn interrupt(pid: u32) -> io::Result<()> {
+    signal(pid, libc::SIGINT)
+}
+
+/// `ip netns exec NS PROGRAM ARGS…`, set to receive SIGKILL when the thread
+/// that spawns it dies, so that a killed `lab run` leaves no server or client
+/// behind. `ip netns exec` enters the namespace and then executes `program`
+/// in the same process, so the setting reaches it.
+pub fn netns_command(ns: &str, program: &Path, args: &[String]) -> Command {
+    let mut c = Command::new("ip");
+    c.arg("netns").arg("exec").arg(ns).arg(program).args(args);
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // makes one async-signal-safe system call.
+    unsafe {
+        c.pre_exec(|| {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    c
+}

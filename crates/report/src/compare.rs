@@ -1,0 +1,373 @@
+//! A candidate against the base: tests matched by name, every metric judged,
+//! a verdict per test, and the counts and sentence the study led with.
+
+use serde::Serialize;
+
+use crate::significance::{judge, Judgement, Method, Outcome};
+use crate::{Better, CpuSide, FileFigures, Metric, WorkloadKey};
+
+/// What a test's three headline metrics say together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// At least one headline metric better by more than the noise, none worse.
+    Better,
+    /// At least one headline metric worse by more than the noise, none better.
+    Worse,
+    /// Every headline metric within the noise.
+    Same,
+    /// Some headline metrics better, others worse.
+    Mixed,
+}
+
+impl Verdict {
+    /// The verdict of a test whose headline metrics came out as `outcomes`
+    /// (metrics a side did not measure are left out).
+    pub fn of(outcomes: impl IntoIterator<Item = Outcome>) -> Verdict {
+        let (mut better, mut worse) = (false, false);
+        for o in outcomes {
+            match o {
+                Outcome::Better => better = true,
+                Outcome::Worse => worse = true,
+                Outcome::Same => {}
+            }
+        }
+        match (better, worse) {
+            (true, true) => Verdict::Mixed,
+            (true, false) => Verdict::Better,
+            (false, true) => Verdict::Worse,
+            (false, false) => Verdict::Same,
+        }
+    }
+
+    /// The word for it: `better`, `worse`, `same`, `mixed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Worse => "worse",
+            Verdict::Same => "same",
+            Verdict::Mixed => "mixed",
+        }
+    }
+}
+
+/// One metric of one test, base against candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MetricComparison {
+    /// The metric.
+    pub metric: Metric,
+    /// Which way it is better.
+    pub better: Better,
+    /// Whether it is one of the three the verdict is made of.
+    pub headline: bool,
+    /// Means, relative difference and outcome.
+    #[serde(flatten)]
+    pub judgement: Judgement,
+}
+
+/// One test present in both files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestComparison {
+    /// The test's name.
+    pub name: String,
+    /// Its workload and protocol.
+    pub workload: WorkloadKey,
+    /// Concurrent users.
+    pub users: u32,
+    /// Ok runs of the base.
+    pub base_runs: u32,
+    /// Ok runs of the candidate.
+    pub candidate_runs: u32,
+    /// Whether either side's runs were unstable (throughput CV over 5%).
+    pub unstable: bool,
+    /// Every metric both sides measured, in [`Metric::ALL`] order.
+    pub metrics: Vec<MetricComparison>,
+    /// The verdict from the headline metrics.
+    pub verdict: Verdict,
+}
+
+impl TestComparison {
+    /// The comparison of `metric`, if both sides measured it.
+    pub fn metric(&self, metric: Metric) -> Option<&MetricComparison> {
+        self.metrics.iter().find(|m| m.metric == metric)
+    }
+
+    /// How the throughput difference was judged (the method of the test).
+    pub fn method(&self) -> Option<Method> {
+        self.metric(Metric::Throughput).map(|m| m.judgement.method)
+    }
+}
+
+/// A test both files have that could not be compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotCompared {
+    /// The test's name.
+    pub name: String,
+    /// Why, e.g. "no ok run in hs".
+    pub reason: String,
+}
+
+/// How many compared tests got each verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct VerdictCounts {
+    /// Tests where the candidate is better.
+    pub better: usize,
+    /// Tests where both are about the same.
+    pub same: usize,
+    /// Tests where the candidate is worse.
+    pub worse: usize,
+    /// Tests with better and worse headline metrics.
+    pub mixed: usize,
+}
+
+impl VerdictCounts {
+    /// Counts of `verdicts`.
+    pub fn of(verdicts: impl IntoIterator<Item = Verdict>) -> Self {
+        let mut c = VerdictCounts::default();
+        for v in verdicts {
+            match v {
+                Verdict::Better => c.better += 1,
+                Verdict::Same => c.same += 1,
+                Verdict::Worse => c.worse += 1,
+                Verdict::Mixed => c.mixed += 1,
+            }
+        }
+        c
+    }
+
+    /// Every test counted.
+    pub fn total(&self) -> usize {
+        self.better + self.same + self.worse + self.mixed
+    }
+}
+
+/// A candidate against the base.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CandidateComparison {
+    /// The base's label.
+    pub base: String,
+    /// The candidate's label.
+    pub candidate: String,
+    /// Tests in both files with an ok run on each side, in the base's order.
+    pub tests: Vec<TestComparison>,
+    /// Tests only the base has.
+    pub only_in_base: Vec<String>,
+    /// Tests only the candidate has.
+    pub only_in_candidate: Vec<String>,
+    /// Tests in both files without an ok run on one side.
+    pub not_compared: Vec<NotCompared>,
+    /// Verdict counts over [`tests`](Self::tests).
+    pub counts: VerdictCounts,
+    /// "hs is better in 33 of 45 tests, about the same in 2, worse in 10."
+    pub summary: String,
+    /// How the differences were judged, in a sentence.
+    pub method_note: String,
+}
+
+impl CandidateComparison {
+    /// The comparison of the test named `name`.
+    pub fn test(&self, name: &str) -> Option<&TestComparison> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// The compared tests of `workload`, by increasing user count.
+    pub fn workload(&self, workload: &WorkloadKey) -> Vec<&TestComparison> {
+        let mut tests: Vec<&TestComparison> = self
+            .tests
+            .iter()
+            .filter(|t| &t.workload == workload)
+            .collect();
+        tests.sort_by_key(|t| t.users);
+        tests
+    }
+}
+
+/// Compares the candidate's tests with the base's of the same name: every
+/// metric both measured is judged with `threshold_pct` (see [`judge`]), and
+/// each test gets a verdict from the headline metrics of `side`.
+pub fn compare_tests(
+    base: &FileFigures,
+    cand: &FileFigures,
+    threshold_pct: f64,
+    side: CpuSide,
+) -> CandidateComparison {
+    let headline = Metric::headline(side);
+    let mut tests = Vec::new();
+    let mut not_compared = Vec::new();
+    for b in &base.tests {
+        let Some(c) = cand.test(&b.name) else {
+            continue;
+        };
+        let missing = [(b, &base.label), (c, &cand.label)]
+            .into_iter()
+            .filter(|(t, _)| t.ok_runs == 0)
+            .map(|(_, label)| label.as_str())
+            .collect::<Vec<_>>();
+        if !missing.is_empty() {
+            not_compared.push(NotCompared {
+                name: b.name.clone(),
+                reason: format!("no ok run in {}", missing.join(" and ")),
+            });
+            continue;
+        }
+        let metrics: Vec<MetricComparison> = Metric::ALL
+            .iter()
+            .filter_map(|&m| {
+                let judgement = judge(
+                    b.values.get(&m)?,
+                    c.values.get(&m)?,
+                    m.better(),
+                    threshold_pct,
+                )?;
+                Some(MetricComparison {
+                    metric: m,
+                    better: m.better(),
+                    headline: headline.contains(&m),
+                    judgement,
+                })
+            })
+            .collect();
+        let verdict = Verdict::of(
+            metrics
+                .iter()
+                .filter(|m| m.headline)
+                .map(|m| m.judgement.outcome),
+        );
+        tests.push(TestComparison {
+            name: b.name.clone(),
+            workload: b.workload.clone(),
+            users: b.users,
+            base_runs: b.ok_runs,
+            candidate_runs: c.ok_runs,
+            unstable: b.unstable || c.unstable,
+            metrics,
+            verdict,
+        });
+    }
+    let only_in_base = base
+        .tests
+        .iter()
+        .filter(|t| cand.test(&t.name).is_none())
+        .map(|t| t.name.clone())
+        .collect();
+    let only_in_candidate = cand
+        .tests
+        .iter()
+        .filter(|t| base.test(&t.name).is_none())
+        .map(|t| t.name.clone())
+        .collect();
+    let counts = VerdictCounts::of(tests.iter().map(|t| t.verdict));
+    let summary = summary_sentence(&cand.label, &counts);
+    let method_note = method_note(&tests, threshold_pct);
+    CandidateComparison {
+        base: base.label.clone(),
+        candidate: cand.label.clone(),
+        tests,
+        only_in_base,
+        only_in_candidate,
+        not_compared,
+        counts,
+        summary,
+        method_note,
+    }
+}
+
+/// "hs is better in 33 of 45 tests, about the same in 2, worse in 10." (and
+/// ", mixed in N" when some are).
+fn summary_sentence(candidate: &str, c: &VerdictCounts) -> String {
+    let total = c.total();
+    if total == 0 {
+        return format!("{candidate} has no test in common with the base that could be compared.");
+    }
+    let tests = if total == 1 { "test" } else { "tests" };
+    let mut s = format!(
+        "{candidate} is better in {} of {total} {tests}, about the same in {}, worse in {}",
+        c.better, c.same, c.worse
+    );
+    if c.mixed > 0 {
+        s.push_str(&format!(
+            ", mixed in {} (some headline metrics better, others worse)",
+            c.mixed
+        ));
+    }
+    s.push('.');
+    s
+}
+
+/// How the differences were judged, in a sentence naming the constants.
+fn method_note(tests: &[TestComparison], threshold_pct: f64) -> String {
+    let welch = tests
+        .iter()
+        .filter(|t| t.base_runs >= 2 && t.candidate_runs >= 2)
+        .count();
+    let with = format!(
+        "a difference counts when Welch's t-test finds it significant (p < {}) and it is larger than {threshold_pct}%",
+        crate::SIGNIFICANCE_LEVEL
+    );
+    let without = format!(
+        "a difference counts when it is larger than {threshold_pct}%; with a single run no significance test is possible (run the suites with --repeat 3 for one)"
+    );
+    if welch == tests.len() {
+        format!("Repeated runs on both sides: {with}.")
+    } else if welch == 0 {
+        format!("No repeated runs: {without}.")
+    } else {
+        format!(
+            "{welch} of {} tests have repeated runs on both sides: there {with}. In the others {without}.",
+            tests.len()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_from_the_three_headline_outcomes() {
+        use Outcome::*;
+        assert_eq!(Verdict::of([Better, Better, Better]), Verdict::Better);
+        assert_eq!(Verdict::of([Better, Same, Same]), Verdict::Better);
+        assert_eq!(Verdict::of([Same, Same, Same]), Verdict::Same);
+        assert_eq!(Verdict::of([Worse, Same, Worse]), Verdict::Worse);
+        assert_eq!(Verdict::of([Better, Worse, Same]), Verdict::Mixed);
+        assert_eq!(
+            Verdict::of([Same, Same]),
+            Verdict::Same,
+            "a metric not measured"
+        );
+    }
+
+    #[test]
+    fn the_summary_sentence_reads_like_the_study() {
+        let c = VerdictCounts {
+            better: 33,
+            same: 2,
+            worse: 10,
+            mixed: 0,
+        };
+        assert_eq!(
+            summary_sentence("hs", &c),
+            "hs is better in 33 of 45 tests, about the same in 2, worse in 10."
+        );
+        let c = VerdictCounts {
+            better: 1,
+            same: 0,
+            worse: 0,
+            mixed: 0,
+        };
+        assert_eq!(
+            summary_sentence("hs", &c),
+            "hs is better in 1 of 1 test, about the same in 0, worse in 0."
+        );
+        let c = VerdictCounts {
+            better: 30,
+            same: 2,
+            worse: 10,
+            mixed: 3,
+        };
+        assert!(summary_sentence("hs", &c).starts_with(
+            "hs is better in 30 of 45 tests, about the same in 2, worse in 10, mixed in 3"
+        ));
+    }
+}

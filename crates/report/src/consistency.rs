@@ -1,0 +1,173 @@
+//! What may make a comparison say more than it should: tests whose runs
+//! disagreed or failed, and environments that differ in more than the compared
+//! thing (kernel, CPU count, MTU, linkperf version).
+
+use serde::Serialize;
+
+use linkperf_metrics::Environment;
+use linkperf_results::ResultsDocument;
+
+use crate::FileFigures;
+
+/// A test worth a second look.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlaggedTest {
+    /// The results file's label.
+    pub label: String,
+    /// The test's name.
+    pub test: String,
+    /// Why it is flagged.
+    pub reason: String,
+}
+
+/// A difference between the base's environment and a candidate's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EnvDifference {
+    /// What differs: `kernel`, `cpu_count`, `mtu`, `linkperf_version`.
+    pub field: String,
+    /// Whose: `client`, `server`, or `file` (the document's own version).
+    pub side: String,
+    /// The base's label.
+    pub base_label: String,
+    /// The base's value.
+    pub base: String,
+    /// The candidate's label.
+    pub candidate_label: String,
+    /// The candidate's value.
+    pub candidate: String,
+}
+
+impl EnvDifference {
+    /// "MTU (client): 1500 in osa, 9000 in hs".
+    pub fn describe(&self) -> String {
+        let field = match self.field.as_str() {
+            "kernel" => "kernel",
+            "cpu_count" => "CPU count",
+            "mtu" => "MTU",
+            "linkperf_version" => "linkperf version",
+            other => other,
+        };
+        let side = if self.side == "file" {
+            String::new()
+        } else {
+            format!(" ({})", self.side)
+        };
+        format!(
+            "{field}{side}: {} in {}, {} in {}",
+            self.base, self.base_label, self.candidate, self.candidate_label
+        )
+    }
+}
+
+/// Everything the report points out about the trust one may put in it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Consistency {
+    /// Tests whose throughput varied by more than 5% (CV) across their runs.
+    pub unstable: Vec<FlaggedTest>,
+    /// Tests with failed or aborted runs.
+    pub failed: Vec<FlaggedTest>,
+    /// Environment fields that differ between the base and a candidate.
+    pub environment: Vec<EnvDifference>,
+    /// Notes on the link capacity (a path faster than the capacity given).
+    pub capacity: Vec<String>,
+}
+
+impl Consistency {
+    /// Whether there is nothing to point out.
+    pub fn is_empty(&self) -> bool {
+        self.unstable.is_empty()
+            && self.failed.is_empty()
+            && self.environment.is_empty()
+            && self.capacity.is_empty()
+    }
+}
+
+/// Unstable tests and tests with failed runs of one file.
+pub(crate) fn flag_tests(figures: &FileFigures, c: &mut Consistency) {
+    for t in &figures.tests {
+        if t.unstable {
+            let cv = t
+                .throughput_cv
+                .map(|cv| format!("throughput CV {:.1}%", cv * 100.0))
+                .unwrap_or_else(|| "throughput varied".into());
+            c.unstable.push(FlaggedTest {
+                label: figures.label.clone(),
+                test: t.name.clone(),
+                reason: format!("{cv} over {} runs (more than 5%)", t.ok_runs),
+            });
+        }
+        if t.ok_runs < t.runs {
+            c.failed.push(FlaggedTest {
+                label: figures.label.clone(),
+                test: t.name.clone(),
+                reason: format!(
+                    "{} of {} runs failed or aborted",
+                    t.runs - t.ok_runs,
+                    t.runs
+                ),
+            });
+        }
+    }
+}
+
+/// The fields of an environment that a comparison must hold equal.
+fn fields(e: &Environment) -> [(&'static str, String); 4] {
+    [
+        ("kernel", e.kernel.clone()),
+        ("cpu_count", e.cpu_count.to_string()),
+        (
+            "mtu",
+            e.mtu
+                .map_or_else(|| "unknown".to_string(), |m| m.to_string()),
+        ),
+        ("linkperf_version", e.linkperf_version.clone()),
+    ]
+}
+
+/// Differences in kernel, CPU count, MTU and linkperf version between the
+/// base's environment and the candidate's, on each side. A side that one file
+/// does not describe is not a difference.
+pub(crate) fn environment_differences(
+    base: (&str, &ResultsDocument),
+    cand: (&str, &ResultsDocument),
+) -> Vec<EnvDifference> {
+    let diff = |field: &str, side: &str, b: String, c: String| EnvDifference {
+        field: field.to_string(),
+        side: side.to_string(),
+        base_label: base.0.to_string(),
+        base: b,
+        candidate_label: cand.0.to_string(),
+        candidate: c,
+    };
+    let mut out = Vec::new();
+    let sides = [
+        (
+            "client",
+            base.1.environment.client.as_ref(),
+            cand.1.environment.client.as_ref(),
+        ),
+        (
+            "server",
+            base.1.environment.server.as_ref(),
+            cand.1.environment.server.as_ref(),
+        ),
+    ];
+    for (side, b, c) in sides {
+        let (Some(b), Some(c)) = (b, c) else { continue };
+        for ((field, bv), (_, cv)) in fields(b).into_iter().zip(fields(c)) {
+            if bv != cv {
+                out.push(diff(field, side, bv, cv));
+            }
+        }
+    }
+    let has_version = out.iter().any(|d| d.field == "linkperf_version");
+    if !has_version && base.1.linkperf_version != cand.1.linkperf_version {
+        out.push(diff(
+            "linkperf_version",
+            "file",
+            base.1.linkperf_version.clone(),
+            cand.1.linkperf_version.clone(),
+        ));
+    }
+    out
+}

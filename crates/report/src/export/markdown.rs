@@ -1,0 +1,384 @@
+//! Markdown: the summary, the consistency notes, and per workload the
+//! break-even and saturation notes and a table of absolute and relative
+//! values, for a terminal, an issue or a wiki page.
+
+use std::fmt::Write as _;
+
+use super::Exporter;
+use crate::compare::{CandidateComparison, TestComparison};
+use crate::significance::Outcome;
+use crate::units::percent;
+use crate::{Metric, Report, ReportError, WorkloadReport};
+
+/// The report as Markdown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn name(&self) -> &'static str {
+        "md"
+    }
+
+    fn file_name(&self, comparison: bool) -> &'static str {
+        if comparison {
+            "comparison.md"
+        } else {
+            "report.md"
+        }
+    }
+
+    fn render(&self, report: &Report) -> Result<String, ReportError> {
+        let mut s = String::new();
+        if report.is_comparison() {
+            comparison(report, &mut s);
+        } else {
+            single(report, &mut s);
+        }
+        Ok(s)
+    }
+}
+
+/// The consistency notes as list items; "Nothing to point out." when none.
+pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
+    let c = &report.consistency;
+    let mut lines = Vec::new();
+    if !c.environment.is_empty() {
+        let diffs: Vec<String> = c.environment.iter().map(|d| d.describe()).collect();
+        lines.push(format!(
+            "Environments differ: {}. Unless that is what is being compared, it is part of every difference below.",
+            diffs.join("; ")
+        ));
+    }
+    for t in &c.unstable {
+        lines.push(format!("Unstable: {} {}: {}", t.label, t.test, t.reason));
+    }
+    for t in &c.failed {
+        lines.push(format!("Failed runs: {} {}: {}", t.label, t.test, t.reason));
+    }
+    lines.extend(c.capacity.iter().cloned());
+    for cmp in &report.comparisons {
+        if !cmp.only_in_base.is_empty() {
+            lines.push(format!(
+                "Only in {} (not compared): {}",
+                cmp.base,
+                cmp.only_in_base.join(", ")
+            ));
+        }
+        if !cmp.only_in_candidate.is_empty() {
+            lines.push(format!(
+                "Only in {} (not compared): {}",
+                cmp.candidate,
+                cmp.only_in_candidate.join(", ")
+            ));
+        }
+        for n in &cmp.not_compared {
+            lines.push(format!("Not compared: {}: {}", n.name, n.reason));
+        }
+    }
+    lines
+}
+
+fn comparison(report: &Report, s: &mut String) {
+    let _ = writeln!(s, "# linkperf comparison: {}\n", report.title());
+    for c in &report.comparisons {
+        let _ = writeln!(s, "{}\n", c.summary);
+    }
+    for c in &report.comparisons {
+        let _ = writeln!(s, "{}", c.method_note);
+    }
+    let side = report.options.cpu_side;
+    let _ = writeln!(
+        s,
+        "Verdicts come from throughput, mean transaction time and {} CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the noise.\n",
+        side
+    );
+    let _ = writeln!(
+        s,
+        "| candidate | better | same | worse | mixed | compared |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+    for c in &report.comparisons {
+        let n = &c.counts;
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            c.candidate,
+            n.better,
+            n.same,
+            n.worse,
+            n.mixed,
+            n.total()
+        );
+    }
+    consistency(report, s);
+    for w in &report.workloads {
+        let _ = writeln!(s, "\n## {}\n", w.title);
+        notes(w, s);
+        for c in &report.comparisons {
+            let tests = c.workload(&w.key);
+            if tests.is_empty() {
+                continue;
+            }
+            if report.comparisons.len() > 1 {
+                let _ = writeln!(s, "### {} against {}\n", c.candidate, c.base);
+            }
+            comparison_table(report, c, &tests, s);
+        }
+    }
+    files(report, s);
+}
+
+fn consistency(report: &Report, s: &mut String) {
+    let _ = writeln!(s, "\n## Consistency\n");
+    let lines = consistency_lines(report);
+    if lines.is_empty() {
+        let _ = writeln!(s, "Nothing to point out.");
+    }
+    for l in lines {
+        let _ = writeln!(s, "- {l}");
+    }
+}
+
+fn notes(w: &WorkloadReport, s: &mut String) {
+    let mut any = false;
+    for b in &w.break_even {
+        let _ = writeln!(s, "- {}: {}", b.candidate, b.text);
+        any = true;
+    }
+    for n in &w.saturation {
+        let _ = writeln!(s, "- {}", n.text);
+        any = true;
+    }
+    if any {
+        s.push('\n');
+    }
+}
+
+/// A relative difference; in parentheses when within the noise.
+pub(crate) fn delta(t: &TestComparison, metric: Metric) -> String {
+    match t.metric(metric) {
+        Some(m) if m.judgement.outcome == Outcome::Same => {
+            format!("({})", percent(m.judgement.relative_pct))
+        }
+        Some(m) => percent(m.judgement.relative_pct),
+        None => "n/a".into(),
+    }
+}
+
+fn comparison_table(
+    report: &Report,
+    c: &CandidateComparison,
+    tests: &[&TestComparison],
+    s: &mut String,
+) {
+    let headline = Metric::headline(report.options.cpu_side);
+    let mut header = String::from("| users |");
+    let mut rule = String::from("|---:|");
+    for m in headline {
+        let _ = write!(
+            header,
+            " {} {} | {} {} | Δ |",
+            m.label(),
+            c.base,
+            m.label(),
+            c.candidate
+        );
+        rule.push_str("---:|---:|---:|");
+    }
+    header.push_str(" verdict |");
+    rule.push_str("---|");
+    let _ = writeln!(s, "{header}\n{rule}");
+    for t in tests {
+        let mut row = format!("| {} |", t.users);
+        for m in headline {
+            let (b, cand) = match t.metric(m) {
+                Some(j) => (
+                    m.format(j.judgement.base_mean),
+                    m.format(j.judgement.candidate_mean),
+                ),
+                None => ("n/a".into(), "n/a".into()),
+            };
+            let _ = write!(row, " {b} | {cand} | {} |", delta(t, m));
+        }
+        let note = if t.unstable { " (unstable)" } else { "" };
+        let _ = writeln!(s, "{row} {}{note} |", t.verdict.word());
+    }
+}
+
+fn single(report: &Report, s: &mut String) {
+    let _ = writeln!(s, "# linkperf report: {}\n", report.title());
+    let f = &report.figures[0];
+    let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "{} tests, up to {runs} ok run(s) each; ± is the half width of the 95% confidence interval of the mean.",
+        f.tests.len()
+    );
+    consistency(report, s);
+    let eff = Metric::headline(report.options.cpu_side)[2];
+    for w in &report.workloads {
+        let _ = writeln!(s, "\n## {}\n", w.title);
+        notes(w, s);
+        let _ = writeln!(
+            s,
+            "| users | runs | throughput | ± | transactions/s | mean transaction time | p99 transaction time | {} |",
+            eff.label()
+        );
+        let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for t in f.workload(&w.key) {
+            let fmt = |m: Metric| {
+                t.metrics
+                    .get(&m)
+                    .map_or_else(|| "n/a".to_string(), |st| m.format(st.mean))
+            };
+            let ci = t
+                .metrics
+                .get(&Metric::Throughput)
+                .and_then(|st| st.ci95_high.map(|h| h - st.mean))
+                .map_or_else(|| "-".to_string(), |h| Metric::Throughput.format(h));
+            let note = if t.unstable { " (unstable)" } else { "" };
+            let _ = writeln!(
+                s,
+                "| {}{note} | {} | {} | {ci} | {} | {} | {} | {} |",
+                t.users,
+                t.ok_runs,
+                fmt(Metric::Throughput),
+                fmt(Metric::TransactionRate),
+                fmt(Metric::TimeMean),
+                fmt(Metric::TimeP99),
+                fmt(eff),
+            );
+        }
+    }
+    files(report, s);
+}
+
+fn files(report: &Report, s: &mut String) {
+    let _ = writeln!(s, "\n## Files\n");
+    for f in &report.files {
+        let _ = writeln!(
+            s,
+            "- {}: `{}`, {} tests, created {} by linkperf {}: `{}`",
+            f.label,
+            f.path,
+            f.tests,
+            f.created,
+            f.linkperf_version,
+            shell_words(&f.command_line)
+        );
+    }
+}
+
+/// A command line as one would type it: arguments with spaces or shell
+/// characters in single quotes.
+pub(crate) fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            let plain = !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::{small, small_report};
+    use crate::{Options, Source};
+
+    #[test]
+    fn comparison_snapshot() {
+        let md = MarkdownExporter.render(&small_report()).unwrap();
+        let expected = "\
+# linkperf comparison: hs against osa
+
+hs is better in 1 of 2 tests, about the same in 1, worse in 0.
+
+No repeated runs: a difference counts when it is larger than 2%; with a single run no significance test is possible (run the suites with --repeat 3 for one).
+Verdicts come from throughput, mean transaction time and server CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the noise.
+
+| candidate | better | same | worse | mixed | compared |
+|---|---:|---:|---:|---:|---:|
+| hs | 1 | 1 | 0 | 0 | 2 |
+
+## Consistency
+
+Nothing to point out.
+
+## rr1c-1x1
+
+- hs: no crossing in 1–10 users (hs better throughout)
+
+| users | throughput osa | throughput hs | Δ | mean transaction time osa | mean transaction time hs | Δ | server CPU efficiency (system-wide) osa | server CPU efficiency (system-wide) hs | Δ | verdict |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+| 1 | 8.0 Mbit/s | 12.0 Mbit/s | +50.0% | 20.0 µs | 15.0 µs | +25.0% | 50.0 MB/CPU-s | 60.0 MB/CPU-s | +20.0% | better |
+| 10 | 32.0 Mbit/s | 32.3 Mbit/s | (+1.0%) | 50.0 µs | 49.5 µs | (+1.0%) | 50.0 MB/CPU-s | 50.0 MB/CPU-s | (+0.0%) | same |
+
+## Files
+
+- osa: `osa.json`, 2 tests, created 2024-05-01T10:00:00Z by linkperf 0.1.0: `linkperf suite uperf45 --label osa`
+- hs: `hs.json`, 2 tests, created 2024-05-01T10:00:00Z by linkperf 0.1.0: `linkperf suite uperf45 --label hs`
+";
+        assert_eq!(md, expected);
+    }
+
+    #[test]
+    fn one_file_snapshot() {
+        let (osa, _) = small();
+        let r = crate::Report::single(
+            Source {
+                path: "osa.json",
+                doc: &osa,
+            },
+            Options::default(),
+        );
+        let md = MarkdownExporter.render(&r).unwrap();
+        let expected = "\
+# linkperf report: osa
+
+2 tests, up to 1 ok run(s) each; ± is the half width of the 95% confidence interval of the mean.
+
+## Consistency
+
+Nothing to point out.
+
+## rr1c-1x1
+
+| users | runs | throughput | ± | transactions/s | mean transaction time | p99 transaction time | server CPU efficiency (system-wide) |
+|---:|---:|---:|---:|---:|---:|---:|---:|
+| 1 | 1 | 8.0 Mbit/s | - | 1000/s | 20.0 µs | 40.0 µs | 50.0 MB/CPU-s |
+| 10 | 1 | 32.0 Mbit/s | - | 4000/s | 50.0 µs | 100.0 µs | 50.0 MB/CPU-s |
+
+## Files
+
+- osa: `osa.json`, 2 tests, created 2024-05-01T10:00:00Z by linkperf 0.1.0: `linkperf suite uperf45 --label osa`
+";
+        assert_eq!(md, expected);
+    }
+
+    #[test]
+    fn command_lines_are_quoted_for_a_shell() {
+        let args: Vec<String> = [
+            "linkperf",
+            "run",
+            "--label",
+            "my osa",
+            "-w",
+            "mix:200x200*1,200x8k*3",
+            "it's",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            shell_words(&args),
+            "linkperf run --label 'my osa' -w 'mix:200x200*1,200x8k*3' 'it'\\''s'"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! The exporters, one per file, behind one trait.
+
+mod csv;
+mod exporter;
+mod html;
+mod json;
+mod markdown;
+
+pub use self::csv::CsvExporter;
+pub use self::exporter::Exporter;
+pub use self::html::HtmlExporter;
+pub use self::json::JsonExporter;
+pub use self::markdown::MarkdownExporter;

@@ -1,0 +1,152 @@
+//! The absolute figures of one results file: per test, the statistics of every
+//! metric over its ok runs, and the workload it belongs to.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use linkperf_metrics::{describe, Stats};
+use linkperf_results::{ResultsDocument, RunStatus, TestResult};
+use linkperf_workload::Protocol;
+
+use crate::Metric;
+
+/// A workload over a protocol: the tests of a workload key differ only in
+/// their user count. Displayed as the workload's name, with the protocol
+/// appended when it is not TCP (`rr1c-1x1`, `rr1c-1x1--udp`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WorkloadKey {
+    /// The workload's name, e.g. `rr1c-200x1000`.
+    pub workload: String,
+    /// The transport.
+    pub protocol: Protocol,
+}
+
+impl WorkloadKey {
+    /// The key of `test`.
+    pub fn of(test: &TestResult) -> Self {
+        WorkloadKey {
+            workload: test.workload.name.clone(),
+            protocol: test.workload.protocol,
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.protocol {
+            Protocol::Tcp => f.write_str(&self.workload),
+            p => write!(f, "{}--{p}", self.workload),
+        }
+    }
+}
+
+/// One test of one results file, summarised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TestFigures {
+    /// The test's name, e.g. `rr1c-200x1000--50`.
+    pub name: String,
+    /// Its workload and protocol.
+    pub workload: WorkloadKey,
+    /// Concurrent users.
+    pub users: u32,
+    /// Runs recorded.
+    pub runs: u32,
+    /// Runs that completed (`ok`); the statistics are over these.
+    pub ok_runs: u32,
+    /// Whether the throughput of the ok runs varied by more than the results
+    /// document's instability threshold (coefficient of variation over 5%).
+    pub unstable: bool,
+    /// Coefficient of variation of the throughput, when there are repeats.
+    pub throughput_cv: Option<f64>,
+    /// Statistics of each metric over the ok runs (a metric some ok run lacks
+    /// is left out).
+    pub metrics: BTreeMap<Metric, Stats>,
+    /// Mean over the ok runs of the busier direction's payload rate
+    /// (`max(tx, rx)`), bytes/s: what a full-duplex link's capacity limits.
+    pub busiest_direction_bytes_per_s: Option<f64>,
+    /// Each metric's value in every ok run, in run order (for significance
+    /// tests; not exported, the results document has them).
+    #[serde(skip)]
+    pub values: BTreeMap<Metric, Vec<f64>>,
+}
+
+impl TestFigures {
+    /// The figures of `test`.
+    pub fn of(test: &TestResult) -> Self {
+        let ok: Vec<_> = test
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok)
+            .collect();
+        let values: BTreeMap<Metric, Vec<f64>> = Metric::ALL
+            .iter()
+            .filter_map(|&m| {
+                let v: Option<Vec<f64>> = ok.iter().map(|r| m.value(r)).collect();
+                v.filter(|v| !v.is_empty()).map(|v| (m, v))
+            })
+            .collect();
+        let metrics: BTreeMap<Metric, Stats> = values
+            .iter()
+            .filter_map(|(&m, v)| Some((m, describe(v)?)))
+            .collect();
+        let busiest: Option<Vec<f64>> = ok
+            .iter()
+            .map(|r| r.throughput.map(|t| t.tx_bytes_per_s.max(t.rx_bytes_per_s)))
+            .collect();
+        let throughput_cv = metrics.get(&Metric::Throughput).and_then(|s| s.cv);
+        TestFigures {
+            name: test.name.clone(),
+            workload: WorkloadKey::of(test),
+            users: test.workload.users,
+            runs: u32::try_from(test.runs.len()).unwrap_or(u32::MAX),
+            ok_runs: u32::try_from(ok.len()).unwrap_or(u32::MAX),
+            unstable: test.is_unstable(),
+            throughput_cv,
+            metrics,
+            busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
+            values,
+        }
+    }
+
+    /// The mean of `metric` over the ok runs.
+    pub fn mean(&self, metric: Metric) -> Option<f64> {
+        self.metrics.get(&metric).map(|s| s.mean)
+    }
+}
+
+/// Every test of one results file, summarised, in the file's order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileFigures {
+    /// The file's label in the report.
+    pub label: String,
+    /// Its tests.
+    pub tests: Vec<TestFigures>,
+}
+
+impl FileFigures {
+    /// The figures of every test of `doc`, under `label`.
+    pub fn of(doc: &ResultsDocument, label: &str) -> Self {
+        FileFigures {
+            label: label.to_string(),
+            tests: doc.tests.iter().map(TestFigures::of).collect(),
+        }
+    }
+
+    /// The test named `name`.
+    pub fn test(&self, name: &str) -> Option<&TestFigures> {
+        self.tests.iter().find(|t| t.name == name)
+    }
+
+    /// The tests of `workload`, by increasing user count.
+    pub fn workload(&self, workload: &WorkloadKey) -> Vec<&TestFigures> {
+        let mut tests: Vec<&TestFigures> = self
+            .tests
+            .iter()
+            .filter(|t| &t.workload == workload)
+            .collect();
+        tests.sort_by_key(|t| t.users);
+        tests
+    }
+}

@@ -1,0 +1,65 @@
+//! linkperf's comparisons and reports: what two or more results documents say
+//! about the configurations they measured, in the form the studies used.
+//!
+//! A [`Report`] is built from results documents only (never from engine state):
+//! for one file ([`Report::single`]) the absolute figures of every test; for a
+//! base and one or more candidates ([`Report::comparison`]) also, per test matched
+//! by name, the relative difference of every metric with the sign convention of
+//! the product brief (positive = the candidate is better), whether the difference
+//! is larger than the noise ([`judge`]), a verdict per test from its three
+//! headline metrics ([`Verdict`]) and the summary sentence ("hs is better in 33 of
+//! 45 tests, about the same in 2, worse in 10"). Per workload it finds the
+//! break-even user count ([`break_even`]) and, per results file, where throughput
+//! saturates ([`saturation`]); it points out unstable tests and environments that
+//! differ in more than the compared thing ([`Consistency`]).
+//!
+//! The exporters ([`Exporter`]: [`CsvExporter`], [`MarkdownExporter`],
+//! [`JsonExporter`], [`HtmlExporter`]) and the charts ([`Chart`], drawn with
+//! plotters as SVG and PNG) read the report. [`write_report`] writes all of them
+//! into a directory. The methods and their constants are documented for users in
+//! `docs/reports.md`.
+#![warn(missing_docs)]
+
+mod breakeven;
+mod chart;
+mod compare;
+mod consistency;
+mod error;
+mod export;
+mod figures;
+mod metric;
+mod output;
+mod report;
+mod saturation;
+mod significance;
+mod units;
+
+pub use breakeven::{break_even, BreakEven};
+pub use chart::{
+    charts, font_status, BarChart, BarSeries, Chart, ChartKind, LineChart, LinePoint, LineSeries,
+};
+pub use compare::{
+    compare_tests, CandidateComparison, MetricComparison, NotCompared, TestComparison, Verdict,
+    VerdictCounts,
+};
+pub use consistency::{Consistency, EnvDifference, FlaggedTest};
+pub use error::ReportError;
+pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
+pub use figures::{FileFigures, TestFigures, WorkloadKey};
+pub use metric::{Better, CpuSide, Metric};
+pub use output::{write_report, Written};
+pub use report::{FileInfo, Options, Report, Source, WorkloadReport, REPORT_SCHEMA};
+pub use saturation::{
+    saturation, Saturation, SaturationCause, SaturationPoint, CAPACITY_MARGIN,
+    SATURATION_THROUGHPUT_GROWTH, SATURATION_TIME_GROWTH,
+};
+pub use significance::{
+    judge, relative_difference, Judgement, Method, Outcome, DEFAULT_THRESHOLD_PCT,
+    SIGNIFICANCE_LEVEL,
+};
+pub use units::BitsPerSecond;
+
+#[cfg(test)]
+mod testdata;
+#[cfg(test)]
+mod tests;

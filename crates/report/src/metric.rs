@@ -1,0 +1,286 @@
+//! The metrics a comparison covers, where each is read from a run, and which
+//! way is better.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use linkperf_results::Run;
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    /// More is better: throughput, efficiency.
+    Higher,
+    /// Less is better: transaction time, CPU per transaction.
+    Lower,
+}
+
+/// Whose CPU decides the efficiency verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuSide {
+    /// The client's host.
+    Client,
+    /// The server's host (the default: where the studies measured).
+    #[default]
+    Server,
+}
+
+impl FromStr for CpuSide {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "client" => Ok(CpuSide::Client),
+            "server" => Ok(CpuSide::Server),
+            other => Err(format!("unknown CPU side {other:?}: say client or server")),
+        }
+    }
+}
+
+impl fmt::Display for CpuSide {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CpuSide::Client => "client",
+            CpuSide::Server => "server",
+        })
+    }
+}
+
+/// A figure of a run that a comparison covers. Serialised as its dotted path
+/// in a run (the key of `summary.metrics` in the results document).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Metric {
+    /// Payload bytes per second, both directions.
+    #[serde(rename = "throughput.bytes_per_s")]
+    Throughput,
+    /// Transactions per second.
+    #[serde(rename = "throughput.transactions_per_s")]
+    TransactionRate,
+    /// Mean transaction time, µs.
+    #[serde(rename = "transaction_time_us.mean")]
+    TimeMean,
+    /// 99th percentile of transaction time, µs.
+    #[serde(rename = "transaction_time_us.p99")]
+    TimeP99,
+    /// Payload bytes per client process CPU-second.
+    #[serde(rename = "efficiency.client_bytes_per_cpu_s")]
+    ClientEfficiency,
+    /// Payload bytes per server process CPU-second.
+    #[serde(rename = "efficiency.server_bytes_per_cpu_s")]
+    ServerEfficiency,
+    /// Payload bytes per busy CPU-second of the client's host.
+    #[serde(rename = "efficiency.client_bytes_per_system_cpu_s")]
+    ClientSystemEfficiency,
+    /// Payload bytes per busy CPU-second of the server's host.
+    #[serde(rename = "efficiency.server_bytes_per_system_cpu_s")]
+    ServerSystemEfficiency,
+    /// Client process CPU-µs per transaction.
+    #[serde(rename = "efficiency.client_cpu_us_per_txn")]
+    ClientCpuPerTxn,
+    /// Server process CPU-µs per transaction.
+    #[serde(rename = "efficiency.server_cpu_us_per_txn")]
+    ServerCpuPerTxn,
+    /// Busy CPU-µs of the client's host per transaction.
+    #[serde(rename = "efficiency.client_system_cpu_us_per_txn")]
+    ClientSystemCpuPerTxn,
+    /// Busy CPU-µs of the server's host per transaction.
+    #[serde(rename = "efficiency.server_system_cpu_us_per_txn")]
+    ServerSystemCpuPerTxn,
+}
+
+impl Metric {
+    /// Every metric, in the order of the report's tables.
+    pub const ALL: [Metric; 12] = [
+        Metric::Throughput,
+        Metric::TransactionRate,
+        Metric::TimeMean,
+        Metric::TimeP99,
+        Metric::ClientEfficiency,
+        Metric::ServerEfficiency,
+        Metric::ClientSystemEfficiency,
+        Metric::ServerSystemEfficiency,
+        Metric::ClientCpuPerTxn,
+        Metric::ServerCpuPerTxn,
+        Metric::ClientSystemCpuPerTxn,
+        Metric::ServerSystemCpuPerTxn,
+    ];
+
+    /// The three metrics a verdict is made of: throughput, mean transaction
+    /// time, and system-wide CPU efficiency of `side`.
+    pub fn headline(side: CpuSide) -> [Metric; 3] {
+        [
+            Metric::Throughput,
+            Metric::TimeMean,
+            match side {
+                CpuSide::Client => Metric::ClientSystemEfficiency,
+                CpuSide::Server => Metric::ServerSystemEfficiency,
+            },
+        ]
+    }
+
+    /// The metric's dotted path in a run, e.g. `throughput.bytes_per_s`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput.bytes_per_s",
+            Metric::TransactionRate => "throughput.transactions_per_s",
+            Metric::TimeMean => "transaction_time_us.mean",
+            Metric::TimeP99 => "transaction_time_us.p99",
+            Metric::ClientEfficiency => "efficiency.client_bytes_per_cpu_s",
+            Metric::ServerEfficiency => "efficiency.server_bytes_per_cpu_s",
+            Metric::ClientSystemEfficiency => "efficiency.client_bytes_per_system_cpu_s",
+            Metric::ServerSystemEfficiency => "efficiency.server_bytes_per_system_cpu_s",
+            Metric::ClientCpuPerTxn => "efficiency.client_cpu_us_per_txn",
+            Metric::ServerCpuPerTxn => "efficiency.server_cpu_us_per_txn",
+            Metric::ClientSystemCpuPerTxn => "efficiency.client_system_cpu_us_per_txn",
+            Metric::ServerSystemCpuPerTxn => "efficiency.server_system_cpu_us_per_txn",
+        }
+    }
+
+    /// A short name for tables and legends.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Throughput => "throughput",
+            Metric::TransactionRate => "transactions/s",
+            Metric::TimeMean => "mean transaction time",
+            Metric::TimeP99 => "p99 transaction time",
+            Metric::ClientEfficiency => "client CPU efficiency (process)",
+            Metric::ServerEfficiency => "server CPU efficiency (process)",
+            Metric::ClientSystemEfficiency => "client CPU efficiency (system-wide)",
+            Metric::ServerSystemEfficiency => "server CPU efficiency (system-wide)",
+            Metric::ClientCpuPerTxn => "client CPU per transaction (process)",
+            Metric::ServerCpuPerTxn => "server CPU per transaction (process)",
+            Metric::ClientSystemCpuPerTxn => "client CPU per transaction (system-wide)",
+            Metric::ServerSystemCpuPerTxn => "server CPU per transaction (system-wide)",
+        }
+    }
+
+    /// The unit of the metric's values as the results document holds them.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Metric::Throughput => "bytes/s",
+            Metric::TransactionRate => "1/s",
+            Metric::TimeMean | Metric::TimeP99 => "µs",
+            Metric::ClientEfficiency
+            | Metric::ServerEfficiency
+            | Metric::ClientSystemEfficiency
+            | Metric::ServerSystemEfficiency => "bytes/CPU-s",
+            Metric::ClientCpuPerTxn
+            | Metric::ServerCpuPerTxn
+            | Metric::ClientSystemCpuPerTxn
+            | Metric::ServerSystemCpuPerTxn => "CPU-µs/transaction",
+        }
+    }
+
+    /// Which way the metric is better.
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Throughput
+            | Metric::TransactionRate
+            | Metric::ClientEfficiency
+            | Metric::ServerEfficiency
+            | Metric::ClientSystemEfficiency
+            | Metric::ServerSystemEfficiency => Better::Higher,
+            Metric::TimeMean
+            | Metric::TimeP99
+            | Metric::ClientCpuPerTxn
+            | Metric::ServerCpuPerTxn
+            | Metric::ClientSystemCpuPerTxn
+            | Metric::ServerSystemCpuPerTxn => Better::Lower,
+        }
+    }
+
+    /// The metric's value in `run`, if the run has it (an `ok` run has every
+    /// throughput figure; transaction times, CPU and efficiency may be absent).
+    pub fn value(self, run: &Run) -> Option<f64> {
+        let e = run.efficiency;
+        let v = match self {
+            Metric::Throughput => run.throughput.map(|t| t.bytes_per_s),
+            Metric::TransactionRate => run.throughput.map(|t| t.transactions_per_s),
+            Metric::TimeMean => run.transaction_time_us.map(|l| l.mean),
+            Metric::TimeP99 => run.transaction_time_us.map(|l| l.p99),
+            Metric::ClientEfficiency => e.and_then(|e| e.client_bytes_per_cpu_s),
+            Metric::ServerEfficiency => e.and_then(|e| e.server_bytes_per_cpu_s),
+            Metric::ClientSystemEfficiency => e.and_then(|e| e.client_bytes_per_system_cpu_s),
+            Metric::ServerSystemEfficiency => e.and_then(|e| e.server_bytes_per_system_cpu_s),
+            Metric::ClientCpuPerTxn => e.and_then(|e| e.client_cpu_us_per_txn),
+            Metric::ServerCpuPerTxn => e.and_then(|e| e.server_cpu_us_per_txn),
+            Metric::ClientSystemCpuPerTxn => e.and_then(|e| e.client_system_cpu_us_per_txn),
+            Metric::ServerSystemCpuPerTxn => e.and_then(|e| e.server_system_cpu_us_per_txn),
+        };
+        v.filter(|x| x.is_finite())
+    }
+
+    /// A value of the metric for people: `9.41 Gbit/s`, `23.4 µs`.
+    pub fn format(self, value: f64) -> String {
+        match self {
+            Metric::Throughput => crate::units::rate(value),
+            Metric::TransactionRate => crate::units::per_s(value),
+            Metric::TimeMean | Metric::TimeP99 => crate::units::time_us(value),
+            Metric::ClientEfficiency
+            | Metric::ServerEfficiency
+            | Metric::ClientSystemEfficiency
+            | Metric::ServerSystemEfficiency => crate::units::per_cpu_s(value),
+            Metric::ClientCpuPerTxn
+            | Metric::ServerCpuPerTxn
+            | Metric::ClientSystemCpuPerTxn
+            | Metric::ServerSystemCpuPerTxn => format!("{value:.2} CPU-µs"),
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_the_results_documents_summary_keys() {
+        let page = include_str!("../../../docs/results-schema.md");
+        for m in Metric::ALL {
+            assert!(page.contains(&format!("`{}`", m.key())), "{m}");
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.key()));
+            assert_eq!(serde_json::from_str::<Metric>(&json).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn efficiency_is_better_higher_and_cpu_per_transaction_lower() {
+        for m in Metric::ALL {
+            let expected =
+                if m.key().contains("bytes_per") || m.key().contains("transactions_per_s") {
+                    Better::Higher
+                } else {
+                    Better::Lower
+                };
+            assert_eq!(m.better(), expected, "{m}");
+        }
+    }
+
+    #[test]
+    fn the_headline_follows_the_cpu_side() {
+        assert_eq!(
+            Metric::headline(CpuSide::Server),
+            [
+                Metric::Throughput,
+                Metric::TimeMean,
+                Metric::ServerSystemEfficiency
+            ]
+        );
+        assert_eq!(
+            Metric::headline(CpuSide::Client)[2],
+            Metric::ClientSystemEfficiency
+        );
+        assert_eq!("client".parse::<CpuSide>(), Ok(CpuSide::Client));
+        assert!("both".parse::<CpuSide>().is_err());
+    }
+}

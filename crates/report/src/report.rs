@@ -1,0 +1,431 @@
+//! The report: everything the exporters and charts show, derived from results
+//! documents alone.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use linkperf_results::{Environments, LinkInfo, ResultsDocument, TestConfig};
+use linkperf_workload::Placement;
+
+use crate::breakeven::{break_even, BreakEven};
+use crate::compare::{compare_tests, CandidateComparison};
+use crate::consistency::{environment_differences, flag_tests, Consistency};
+use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
+use crate::units::rate;
+use crate::{BitsPerSecond, CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
+
+/// The schema of the report's JSON export (`comparison.json`, `report.json`).
+pub const REPORT_SCHEMA: &str = "linkperf/report/v1";
+
+/// A results document and where it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The file it was read from, as the user named it.
+    pub path: &'a str,
+    /// The document.
+    pub doc: &'a ResultsDocument,
+}
+
+/// How to compare.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Options {
+    /// Smallest relative difference that counts, percent (default 2).
+    pub threshold_pct: f64,
+    /// Whose system-wide CPU efficiency is a headline metric (default server).
+    pub cpu_side: CpuSide,
+    /// The link capacity to test saturation against, for every file; a file's
+    /// own recorded capacity (`link.capacity_bits_per_s`) is used where this
+    /// is `None`.
+    pub capacity_bits_per_s: Option<BitsPerSecond>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threshold_pct: DEFAULT_THRESHOLD_PCT,
+            cpu_side: CpuSide::Server,
+            capacity_bits_per_s: None,
+        }
+    }
+}
+
+/// What the report says about one results file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FileInfo {
+    /// Its label in the report (the document's label, made unique).
+    pub label: String,
+    /// The file, as named on the command line.
+    pub path: String,
+    /// When the document was created.
+    pub created: String,
+    /// The linkperf that wrote it.
+    pub linkperf_version: String,
+    /// The exact command that produced it.
+    pub command_line: Vec<String>,
+    /// Both sides' hosts.
+    pub environment: Environments,
+    /// The link it ran over, when recorded.
+    pub link: Option<LinkInfo>,
+    /// The suite that produced it, when one did.
+    pub suite: Option<String>,
+    /// Its tests.
+    pub tests: usize,
+    /// How its tests were set up beyond their workloads (worker placement,
+    /// socket options), as (setting, value) pairs; a setting that differs
+    /// between tests reads "varies: …".
+    pub settings: Vec<(String, String)>,
+    /// The capacity saturation was judged against (the command line's, else
+    /// the file's own), bits per second.
+    pub capacity_bits_per_s: Option<BitsPerSecond>,
+}
+
+/// A break-even finding for one candidate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BreakEvenNote {
+    /// The candidate.
+    pub candidate: String,
+    /// The finding.
+    pub finding: BreakEven,
+    /// In words.
+    pub text: String,
+}
+
+/// A saturation finding for one results file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SaturationNote {
+    /// The file's label.
+    pub label: String,
+    /// The finding.
+    pub finding: Saturation,
+    /// In words.
+    pub text: String,
+}
+
+/// One workload across the files.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// The workload and protocol.
+    pub key: WorkloadKey,
+    /// Its name in the report (`rr1c-1x1`, `rr1c-1x1--udp`).
+    pub title: String,
+    /// Every user count any file measured, in increasing order.
+    pub users: Vec<u32>,
+    /// Per candidate: where its throughput difference crosses zero.
+    pub break_even: Vec<BreakEvenNote>,
+    /// Per file that saturates: from where.
+    pub saturation: Vec<SaturationNote>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Always [`REPORT_SCHEMA`].
+    pub schema: &'static str,
+    /// The linkperf version that made the report.
+    pub linkperf_version: &'static str,
+    /// How it compared.
+    pub options: Options,
+    /// The files, the base first.
+    pub files: Vec<FileInfo>,
+    /// Each file's tests, summarised, in the order of [`files`](Self::files).
+    pub figures: Vec<FileFigures>,
+    /// Each candidate against the base (empty for a one-file report).
+    pub comparisons: Vec<CandidateComparison>,
+    /// Per workload: break-even and saturation.
+    pub workloads: Vec<WorkloadReport>,
+    /// What may make the report say more than it should.
+    pub consistency: Consistency,
+}
+
+impl Report {
+    /// The report of one results file: absolute figures, saturation, unstable
+    /// and failed tests.
+    pub fn single(file: Source<'_>, options: Options) -> Report {
+        Self::build(&[file], options)
+    }
+
+    /// The report of `candidates` against `base`.
+    pub fn comparison(base: Source<'_>, candidates: &[Source<'_>], options: Options) -> Report {
+        let mut all = vec![base];
+        all.extend_from_slice(candidates);
+        Self::build(&all, options)
+    }
+
+    /// Whether this compares files (rather than reporting on one).
+    pub fn is_comparison(&self) -> bool {
+        !self.comparisons.is_empty()
+    }
+
+    /// The report's title: "hs against osa", or the one file's label.
+    pub fn title(&self) -> String {
+        if self.is_comparison() {
+            let cands: Vec<&str> = self.files[1..].iter().map(|f| f.label.as_str()).collect();
+            format!("{} against {}", join_and(&cands), self.files[0].label)
+        } else {
+            self.files[0].label.clone()
+        }
+    }
+
+    /// The base's label.
+    pub fn base(&self) -> &str {
+        &self.files[0].label
+    }
+
+    /// The figures of the file labelled `label`.
+    pub fn figures_of(&self, label: &str) -> Option<&FileFigures> {
+        self.figures.iter().find(|f| f.label == label)
+    }
+
+    fn build(sources: &[Source<'_>], options: Options) -> Report {
+        let labels = unique_labels(sources);
+        let figures: Vec<FileFigures> = sources
+            .iter()
+            .zip(&labels)
+            .map(|(s, l)| FileFigures::of(s.doc, l))
+            .collect();
+        let files: Vec<FileInfo> = sources
+            .iter()
+            .zip(&labels)
+            .map(|(s, label)| FileInfo {
+                label: label.clone(),
+                path: s.path.to_string(),
+                created: s.doc.created.clone(),
+                linkperf_version: s.doc.linkperf_version.clone(),
+                command_line: s.doc.command_line.clone(),
+                environment: s.doc.environment.clone(),
+                link: s.doc.link.clone(),
+                suite: s.doc.suite.as_ref().map(|r| r.name.clone()),
+                tests: s.doc.tests.len(),
+                settings: settings(s.doc),
+                capacity_bits_per_s: options.capacity_bits_per_s.or_else(|| {
+                    s.doc
+                        .link
+                        .as_ref()
+                        .and_then(|l| l.capacity_bits_per_s)
+                        .map(BitsPerSecond)
+                }),
+            })
+            .collect();
+        let comparisons: Vec<CandidateComparison> = figures[1..]
+            .iter()
+            .map(|c| compare_tests(&figures[0], c, options.threshold_pct, options.cpu_side))
+            .collect();
+
+        let mut consistency = Consistency::default();
+        for f in &figures {
+            flag_tests(f, &mut consistency);
+        }
+        for (s, label) in sources.iter().zip(&labels).skip(1) {
+            consistency.environment.extend(environment_differences(
+                (&labels[0], sources[0].doc),
+                (label, s.doc),
+            ));
+        }
+
+        let mut keys: Vec<WorkloadKey> = Vec::new();
+        for f in &figures {
+            for t in &f.tests {
+                if !keys.contains(&t.workload) {
+                    keys.push(t.workload.clone());
+                }
+            }
+        }
+        let workloads = keys
+            .into_iter()
+            .map(|key| workload_report(key, &figures, &files, &comparisons, &mut consistency))
+            .collect();
+
+        Report {
+            schema: REPORT_SCHEMA,
+            linkperf_version: env!("CARGO_PKG_VERSION"),
+            options,
+            files,
+            figures,
+            comparisons,
+            workloads,
+            consistency,
+        }
+    }
+}
+
+fn workload_report(
+    key: WorkloadKey,
+    figures: &[FileFigures],
+    files: &[FileInfo],
+    comparisons: &[CandidateComparison],
+    consistency: &mut Consistency,
+) -> WorkloadReport {
+    let mut users: Vec<u32> = figures
+        .iter()
+        .flat_map(|f| f.workload(&key).into_iter().map(|t| t.users))
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+
+    let break_even = comparisons
+        .iter()
+        .map(|c| {
+            let points: Vec<(u32, f64)> = c
+                .workload(&key)
+                .iter()
+                .filter_map(|t| {
+                    t.metric(Metric::Throughput)
+                        .map(|m| (t.users, m.judgement.relative_pct))
+                })
+                .collect();
+            let finding = break_even(&points);
+            BreakEvenNote {
+                candidate: c.candidate.clone(),
+                text: finding.describe(&c.candidate),
+                finding,
+            }
+        })
+        .collect();
+
+    let mut notes = Vec::new();
+    for (f, info) in figures.iter().zip(files) {
+        let points: Vec<SaturationPoint> = f
+            .workload(&key)
+            .iter()
+            .filter_map(|t| {
+                Some(SaturationPoint {
+                    users: t.users,
+                    throughput_bytes_per_s: t.mean(Metric::Throughput)?,
+                    busiest_direction_bytes_per_s: t.busiest_direction_bytes_per_s?,
+                    mean_time_us: t.mean(Metric::TimeMean),
+                })
+            })
+            .collect();
+        if let Some(cap) = info.capacity_bits_per_s {
+            let above = above_capacity(&points, cap);
+            if let Some((u, bits)) = above
+                .iter()
+                .copied()
+                .reduce(|a, b| if b.1 > a.1 { b } else { a })
+            {
+                consistency.capacity.push(format!(
+                    "{}: {key} carried up to {} in its busier direction (at {u} users), more than the {cap} capacity allows: the capacity does not describe this path, so saturation is judged by the knee rule alone",
+                    info.label,
+                    rate(bits / 8.0)
+                ));
+            }
+        }
+        let cap = info
+            .capacity_bits_per_s
+            .filter(|c| above_capacity(&points, *c).is_empty());
+        if let Some(finding) = saturation(&points, cap) {
+            notes.push(SaturationNote {
+                label: f.label.clone(),
+                text: finding.describe(&f.label),
+                finding,
+            });
+        }
+    }
+    WorkloadReport {
+        title: key.to_string(),
+        key,
+        users,
+        break_even,
+        saturation: notes,
+    }
+}
+
+/// A test setting as text.
+type Setting = fn(&TestConfig) -> String;
+
+/// The settings [`FileInfo::settings`] lists.
+const SETTINGS: &[(&str, Setting)] = &[
+    ("server", |c| c.server.clone()),
+    ("client workers", |c| placement(&c.client_placement)),
+    ("server workers", |c| placement(&c.server_placement)),
+    ("SO_SNDBUF requested", |c| {
+        c.sndbuf
+            .map_or_else(|| "kernel default".into(), |b| format!("{b} bytes"))
+    }),
+    ("SO_RCVBUF requested", |c| {
+        c.rcvbuf
+            .map_or_else(|| "kernel default".into(), |b| format!("{b} bytes"))
+    }),
+    ("congestion control requested", |c| {
+        c.cc.clone().unwrap_or_else(|| "host default".into())
+    }),
+    ("MSS requested", |c| {
+        c.mss
+            .map_or_else(|| "kernel's choice".into(), |m| format!("{m} bytes"))
+    }),
+];
+
+/// "2 threads, pinned to 0,1, busy-poll".
+fn placement(p: &Placement) -> String {
+    let mut s = format!(
+        "{} thread{}",
+        p.threads,
+        if p.threads == 1 { "" } else { "s" }
+    );
+    if let Some(a) = &p.affinity {
+        s.push_str(&format!(", pinned to {a}"));
+    }
+    if p.busy_poll {
+        s.push_str(", busy-poll");
+    }
+    s
+}
+
+/// Each setting of [`SETTINGS`] over the document's tests.
+fn settings(doc: &ResultsDocument) -> Vec<(String, String)> {
+    SETTINGS
+        .iter()
+        .map(|(name, get)| {
+            let mut values: Vec<String> = Vec::new();
+            for t in &doc.tests {
+                let v = get(&t.config);
+                if !values.contains(&v) {
+                    values.push(v);
+                }
+            }
+            let value = match values.len() {
+                0 => "-".to_string(),
+                1 => values.remove(0),
+                _ => format!("varies: {}", values.join("; ")),
+            };
+            (name.to_string(), value)
+        })
+        .collect()
+}
+
+/// The documents' labels, made unique by the file name where two are equal.
+fn unique_labels(sources: &[Source<'_>]) -> Vec<String> {
+    let mut labels: Vec<String> = sources.iter().map(|s| s.doc.label.clone()).collect();
+    let dup = |labels: &[String], i: usize| labels.iter().filter(|l| **l == labels[i]).count() > 1;
+    let stems: Vec<String> = sources
+        .iter()
+        .map(|s| {
+            Path::new(s.path)
+                .file_stem()
+                .map_or_else(|| s.path.to_string(), |n| n.to_string_lossy().into_owned())
+        })
+        .collect();
+    let first: Vec<bool> = (0..labels.len()).map(|i| dup(&labels, i)).collect();
+    for (i, d) in first.into_iter().enumerate() {
+        if d {
+            labels[i] = format!("{} ({})", labels[i], stems[i]);
+        }
+    }
+    let second: Vec<bool> = (0..labels.len()).map(|i| dup(&labels, i)).collect();
+    for (i, d) in second.into_iter().enumerate() {
+        if d {
+            labels[i] = format!("{} #{}", labels[i], i + 1);
+        }
+    }
+    labels
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}

@@ -1,0 +1,140 @@
+//! Synthetic results documents whose right answers are known by construction,
+//! for the unit tests of this crate.
+
+use std::time::Duration;
+
+use linkperf_metrics::{Environment, LatencySummary};
+use linkperf_results::{
+    failed_run, Efficiency, ResultsDocument, Run, RunStatus, TestConfig, Throughput,
+};
+use linkperf_workload::{Placement, Protocol, TestSpec};
+
+/// The headline figures of one synthetic run.
+#[derive(Debug, Clone, Copy)]
+pub struct Fig {
+    /// Throughput, bytes/s, both directions (a quarter up, three quarters down).
+    pub bytes: f64,
+    /// Mean transaction time, µs (p99 is twice it).
+    pub mean_us: f64,
+    /// Bytes per CPU-second, every efficiency figure (CPU-µs per transaction
+    /// is 1e6 / it).
+    pub eff: f64,
+}
+
+/// A figure with throughput `bytes`, mean time `mean_us` and efficiency `eff`.
+pub fn fig(bytes: f64, mean_us: f64, eff: f64) -> Fig {
+    Fig {
+        bytes,
+        mean_us,
+        eff,
+    }
+}
+
+/// An ok run with the figures of `f`.
+pub fn run(n: u32, f: Fig) -> Run {
+    let mut r = failed_run(
+        n,
+        "2024-05-01T10:00:00Z".into(),
+        RunStatus::Ok,
+        String::new(),
+    );
+    r.error = None;
+    r.throughput = Some(Throughput {
+        bytes_per_s: f.bytes,
+        tx_bytes_per_s: f.bytes / 4.0,
+        rx_bytes_per_s: f.bytes * 3.0 / 4.0,
+        transactions_per_s: f.bytes / 1000.0,
+    });
+    r.transaction_time_us = Some(LatencySummary {
+        count: 1000,
+        mean: f.mean_us,
+        p50: f.mean_us,
+        p90: f.mean_us,
+        p99: 2.0 * f.mean_us,
+        p999: 3.0 * f.mean_us,
+        min: f.mean_us / 2.0,
+        max: 4.0 * f.mean_us,
+    });
+    let per_txn = 1e6 / f.eff;
+    r.efficiency = Some(Efficiency {
+        client_bytes_per_cpu_s: Some(f.eff),
+        server_bytes_per_cpu_s: Some(f.eff),
+        client_cpu_us_per_txn: Some(per_txn),
+        server_cpu_us_per_txn: Some(per_txn),
+        client_bytes_per_system_cpu_s: Some(f.eff),
+        server_bytes_per_system_cpu_s: Some(f.eff),
+        client_system_cpu_us_per_txn: Some(per_txn),
+        server_system_cpu_us_per_txn: Some(per_txn),
+    });
+    r
+}
+
+/// A host for both sides.
+pub fn environment(kernel: &str, mtu: u32) -> Environment {
+    Environment {
+        hostname: "lab1".into(),
+        kernel: kernel.into(),
+        os: "Linux x86_64".into(),
+        cpu_model: "Test CPU".into(),
+        cpu_count: 4,
+        interface: Some("lo".into()),
+        mtu: Some(mtu),
+        congestion_control: Some("cubic".into()),
+        socket_congestion_control: Some("cubic".into()),
+        tcp_rmem: None,
+        tcp_wmem: None,
+        socket_sndbuf: None,
+        socket_rcvbuf: None,
+        linkperf_version: "0.1.0".into(),
+        command_line: vec!["linkperf".into()],
+    }
+}
+
+/// An empty document labelled `label`, created at a fixed time.
+pub fn document(label: &str) -> ResultsDocument {
+    let mut doc = ResultsDocument::new(
+        label.into(),
+        vec![
+            "linkperf".into(),
+            "suite".into(),
+            "uperf45".into(),
+            "--label".into(),
+            label.into(),
+        ],
+    );
+    doc.created = "2024-05-01T10:00:00Z".into();
+    doc.linkperf_version = "0.1.0".into();
+    doc.environment.client = Some(environment("6.1.0", 65536));
+    doc.environment.server = Some(environment("6.1.0", 65536));
+    doc
+}
+
+/// Adds the test `workload--users` with one ok run per figure.
+pub fn add(doc: &mut ResultsDocument, workload: &str, users: u32, figs: &[Fig]) {
+    add_on(doc, workload, Protocol::Tcp, users, figs);
+}
+
+/// Adds the test `workload--users[--protocol]` with one ok run per figure.
+pub fn add_on(
+    doc: &mut ResultsDocument,
+    workload: &str,
+    protocol: Protocol,
+    users: u32,
+    figs: &[Fig],
+) {
+    let spec = TestSpec::new(
+        workload.parse().expect("workload"),
+        protocol,
+        users,
+        Duration::from_secs(10),
+    );
+    for (i, f) in figs.iter().enumerate() {
+        let config = TestConfig::from_spec(
+            &spec,
+            "embedded".into(),
+            Placement::with_threads(1),
+            Placement::with_threads(1),
+        );
+        doc.push_run(&spec, config, run(i as u32 + 1, *f));
+    }
+}

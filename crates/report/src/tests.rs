@@ -1,0 +1,624 @@
+//! Reports of synthetic results documents whose right answers are known by
+//! construction: verdict counts, break-even, saturation with and without a
+//! capacity, significance with and without repeats, the sign of every metric,
+//! consistency notes.
+
+use linkperf_results::{failed_run, LinkInfo, ResultsDocument, RunStatus};
+use linkperf_workload::Protocol;
+
+use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
+use crate::{
+    BitsPerSecond, BreakEven, CpuSide, Method, Metric, Options, Outcome, Report, SaturationCause,
+    Source, Verdict,
+};
+
+const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
+
+/// The candidate's figure: throughput and efficiency `factor` times the
+/// base's, transaction time divided by it.
+fn scaled(base: Fig, factor: f64) -> Fig {
+    fig(
+        base.bytes * factor,
+        base.mean_us / factor,
+        base.eff * factor,
+    )
+}
+
+/// The study in miniature: 5 workloads × 9 user counts, one run each.
+/// rr1c-1x1 and rr1c-200x1000: better at 1, 10, 25 users, about the same at
+/// 50, worse from 75 on (3 + 1 + 5 each); the three others better everywhere
+/// (27). Together 33 better, 2 the same, 10 worse.
+fn study() -> (ResultsDocument, ResultsDocument) {
+    let (mut osa, mut hs) = (document("osa"), document("hs"));
+    let rr_factors = [3.5, 2.0, 1.10, 1.0, 0.90, 0.80, 0.70, 0.60, 0.50];
+    // rr1c-1x1 at 50 users: +1%, within the 2% threshold.
+    let rr1_factors = [3.5, 2.0, 1.10, 1.01, 0.90, 0.80, 0.70, 0.60, 0.50];
+    // str-readx30k grows to 100 users, then throughput stalls while time climbs.
+    let read_bytes = [1e7, 1e8, 2.5e8, 5e8, 7e8, 8e8, 8.1e8, 8.15e8, 8.2e8];
+    let read_time = [10.0, 10.0, 10.0, 10.0, 10.0, 12.0, 18.0, 24.0, 30.0];
+    for (i, u) in USERS.into_iter().enumerate() {
+        let base = fig(1e8, 100.0, 1e8);
+        for (w, factor) in [
+            ("rr1c-1x1", rr1_factors[i]),
+            ("rr1c-200x1000", rr_factors[i]),
+            ("rr1c-200x30k", 2.0),
+        ] {
+            add(&mut osa, w, u, &[base]);
+            add(&mut hs, w, u, &[scaled(base, factor)]);
+        }
+        let read = fig(read_bytes[i], read_time[i], 1e8);
+        add(&mut osa, "str-readx30k", u, &[read]);
+        add(&mut hs, "str-readx30k", u, &[scaled(read, 2.6)]);
+        add(&mut osa, "str-writex30k", u, &[base]);
+        add(&mut hs, "str-writex30k", u, &[scaled(base, 1.8)]);
+    }
+    (osa, hs)
+}
+
+fn compare(base: &ResultsDocument, cands: &[&ResultsDocument], options: Options) -> Report {
+    let sources: Vec<Source<'_>> = cands
+        .iter()
+        .map(|d| Source {
+            path: "cand.json",
+            doc: d,
+        })
+        .collect();
+    Report::comparison(
+        Source {
+            path: "base.json",
+            doc: base,
+        },
+        &sources,
+        options,
+    )
+}
+
+fn workload<'a>(r: &'a Report, title: &str) -> &'a crate::WorkloadReport {
+    r.workloads
+        .iter()
+        .find(|w| w.title == title)
+        .unwrap_or_else(|| panic!("no workload {title}"))
+}
+
+#[test]
+fn verdict_counts_and_the_summary_sentence() {
+    let (osa, hs) = study();
+    let r = compare(&osa, &[&hs], Options::default());
+    let c = &r.comparisons[0];
+    assert_eq!(c.tests.len(), 45);
+    assert_eq!(
+        (
+            c.counts.better,
+            c.counts.same,
+            c.counts.worse,
+            c.counts.mixed
+        ),
+        (33, 2, 10, 0)
+    );
+    assert_eq!(
+        c.summary,
+        "hs is better in 33 of 45 tests, about the same in 2, worse in 10."
+    );
+    assert_eq!(c.test("rr1c-200x1000--50").unwrap().verdict, Verdict::Same);
+    assert_eq!(c.test("rr1c-1x1--50").unwrap().verdict, Verdict::Same);
+    assert_eq!(c.test("rr1c-1x1--75").unwrap().verdict, Verdict::Worse);
+    assert_eq!(
+        c.test("str-writex30k--250").unwrap().verdict,
+        Verdict::Better
+    );
+    assert!(c.only_in_base.is_empty() && c.only_in_candidate.is_empty());
+    assert_eq!(r.title(), "hs against osa");
+}
+
+#[test]
+fn no_repeats_means_the_threshold_alone_and_the_report_says_so() {
+    let (osa, hs) = study();
+    let r = compare(&osa, &[&hs], Options::default());
+    let c = &r.comparisons[0];
+    assert!(
+        c.method_note
+            .starts_with("No repeated runs: a difference counts when it is larger than 2%"),
+        "{}",
+        c.method_note
+    );
+    assert!(c
+        .tests
+        .iter()
+        .all(|t| t.method() == Some(Method::ThresholdOnly)));
+    // A wider threshold turns the +10% tests at 25 users into "same".
+    let wide = compare(
+        &osa,
+        &[&hs],
+        Options {
+            threshold_pct: 15.0,
+            ..Options::default()
+        },
+    );
+    let w = &wide.comparisons[0];
+    assert_eq!(w.test("rr1c-200x1000--25").unwrap().verdict, Verdict::Same);
+    assert_eq!(w.test("rr1c-200x1000--75").unwrap().verdict, Verdict::Same);
+    assert_eq!(w.counts.same, 2 + 4);
+}
+
+#[test]
+fn break_even_is_interpolated_per_workload() {
+    let (osa, hs) = study();
+    let r = compare(&osa, &[&hs], Options::default());
+    // rr1c-200x1000: +10% at 25, exactly 0 at 50, −10% at 75: at 50.
+    let b = &workload(&r, "rr1c-200x1000").break_even[0];
+    assert_eq!(
+        b.finding,
+        BreakEven::Crossing {
+            at_users: vec![50.0],
+            better_below: true
+        }
+    );
+    assert_eq!(
+        b.text,
+        "break-even at ~50 users (hs better below, worse above)"
+    );
+    // rr1c-1x1: +1% at 50, −10% at 75: 50 + 1 / 11 × 25 = 52.27.
+    let b = &workload(&r, "rr1c-1x1").break_even[0];
+    match &b.finding {
+        BreakEven::Crossing { at_users, .. } => {
+            assert!(
+                (at_users[0] - (50.0 + 25.0 / 11.0)).abs() < 1e-9,
+                "{at_users:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        b.text,
+        "break-even at ~52 users (hs better below, worse above)"
+    );
+    // Better everywhere: no crossing, and the range measured.
+    let b = &workload(&r, "str-readx30k").break_even[0];
+    assert_eq!(b.text, "no crossing in 1–250 users (hs better throughout)");
+}
+
+#[test]
+fn saturation_by_the_knee_without_a_capacity() {
+    let (osa, hs) = study();
+    let r = compare(&osa, &[&hs], Options::default());
+    let w = workload(&r, "str-readx30k");
+    // 100 → 150 users: throughput +1.25%, mean time +50%: both files, from 100.
+    assert_eq!(w.saturation.len(), 2);
+    for (n, label) in w.saturation.iter().zip(["osa", "hs"]) {
+        assert_eq!((n.label.as_str(), n.finding.from_users), (label, 100));
+        assert!(
+            n.text.starts_with(&format!(
+                "{label} saturates from 100 users: from 100 to 150 users throughput grows only 1.2% while mean transaction time grows 50.0%"
+            )),
+            "{}",
+            n.text
+        );
+    }
+    // Workloads whose throughput does not stall are not saturated.
+    assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
+}
+
+/// The Oracle RAC interconnect: 40, 60, 80 users on a 1 Gbit/s link; the
+/// busier direction (three quarters of the payload) carries 720, 960, 972
+/// Mbit/s, and the transaction time grows only 10% and 7%: no knee.
+fn interconnect(label: &str, capacity: Option<f64>) -> ResultsDocument {
+    let mut doc = document(label);
+    for (u, mbit, us) in [(40, 720.0, 100.0), (60, 960.0, 110.0), (80, 972.0, 118.0)] {
+        let bytes = mbit * 1e6 / 8.0 / 0.75;
+        add(&mut doc, "rr1c-200x30k", u, &[fig(bytes, us, 1e8)]);
+    }
+    doc.link = capacity.map(|c| LinkInfo {
+        configuration: label.to_string(),
+        capacity_bits_per_s: Some(c),
+        commands: vec![
+            "tc qdisc add dev veth0 root tbf rate 1gbit burst 128kb latency 10ms".into(),
+        ],
+    });
+    doc
+}
+
+#[test]
+fn saturation_by_a_capacity_recorded_in_the_file() {
+    let doc = interconnect("1gbit", Some(1e9));
+    let r = Report::single(
+        Source {
+            path: "1gbit.json",
+            doc: &doc,
+        },
+        Options::default(),
+    );
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert_eq!(n.len(), 1);
+    assert_eq!(n[0].finding.from_users, 60);
+    assert!(matches!(
+        n[0].finding.cause,
+        SaturationCause::Capacity { .. }
+    ));
+    assert_eq!(
+        n[0].text,
+        "1gbit saturates from 60 users: the link is not sufficient for this load (960.0 Mbit/s in the busier direction, 96% of its 1 Gbit/s capacity)"
+    );
+    assert!(!r.is_comparison());
+}
+
+#[test]
+fn saturation_by_a_capacity_given_on_the_command_line() {
+    let doc = interconnect("1gbit", None);
+    let single = |options| {
+        Report::single(
+            Source {
+                path: "1gbit.json",
+                doc: &doc,
+            },
+            options,
+        )
+    };
+    // Without a capacity nothing is saturated: the knee rule sees growth.
+    assert!(workload(&single(Options::default()), "rr1c-200x30k")
+        .saturation
+        .is_empty());
+    let r = single(Options {
+        capacity_bits_per_s: Some("1gbit".parse().unwrap()),
+        ..Options::default()
+    });
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert_eq!(n[0].finding.from_users, 60);
+    // A 10 Gbit/s link is far from full.
+    let r = single(Options {
+        capacity_bits_per_s: Some(BitsPerSecond(1e10)),
+        ..Options::default()
+    });
+    assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
+    // A capacity below what the path carried does not describe it: said, not used.
+    let r = single(Options {
+        capacity_bits_per_s: Some(BitsPerSecond(5e8)),
+        ..Options::default()
+    });
+    assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
+    assert_eq!(
+        r.consistency.capacity.len(),
+        1,
+        "{:?}",
+        r.consistency.capacity
+    );
+    assert!(r.consistency.capacity[0].contains("the capacity does not describe this path"));
+}
+
+#[test]
+fn with_repeats_differences_must_be_significant() {
+    let (mut base, mut cand) = (document("a"), document("b"));
+    // Test 1: +10% with a ±1% spread: significant, better.
+    add(
+        &mut base,
+        "rr1c-1x1",
+        1,
+        &[
+            fig(99.0, 100.0, 1e8),
+            fig(100.0, 100.0, 1e8),
+            fig(101.0, 100.0, 1e8),
+        ],
+    );
+    add(
+        &mut cand,
+        "rr1c-1x1",
+        1,
+        &[
+            fig(109.0, 100.0, 1e8),
+            fig(110.0, 100.0, 1e8),
+            fig(111.0, 100.0, 1e8),
+        ],
+    );
+    // Test 2: +10% with a ±30% spread: not significant, the same.
+    add(
+        &mut base,
+        "rr1c-1x1",
+        10,
+        &[
+            fig(70.0, 100.0, 1e8),
+            fig(100.0, 100.0, 1e8),
+            fig(130.0, 100.0, 1e8),
+        ],
+    );
+    add(
+        &mut cand,
+        "rr1c-1x1",
+        10,
+        &[
+            fig(80.0, 100.0, 1e8),
+            fig(110.0, 100.0, 1e8),
+            fig(140.0, 100.0, 1e8),
+        ],
+    );
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    let t1 = c.test("rr1c-1x1--1").unwrap();
+    let tp = t1.metric(Metric::Throughput).unwrap().judgement;
+    assert_eq!((tp.method, tp.outcome), (Method::Welch, Outcome::Better));
+    assert!(tp.p_value.unwrap() < 0.05);
+    assert_eq!(t1.verdict, Verdict::Better);
+    // Constant transaction times: no test applies, and no difference.
+    let time = t1.metric(Metric::TimeMean).unwrap().judgement;
+    assert_eq!(
+        (time.method, time.outcome),
+        (Method::ConstantRuns, Outcome::Same)
+    );
+    let t2 = c.test("rr1c-1x1--10").unwrap();
+    let tp = t2.metric(Metric::Throughput).unwrap().judgement;
+    assert_eq!((tp.method, tp.outcome), (Method::Welch, Outcome::Same));
+    assert!((tp.relative_pct - 10.0).abs() < 1e-9);
+    assert_eq!(t2.verdict, Verdict::Same);
+    assert!(t2.unstable, "a 30% spread is unstable");
+    assert!(c.method_note.starts_with("Repeated runs on both sides: a difference counts when Welch's t-test finds it significant (p < 0.05) and it is larger than 2%"), "{}", c.method_note);
+    // The unstable tests are pointed out, per file.
+    let unstable: Vec<(&str, &str)> = r
+        .consistency
+        .unstable
+        .iter()
+        .map(|f| (f.label.as_str(), f.test.as_str()))
+        .collect();
+    assert_eq!(unstable, vec![("a", "rr1c-1x1--10"), ("b", "rr1c-1x1--10")]);
+
+    // One test repeated, one not: the note says which is which.
+    add(&mut base, "rr1c-1x1", 25, &[fig(100.0, 100.0, 1e8)]);
+    add(&mut cand, "rr1c-1x1", 25, &[fig(110.0, 100.0, 1e8)]);
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    assert!(
+        c.method_note
+            .starts_with("2 of 3 tests have repeated runs on both sides"),
+        "{}",
+        c.method_note
+    );
+    assert_eq!(
+        c.test("rr1c-1x1--25").unwrap().method(),
+        Some(Method::ThresholdOnly)
+    );
+}
+
+#[test]
+fn every_metric_follows_the_sign_convention() {
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(1.0, 1.0, 1.0)]);
+    add(&mut cand, "rr1c-1x1", 1, &[fig(1.0, 1.0, 1.0)]);
+    // Give every metric its own base and candidate value.
+    let set = |doc: &mut ResultsDocument, v: [f64; 12]| {
+        let r = &mut doc.tests[0].runs[0];
+        let t = r.throughput.as_mut().unwrap();
+        t.bytes_per_s = v[0];
+        t.transactions_per_s = v[1];
+        let l = r.transaction_time_us.as_mut().unwrap();
+        l.mean = v[2];
+        l.p99 = v[3];
+        let e = r.efficiency.as_mut().unwrap();
+        e.client_bytes_per_cpu_s = Some(v[4]);
+        e.server_bytes_per_cpu_s = Some(v[5]);
+        e.client_bytes_per_system_cpu_s = Some(v[6]);
+        e.server_bytes_per_system_cpu_s = Some(v[7]);
+        e.client_cpu_us_per_txn = Some(v[8]);
+        e.server_cpu_us_per_txn = Some(v[9]);
+        e.client_system_cpu_us_per_txn = Some(v[10]);
+        e.server_system_cpu_us_per_txn = Some(v[11]);
+    };
+    set(
+        &mut base,
+        [
+            200.0, 10.0, 50.0, 80.0, 4.0, 5.0, 8.0, 10.0, 20.0, 30.0, 40.0, 50.0,
+        ],
+    );
+    set(
+        &mut cand,
+        [
+            300.0, 5.0, 25.0, 100.0, 5.0, 4.0, 10.0, 30.0, 10.0, 45.0, 30.0, 100.0,
+        ],
+    );
+    let expected = [
+        (Metric::Throughput, 50.0),              // (300 / 200 − 1) × 100
+        (Metric::TransactionRate, -50.0),        // (5 / 10 − 1) × 100
+        (Metric::TimeMean, 50.0),                // (50 − 25) / 50 × 100
+        (Metric::TimeP99, -25.0),                // (80 − 100) / 80 × 100
+        (Metric::ClientEfficiency, 25.0),        // (5 / 4 − 1) × 100
+        (Metric::ServerEfficiency, -20.0),       // (4 / 5 − 1) × 100
+        (Metric::ClientSystemEfficiency, 25.0),  // (10 / 8 − 1) × 100
+        (Metric::ServerSystemEfficiency, 200.0), // (30 / 10 − 1) × 100
+        (Metric::ClientCpuPerTxn, 50.0),         // (20 − 10) / 20 × 100
+        (Metric::ServerCpuPerTxn, -50.0),        // (30 − 45) / 30 × 100
+        (Metric::ClientSystemCpuPerTxn, 25.0),   // (40 − 30) / 40 × 100
+        (Metric::ServerSystemCpuPerTxn, -100.0), // (50 − 100) / 50 × 100
+    ];
+    let r = compare(&base, &[&cand], Options::default());
+    let t = &r.comparisons[0].tests[0];
+    assert_eq!(t.metrics.len(), 12);
+    for (m, pct) in expected {
+        let j = t.metric(m).unwrap().judgement;
+        assert!(
+            (j.relative_pct - pct).abs() < 1e-9,
+            "{m}: {} != {pct}",
+            j.relative_pct
+        );
+        let outcome = if pct > 0.0 {
+            Outcome::Better
+        } else {
+            Outcome::Worse
+        };
+        assert_eq!(j.outcome, outcome, "{m}");
+    }
+    // Headline (server side): throughput +50, mean time +50, server system-wide
+    // efficiency +200: better. On the client side the same: +25.
+    assert_eq!(t.verdict, Verdict::Better);
+    let client = compare(
+        &base,
+        &[&cand],
+        Options {
+            cpu_side: CpuSide::Client,
+            ..Options::default()
+        },
+    );
+    let t = &client.comparisons[0].tests[0];
+    assert!(t.metric(Metric::ClientSystemEfficiency).unwrap().headline);
+    assert!(!t.metric(Metric::ServerSystemEfficiency).unwrap().headline);
+}
+
+#[test]
+fn mixed_verdicts_are_counted_and_said() {
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(100.0, 100.0, 100.0)]);
+    // More throughput, longer transactions: mixed.
+    add(&mut cand, "rr1c-1x1", 1, &[fig(120.0, 130.0, 100.0)]);
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    assert_eq!(c.tests[0].verdict, Verdict::Mixed);
+    assert_eq!(c.counts.mixed, 1);
+    assert_eq!(
+        c.summary,
+        "b is better in 0 of 1 test, about the same in 0, worse in 0, mixed in 1 (some headline metrics better, others worse)."
+    );
+}
+
+#[test]
+fn unmatched_and_uncomparable_tests_are_listed() {
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut cand, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut base, "rr1c-1x1", 500, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut cand, "str-readx30k", 1, &[fig(100.0, 10.0, 1.0)]);
+    add_on(
+        &mut base,
+        "rr1c-1x1",
+        Protocol::Udp,
+        1,
+        &[fig(100.0, 10.0, 1.0)],
+    );
+    add_on(
+        &mut cand,
+        "rr1c-1x1",
+        Protocol::Udp,
+        1,
+        &[fig(100.0, 10.0, 1.0)],
+    );
+    // The candidate's UDP test has only a failed run.
+    cand.tests.last_mut().unwrap().runs = vec![failed_run(
+        1,
+        String::new(),
+        RunStatus::Failed,
+        "refused".into(),
+    )];
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    assert_eq!(c.only_in_base, vec!["rr1c-1x1--500"]);
+    assert_eq!(c.only_in_candidate, vec!["str-readx30k--1"]);
+    assert_eq!(c.not_compared.len(), 1);
+    assert_eq!(c.not_compared[0].name, "rr1c-1x1--1--udp");
+    assert_eq!(c.not_compared[0].reason, "no ok run in b");
+    assert_eq!(c.counts.total(), 1);
+    assert_eq!(r.consistency.failed.len(), 1);
+    // The UDP workload is its own workload, named with its protocol.
+    assert!(r.workloads.iter().any(|w| w.title == "rr1c-1x1--udp"));
+}
+
+#[test]
+fn environments_that_differ_are_pointed_out() {
+    let (mut base, mut cand) = (document("osa"), document("hs"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut cand, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    cand.environment.client = Some(environment("6.8.0", 9000));
+    let mut server = environment("6.1.0", 65536);
+    server.cpu_count = 8;
+    server.linkperf_version = "0.2.0".into();
+    cand.environment.server = Some(server);
+    let r = compare(&base, &[&cand], Options::default());
+    let d: Vec<String> = r
+        .consistency
+        .environment
+        .iter()
+        .map(|d| d.describe())
+        .collect();
+    assert_eq!(
+        d,
+        vec![
+            "kernel (client): 6.1.0 in osa, 6.8.0 in hs",
+            "MTU (client): 65536 in osa, 9000 in hs",
+            "CPU count (server): 4 in osa, 8 in hs",
+            "linkperf version (server): 0.1.0 in osa, 0.2.0 in hs",
+        ]
+    );
+    // Equal environments: nothing to say.
+    let (osa, hs) = study();
+    assert!(compare(&osa, &[&hs], Options::default())
+        .consistency
+        .is_empty());
+}
+
+#[test]
+fn labels_are_made_unique_and_several_candidates_compared() {
+    let (mut a, mut b, mut c) = (document("linkperf"), document("linkperf"), document("x"));
+    for d in [&mut a, &mut b, &mut c] {
+        add(d, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    }
+    let r = Report::comparison(
+        Source {
+            path: "dir/one.json",
+            doc: &a,
+        },
+        &[
+            Source {
+                path: "two.json",
+                doc: &b,
+            },
+            Source {
+                path: "x.json",
+                doc: &c,
+            },
+        ],
+        Options::default(),
+    );
+    let labels: Vec<&str> = r.files.iter().map(|f| f.label.as_str()).collect();
+    assert_eq!(labels, vec!["linkperf (one)", "linkperf (two)", "x"]);
+    assert_eq!(r.comparisons.len(), 2);
+    assert_eq!(r.comparisons[1].candidate, "x");
+    assert_eq!(r.title(), "linkperf (two) and x against linkperf (one)");
+}
+
+#[test]
+fn a_tests_settings_are_summarised_per_file() {
+    let mut doc = document("a");
+    add(&mut doc, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+    let r = Report::single(
+        Source {
+            path: "a.json",
+            doc: &doc,
+        },
+        Options::default(),
+    );
+    let settings = &r.files[0].settings;
+    assert!(settings.contains(&("client workers".to_string(), "1 thread".to_string())));
+    assert!(settings.contains(&("server".to_string(), "embedded".to_string())));
+    // Runs keep their order: a run added later is the second.
+    assert_eq!(doc.tests[0].runs[0], run(1, fig(100.0, 10.0, 1.0)));
+}
+
+/// The small comparison the exporters' snapshots are of: rr1c-1x1 at 1 user
+/// (hs better by 50% in throughput) and 10 users (within 1%: the same).
+pub(crate) fn small() -> (ResultsDocument, ResultsDocument) {
+    let (mut osa, mut hs) = (document("osa"), document("hs"));
+    add(&mut osa, "rr1c-1x1", 1, &[fig(1e6, 20.0, 5e7)]);
+    add(&mut hs, "rr1c-1x1", 1, &[fig(1.5e6, 15.0, 6e7)]);
+    add(&mut osa, "rr1c-1x1", 10, &[fig(4e6, 50.0, 5e7)]);
+    add(&mut hs, "rr1c-1x1", 10, &[fig(4.04e6, 49.5, 5e7)]);
+    (osa, hs)
+}
+
+/// The report of [`small`].
+pub(crate) fn small_report() -> Report {
+    let (osa, hs) = small();
+    Report::comparison(
+        Source {
+            path: "osa.json",
+            doc: &osa,
+        },
+        &[Source {
+            path: "hs.json",
+            doc: &hs,
+        }],
+        Options::default(),
+    )
+}

@@ -1,0 +1,276 @@
+//! Authentication of a control session with a pre-shared key: an HMAC-SHA256
+//! challenge–response.
+//!
+//! When the daemon has a key, its `welcome` carries a fresh random 32-byte
+//! challenge (64 hex digits) and the session number. The client answers
+//! `auth{response}` with
+//!
+//! ```text
+//! response = hex(HMAC-SHA256(key, challenge || session (u64, big-endian) || "linkperf-auth-v1"))
+//! ```
+//!
+//! and the daemon checks it in constant time (`hmac`'s `verify_slice`). A
+//! response is good for one challenge and one session only: the challenge is new
+//! for every control connection, so a recorded response answers nothing later.
+//! The key never crosses the wire.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use thiserror::Error;
+
+/// Bytes of a challenge.
+pub const CHALLENGE_LEN: usize = 32;
+/// Fewest bytes of secret a key file must hold (after trimming whitespace).
+pub const MIN_KEY_LEN: usize = 16;
+/// Most bytes a key file may hold: it is a key, not a document.
+pub const MAX_KEY_LEN: usize = 4096;
+/// Appended to every authenticated message, so that a MAC computed with the
+/// same key for anything else is never a valid response.
+const CONTEXT: &[u8] = b"linkperf-auth-v1";
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A pre-shared key. Its `Debug` shows nothing of the secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AuthKey(Vec<u8>);
+
+impl fmt::Debug for AuthKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AuthKey({} bytes, redacted)", self.0.len())
+    }
+}
+
+/// Why a key file was refused.
+#[derive(Debug, Error)]
+pub enum KeyError {
+    /// The file could not be read.
+    #[error("read the key file {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Too short once whitespace is trimmed.
+    #[error(
+        "use the key file {path}: it holds {len} bytes of key (after trimming whitespace), \
+         fewer than the {MIN_KEY_LEN} required; generate one with e.g. \
+         `head -c 32 /dev/urandom | base64 > {path}`"
+    )]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+        /// Bytes of key found.
+        len: usize,
+    },
+    /// Larger than any key.
+    #[error("use the key file {path}: it is larger than {MAX_KEY_LEN} bytes, which no key is")]
+    TooLong {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+impl AuthKey {
+    /// The key in `bytes`, the content of a key file: leading and trailing ASCII
+    /// whitespace is trimmed (so a trailing newline does not count), and what
+    /// remains must be [`MIN_KEY_LEN`] to [`MAX_KEY_LEN`] bytes. Any bytes are
+    /// allowed, text or binary. `None` if there are too few or too many.
+    pub fn from_bytes(bytes: &[u8]) -> Option<AuthKey> {
+        let key = bytes.trim_ascii();
+        (MIN_KEY_LEN..=MAX_KEY_LEN)
+            .contains(&key.len())
+            .then(|| AuthKey(key.to_vec()))
+    }
+
+    /// Reads a key file (see [`AuthKey::from_bytes`]).
+    pub fn from_file(path: &Path) -> Result<AuthKey, KeyError> {
+        let read = |source| KeyError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .map_err(read)?
+            // One byte more than allowed tells a file that is too long.
+            .take(MAX_KEY_LEN as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read)?;
+        if bytes.len() > MAX_KEY_LEN {
+            return Err(KeyError::TooLong {
+                path: path.to_path_buf(),
+            });
+        }
+        AuthKey::from_bytes(&bytes).ok_or_else(|| KeyError::TooShort {
+            path: path.to_path_buf(),
+            len: bytes.trim_ascii().len(),
+        })
+    }
+
+    /// The MAC of one session's challenge.
+    fn mac(&self, challenge: &[u8; CHALLENGE_LEN], session: u64) -> HmacSha256 {
+        // HMAC takes keys of any length.
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("hmac takes keys of any length");
+        mac.update(challenge);
+        mac.update(&session.to_be_bytes());
+        mac.update(CONTEXT);
+        mac
+    }
+
+    /// The client's answer to the challenge of `welcome` (64 hex digits), or
+    /// `None` if the challenge is not 64 hex digits.
+    pub fn respond(&self, challenge_hex: &str, session: u64) -> Option<String> {
+        let challenge = decode_challenge(challenge_hex)?;
+        Some(hex::encode(
+            self.mac(&challenge, session).finalize().into_bytes(),
+        ))
+    }
+
+    /// True if `response_hex` is this key's answer to `challenge` in `session`.
+    /// The comparison takes the same time wherever the bytes differ.
+    pub fn verify(
+        &self,
+        challenge: &[u8; CHALLENGE_LEN],
+        session: u64,
+        response_hex: &str,
+    ) -> bool {
+        let Ok(response) = hex::decode(response_hex) else {
+            return false;
+        };
+        self.mac(challenge, session).verify_slice(&response).is_ok()
+    }
+}
+
+/// The challenge's bytes from its 64 hex digits.
+fn decode_challenge(hex_digits: &str) -> Option<[u8; CHALLENGE_LEN]> {
+    let mut out = [0u8; CHALLENGE_LEN];
+    hex::decode_to_slice(hex_digits, &mut out).ok()?;
+    Some(out)
+}
+
+/// A fresh random challenge, and its hex for `welcome`.
+pub(crate) fn new_challenge() -> Result<([u8; CHALLENGE_LEN], String), getrandom::Error> {
+    let mut c = [0u8; CHALLENGE_LEN];
+    getrandom::getrandom(&mut c)?;
+    Ok((c, hex::encode(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn key() -> AuthKey {
+        AuthKey::from_bytes(b"correct horse battery staple\n").unwrap()
+    }
+
+    #[test]
+    fn known_answer() {
+        // HMAC-SHA256("correct horse battery staple",
+        //   0x00..0x1f || 00 00 00 00 00 00 00 07 || "linkperf-auth-v1"),
+        // computed independently with Python's hmac module.
+        let challenge: [u8; 32] = std::array::from_fn(|i| i as u8);
+        let hex_challenge = hex::encode(challenge);
+        let r = key().respond(&hex_challenge, 7).unwrap();
+        assert_eq!(r.len(), 64);
+        assert!(key().verify(&challenge, 7, &r));
+        assert_eq!(r, KNOWN_ANSWER);
+    }
+
+    /// See `known_answer`.
+    const KNOWN_ANSWER: &str = "e45e7b6d8b0cb003a3cae7bab3cfd7ad732c8a8aa21822fda179c9500486b3cc";
+
+    #[test]
+    fn a_response_is_bound_to_its_challenge_session_and_key() {
+        let (c, hex_c) = new_challenge().unwrap();
+        let r = key().respond(&hex_c, 1).unwrap();
+        assert!(key().verify(&c, 1, &r));
+        assert!(key().verify(&c, 1, &r.to_uppercase()), "hex of either case");
+        assert!(!key().verify(&c, 2, &r), "another session");
+        let (c2, _) = new_challenge().unwrap();
+        assert_ne!(c, c2);
+        assert!(!key().verify(&c2, 1, &r), "another challenge");
+        let other = AuthKey::from_bytes(b"correct horse battery stapler").unwrap();
+        assert!(!other.verify(&c, 1, &r), "another key");
+        for bad in [
+            "",
+            "00",
+            &r[..62],
+            &format!("{r}00"),
+            &r.replace(&r[..1], "g"),
+        ] {
+            assert!(!key().verify(&c, 1, bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn key_files_are_trimmed_and_checked() {
+        assert_eq!(
+            AuthKey::from_bytes(b"  0123456789abcdef\r\n"),
+            AuthKey::from_bytes(b"0123456789abcdef")
+        );
+        assert!(
+            AuthKey::from_bytes(b"0123456789abcde\n").is_none(),
+            "15 bytes"
+        );
+        assert!(AuthKey::from_bytes(b"\n\n").is_none());
+        assert!(AuthKey::from_bytes(&[0xff; 16]).is_some(), "binary keys");
+        assert!(AuthKey::from_bytes(&[b'k'; MAX_KEY_LEN + 1]).is_none());
+        assert_eq!(
+            format!("{:?}", key()),
+            "AuthKey(28 bytes, redacted)",
+            "no secret in Debug"
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let short = dir.path().join("short.key");
+        std::fs::write(&short, "tooshort\n").unwrap();
+        let e = AuthKey::from_file(&short).unwrap_err().to_string();
+        assert!(e.contains("short.key") && e.contains("8 bytes"), "{e}");
+        let missing = dir.path().join("missing.key");
+        let e = AuthKey::from_file(&missing).unwrap_err().to_string();
+        assert!(e.contains("missing.key"), "{e}");
+        let source = std::error::Error::source(&AuthKey::from_file(&missing).unwrap_err())
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        assert!(source.contains("No such file"), "{source}");
+        let long = dir.path().join("long.key");
+        std::fs::write(&long, vec![b'k'; MAX_KEY_LEN + 10]).unwrap();
+        assert!(matches!(
+            AuthKey::from_file(&long),
+            Err(KeyError::TooLong { .. })
+        ));
+        let good = dir.path().join("good.key");
+        std::fs::write(&good, "correct horse battery staple\n").unwrap();
+        assert_eq!(AuthKey::from_file(&good).unwrap(), key());
+    }
+
+    #[test]
+    fn bad_challenges_get_no_response() {
+        for bad in ["", "00", &"0".repeat(63), &"0".repeat(66), &"x".repeat(64)] {
+            assert_eq!(key().respond(bad, 1), None, "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_response_string_is_refused_or_is_the_right_one(s in ".{0,80}", session in any::<u64>()) {
+            let (c, hex_c) = new_challenge().unwrap();
+            let right = key().respond(&hex_c, session).unwrap();
+            prop_assert_eq!(key().verify(&c, session, &s), s.eq_ignore_ascii_case(&right));
+        }
+
+        #[test]
+        fn any_key_file_bytes_give_a_key_or_none(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            match AuthKey::from_bytes(&bytes) {
+                Some(k) => prop_assert!(k.0.len() >= MIN_KEY_LEN && !k.0[0].is_ascii_whitespace()),
+                None => prop_assert!(bytes.trim_ascii().len() < MIN_KEY_LEN),
+            }
+        }
+    }
+}
