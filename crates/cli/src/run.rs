@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, TestConfig};
-use linkperf_session::{run_test, Daemon, DaemonConfig, DaemonHandle, Target};
+use linkperf_session::{run_test, Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 
 use crate::args::RunArgs;
 use crate::plan::plan_run;
@@ -44,6 +44,20 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         return run_iperf3(&a, server, &plan.request, command_line);
     }
 
+    // Several servers: one client group per server, all at once, aggregated.
+    if let Some(t) = &plan.target {
+        let servers: Vec<String> = t.address.split(',').map(|s| s.trim().to_string()).collect();
+        if servers.len() > 1 {
+            if servers.iter().any(String::is_empty) {
+                return Err(UsageError(format!(
+                    "--server {}: an empty server name in the list",
+                    t.address
+                ))
+                .into());
+            }
+            return run_many(&a, &plan.request, t, &servers, command_line);
+        }
+    }
     // Without --server: a daemon on loopback in this process.
     let (embedded, target) = match &plan.target {
         Some(t) => (None, t.clone()),
@@ -67,17 +81,48 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
             spec.warmup
         );
     }
+    let (doc, code, err) = one_run(
+        &target,
+        &plan.request,
+        &a.label,
+        server_label,
+        &command_line,
+    );
+    drop(embedded);
+    let test = &doc.tests[0];
+    crate::emit(&render_run(test, &test.runs[0]))?;
+    if let Some(p) = &a.json {
+        doc.save(p)
+            .with_context(|| format!("failed to save results to {}", p.display()))?;
+        if !a.quiet {
+            eprintln!("linkperf: results written to {}", p.display());
+        }
+    }
+    if let Some(e) = err {
+        anyhow::bail!("the test did not run: {e}");
+    }
+    Ok(code)
+}
+
+/// One test against one server, as a results document of one run; the exit
+/// code it calls for, and the error if it did not run at all.
+fn one_run(
+    target: &Target,
+    request: &RunRequest,
+    label: &str,
+    server_label: String,
+    command_line: &[String],
+) -> (ResultsDocument, ExitCode, Option<String>) {
+    let spec = request.spec.clone();
     let config = TestConfig::from_spec(
         &spec,
         server_label,
-        plan.request.client.clone(),
-        plan.request.server.clone(),
+        request.client.clone(),
+        request.server.clone(),
     );
-    let mut doc = ResultsDocument::new(a.label.clone(), command_line);
+    let mut doc = ResultsDocument::new(label.to_string(), command_line.to_vec());
     let started = SystemTime::now();
-    let result = run_test(&target, &plan.request);
-    drop(embedded);
-    let (run, code, err) = match result {
+    let (run, code, err) = match run_test(target, request) {
         Ok(o) => {
             doc.environment.client = Some(o.client_environment.clone());
             doc.environment.server = o.server_environment.clone();
@@ -106,19 +151,103 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         }
     };
     doc.push_run(&spec, config, run);
-    let test = &doc.tests[0];
-    crate::emit(&render_run(test, &test.runs[0]))?;
+    (doc, code, err)
+}
+
+/// `--server h1,h2,h3`: one client group per server, started together, each
+/// recorded on its own and aggregated (throughput summed, CPU per side summed,
+/// transaction time merged as the lab's `--pairs` does).
+fn run_many(
+    a: &RunArgs,
+    request: &RunRequest,
+    first: &Target,
+    servers: &[String],
+    command_line: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    if !a.quiet {
+        eprintln!(
+            "linkperf: running {} against {} servers at once: {}",
+            request.spec.name(),
+            servers.len(),
+            servers.join(", ")
+        );
+    }
+    let handles: Vec<_> = servers
+        .iter()
+        .map(|s| {
+            let mut target = first.clone();
+            target.address = s.clone();
+            let mut request = request.clone();
+            // The groups share this process: each counts its own workers' CPU.
+            request.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
+            let label = a.label.clone();
+            let command_line = command_line.clone();
+            let server = s.clone();
+            std::thread::spawn(move || one_run(&target, &request, &label, server, &command_line))
+        })
+        .collect();
+    let mut docs = Vec::new();
+    let mut code = ExitCode::SUCCESS;
+    for (k, h) in handles.into_iter().enumerate() {
+        let (doc, c, err) = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("the client group for server {} panicked", servers[k]))?;
+        if c != ExitCode::SUCCESS {
+            code = ExitCode::from(1);
+        }
+        if let Some(e) = err {
+            eprintln!("linkperf: server {}: the test did not run: {e}", servers[k]);
+        }
+        let test = &doc.tests[0];
+        crate::emit(&format!(
+            "server {} ({}):\n{}",
+            k + 1,
+            servers[k],
+            render_run(test, &test.runs[0])
+        ))?;
+        docs.push(doc);
+    }
+    let agg = linkperf_lab::aggregate(&a.label, &command_line, &docs)
+        .map_err(|e| anyhow::anyhow!("failed to aggregate: {e}"))?;
+    let test = &agg.tests[0];
+    crate::emit(&format!(
+        "all {} servers together:\n{}",
+        servers.len(),
+        render_run(test, &test.runs[0])
+    ))?;
     if let Some(p) = &a.json {
-        doc.save(p)
+        agg.save(p)
             .with_context(|| format!("failed to save results to {}", p.display()))?;
+        for (k, doc) in docs.iter().enumerate() {
+            let each = per_server_path(p, k + 1);
+            doc.save(&each)
+                .with_context(|| format!("failed to save results to {}", each.display()))?;
+        }
         if !a.quiet {
-            eprintln!("linkperf: results written to {}", p.display());
+            eprintln!(
+                "linkperf: aggregate written to {}, each server's to {}",
+                p.display(),
+                per_server_path(p, 1)
+                    .display()
+                    .to_string()
+                    .replace("-server1", "-serverK")
+            );
         }
     }
-    if let Some(e) = err {
-        anyhow::bail!("the test did not run: {e}");
-    }
     Ok(code)
+}
+
+/// `out.json` → `out-server2.json`.
+fn per_server_path(p: &std::path::Path, k: usize) -> std::path::PathBuf {
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "results".into());
+    let ext = p
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    p.with_file_name(format!("{stem}-server{k}{ext}"))
 }
 
 /// A daemon on 127.0.0.1 in this process, and how to reach it.

@@ -1130,3 +1130,58 @@ fn mix_over_tcp() {
 fn mix_over_udp() {
     mix_end_to_end("udp");
 }
+
+// ---------------------------------------------------------------------------
+// Several servers at once: `--server h1,h2`.
+// ---------------------------------------------------------------------------
+
+#[test]
+fn several_servers_run_at_once_and_aggregate() {
+    let _g = shared();
+    let (a, b) = (Server::start(&[]), Server::start(&[]));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("multi.json");
+    let servers = format!("{},{}", a.addr(), b.addr());
+    let (code, stdout, err) = run(&[
+        "run",
+        "--server",
+        &servers,
+        "--workload",
+        "rr1c-1x1",
+        "--users",
+        "2",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "200ms",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert!(stdout.contains("all 2 servers together"), "{stdout}");
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+    };
+    let agg = read(&out);
+    let each: Vec<serde_json::Value> = (1..=2)
+        .map(|k| read(&dir.path().join(format!("multi-server{k}.json"))))
+        .collect();
+    let tps = |d: &serde_json::Value| num(d, "/tests/0/runs/0/throughput/transactions_per_s");
+    let sum = tps(&each[0]) + tps(&each[1]);
+    assert!(
+        (tps(&agg) - sum).abs() <= 1e-6 * sum,
+        "aggregate {} vs sum {sum}",
+        tps(&agg)
+    );
+    for d in &each {
+        assert_eq!(text(d, "/tests/0/runs/0/status"), "ok");
+        // Each group counts its own workers' CPU: they share one client process.
+        assert_eq!(
+            text(d, "/tests/0/runs/0/cpu/client/process_method"),
+            "rusage_thread_sum"
+        );
+    }
+    // Each server saw only its own group.
+    assert_eq!(int(&each[0], "/tests/0/runs/0/server/connections"), 2);
+    assert_eq!(int(&each[1], "/tests/0/runs/0/server/connections"), 2);
+}
