@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, TestConfig};
-use linkperf_session::{run_test, Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
+use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 
 use crate::args::RunArgs;
 use crate::plan::plan_run;
@@ -121,34 +121,19 @@ fn one_run(
         request.server.clone(),
     );
     let mut doc = ResultsDocument::new(label.to_string(), command_line.to_vec());
-    let started = SystemTime::now();
-    let (run, code, err) = match run_test(target, request) {
-        Ok(o) => {
-            doc.environment.client = Some(o.client_environment.clone());
-            doc.environment.server = o.server_environment.clone();
-            let mut r = derive_run(1, rfc3339(o.started), o.client, o.server);
-            let code = if o.aborted {
-                r.status = RunStatus::Aborted;
-                r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
-                ExitCode::from(1)
-            } else if let Some(e) = o.server_error {
-                // What the client measured is kept; the run is not whole without the server's side.
-                r.status = RunStatus::Failed;
-                r.error = Some(e);
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            };
-            (r, code, None)
-        }
-        Err(e) => {
-            let msg = e.to_string();
-            (
-                failed_run(1, rfc3339(started), RunStatus::Failed, msg.clone()),
-                ExitCode::from(1),
-                Some(msg),
-            )
-        }
+    let (run, envs) = crate::suite::execute(target, request, 1);
+    // A run that never started has no environments; its error says why.
+    let err = envs
+        .is_none()
+        .then(|| run.error.clone().unwrap_or_default());
+    if let Some((client, server)) = envs {
+        doc.environment.client = Some(client);
+        doc.environment.server = server;
+    }
+    let code = if run.status == RunStatus::Ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     };
     doc.push_run(&spec, config, run);
     (doc, code, err)

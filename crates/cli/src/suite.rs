@@ -239,8 +239,10 @@ type Environments = (
     Option<linkperf_metrics::Environment>,
 );
 
-/// One run: the measured run, or the failure recorded as such.
-fn execute(
+/// One run: the measured run (aborted or failed when it did not finish whole,
+/// keeping what the client measured), or the failure recorded as such; and the
+/// two hosts' environments when the test started.
+pub fn execute(
     target: &Target,
     req: &RunRequest,
     index: u32,
