@@ -140,6 +140,65 @@ pub(crate) fn canonical_ip(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// When the peer of our connections from `locals` to `server` lives on this
+/// host (loopback, or an address of this namespace): the bytes its sockets
+/// have received and not read yet, summed (`rx_queue` in /proc/net/tcp and
+/// tcp6). `None` when no such socket is in this namespace's tables (a remote
+/// server, or sockets already closed): then nothing can be known.
+pub(crate) fn local_peer_unread(server: SocketAddr, locals: &[SocketAddr]) -> Option<u64> {
+    let server = canonical(server);
+    let mut found = false;
+    let mut unread = 0u64;
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for (local, remote, rx) in text.lines().skip(1).filter_map(proc_tcp_line) {
+            if canonical(local) == server && locals.contains(&canonical(remote)) {
+                found = true;
+                unread += rx;
+            }
+        }
+    }
+    found.then_some(unread)
+}
+
+/// One line of /proc/net/tcp{,6}: (local, remote, rx_queue).
+fn proc_tcp_line(line: &str) -> Option<(SocketAddr, SocketAddr, u64)> {
+    let mut f = line.split_whitespace();
+    let local = proc_addr(f.nth(1)?)?;
+    let remote = proc_addr(f.next()?)?;
+    let queues = f.nth(1)?;
+    let (_, rx) = queues.split_once(':')?;
+    Some((local, remote, u64::from_str_radix(rx, 16).ok()?))
+}
+
+/// `0100007F:1451` (IPv4) or 32 hex digits and a port (IPv6): the kernel
+/// prints each 32-bit word of the address as a host-order number.
+fn proc_addr(s: &str) -> Option<SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |i: usize| -> Option<[u8; 4]> {
+        Some(
+            u32::from_str_radix(ip.get(i * 8..i * 8 + 8)?, 16)
+                .ok()?
+                .to_ne_bytes(),
+        )
+    };
+    let ip = match ip.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            IpAddr::V6(Ipv6Addr::from(b))
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
 /// This process's connected sockets whose peer is `peer`: (descriptor, local
 /// address). Read from /proc/self/fd; sockets may close while we look.
 pub(crate) fn sockets_to(peer: SocketAddr) -> io::Result<Vec<(RawFd, SocketAddr)>> {
@@ -199,6 +258,32 @@ mod tests {
         assert!(peer_window(c.as_raw_fd()).is_some_and(|w| w > 0));
         assert_eq!(unacked_bytes(-1), None);
         assert_eq!(tcp_state(-1), None);
+    }
+
+    #[test]
+    fn a_local_peers_unread_bytes_are_seen_until_it_reads_them() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let mut c = TcpStream::connect(addr).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        let me = [c.local_addr().unwrap()];
+        assert_eq!(local_peer_unread(addr, &me), Some(0));
+        c.write_all(&[7u8; 1000]).unwrap();
+        let t0 = std::time::Instant::now();
+        while local_peer_unread(addr, &me) != Some(1000) {
+            assert!(t0.elapsed().as_secs() < 5, "the bytes never show");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut buf = [0u8; 1000];
+        s.read_exact(&mut buf).unwrap();
+        assert_eq!(local_peer_unread(addr, &me), Some(0));
+        let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        assert_eq!(local_peer_unread(elsewhere, &me), None);
+        assert_eq!(
+            proc_addr("0100007F:1451"),
+            Some("127.0.0.1:5201".parse().unwrap())
+        );
+        assert_eq!(proc_addr("zz:1"), None);
     }
 
     #[test]

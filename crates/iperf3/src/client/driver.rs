@@ -543,8 +543,9 @@ pub fn run_client(
 /// Waits until every upload connection (`uploads`, or all but the control
 /// connection) has had all its bytes and its FIN acknowledged by the server
 /// (the engine half-closes a stream after its last message), then gives
-/// iperf3 a moment to read them: iperf3 stops counting at `TEST_END`, so
-/// `TEST_END` goes only once it has everything.
+/// iperf3 time to read them (on this host: until its receive queues are
+/// empty): iperf3 stops counting at `TEST_END`, so `TEST_END` goes only once
+/// it has everything.
 fn wait_delivered(
     server: SocketAddr,
     control: Option<SocketAddr>,
@@ -552,20 +553,39 @@ fn wait_delivered(
     watcher: &Watcher,
 ) {
     let control = control.map(sys::canonical);
+    let mut locals: Vec<SocketAddr> = Vec::new();
     let t0 = Instant::now();
     while t0.elapsed() < DELIVERY_TIMEOUT && !watcher.cancelled() {
         let Ok(socks) = sys::sockets_to(server) else {
             break;
         };
-        let delivered = socks
+        let mine: Vec<_> = socks
             .iter()
             .filter(|(_, local)| Some(*local) != control)
             .filter(|(_, local)| !matches!(uploads, Some(u) if !u.contains(local)))
+            .collect();
+        for (_, local) in &mine {
+            if !locals.contains(local) {
+                locals.push(*local);
+            }
+        }
+        let delivered = mine
+            .iter()
             .all(|(fd, _)| sys::tcp_state(*fd).map(sys::fin_acked).unwrap_or(true));
         if delivered {
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
+    }
+    // A server on this host: wait until it has read everything (its receive
+    // queues are empty), however busy it is; elsewhere, a moment's grace.
+    if !locals.is_empty() {
+        while t0.elapsed() < DELIVERY_TIMEOUT && !watcher.cancelled() {
+            match sys::local_peer_unread(server, &locals) {
+                Some(n) if n > 0 => std::thread::sleep(Duration::from_millis(2)),
+                _ => break,
+            }
+        }
     }
     std::thread::sleep(READ_GRACE);
 }
