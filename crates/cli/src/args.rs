@@ -44,6 +44,23 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
     s.parse::<Workload>().map_err(|e| e.to_string())
 }
 
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=VALUE"))?;
+    let ok = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!(
+            "'{name}' is not a variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
+}
+
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
     s.parse::<Protocol>().map_err(|e| e.to_string())
 }
@@ -162,6 +179,17 @@ pub struct RunArgs {
     /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
     #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]
     pub workload: Workload,
+    /// Run a uperf profile (XML) instead of a workload: its groups' users run its
+    /// transactions' flowops, the server the opposite ones (docs/profiles.md).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["iperf3_server", "workload", "users", "duration", "warmup", "protocol"]
+    )]
+    pub profile: Option<std::path::PathBuf>,
+    /// A profile variable: `--var h=127.0.0.1` sets `$h` (over the environment's). Repeatable.
+    #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var, requires = "profile")]
+    pub vars: Vec<(String, String)>,
     /// Transport: tcp, udp (request/response only) or unix (same host only).
     #[arg(long, default_value = "tcp", value_parser = parse_protocol)]
     pub protocol: Protocol,

@@ -3,6 +3,7 @@
 
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{AuthKey, RunRequest, Target};
+use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
 use linkperf_workload::{CpuList, Placement, SocketOptions, TestSpec};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
@@ -13,6 +14,9 @@ pub struct RunPlan {
     pub request: RunRequest,
     /// The server, or `None` for the embedded one.
     pub target: Option<Target>,
+    /// `--profile`: the profile split by the remote hosts its groups name
+    /// (one part, with or without a host, for most profiles).
+    pub profile_parts: Vec<(Option<String>, TestSpec)>,
 }
 
 /// Number of CPUs this process may use.
@@ -114,17 +118,53 @@ pub fn process_method(embedded: bool) -> ProcessMethod {
     }
 }
 
+/// A profile as `run --profile` or a suite file runs it: the whole, and
+/// the parts for the remote hosts its groups name (one part for most).
+pub struct ProfilePlan {
+    /// The whole profile's spec, for the record.
+    pub whole: TestSpec,
+    /// Each remote host (`None`: the server of the command line) and its groups.
+    pub parts: Vec<(Option<String>, TestSpec)>,
+}
+
+/// Reads a profile and checks that it can run.
+pub fn plan_profile(
+    path: &std::path::Path,
+    vars: &[(String, String)],
+) -> anyhow::Result<ProfilePlan> {
+    let profile = load_profile(path, vars).map_err(|e| anyhow::anyhow!(e))?;
+    let in_file =
+        |e: linkperf_workload::profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
+    check_runnable(&profile).map_err(in_file)?;
+    let parts: Vec<(Option<String>, TestSpec)> = split_by_host(&profile)
+        .map_err(in_file)?
+        .into_iter()
+        .map(|(h, p)| (h, profile_spec(p)))
+        .collect();
+    let whole = profile_spec(profile);
+    whole.validate()?;
+    Ok(ProfilePlan { whole, parts })
+}
+
 /// Builds the plan of `linkperf run`; errors are usage errors.
 pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
-    let mut spec = TestSpec::new(a.workload.clone(), a.protocol, a.users, a.duration);
-    spec.warmup = a.warmup;
-    spec.udp_timeout = a.udp_timeout;
-    spec.socket = SocketOptions {
-        nodelay: a.nodelay,
-        sndbuf: a.sndbuf,
-        rcvbuf: a.rcvbuf,
-        cc: a.cc.clone(),
-        mss: a.mss,
+    let mut profile_parts = Vec::new();
+    let spec = if let Some(path) = &a.profile {
+        let plan = plan_profile(path, &a.vars)?;
+        profile_parts = plan.parts;
+        plan.whole
+    } else {
+        let mut spec = TestSpec::new(a.workload.clone(), a.protocol, a.users, a.duration);
+        spec.warmup = a.warmup;
+        spec.udp_timeout = a.udp_timeout;
+        spec.socket = SocketOptions {
+            nodelay: a.nodelay,
+            sndbuf: a.sndbuf,
+            rcvbuf: a.rcvbuf,
+            cc: a.cc.clone(),
+            mss: a.mss,
+        };
+        spec
     };
     spec.validate()?;
     let target = target(&a.target)?;
@@ -141,5 +181,6 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
             live: None,
         },
         target,
+        profile_parts,
     })
 }

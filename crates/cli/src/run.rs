@@ -11,7 +11,7 @@ use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStat
 use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 
 use crate::args::RunArgs;
-use crate::plan::plan_run;
+use crate::plan::{plan_run, RunPlan};
 use crate::table::render_run;
 use crate::UsageError;
 
@@ -44,6 +44,9 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         return run_iperf3(&a, server, &plan.request, command_line);
     }
 
+    if !plan.profile_parts.is_empty() {
+        return run_profile_plan(&a, plan, command_line);
+    }
     // Several servers: one client group per server, all at once, aggregated.
     if let Some(t) = &plan.target {
         let servers: Vec<String> = t.address.split(',').map(|s| s.trim().to_string()).collect();
@@ -139,6 +142,90 @@ fn one_run(
     (doc, code, err)
 }
 
+/// `--profile`: on the server of `--server`, else on the host the profile
+/// names, else on the embedded one; a profile naming several hosts runs one
+/// client group per host at once, aggregated like `--server h1,h2`.
+fn run_profile_plan(
+    a: &RunArgs,
+    plan: RunPlan,
+    command_line: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let hosts: Vec<&str> = plan
+        .profile_parts
+        .iter()
+        .filter_map(|(h, _)| h.as_deref())
+        .collect();
+    let key = a
+        .target
+        .auth_key
+        .as_deref()
+        .map(linkperf_session::AuthKey::from_file)
+        .transpose()?;
+    let named = |h: &str| Target {
+        address: h.to_string(),
+        default_port: a.target.port,
+        auth_key: key.clone(),
+    };
+    if plan.profile_parts.len() > 1 {
+        if plan.target.is_some() {
+            return Err(UsageError(format!(
+                "the profile names {} remote hosts ({}): each runs on its own server, so --server                  cannot say which; drop --server",
+                hosts.len(),
+                hosts.join(", ")
+            ))
+            .into());
+        }
+        let groups: Vec<(String, Target, RunRequest)> = plan
+            .profile_parts
+            .iter()
+            .map(|(h, spec)| {
+                let host = h.clone().unwrap_or_default();
+                let mut request = plan.request.clone();
+                request.spec = spec.clone();
+                (host.clone(), named(&host), request)
+            })
+            .collect();
+        return run_groups(a, &plan.request, groups, command_line);
+    }
+    let host = plan.profile_parts[0].0.clone();
+    let (embedded, target, label) = match (&plan.target, host) {
+        (Some(t), _) => (None, t.clone(), t.address.clone()),
+        (None, Some(h)) => (None, named(&h), h),
+        (None, None) => {
+            let (d, t) = embedded_server(&command_line)?;
+            (Some(d), t, "embedded".to_string())
+        }
+    };
+    let mut request = plan.request.clone();
+    if embedded.is_some() {
+        request.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
+    } else {
+        request.process_method = linkperf_metrics::ProcessMethod::RusageSelf;
+    }
+    if !a.quiet {
+        eprintln!(
+            "linkperf: running {} ({} users) against {label}",
+            request.spec.name(),
+            request.spec.users
+        );
+    }
+    let (doc, code, err) = one_run(&target, &request, &a.label, label, &command_line);
+    drop(embedded);
+    let test = &doc.tests[0];
+    crate::emit(&render_run(test, &test.runs[0]))?;
+    if let Some(p) = &a.json {
+        doc.save(p)
+            .with_context(|| format!("failed to save results to {}", p.display()))?;
+        if !a.quiet {
+            eprintln!("linkperf: results written to {}", p.display());
+        }
+    }
+    if let Some(e) = err {
+        anyhow::bail!("the test did not run: {e}");
+    }
+    Ok(code)
+}
+
 /// `--server h1,h2,h3`: one client group per server, started together, each
 /// recorded on its own and aggregated (throughput summed, CPU per side summed,
 /// transaction time merged as the lab's `--pairs` does).
@@ -149,25 +236,41 @@ fn run_many(
     servers: &[String],
     command_line: Vec<String>,
 ) -> anyhow::Result<ExitCode> {
-    if !a.quiet {
-        eprintln!(
-            "linkperf: running {} against {} servers at once: {}",
-            request.spec.name(),
-            servers.len(),
-            servers.join(", ")
-        );
-    }
-    let handles: Vec<_> = servers
+    let groups = servers
         .iter()
         .map(|s| {
             let mut target = first.clone();
             target.address = s.clone();
-            let mut request = request.clone();
+            (s.clone(), target, request.clone())
+        })
+        .collect();
+    run_groups(a, request, groups, command_line)
+}
+
+/// Client groups (server label, target, request) started together, each
+/// recorded on its own and aggregated as the test of `whole`.
+fn run_groups(
+    a: &RunArgs,
+    whole: &RunRequest,
+    groups: Vec<(String, Target, RunRequest)>,
+    command_line: Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    let servers: Vec<String> = groups.iter().map(|(s, _, _)| s.clone()).collect();
+    if !a.quiet {
+        eprintln!(
+            "linkperf: running {} against {} servers at once: {}",
+            whole.spec.name(),
+            servers.len(),
+            servers.join(", ")
+        );
+    }
+    let handles: Vec<_> = groups
+        .into_iter()
+        .map(|(server, target, mut request)| {
             // The groups share this process: each counts its own workers' CPU.
             request.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
             let label = a.label.clone();
             let command_line = command_line.clone();
-            let server = s.clone();
             std::thread::spawn(move || one_run(&target, &request, &label, server, &command_line))
         })
         .collect();
@@ -192,8 +295,23 @@ fn run_many(
         ))?;
         docs.push(doc);
     }
-    let agg = linkperf_lab::aggregate(&a.label, &command_line, &docs)
+    // A profile's parts are different tests of one profile: aggregate them
+    // as the whole.
+    let name = whole.spec.name();
+    let mut parts = docs.clone();
+    for d in &mut parts {
+        for t in &mut d.tests {
+            t.name = name.clone();
+        }
+    }
+    let mut agg = linkperf_lab::aggregate(&a.label, &command_line, &parts)
         .map_err(|e| anyhow::anyhow!("failed to aggregate: {e}"))?;
+    for t in &mut agg.tests {
+        if t.spec != whole.spec {
+            t.spec = whole.spec.clone();
+            t.workload = linkperf_results::WorkloadInfo::from_spec(&whole.spec);
+        }
+    }
     let test = &agg.tests[0];
     crate::emit(&format!(
         "all {} servers together:\n{}",

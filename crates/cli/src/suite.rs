@@ -13,8 +13,10 @@ use linkperf_engine::LiveStats;
 use linkperf_results::{
     derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, SuiteRecord, TestConfig,
 };
-use linkperf_session::{run_test, RunRequest, Target};
-use linkperf_workload::{builtin_suite, builtin_suites, parse_suite, run_order, Suite, SuiteTest};
+use linkperf_session::{run_profile, run_test, ProfileRequest, RunRequest, Target};
+use linkperf_workload::{
+    builtin_suite, builtin_suites, parse_suite, run_order, Suite, SuiteTest, Workload,
+};
 
 use crate::args::SuiteArgs;
 use crate::plan::{placements, process_method, target, PlacementOverrides};
@@ -248,7 +250,21 @@ pub fn execute(
     index: u32,
 ) -> (linkperf_results::Run, Option<Environments>) {
     let started = SystemTime::now();
-    match run_test(target, req) {
+    let outcome = match &req.spec.workload {
+        Workload::Profile { profile } => run_profile(
+            target,
+            &ProfileRequest {
+                profile: (**profile).clone(),
+                client: req.client.clone(),
+                server: req.server.clone(),
+                process_method: req.process_method,
+                cancel: req.cancel.clone(),
+                command_line: req.command_line.clone(),
+            },
+        ),
+        _ => run_test(target, req),
+    };
+    match outcome {
         Ok(o) => {
             let envs = (o.client_environment.clone(), o.server_environment.clone());
             let mut r = derive_run(index, rfc3339(o.started), o.client, o.server);

@@ -55,6 +55,14 @@ pub struct ClientConfig {
 impl ClientTest {
     /// Starts the workers and connects every user; returns once all are connected.
     pub fn connect(cfg: ClientConfig) -> Result<ClientTest, crate::EngineError> {
+        if matches!(
+            cfg.spec.workload,
+            linkperf_workload::Workload::Profile { .. }
+        ) {
+            return Err(crate::EngineError::Setup(
+                "a profile runs on the profile engine (engine::program), not as a workload".into(),
+            ));
+        }
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
         let signals = Arc::new(Signals::default());
         let (setup_tx, setup_rx) = mpsc::channel();

@@ -11,6 +11,7 @@ mod counters;
 mod error;
 pub mod flow;
 pub mod live;
+pub mod program;
 mod report;
 mod schedule;
 mod server;

@@ -70,6 +70,7 @@ impl Aggregate {
             busy_poll,
             connections: self.connections,
             error_samples: c.error_samples.clone(),
+            profile: None,
         }
     }
 }

@@ -115,6 +115,14 @@ impl ServerTest {
     /// Binds one data endpoint per worker and starts the workers, which accept
     /// connections from now on and start traffic when [`ServerTest::start`] is called.
     pub fn bind(cfg: ServerConfig) -> Result<ServerTest, EngineError> {
+        if matches!(
+            cfg.spec.workload,
+            linkperf_workload::Workload::Profile { .. }
+        ) {
+            return Err(crate::EngineError::Setup(
+                "a profile runs on the profile engine (engine::program), not as a workload".into(),
+            ));
+        }
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
         let opts = DataOptions {
             nodelay: cfg.spec.socket.nodelay_for(&cfg.spec.workload),

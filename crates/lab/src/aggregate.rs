@@ -183,6 +183,8 @@ fn merge_sides(sides: &[&SideReport]) -> SideReport {
             }
             e
         },
+        // Profile runs are not aggregated over pairs.
+        profile: None,
     }
 }
 

@@ -193,6 +193,67 @@ pub struct SideReport {
     /// Errors in words, at most a few distinct ones, for the report.
     #[serde(default)]
     pub error_samples: Vec<String>,
+    /// A uperf profile's results per transaction element and flowop type
+    /// (the client's side of a profile run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileReport>,
+}
+
+/// What a profile run measured, per transaction element and per flowop type.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileReport {
+    /// The profile's name.
+    pub name: String,
+    /// One entry per `<transaction>` element of every group, in file order.
+    pub transactions: Vec<ProfileTransaction>,
+    /// One entry per flowop type the profile uses.
+    pub flowops: Vec<ProfileFlowop>,
+}
+
+/// One `<transaction>` element over all the users of its group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileTransaction {
+    /// Its group, counted from 0 in file order.
+    pub group: u32,
+    /// Its place in the group, counted from 0.
+    pub index: u32,
+    /// Line of the element in the profile.
+    pub line: u32,
+    /// `iterations=N` or `duration=T`, and `rate=R` if set, as written.
+    pub limit: String,
+    /// Users of its group.
+    pub users: u32,
+    /// Iterations completed by all users.
+    pub iterations: u64,
+    /// Wall time from the transaction's start (all users together) until
+    /// its last user finished.
+    pub seconds: f64,
+    /// Payload bytes written in it by this side.
+    pub tx_bytes: u64,
+    /// Payload bytes read in it by this side.
+    pub rx_bytes: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Time of one iteration (the transaction time), think time included.
+    pub latency: Option<LatencySummary>,
+}
+
+/// Every operation of one flowop type over the whole profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileFlowop {
+    /// `connect`, `write`, `read`, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Operations done (each of a `count=N` flowop's N counts).
+    pub operations: u64,
+    /// Payload bytes written by them.
+    pub tx_bytes: u64,
+    /// Payload bytes read by them.
+    pub rx_bytes: u64,
+    /// Failed operations.
+    pub errors: u64,
+    /// Time of one operation.
+    pub latency: Option<LatencySummary>,
 }
 
 /// The host a side ran on.

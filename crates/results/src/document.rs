@@ -218,6 +218,7 @@ impl WorkloadInfo {
             Workload::Crr { request, response } => ("crr", Some(request.0), Some(response.0), None),
             Workload::Mix { .. } => ("mix", None, None, None),
             Workload::Stream { message, .. } => ("stream", None, None, Some(message.0)),
+            Workload::Profile { .. } => ("profile", None, None, None),
         };
         WorkloadInfo {
             kind: kind.to_string(),

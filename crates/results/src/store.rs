@@ -279,6 +279,7 @@ mod tests {
             busy_poll: false,
             connections: 1,
             error_samples: Vec::new(),
+            profile: None,
         }
     }
 

@@ -19,6 +19,9 @@ use crate::sampler::Sampler;
 use crate::server::DRAIN;
 use crate::SessionError;
 
+mod profile;
+pub use profile::{run_profile, ProfileRequest};
+
 /// How long to wait for the server's answers during negotiation.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the server may take to send its results after `Finished`.
@@ -152,11 +155,9 @@ impl Client {
     }
 }
 
-/// Runs one test against the daemon at `target`.
-pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
-    req.spec
-        .validate()
-        .map_err(|e| SessionError::Invalid(e.to_string()))?;
+/// Opens a control session with the daemon at `target`: hello, welcome,
+/// and the answer to its challenge if it sends one.
+fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), SessionError> {
     let addr = resolve(target)?;
     let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|source| {
         SessionError::Connect {
@@ -195,6 +196,15 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         })?;
         c.send(&ClientMessage::Auth { response })?;
     }
+    Ok((c, addr, local_ip))
+}
+
+/// Runs one test against the daemon at `target`.
+pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
+    req.spec
+        .validate()
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
+    let (mut c, addr, local_ip) = open(target)?;
     c.send(&ClientMessage::Test {
         spec: req.spec.clone(),
         placement: req.server.clone(),
@@ -407,6 +417,7 @@ fn name(m: &ServerMessage) -> &'static str {
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Accepted { .. } => "accepted",
         ServerMessage::Started => "started",
+        ServerMessage::TxnEnded { .. } => "txn_ended",
         ServerMessage::Results { .. } => "results",
         ServerMessage::Error { .. } => "error",
     }

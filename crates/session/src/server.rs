@@ -19,6 +19,8 @@ use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState};
 use crate::sampler::Sampler;
 
+mod profile;
+
 /// Time after the drain deadline the server waits for the client's `Finished`.
 const FINISH_GRACE: Duration = Duration::from_secs(10);
 /// How long the client may take to connect its users and say `Start`.
@@ -295,6 +297,9 @@ impl Session<'_> {
         let _session = Held(&self.state.sessions);
         let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
             ClientMessage::Test { spec, placement } => (spec, placement),
+            ClientMessage::Profile { profile, placement } => {
+                return self.profile(profile, placement)
+            }
             other => return Err(out_of_order("test", &other)),
         };
         self.check(&spec, &placement)?;
@@ -515,6 +520,8 @@ fn message_name(m: &ClientMessage) -> &'static str {
         ClientMessage::Auth { .. } => "auth",
         ClientMessage::Test { .. } => "test",
         ClientMessage::Start => "start",
+        ClientMessage::Profile { .. } => "profile",
+        ClientMessage::TxnEnd { .. } => "txn_end",
         ClientMessage::Finished => "finished",
         ClientMessage::Abort { .. } => "abort",
     }

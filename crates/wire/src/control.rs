@@ -9,6 +9,7 @@
 use std::fmt;
 
 use linkperf_metrics::{Environment, SideReport};
+use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -22,7 +23,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 const TOKEN_LEN: usize = 16;
 
 /// A message from the client on the control connection.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMessage {
     /// The client's greeting, the first message on the connection.
@@ -44,8 +45,24 @@ pub enum ClientMessage {
         /// How the server side places its workers.
         placement: Placement,
     },
+    /// A uperf profile to run (instead of [`ClientMessage::Test`]): the
+    /// server runs its mirror, the opposite flowops.
+    Profile {
+        /// The profile as the client runs it.
+        profile: Profile,
+        /// How the server side places its workers.
+        placement: Placement,
+    },
     /// The data connections are up: start the test.
     Start,
+    /// A profile's timed transaction `txn` is over on the client: each
+    /// user did `iterations[user]` iterations of it.
+    TxnEnd {
+        /// The transaction, counted from 0.
+        txn: u32,
+        /// Iterations by user.
+        iterations: Vec<u64>,
+    },
     /// The client's side of the test is over: send results.
     Finished,
     /// The client gives up on the test.
@@ -88,6 +105,14 @@ pub enum ServerMessage {
     },
     /// The server's side of the test has started.
     Started,
+    /// The answer to [`ClientMessage::TxnEnd`]: the server's users stopped
+    /// there, having written `written[user][conn]` bytes in the transaction.
+    TxnEnded {
+        /// The transaction.
+        txn: u32,
+        /// Bytes written by user and connection.
+        written: Vec<Vec<u64>>,
+    },
     /// The server's measurements, the answer to [`ClientMessage::Finished`].
     Results {
         /// What the server side measured.
@@ -438,6 +463,7 @@ mod tests {
             busy_poll: true,
             connections: 50,
             error_samples: vec!["flow 7: connection reset by peer (os error 104)".into()],
+            profile: None,
         }
     }
 
@@ -506,6 +532,22 @@ mod tests {
             ClientMessage::Abort {
                 reason: "interrupted by the user (\"ctrl-c\")\n".into(),
             },
+            ClientMessage::Profile {
+                profile: linkperf_workload::profile::parse_profile(
+                    "<profile name=p><group nthreads=2><transaction duration=1s rate=2.5>\
+                     <flowop type=connect options=\"remotehost=h wndsz=64k tcp_nodelay\"/>\
+                     <flowop type=write options=\"size=rand(1,90) count=3\"/>\
+                     <flowop type=think options=\"duration=5m busy\"/>\
+                     </transaction></group></profile>",
+                    &|_| None,
+                )
+                .unwrap(),
+                placement: Placement::with_threads(2),
+            },
+            ClientMessage::TxnEnd {
+                txn: 3,
+                iterations: vec![0, 17, u64::MAX],
+            },
         ];
         for (w, p) in
             workloads
@@ -550,6 +592,10 @@ mod tests {
                 environment: Environment::default(),
             },
             ServerMessage::Started,
+            ServerMessage::TxnEnded {
+                txn: 1,
+                written: vec![vec![], vec![90, 0, 1 << 40]],
+            },
             ServerMessage::Results {
                 report: report(10, 4),
                 environment: environment(),

@@ -13,6 +13,7 @@ mod builtin;
 mod cpus;
 mod error;
 mod mix;
+pub mod profile;
 mod size;
 mod spec;
 mod suite;

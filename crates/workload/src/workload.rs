@@ -4,6 +4,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::mix::{parse_mix, MixEntry, TransactionSizes};
+use crate::profile::{FlowopKind, Profile};
 use crate::{Bytes, WorkloadError};
 
 /// Largest request, response or stream message accepted (64 MiB).
@@ -77,6 +78,13 @@ pub enum Workload {
         /// Which way the messages flow.
         direction: StreamDirection,
     },
+    /// A uperf profile (`linkperf run --profile FILE`), variables substituted:
+    /// its groups' users run its transactions' flowops; the server runs the
+    /// opposite ones.
+    Profile {
+        /// The profile.
+        profile: Box<Profile>,
+    },
 }
 
 impl Workload {
@@ -95,6 +103,7 @@ impl Workload {
                 StreamDirection::Down => format!("str-writex{message}"),
                 StreamDirection::Bidir => format!("str-bidirx{message}"),
             },
+            Workload::Profile { profile } => format!("profile-{}", profile.name),
         }
     }
 
@@ -109,6 +118,14 @@ impl Workload {
                 StreamDirection::Down => Direction::ServerToClient,
                 StreamDirection::Bidir => Direction::Bidirectional,
             },
+            Workload::Profile { profile } => {
+                let (writes, reads) = profile_directions(profile);
+                match (writes, reads) {
+                    (true, false) => Direction::ClientToServer,
+                    (false, true) => Direction::ServerToClient,
+                    _ => Direction::RoundTrip,
+                }
+            }
         }
     }
 
@@ -130,7 +147,7 @@ impl Workload {
                 })
             }
             Workload::Mix { entries } => Some(TransactionSizes::Mix(entries.clone().into())),
-            Workload::Stream { .. } => None,
+            Workload::Stream { .. } | Workload::Profile { .. } => None,
         }
     }
 
@@ -146,6 +163,22 @@ impl Workload {
                 .max()
                 .unwrap_or(Bytes(1)),
             Workload::Stream { message, .. } => *message,
+            Workload::Profile { profile } => Bytes(
+                profile
+                    .groups
+                    .iter()
+                    .flat_map(|g| g.transactions.iter().flat_map(|t| t.flowops.iter()))
+                    .filter_map(|f| match &f.kind {
+                        FlowopKind::Read(x)
+                        | FlowopKind::Write(x)
+                        | FlowopKind::Send(x)
+                        | FlowopKind::Recv(x)
+                        | FlowopKind::Sendfile(x) => Some(x.size.max()),
+                        _ => None,
+                    })
+                    .max()
+                    .unwrap_or(1),
+            ),
         }
     }
 
@@ -170,9 +203,34 @@ impl Workload {
             Workload::Stream { message, .. } => {
                 message.check_range("message", 1, MAX_MESSAGE)?;
             }
+            Workload::Profile { profile } => {
+                if profile.groups.is_empty() || profile.users() == 0 {
+                    return Err(WorkloadError::Invalid(
+                        "a profile needs at least one group with users".into(),
+                    ));
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// Whether a profile's client writes, and whether it reads.
+fn profile_directions(p: &Profile) -> (bool, bool) {
+    let mut writes = false;
+    let mut reads = false;
+    for f in p
+        .groups
+        .iter()
+        .flat_map(|g| g.transactions.iter().flat_map(|t| t.flowops.iter()))
+    {
+        match f.kind {
+            FlowopKind::Write(_) | FlowopKind::Send(_) | FlowopKind::Sendfile(_) => writes = true,
+            FlowopKind::Read(_) | FlowopKind::Recv(_) => reads = true,
+            _ => {}
+        }
+    }
+    (writes, reads)
 }
 
 fn pair(s: &str, whole: &str) -> Result<(Bytes, Bytes), WorkloadError> {

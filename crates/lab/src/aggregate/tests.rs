@@ -84,6 +84,7 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
         busy_poll: false,
         connections: 1,
         error_samples: Vec::new(),
+        profile: None,
     }
 }
 

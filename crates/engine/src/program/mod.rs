@@ -1,0 +1,356 @@
+//! uperf profiles on linkperf's engine. A profile is compiled for one side
+//! (script.rs: the client's flowops, or the server's mirrored ones), each
+//! user becomes a state machine (user.rs) carried by event-loop workers
+//! (worker.rs) that count per transaction element and flowop type
+//! (stats.rs); the driver and the workers meet in coord.rs.
+//!
+//! The client keeps time: all users end transaction `i` before any starts
+//! `i + 1`. A timed transaction's end reaches the server as each user's
+//! iteration count; the server stops its mirrored users there and answers
+//! with what they wrote, which the client reads and discards before going
+//! on, so every transaction starts on clean connections.
+
+mod coord;
+mod script;
+mod stats;
+mod user;
+mod worker;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use linkperf_metrics::{ProcessCpu, ProfileReport, SideCpu, SideReport, Totals, WorkerPlacement};
+use linkperf_wire::DataToken;
+use linkperf_workload::profile::Profile;
+use linkperf_workload::SocketOptions;
+use mio::{Poll, Waker};
+
+pub use coord::Arrival;
+pub use script::{compile, CompileError, Compiled};
+pub use stats::Stats;
+pub use user::{Role, STALL};
+
+use crate::transport::{tcp_listener, DataOptions, Listener};
+use crate::worker::{cpus_for, SocketFacts, WAKER};
+use crate::EngineError;
+use coord::Coord;
+use user::User;
+use worker::{ProgramWorkerReport, WorkerSetup};
+
+/// One side of a profile run.
+#[derive(Debug, Clone)]
+pub struct ProgramConfig {
+    /// The profile as this side runs it (the server's is mirrored).
+    pub profile: Profile,
+    /// Which side.
+    pub role: Role,
+    /// Event-loop workers.
+    pub threads: u32,
+    /// CPUs to pin workers to.
+    pub affinity: Option<Vec<usize>>,
+    /// Never sleep in the event wait.
+    pub busy_poll: bool,
+    /// The session's data token.
+    pub token: DataToken,
+    /// Client: the server's data endpoints, one per server worker.
+    pub endpoints: Vec<SocketAddr>,
+    /// Server: the address to listen on.
+    pub bind_ip: Option<IpAddr>,
+}
+
+/// A running side of a profile.
+pub struct ProgramRun {
+    coord: Arc<Coord>,
+    handles: Vec<JoinHandle<ProgramWorkerReport>>,
+    endpoints: Vec<SocketAddr>,
+    compiled: Compiled,
+    name: String,
+    started: Instant,
+}
+
+/// What one side measured over a profile run.
+#[derive(Debug)]
+pub struct ProgramOutcome {
+    /// Counts of all workers.
+    pub stats: Stats,
+    /// The per-element and per-type report.
+    pub report: ProfileReport,
+    /// Sum of the workers' thread CPU.
+    pub worker_cpu: ProcessCpu,
+    /// Where the workers ran.
+    pub workers: Vec<WorkerPlacement>,
+    /// Facts of one data socket.
+    pub socket: Option<SocketFacts>,
+    /// Seconds from the start to the end of the run.
+    pub window_s: f64,
+    /// Whole-run totals.
+    pub totals: Totals,
+    /// The first failure, if a user failed.
+    pub failure: Option<String>,
+}
+
+impl ProgramOutcome {
+    /// This side's record, with `cpu` as measured around the run; the
+    /// per-element report is attached when `with_profile`.
+    pub fn side_report(&self, cpu: SideCpu, busy_poll: bool, with_profile: bool) -> SideReport {
+        SideReport {
+            window_s: self.window_s,
+            tx_bytes: self.totals.tx_bytes,
+            rx_bytes: self.totals.rx_bytes,
+            transactions: self.totals.transactions,
+            errors: self.stats.errors,
+            totals: self.totals,
+            latency: self.stats.latency.summary(),
+            intervals: self.stats.intervals(self.window_s),
+            cpu,
+            tcp_info: None,
+            workers: self.workers.clone(),
+            busy_poll,
+            connections: self.stats.connections,
+            error_samples: self.stats.error_samples.clone(),
+            profile: with_profile.then(|| self.report.clone()),
+        }
+    }
+}
+
+impl ProgramRun {
+    /// Compiles the profile and starts the workers: a client's users wait
+    /// for [`release`](Self::release) of transaction 0; a server's listen
+    /// (one endpoint per worker) and wait for their connections.
+    pub fn start(cfg: ProgramConfig) -> Result<ProgramRun, EngineError> {
+        let compiled =
+            compile(&cfg.profile).map_err(|e| EngineError::Setup(format!("profile: {e}")))?;
+        let total = compiled.total_users();
+        let threads = cfg.threads.clamp(1, total.max(1)) as usize;
+        let coord = Arc::new(Coord::new(total as usize));
+        let mut listeners = Vec::new();
+        let mut endpoints = cfg.endpoints.clone();
+        if cfg.role == Role::Server {
+            let ip = cfg
+                .bind_ip
+                .ok_or_else(|| EngineError::Setup("no address to listen on".into()))?;
+            endpoints.clear();
+            let opts = DataOptions {
+                nodelay: false,
+                socket: SocketOptions::default(),
+            };
+            for _ in 0..threads {
+                let l = tcp_listener(ip, &opts).map_err(|e| EngineError::Setup(e.to_string()))?;
+                let Listener::Tcp(l) = l else {
+                    return Err(EngineError::Setup("not a TCP listener".into()));
+                };
+                endpoints.push(
+                    l.local_addr()
+                        .map_err(|e| EngineError::Setup(e.to_string()))?,
+                );
+                listeners.push(Some(l));
+            }
+        } else if endpoints.is_empty() {
+            return Err(EngineError::Setup("no server data endpoints".into()));
+        }
+        let now = Instant::now();
+        let mut per_worker: Vec<Vec<User>> = (0..threads).map(|_| Vec::new()).collect();
+        for id in 0..total {
+            let Some((script, member, _)) = compiled.user(id) else {
+                continue;
+            };
+            per_worker[id as usize % threads].push(User::new(id, member, cfg.role, script, now));
+        }
+        let mut handles = Vec::new();
+        let largest = compiled.largest_op();
+        for (w, users) in per_worker.into_iter().enumerate() {
+            let poll = Poll::new().map_err(|e| EngineError::Worker(e.to_string()))?;
+            let waker = Arc::new(
+                Waker::new(poll.registry(), WAKER)
+                    .map_err(|e| EngineError::Worker(e.to_string()))?,
+            );
+            coord.add_waker(waker);
+            let setup = WorkerSetup {
+                id: w as u32,
+                role: cfg.role,
+                users,
+                workers: threads,
+                transactions: compiled.transactions(),
+                slots: compiled.slots.len(),
+                endpoints: endpoints.clone(),
+                listener: listeners.get_mut(w).and_then(Option::take),
+                token: cfg.token,
+                coord: coord.clone(),
+                poll,
+                cpus: cpus_for(w, cfg.affinity.as_ref()),
+                busy_poll: cfg.busy_poll,
+                largest,
+            };
+            let side = match cfg.role {
+                Role::Client => "client",
+                Role::Server => "server",
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("lp-profile-{side}-{w}"))
+                .spawn(move || worker::run(setup))
+                .map_err(|e| EngineError::Worker(e.to_string()));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    coord.abort();
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(ProgramRun {
+            coord,
+            handles,
+            endpoints,
+            compiled,
+            name: cfg.profile.name.clone(),
+            started: now,
+        })
+    }
+
+    /// Server: where the client connects (user `i` to `endpoints[i % len]`).
+    pub fn endpoints(&self) -> &[SocketAddr] {
+        &self.endpoints
+    }
+
+    /// The compiled profile.
+    pub fn compiled(&self) -> &Compiled {
+        &self.compiled
+    }
+
+    /// Client: starts transaction `txn`; each user first discards
+    /// `drain[user][conn]` bytes. Releasing one past the last ends the run.
+    pub fn release(&self, txn: usize, drain: Vec<Vec<u64>>) {
+        self.coord.release(txn, drain);
+    }
+
+    /// Client: runs the whole profile. Releases transaction 0, then for each
+    /// transaction waits for all users to end it; after a timed one, asks
+    /// `exchange(txn, iterations by user)` for the bytes the server wrote
+    /// per user and connection, and has each user discard what it did not
+    /// read before the next transaction starts. `cancelled` is asked every
+    /// 100 ms. Returns the first failure.
+    pub fn drive(
+        &self,
+        mut exchange: impl FnMut(usize, Vec<u64>) -> Result<Vec<Vec<u64>>, String>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), String> {
+        let n = self.compiled.transactions();
+        self.release(0, Vec::new());
+        for i in 0..n {
+            let arrivals = loop {
+                if cancelled() {
+                    return Err("cancelled".into());
+                }
+                let until = Instant::now() + std::time::Duration::from_millis(100);
+                match self.wait_barrier(i + 1, until) {
+                    Ok(a) => break a,
+                    Err(e) if e.ends_with("in time") => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            let mut drain = Vec::new();
+            if self.compiled.timed(i) {
+                let iterations = arrivals.iter().map(|a| a.iterations).collect();
+                let written = exchange(i, iterations)?;
+                drain = arrivals
+                    .iter()
+                    .enumerate()
+                    .map(|(u, a)| {
+                        let w = written.get(u).map(Vec::as_slice).unwrap_or(&[]);
+                        a.read
+                            .iter()
+                            .enumerate()
+                            .map(|(c, r)| w.get(c).copied().unwrap_or(0).saturating_sub(*r))
+                            .collect()
+                    })
+                    .collect();
+            }
+            self.release(i + 1, drain);
+        }
+        Ok(())
+    }
+
+    /// Client: waits until every user waits for transaction `next`.
+    pub fn wait_barrier(&self, next: usize, until: Instant) -> Result<Vec<Arrival>, String> {
+        self.coord.wait_barrier(next, until)
+    }
+
+    /// Server: the client did `iterations[user]` of timed transaction `txn`.
+    pub fn stop(&self, txn: usize, iterations: Vec<u64>) {
+        self.coord.stop(txn, iterations);
+    }
+
+    /// Server: waits until every user whose group has a timed transaction
+    /// `txn` has ended it; the bytes each wrote per connection, by user.
+    pub fn wait_ended(&self, txn: usize, until: Instant) -> Result<Vec<Vec<u64>>, String> {
+        let expected: Vec<bool> = (0..self.compiled.total_users())
+            .map(|id| {
+                self.compiled.user(id).is_some_and(|(s, _, _)| {
+                    matches!(
+                        s.txns.get(txn).map(|t| t.limit),
+                        Some(linkperf_workload::profile::Limit::Duration(_))
+                    )
+                })
+            })
+            .collect();
+        self.coord.wait_ended(txn, &expected, until)
+    }
+
+    /// The first failure of a user.
+    pub fn failure(&self) -> Option<String> {
+        self.coord.failure()
+    }
+
+    /// Stops every worker now.
+    pub fn abort(&self) {
+        self.coord.abort();
+    }
+
+    /// Waits for the workers (abort first to stop them early) and merges
+    /// what they counted.
+    pub fn finish(self) -> ProgramOutcome {
+        let mut stats = Stats::new(self.compiled.slots.len());
+        let mut worker_cpu = ProcessCpu {
+            user_s: 0.0,
+            system_s: 0.0,
+        };
+        let mut workers = Vec::new();
+        let mut socket = None;
+        for h in self.handles {
+            match h.join() {
+                Ok(r) => {
+                    stats.merge(&r.stats);
+                    worker_cpu += r.cpu;
+                    workers.push(r.placement);
+                    if socket.is_none() {
+                        socket = r.socket;
+                    }
+                }
+                Err(_) => self.coord.fail("a profile worker died".into()),
+            }
+        }
+        let start = stats.start.unwrap_or(self.started);
+        let window_s = Instant::now()
+            .saturating_duration_since(start)
+            .as_secs_f64();
+        let report = stats.profile_report(&self.name, &self.compiled.slots);
+        ProgramOutcome {
+            totals: stats.totals,
+            report,
+            worker_cpu,
+            workers,
+            socket,
+            window_s,
+            failure: self.coord.failure(),
+            stats,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

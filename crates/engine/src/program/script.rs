@@ -1,0 +1,316 @@
+//! A profile compiled for one side: each group's transactions with their
+//! flowops resolved to connection numbers and flowop-type slots, so the
+//! interpreter never looks at names.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use linkperf_workload::profile::{FlowopKind, Limit, Profile, ProfileProtocol, Size};
+
+/// The flowop types, in the order of [`TYPE_NAMES`].
+pub const TYPES: usize = 10;
+/// Names of the flowop types, indexed by [`Op::type_slot`].
+pub const TYPE_NAMES: [&str; TYPES] = [
+    "connect",
+    "accept",
+    "disconnect",
+    "read",
+    "write",
+    "send",
+    "recv",
+    "sendfile",
+    "think",
+    "nop",
+];
+
+/// Most named connections one user may hold.
+pub const MAX_CONNS: usize = 64;
+
+/// What one operation does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OpKind {
+    /// Open the connection (client) to the server.
+    Connect,
+    /// Take the connection the other side opens.
+    Accept,
+    /// Close the connection (after the other side's EOF on the server).
+    Disconnect,
+    /// Read `size` bytes.
+    Read(Size),
+    /// Write `size` bytes.
+    Write(Size),
+    /// Write `size` bytes with sendfile(2).
+    Sendfile(Size),
+    /// Wait.
+    Think {
+        /// How long.
+        duration: Duration,
+        /// Spin instead of sleeping.
+        busy: bool,
+    },
+    /// Nothing.
+    Nop,
+}
+
+/// One flowop, compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    /// What it does.
+    pub kind: OpKind,
+    /// How many times in a row.
+    pub count: u64,
+    /// The user's connection it uses.
+    pub conn: usize,
+    /// Longest one operation may take (`None`: the stall limit).
+    pub timeout: Option<Duration>,
+    /// A failure is counted and the user goes on.
+    pub canfail: bool,
+    /// Index into [`TYPE_NAMES`].
+    pub type_slot: usize,
+    /// Its place in its transaction (for the size draw).
+    pub index: usize,
+}
+
+/// One transaction, compiled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Txn {
+    /// How many iterations or how long.
+    pub limit: Limit,
+    /// Iterations per second per user.
+    pub rate: Option<f64>,
+    /// The operations of one iteration.
+    pub ops: Vec<Op>,
+    /// Its slot in the side's per-transaction statistics.
+    pub slot: usize,
+}
+
+/// What one group's users run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// Transactions in order.
+    pub txns: Vec<Txn>,
+    /// Named connections each user holds.
+    pub conns: usize,
+    /// Socket options of each connection (from its connect/accept flowop).
+    pub conn_options: Vec<ConnOptions>,
+}
+
+/// Socket options a profile sets on one connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnOptions {
+    /// `wndsz`: SO_SNDBUF and SO_RCVBUF.
+    pub wndsz: Option<u64>,
+    /// `tcp_nodelay`.
+    pub nodelay: bool,
+    /// `cc`.
+    pub cc: Option<String>,
+}
+
+/// A profile compiled: one script per group, and where each transaction
+/// element's statistics go.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// One per group.
+    pub scripts: Vec<Arc<Script>>,
+    /// Users of each group.
+    pub users: Vec<u32>,
+    /// (group, index, line, limit in words, users) of each statistics slot.
+    pub slots: Vec<SlotInfo>,
+}
+
+/// Which transaction element a statistics slot belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotInfo {
+    /// Group, from 0.
+    pub group: u32,
+    /// Transaction in the group, from 0.
+    pub index: u32,
+    /// Line in the profile.
+    pub line: u32,
+    /// `iterations=5`, `duration=2s rate=100`.
+    pub limit: String,
+    /// Users of the group.
+    pub users: u32,
+}
+
+/// Why a profile cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompileError {
+    /// Line of the element.
+    pub line: u32,
+    /// The element.
+    pub element: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}, <{}>: {}",
+            self.line, self.element, self.message
+        )
+    }
+}
+
+/// Compiles a profile (the client's view, or the mirrored server's view).
+pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
+    let mut scripts = Vec::new();
+    let mut slots = Vec::new();
+    for (gi, g) in p.groups.iter().enumerate() {
+        let mut names: Vec<Option<String>> = Vec::new();
+        let mut conn_options: Vec<ConnOptions> = Vec::new();
+        let mut txns = Vec::new();
+        for (ti, t) in g.transactions.iter().enumerate() {
+            let mut ops = Vec::new();
+            for (oi, f) in t.flowops.iter().enumerate() {
+                let conn = match names.iter().position(|n| *n == f.conn) {
+                    Some(i) => i,
+                    None => {
+                        if names.len() == MAX_CONNS {
+                            return Err(CompileError {
+                                line: f.line,
+                                element: "flowop",
+                                message: format!(
+                                    "more than {MAX_CONNS} named connections in one group"
+                                ),
+                            });
+                        }
+                        names.push(f.conn.clone());
+                        conn_options.push(ConnOptions::default());
+                        names.len() - 1
+                    }
+                };
+                let unsupported = |what: &str| CompileError {
+                    line: f.line,
+                    element: "flowop",
+                    message: format!("{what} is not supported yet (docs/profiles.md)"),
+                };
+                let kind = match &f.kind {
+                    FlowopKind::Connect(e) | FlowopKind::Accept(e) => {
+                        if e.protocol == ProfileProtocol::Udp {
+                            return Err(unsupported("protocol=udp in profiles"));
+                        }
+                        conn_options[conn] = ConnOptions {
+                            wndsz: e.wndsz,
+                            nodelay: e.nodelay,
+                            cc: e.cc.clone(),
+                        };
+                        if matches!(f.kind, FlowopKind::Connect(_)) {
+                            OpKind::Connect
+                        } else {
+                            OpKind::Accept
+                        }
+                    }
+                    FlowopKind::Disconnect => OpKind::Disconnect,
+                    FlowopKind::Read(x) | FlowopKind::Recv(x) => OpKind::Read(x.size),
+                    FlowopKind::Write(x) | FlowopKind::Send(x) => OpKind::Write(x.size),
+                    FlowopKind::Sendfile(x) => OpKind::Sendfile(x.size),
+                    FlowopKind::Think { duration, busy } => OpKind::Think {
+                        duration: *duration,
+                        busy: *busy,
+                    },
+                    FlowopKind::Nop => OpKind::Nop,
+                };
+                let name = f.kind.name();
+                let type_slot = TYPE_NAMES.iter().position(|n| *n == name).unwrap_or(0);
+                ops.push(Op {
+                    kind,
+                    count: f.count.max(1),
+                    conn,
+                    timeout: f.timeout,
+                    canfail: f.canfail,
+                    type_slot,
+                    index: oi,
+                });
+            }
+            let limit = match t.limit {
+                Limit::Iterations(n) => format!("iterations={n}"),
+                Limit::Duration(d) => format!("duration={d:?}"),
+            };
+            let limit = match t.rate {
+                Some(r) => format!("{limit} rate={}", r.0),
+                None => limit,
+            };
+            txns.push(Txn {
+                limit: t.limit,
+                rate: t.rate.map(|r| r.0),
+                ops,
+                slot: slots.len(),
+            });
+            slots.push(SlotInfo {
+                group: gi as u32,
+                index: ti as u32,
+                line: t.line,
+                limit,
+                users: g.users,
+            });
+        }
+        scripts.push(Arc::new(Script {
+            txns,
+            conns: names.len(),
+            conn_options,
+        }));
+    }
+    Ok(Compiled {
+        scripts,
+        users: p.groups.iter().map(|g| g.users).collect(),
+        slots,
+    })
+}
+
+impl Compiled {
+    /// (script, user within its group, group) of every user, users numbered
+    /// group after group.
+    pub fn user(&self, global: u32) -> Option<(Arc<Script>, u32, usize)> {
+        let mut base = 0u32;
+        for (gi, n) in self.users.iter().enumerate() {
+            if global < base + n {
+                return Some((self.scripts[gi].clone(), global - base, gi));
+            }
+            base += n;
+        }
+        None
+    }
+
+    /// Users over all groups.
+    pub fn total_users(&self) -> u32 {
+        self.users.iter().sum()
+    }
+
+    /// Transactions of the longest group.
+    pub fn transactions(&self) -> usize {
+        self.scripts.iter().map(|s| s.txns.len()).max().unwrap_or(0)
+    }
+
+    /// Whether transaction `i` of any group is limited by time (its end is
+    /// agreed over the control connection).
+    pub fn timed(&self, i: usize) -> bool {
+        self.scripts
+            .iter()
+            .any(|s| matches!(s.txns.get(i).map(|t| t.limit), Some(Limit::Duration(_))))
+    }
+
+    /// The largest single operation's size.
+    pub fn largest_op(&self) -> u64 {
+        self.scripts
+            .iter()
+            .flat_map(|s| s.txns.iter().flat_map(|t| t.ops.iter()))
+            .map(|o| match o.kind {
+                OpKind::Read(s) | OpKind::Write(s) | OpKind::Sendfile(s) => s.max(),
+                _ => 0,
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The key of one operation's size draw; both ends derive the same.
+pub fn size_key(user: u32, txn: usize, iteration: u64, op: usize, rep: u64) -> u64 {
+    let mut k = u64::from(user);
+    for v in [txn as u64, iteration, op as u64, rep] {
+        k = linkperf_workload::profile::splitmix64(k ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    }
+    k
+}

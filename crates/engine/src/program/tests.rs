@@ -1,0 +1,220 @@
+//! Both sides of a profile on loopback, with the control exchange done in
+//! process: real sockets, real workers.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+
+use linkperf_wire::DataToken;
+use linkperf_workload::profile::{
+    mirror, Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Size,
+    Transaction, Xfer,
+};
+
+use super::*;
+
+fn op(kind: FlowopKind, count: u64) -> Flowop {
+    Flowop {
+        kind,
+        count,
+        conn: None,
+        timeout: None,
+        canfail: false,
+        line: 1,
+    }
+}
+
+fn x(n: u64) -> Xfer {
+    Xfer {
+        size: Size::Fixed(n),
+        rsize: None,
+    }
+}
+
+fn txn(limit: Limit, flowops: Vec<Flowop>) -> Transaction {
+    Transaction {
+        limit,
+        rate: None,
+        flowops,
+        line: 1,
+    }
+}
+
+fn connect() -> Flowop {
+    op(
+        FlowopKind::Connect(Endpoint {
+            remotehost: None,
+            protocol: ProfileProtocol::Tcp,
+            port: None,
+            wndsz: None,
+            nodelay: true,
+            cc: None,
+        }),
+        1,
+    )
+}
+
+/// Runs `p` with `threads` workers a side; (client, server) outcomes.
+fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
+    let token = DataToken([7; 16]);
+    let server = ProgramRun::start(ProgramConfig {
+        profile: mirror(p),
+        role: Role::Server,
+        threads,
+        affinity: None,
+        busy_poll: false,
+        token,
+        endpoints: vec![],
+        bind_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+    })
+    .unwrap();
+    let client = ProgramRun::start(ProgramConfig {
+        profile: p.clone(),
+        role: Role::Client,
+        threads,
+        affinity: None,
+        busy_poll: false,
+        token,
+        endpoints: server.endpoints().to_vec(),
+        bind_ip: None,
+    })
+    .unwrap();
+    let r = client.drive(
+        |i, iterations| {
+            server.stop(i, iterations);
+            server.wait_ended(i, Instant::now() + Duration::from_secs(10))
+        },
+        &|| false,
+    );
+    assert!(r.is_ok(), "{r:?}");
+    let c = client.finish();
+    std::thread::sleep(Duration::from_millis(100));
+    server.abort();
+    let s = server.finish();
+    (c, s)
+}
+
+#[test]
+fn a_request_response_loop_moves_its_bytes_and_both_sides_agree() {
+    let p = Profile {
+        name: "rr".into(),
+        groups: vec![Group {
+            users: 3,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![connect()]),
+                txn(
+                    Limit::Iterations(5),
+                    vec![
+                        op(FlowopKind::Write(x(90)), 10),
+                        op(FlowopKind::Read(x(90)), 1),
+                    ],
+                ),
+                txn(Limit::Iterations(1), vec![op(FlowopKind::Disconnect, 1)]),
+            ],
+        }],
+    };
+    let (c, s) = run_both(&p, 2);
+    assert_eq!(c.failure, None);
+    let t = &c.report.transactions[1];
+    assert_eq!(t.iterations, 15, "five per user");
+    assert_eq!(t.tx_bytes, 3 * 5 * 10 * 90);
+    assert_eq!(t.rx_bytes, 3 * 5 * 90);
+    let writes = c.report.flowops.iter().find(|f| f.kind == "write").unwrap();
+    assert_eq!(writes.operations, 3 * 5 * 10, "count=10 is ten operations");
+    assert_eq!(c.totals.tx_bytes, s.totals.rx_bytes);
+    assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
+    assert_eq!(c.stats.connections, 3);
+    assert_eq!(s.stats.connections, 3);
+}
+
+#[test]
+fn a_timed_transaction_where_the_server_writes_first_ends_clean() {
+    // The client reads first: the server's mirror writes ahead, and what it
+    // wrote past the client's last iteration is drained before the next
+    // transaction, whose exact counts prove the streams stayed aligned.
+    let p = Profile {
+        name: "timed".into(),
+        groups: vec![Group {
+            users: 4,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![connect()]),
+                txn(
+                    Limit::Duration(Duration::from_millis(300)),
+                    vec![
+                        op(FlowopKind::Read(x(4000)), 1),
+                        op(FlowopKind::Write(x(10)), 1),
+                    ],
+                ),
+                txn(
+                    Limit::Iterations(3),
+                    vec![
+                        op(FlowopKind::Write(x(7)), 1),
+                        op(FlowopKind::Read(x(5)), 1),
+                    ],
+                ),
+                txn(Limit::Iterations(1), vec![op(FlowopKind::Disconnect, 1)]),
+            ],
+        }],
+    };
+    let (c, s) = run_both(&p, 2);
+    assert_eq!(c.failure, None);
+    assert_eq!(s.failure, None);
+    let timed = &c.report.transactions[1];
+    assert!(timed.iterations > 4, "{timed:?}");
+    assert!(timed.seconds >= 0.3, "{timed:?}");
+    let after = &c.report.transactions[2];
+    assert_eq!(
+        (after.iterations, after.tx_bytes, after.rx_bytes),
+        (12, 84, 60)
+    );
+    assert_eq!(c.totals.tx_bytes, s.totals.rx_bytes);
+    assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
+}
+
+#[test]
+fn think_adds_its_time_and_rate_paces_iterations() {
+    let p = Profile {
+        name: "paced".into(),
+        groups: vec![Group {
+            users: 2,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![connect()]),
+                Transaction {
+                    limit: Limit::Duration(Duration::from_millis(500)),
+                    rate: Some(linkperf_workload::profile::Rate(20.0)),
+                    flowops: vec![
+                        op(FlowopKind::Write(x(1)), 1),
+                        op(FlowopKind::Read(x(1)), 1),
+                    ],
+                    line: 1,
+                },
+                txn(
+                    Limit::Iterations(4),
+                    vec![
+                        op(FlowopKind::Write(x(1)), 1),
+                        op(
+                            FlowopKind::Think {
+                                duration: Duration::from_millis(20),
+                                busy: false,
+                            },
+                            1,
+                        ),
+                        op(FlowopKind::Read(x(1)), 1),
+                    ],
+                ),
+            ],
+        }],
+    };
+    let (c, _) = run_both(&p, 1);
+    assert_eq!(c.failure, None);
+    let paced = &c.report.transactions[1];
+    // 20 per second for half a second: about ten per user.
+    assert!((16..=24).contains(&paced.iterations), "{paced:?}");
+    let thought = c.report.transactions[2].latency.as_ref().unwrap();
+    assert!(
+        thought.min >= 20_000.0,
+        "think time is in the iteration: {thought:?}"
+    );
+}

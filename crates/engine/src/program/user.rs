@@ -1,0 +1,617 @@
+//! One user of a profile as a state machine: where it is in its script
+//! (transaction, iteration, flowop, repetition), what it needs next from its
+//! connections or the clock, and what it has counted. It never touches a
+//! socket or reads the clock; the worker does and tells it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linkperf_workload::profile::Limit;
+
+use super::script::{size_key, OpKind, Script};
+use super::stats::Stats;
+
+/// Which end of the profile a user runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The profile as written: opens connections, keeps time, paces.
+    Client,
+    /// The mirrored profile: follows the client's data; a timed transaction
+    /// ends when the client says how many iterations it did.
+    Server,
+}
+
+/// Longest a client operation without `timeout=` may make no progress.
+pub const STALL: Duration = Duration::from_secs(60);
+
+/// What a user needs next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Need {
+    /// Open connection `conn` (client).
+    Connect(usize),
+    /// Take connection `conn` when the other side opens it.
+    Accept(usize),
+    /// Close connection `conn` (the server first waits for the client's EOF).
+    Disconnect(usize),
+    /// Write up to `len` bytes on `conn`, with sendfile(2) if `sendfile`.
+    Write {
+        /// Connection.
+        conn: usize,
+        /// Bytes left in the operation.
+        len: u64,
+        /// From a file.
+        sendfile: bool,
+    },
+    /// Read up to `len` bytes from `conn`.
+    Read {
+        /// Connection.
+        conn: usize,
+        /// Bytes left in the operation.
+        len: u64,
+    },
+    /// Read and discard up to `len` bytes from `conn` before the next
+    /// transaction (what the server wrote past a timed transaction's end).
+    Drain {
+        /// Connection.
+        conn: usize,
+        /// Bytes left to discard.
+        len: u64,
+    },
+    /// Nothing until `until`; spinning if `busy`.
+    Wait {
+        /// When.
+        until: Instant,
+        /// Spin on the CPU.
+        busy: bool,
+    },
+    /// Wait for the release of transaction `.0` (client; the ones before are done).
+    Barrier(usize),
+    /// The script is over.
+    Done,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    /// Waiting for the release of transaction `.0` (client), or done with
+    /// transaction `.0 - 1`.
+    Held(usize),
+    Running,
+    Done,
+    Failed(String),
+}
+
+/// One user.
+#[derive(Debug)]
+pub struct User {
+    /// Its number on its side (users numbered group after group).
+    pub id: u32,
+    /// Its number within its group (for size draws, the same on both ends).
+    pub member: u32,
+    role: Role,
+    script: Arc<Script>,
+    phase: Phase,
+    txn: usize,
+    iter: u64,
+    op: usize,
+    rep: u64,
+    in_iteration: bool,
+    left: u64,
+    op_started: Option<Instant>,
+    think_until: Option<Instant>,
+    iter_started: Instant,
+    txn_started: Instant,
+    /// Bytes written and read per connection in the current transaction.
+    written: Vec<u64>,
+    read: Vec<u64>,
+    drain: Vec<u64>,
+    /// Server: iterations the client did in the current timed transaction.
+    stop_after: Option<u64>,
+    /// Server: a timed transaction just ended; its written bytes per connection.
+    pub ended: Option<(usize, Vec<u64>)>,
+}
+
+impl User {
+    /// A user at the start of its script, held until transaction 0 is
+    /// released (client) or running at once (server).
+    pub fn new(id: u32, member: u32, role: Role, script: Arc<Script>, now: Instant) -> Self {
+        let conns = script.conns;
+        User {
+            id,
+            member,
+            role,
+            script,
+            phase: match role {
+                Role::Client => Phase::Held(0),
+                Role::Server => Phase::Running,
+            },
+            txn: 0,
+            iter: 0,
+            op: 0,
+            rep: 0,
+            in_iteration: false,
+            left: 0,
+            op_started: None,
+            think_until: None,
+            iter_started: now,
+            txn_started: now,
+            written: vec![0; conns],
+            read: vec![0; conns],
+            drain: vec![0; conns],
+            stop_after: None,
+            ended: None,
+        }
+    }
+
+    /// Connections the user holds.
+    pub fn conns(&self) -> usize {
+        self.script.conns
+    }
+
+    /// The script.
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+
+    /// The transaction it is in (or held before).
+    pub fn txn(&self) -> usize {
+        match self.phase {
+            Phase::Held(t) => t,
+            _ => self.txn,
+        }
+    }
+
+    /// Iterations done in the current transaction.
+    pub fn iterations(&self) -> u64 {
+        self.iter
+    }
+
+    /// Bytes read per connection in the current transaction.
+    pub fn read_per_conn(&self) -> &[u64] {
+        &self.read
+    }
+
+    /// Why it failed, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Failed(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Whether the script is over (or failed).
+    pub fn finished(&self) -> bool {
+        matches!(self.phase, Phase::Done | Phase::Failed(_))
+    }
+
+    /// Client: transaction `txn` starts at `now`; first discard `drain[c]`
+    /// bytes on each connection. A transaction past the end of the user's
+    /// script is over at once (the user waits at the next barrier); one past
+    /// `last` ends the script.
+    pub fn release(&mut self, txn: usize, drain: &[u64], now: Instant, last: usize) {
+        if self.finished() {
+            return;
+        }
+        if txn > last {
+            self.phase = Phase::Done;
+            return;
+        }
+        self.begin_txn(txn, now);
+        for (d, n) in self.drain.iter_mut().zip(drain) {
+            *d = *n;
+        }
+        self.phase = Phase::Running;
+    }
+
+    /// Server: the client did `n` iterations of timed transaction `txn`.
+    pub fn stop_at(&mut self, txn: usize, n: u64) {
+        if self.txn == txn && self.stop_after.is_none() {
+            self.stop_after = Some(n);
+        }
+    }
+
+    fn begin_txn(&mut self, txn: usize, now: Instant) {
+        self.txn = txn;
+        self.iter = 0;
+        self.op = 0;
+        self.rep = 0;
+        self.in_iteration = false;
+        self.left = 0;
+        self.op_started = None;
+        self.think_until = None;
+        self.txn_started = now;
+        self.stop_after = None;
+        self.written.iter_mut().for_each(|w| *w = 0);
+        self.read.iter_mut().for_each(|r| *r = 0);
+    }
+
+    /// The transaction is over for this user at `now`.
+    fn end_txn(&mut self, now: Instant, stats: &mut Stats) {
+        if let Some(t) = self.script.txns.get(self.txn) {
+            stats.span(t.slot, self.txn_started, now);
+            if self.role == Role::Server && matches!(t.limit, Limit::Duration(_)) {
+                self.ended = Some((self.txn, self.written.clone()));
+            }
+        }
+        match self.role {
+            Role::Client => self.phase = Phase::Held(self.txn + 1),
+            Role::Server => {
+                if self.txn + 1 >= self.script.txns.len() {
+                    self.phase = Phase::Done;
+                } else {
+                    self.begin_txn(self.txn + 1, now);
+                }
+            }
+        }
+    }
+
+    /// The deadline of the operation in progress (client only).
+    pub fn deadline(&self) -> Option<Instant> {
+        if self.role != Role::Client || self.phase != Phase::Running {
+            return None;
+        }
+        let started = self.op_started?;
+        let op = self.script.txns.get(self.txn)?.ops.get(self.op)?;
+        match op.kind {
+            OpKind::Think { .. } | OpKind::Nop => None,
+            _ => Some(started + op.timeout.unwrap_or(STALL)),
+        }
+    }
+
+    /// What the user needs next at `now`. Instant steps (nop, a think that is
+    /// over, a finished iteration) are taken here, at most `budget` of them.
+    pub fn need(&mut self, now: Instant, stats: &mut Stats, budget: &mut u32) -> Need {
+        loop {
+            match &self.phase {
+                Phase::Held(t) => return Need::Barrier(*t),
+                Phase::Done | Phase::Failed(_) => return Need::Done,
+                Phase::Running => {}
+            }
+            if let Some(conn) = self.drain.iter().position(|d| *d > 0) {
+                return Need::Drain {
+                    conn,
+                    len: self.drain[conn],
+                };
+            }
+            let Some(txn) = self.script.txns.get(self.txn) else {
+                // Past this group's script (client): nothing to do here.
+                self.end_txn(now, stats);
+                continue;
+            };
+            // The end of a timed transaction on the server: as soon as the
+            // client's count is reached, even mid-iteration.
+            if self.role == Role::Server {
+                if let (Limit::Duration(_), Some(n)) = (txn.limit, self.stop_after) {
+                    if self.iter >= n {
+                        self.end_txn(now, stats);
+                        continue;
+                    }
+                }
+            }
+            if !self.in_iteration {
+                let over = match (txn.limit, self.role) {
+                    (Limit::Iterations(n), _) => self.iter >= n,
+                    (Limit::Duration(d), Role::Client) => now >= self.txn_started + d,
+                    (Limit::Duration(_), Role::Server) => false,
+                };
+                if over {
+                    self.end_txn(now, stats);
+                    continue;
+                }
+                if let (Some(rate), Role::Client) = (txn.rate, self.role) {
+                    let at = self.txn_started + Duration::from_secs_f64(self.iter as f64 / rate);
+                    if now < at {
+                        return Need::Wait {
+                            until: at,
+                            busy: false,
+                        };
+                    }
+                }
+                if txn.ops.is_empty() {
+                    self.iter += 1;
+                    continue;
+                }
+                self.in_iteration = true;
+                self.iter_started = now;
+            }
+            if *budget == 0 {
+                return Need::Wait {
+                    until: now,
+                    busy: false,
+                };
+            }
+            *budget -= 1;
+            let op = &txn.ops[self.op];
+            if self.op_started.is_none() {
+                self.op_started = Some(now);
+                let key = size_key(self.member, self.txn, self.iter, op.index, self.rep);
+                match op.kind {
+                    OpKind::Read(s) | OpKind::Write(s) | OpKind::Sendfile(s) => {
+                        self.left = s.at(key)
+                    }
+                    OpKind::Think { duration, .. } => self.think_until = Some(now + duration),
+                    _ => {}
+                }
+            }
+            let conn = op.conn;
+            match op.kind {
+                OpKind::Connect => return Need::Connect(conn),
+                OpKind::Accept => return Need::Accept(conn),
+                OpKind::Disconnect => return Need::Disconnect(conn),
+                OpKind::Read(_) if self.left > 0 => {
+                    return Need::Read {
+                        conn,
+                        len: self.left,
+                    }
+                }
+                OpKind::Write(_) | OpKind::Sendfile(_) if self.left > 0 => {
+                    return Need::Write {
+                        conn,
+                        len: self.left,
+                        sendfile: matches!(op.kind, OpKind::Sendfile(_)),
+                    }
+                }
+                OpKind::Think { busy, .. } => {
+                    let until = self.think_until.unwrap_or(now);
+                    if now < until {
+                        return Need::Wait { until, busy };
+                    }
+                    self.op_done(now, stats);
+                }
+                _ => self.op_done(now, stats),
+            }
+        }
+    }
+
+    /// The current operation is complete at `now`.
+    pub fn op_done(&mut self, now: Instant, stats: &mut Stats) {
+        let Some(txn) = self.script.txns.get(self.txn) else {
+            return;
+        };
+        let Some(op) = txn.ops.get(self.op) else {
+            return;
+        };
+        if let Some(s) = self.op_started.take() {
+            stats.operation(op.type_slot, now.saturating_duration_since(s));
+        }
+        self.next_op(now, stats);
+    }
+
+    fn next_op(&mut self, now: Instant, stats: &mut Stats) {
+        let Some(txn) = self.script.txns.get(self.txn) else {
+            return;
+        };
+        let count = txn.ops.get(self.op).map(|o| o.count).unwrap_or(1);
+        self.op_started = None;
+        self.think_until = None;
+        self.left = 0;
+        self.rep += 1;
+        if self.rep < count {
+            return;
+        }
+        self.rep = 0;
+        self.op += 1;
+        if self.op < txn.ops.len() {
+            return;
+        }
+        self.op = 0;
+        self.in_iteration = false;
+        stats.iteration(txn.slot, self.iter_started, now);
+        self.iter += 1;
+    }
+
+    fn slot_and_type(&self) -> Option<(usize, usize, usize)> {
+        let txn = self.script.txns.get(self.txn)?;
+        let op = txn.ops.get(self.op)?;
+        Some((txn.slot, op.type_slot, op.conn))
+    }
+
+    /// `n` bytes of the current write went out at `now`.
+    pub fn wrote(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+        if let Some((slot, ty, conn)) = self.slot_and_type() {
+            stats.tx(n, slot, ty, now);
+            self.written[conn] += n;
+            self.left = self.left.saturating_sub(n);
+            if self.left == 0 {
+                self.op_done(now, stats);
+            }
+        }
+    }
+
+    /// `n` bytes of the current read (or drain) came in at `now`.
+    pub fn got(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+        if let Some(conn) = self.drain.iter().position(|d| *d > 0) {
+            self.drain[conn] = self.drain[conn].saturating_sub(n);
+            stats.drained(n, now);
+            return;
+        }
+        if let Some((slot, ty, conn)) = self.slot_and_type() {
+            stats.rx(n, slot, ty, now);
+            self.read[conn] += n;
+            self.left = self.left.saturating_sub(n);
+            if self.left == 0 {
+                self.op_done(now, stats);
+            }
+        }
+    }
+
+    /// The current operation failed at `now`. With `canfail` it is counted
+    /// and the user goes on; otherwise the user fails with a message naming
+    /// the flowop, which is returned.
+    pub fn fail(&mut self, why: &str, now: Instant, stats: &mut Stats) -> Option<String> {
+        let Some(txn) = self.script.txns.get(self.txn) else {
+            self.phase = Phase::Failed(why.to_string());
+            return Some(why.to_string());
+        };
+        let Some(op) = txn.ops.get(self.op) else {
+            self.phase = Phase::Failed(why.to_string());
+            return Some(why.to_string());
+        };
+        let kind = super::script::TYPE_NAMES[op.type_slot];
+        let msg = format!("user {}: {kind} failed: {why}", self.id);
+        let (slot, ty, canfail) = (txn.slot, op.type_slot, op.canfail);
+        stats.error(slot, ty, || msg.clone());
+        if canfail {
+            self.next_op(now, stats);
+            None
+        } else {
+            self.phase = Phase::Failed(msg.clone());
+            Some(msg)
+        }
+    }
+
+    /// Gives up (the test is aborted).
+    pub fn abandon(&mut self, why: &str) {
+        if !self.finished() {
+            self.phase = Phase::Failed(why.to_string());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::script::compile;
+    use linkperf_workload::profile::{
+        Endpoint, Flowop, FlowopKind, Group, Profile, ProfileProtocol, Size, Transaction, Xfer,
+    };
+
+    fn flowop(kind: FlowopKind, count: u64) -> Flowop {
+        Flowop {
+            kind,
+            count,
+            conn: None,
+            timeout: None,
+            canfail: false,
+            line: 1,
+        }
+    }
+
+    fn xfer(n: u64) -> Xfer {
+        Xfer {
+            size: Size::Fixed(n),
+            rsize: None,
+        }
+    }
+
+    fn rr_profile(limit: Limit) -> Profile {
+        let ep = Endpoint {
+            remotehost: None,
+            protocol: ProfileProtocol::Tcp,
+            port: None,
+            wndsz: None,
+            nodelay: true,
+            cc: None,
+        };
+        Profile {
+            name: "t".into(),
+            groups: vec![Group {
+                users: 1,
+                line: 1,
+                transactions: vec![
+                    Transaction {
+                        limit: Limit::Iterations(1),
+                        rate: None,
+                        flowops: vec![flowop(FlowopKind::Connect(ep), 1)],
+                        line: 2,
+                    },
+                    Transaction {
+                        limit,
+                        rate: None,
+                        flowops: vec![
+                            flowop(FlowopKind::Write(xfer(90)), 2),
+                            flowop(FlowopKind::Read(xfer(90)), 1),
+                        ],
+                        line: 3,
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn a_client_user_walks_its_script_and_counts_iterations() {
+        let c = compile(&rr_profile(Limit::Iterations(3))).unwrap();
+        let t0 = Instant::now();
+        let mut stats = Stats::new(c.slots.len());
+        let mut u = User::new(0, 0, Role::Client, c.scripts[0].clone(), t0);
+        let mut budget = 1000;
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(0));
+        u.release(0, &[0], t0, 1);
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Connect(0));
+        u.op_done(t0, &mut stats);
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(1));
+        u.release(1, &[0], t0, 1);
+        for _ in 0..3 {
+            for _ in 0..2 {
+                let n = u.need(t0, &mut stats, &mut budget);
+                assert_eq!(
+                    n,
+                    Need::Write {
+                        conn: 0,
+                        len: 90,
+                        sendfile: false
+                    }
+                );
+                u.wrote(50, t0, &mut stats);
+                u.wrote(40, t0, &mut stats);
+            }
+            assert_eq!(
+                u.need(t0, &mut stats, &mut budget),
+                Need::Read { conn: 0, len: 90 }
+            );
+            u.got(90, t0, &mut stats);
+        }
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(2));
+        assert_eq!(stats.txns[1].count, 3);
+        assert_eq!(stats.txns[1].tx, 3 * 180);
+        assert_eq!(stats.txns[1].rx, 3 * 90);
+        assert_eq!(stats.types[4].count, 6, "six writes");
+        u.release(2, &[0], t0, 1);
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
+    }
+
+    #[test]
+    fn a_server_user_stops_a_timed_transaction_at_the_clients_count() {
+        let p = linkperf_workload::profile::mirror(&rr_profile(Limit::Duration(
+            Duration::from_secs(1),
+        )));
+        let c = compile(&p).unwrap();
+        let t0 = Instant::now();
+        let mut stats = Stats::new(c.slots.len());
+        let mut u = User::new(0, 0, Role::Server, c.scripts[0].clone(), t0);
+        let mut budget = 1000;
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Accept(0));
+        u.op_done(t0, &mut stats);
+        // One whole iteration, then the write of the second is under way.
+        for _ in 0..2 {
+            assert_eq!(
+                u.need(t0, &mut stats, &mut budget),
+                Need::Read { conn: 0, len: 90 }
+            );
+            u.got(90, t0, &mut stats);
+        }
+        u.wrote(90, t0, &mut stats);
+        assert!(matches!(
+            u.need(t0, &mut stats, &mut budget),
+            Need::Read { .. }
+        ));
+        u.stop_at(1, 1);
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
+        assert_eq!(u.ended, Some((1, vec![90])));
+    }
+
+    #[test]
+    fn a_failure_without_canfail_ends_the_user_and_names_the_flowop() {
+        let c = compile(&rr_profile(Limit::Iterations(1))).unwrap();
+        let t0 = Instant::now();
+        let mut stats = Stats::new(c.slots.len());
+        let mut u = User::new(3, 3, Role::Client, c.scripts[0].clone(), t0);
+        u.release(0, &[0], t0, 1);
+        let mut budget = 10;
+        let _ = u.need(t0, &mut stats, &mut budget);
+        let m = u.fail("connection refused", t0, &mut stats).unwrap();
+        assert_eq!(m, "user 3: connect failed: connection refused");
+        assert!(u.finished());
+        assert_eq!(stats.errors, 1);
+    }
+}

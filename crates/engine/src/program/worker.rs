@@ -1,0 +1,827 @@
+//! The event loop that carries a share of a profile's users, on either side:
+//! it asks each user what it needs, does the I/O (connect, accept, read,
+//! write, sendfile, close) or arms a timer, and tells the user what
+//! happened. Users wait for I/O on the event loop, never in a thread of
+//! their own.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::{ProcessCpu, WorkerPlacement};
+use linkperf_wire::{DataToken, Preamble, PREAMBLE_LEN};
+use linkperf_workload::SocketOptions;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use socket2::SockRef;
+
+use super::coord::{Arrival, Coord};
+use super::script::{ConnOptions, MAX_CONNS};
+use super::stats::Stats;
+use super::user::{Need, Role, User};
+use crate::schedule::Schedule;
+use crate::transport::{tcp_connect, Conn, DataOptions};
+use crate::worker::{SocketFacts, WindowClock, MAX_SLEEP, WAKER};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const PENDING_BASE: usize = 1 << 48;
+/// Steps one user takes before the others get a turn.
+const BUDGET: u32 = 64;
+/// Longest a new connection may take to send its preamble.
+const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Largest single read or write.
+const MAX_CHUNK: usize = 1 << 20;
+
+/// One user's connection.
+#[derive(Debug)]
+struct Link {
+    stream: TcpStream,
+    connecting: bool,
+    preamble: Option<([u8; PREAMBLE_LEN], usize)>,
+}
+
+struct Pending {
+    stream: TcpStream,
+    buf: [u8; PREAMBLE_LEN],
+    got: usize,
+    since: Instant,
+}
+
+/// What a worker hands back.
+#[derive(Debug)]
+pub struct ProgramWorkerReport {
+    /// Its counts.
+    pub stats: Stats,
+    /// Its thread's CPU.
+    pub cpu: ProcessCpu,
+    /// Where it ran.
+    pub placement: WorkerPlacement,
+    /// Facts of one of its connections.
+    pub socket: Option<SocketFacts>,
+}
+
+/// Everything a worker needs.
+pub struct WorkerSetup {
+    /// Its number.
+    pub id: u32,
+    /// Which side.
+    pub role: Role,
+    /// Its users (user `id` lives on worker `id % workers`).
+    pub users: Vec<User>,
+    /// Workers on this side.
+    pub workers: usize,
+    /// Transactions of the longest group.
+    pub transactions: usize,
+    /// Statistics slots.
+    pub slots: usize,
+    /// Client: the server's data endpoints (user `id` goes to `id % len`).
+    pub endpoints: Vec<SocketAddr>,
+    /// Server: this worker's listener.
+    pub listener: Option<TcpListener>,
+    /// The session's token.
+    pub token: DataToken,
+    /// Shared with the driver.
+    pub coord: Arc<Coord>,
+    /// The poll its waker is registered with.
+    pub poll: Poll,
+    /// Pinning.
+    pub cpus: Option<Vec<usize>>,
+    /// Never sleep in the event wait.
+    pub busy_poll: bool,
+    /// Largest single operation in the profile.
+    pub largest: u64,
+}
+
+struct Worker {
+    role: Role,
+    users: Vec<User>,
+    links: Vec<Vec<Option<Link>>>,
+    arrived: Vec<Option<usize>>,
+    done: Vec<bool>,
+    workers: usize,
+    transactions: usize,
+    endpoints: Vec<SocketAddr>,
+    listener: Option<TcpListener>,
+    pending: slab::Slab<Pending>,
+    accepted: HashMap<(usize, usize), VecDeque<TcpStream>>,
+    token: DataToken,
+    coord: Arc<Coord>,
+    poll: Poll,
+    busy_poll: bool,
+    stats: Stats,
+    buf: Vec<u8>,
+    file: Option<OwnedFd>,
+    timers: BinaryHeap<Reverse<(Instant, usize)>>,
+    ready: VecDeque<usize>,
+    spinning: Vec<usize>,
+    release_seen: u64,
+    stop_seen: u64,
+    stops: HashMap<usize, Arc<Vec<u64>>>,
+    finished: usize,
+    socket: Option<SocketFacts>,
+}
+
+/// Runs a worker to the end of its users' scripts (or the abort).
+pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
+    let mut clock = match WindowClock::start(setup.id, setup.cpus.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            setup.coord.fail(e);
+            let c = WindowClock::start(setup.id, None).ok();
+            let (cpu, placement) = c.map(|c| c.finish(0)).unwrap_or_else(|| {
+                (
+                    ProcessCpu {
+                        user_s: 0.0,
+                        system_s: 0.0,
+                    },
+                    WorkerPlacement {
+                        worker: setup.id,
+                        pinned: None,
+                        allowed_cpus: Vec::new(),
+                        last_cpu: None,
+                        flows: 0,
+                    },
+                )
+            });
+            return ProgramWorkerReport {
+                stats: Stats::new(setup.slots),
+                cpu,
+                placement,
+                socket: None,
+            };
+        }
+    };
+    let n_users = setup.users.len() as u32;
+    let chunk = usize::try_from(setup.largest)
+        .unwrap_or(MAX_CHUNK)
+        .clamp(64 * 1024, MAX_CHUNK);
+    let mut w = Worker {
+        role: setup.role,
+        links: setup
+            .users
+            .iter()
+            .map(|u| (0..u.conns()).map(|_| None).collect())
+            .collect(),
+        arrived: vec![None; setup.users.len()],
+        done: vec![false; setup.users.len()],
+        users: setup.users,
+        workers: setup.workers.max(1),
+        transactions: setup.transactions,
+        endpoints: setup.endpoints,
+        listener: setup.listener,
+        pending: slab::Slab::new(),
+        accepted: HashMap::new(),
+        token: setup.token,
+        coord: setup.coord,
+        poll: setup.poll,
+        busy_poll: setup.busy_poll,
+        stats: Stats::new(setup.slots),
+        buf: vec![0x5a; chunk],
+        file: None,
+        timers: BinaryHeap::new(),
+        ready: VecDeque::new(),
+        spinning: Vec::new(),
+        release_seen: 0,
+        stop_seen: 0,
+        stops: HashMap::new(),
+        finished: 0,
+        socket: None,
+    };
+    let start = Instant::now();
+    clock.tick(
+        &Schedule::new(
+            start,
+            Duration::ZERO,
+            Duration::from_secs(86_400),
+            Duration::ZERO,
+        ),
+        start,
+    );
+    if w.role == Role::Server {
+        w.stats.start = Some(start);
+    }
+    w.event_loop();
+    clock.close();
+    let (cpu, placement) = clock.finish(n_users);
+    ProgramWorkerReport {
+        stats: w.stats,
+        cpu,
+        placement,
+        socket: w.socket,
+    }
+}
+
+impl Worker {
+    fn event_loop(&mut self) {
+        if let Some(l) = self.listener.as_mut() {
+            if let Err(e) = self
+                .poll
+                .registry()
+                .register(l, LISTENER, Interest::READABLE)
+            {
+                self.coord.fail(format!("register the data listener: {e}"));
+                return;
+            }
+        }
+        let mut events = Events::with_capacity(1024);
+        if self.role == Role::Server {
+            for u in 0..self.users.len() {
+                self.ready.push_back(u);
+            }
+        }
+        let mut last_sweep = Instant::now();
+        loop {
+            if self.coord.aborted() {
+                for u in &mut self.users {
+                    u.abandon("aborted");
+                }
+                break;
+            }
+            self.check_coord();
+            let now = Instant::now();
+            // Users that are due: ready ones, spinners, expired timers.
+            let mut due: Vec<usize> = self.ready.drain(..).collect();
+            let spinning = std::mem::take(&mut self.spinning);
+            due.extend(spinning);
+            while let Some(Reverse((at, u))) = self.timers.peek().copied() {
+                if at > now {
+                    break;
+                }
+                self.timers.pop();
+                due.push(u);
+            }
+            for u in due {
+                self.drive(u);
+            }
+            if self.finished == self.users.len() {
+                break;
+            }
+            if now.duration_since(last_sweep) >= Duration::from_secs(1) {
+                last_sweep = now;
+                self.pending
+                    .retain(|_, p| now.duration_since(p.since) < PREAMBLE_TIMEOUT);
+            }
+            let timeout = if self.busy_poll || !self.ready.is_empty() || !self.spinning.is_empty() {
+                Duration::ZERO
+            } else {
+                let next = self.timers.peek().map(|Reverse((at, _))| *at);
+                next.map_or(MAX_SLEEP, |at| {
+                    at.saturating_duration_since(Instant::now()).min(MAX_SLEEP)
+                })
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    self.coord.fail(format!("event wait: {e}"));
+                    break;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    LISTENER => self.accept_all(),
+                    Token(t) if t >= PENDING_BASE => self.preamble(t - PENDING_BASE),
+                    Token(t) => {
+                        let u = t / MAX_CONNS;
+                        if u < self.users.len() {
+                            self.drive(u);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes in releases (client) and stops (server) the driver posted.
+    fn check_coord(&mut self) {
+        match self.role {
+            Role::Client => {
+                let Some(r) = self.coord.current_release() else {
+                    return;
+                };
+                if r.generation == self.release_seen {
+                    return;
+                }
+                self.release_seen = r.generation;
+                let now = Instant::now();
+                if r.txn == 0 {
+                    self.stats.start = Some(now);
+                }
+                let last = self.transactions.saturating_sub(1);
+                for u in 0..self.users.len() {
+                    if self.users[u].finished() {
+                        continue;
+                    }
+                    let id = self.users[u].id as usize;
+                    let empty = Vec::new();
+                    let drain = r.drain.get(id).unwrap_or(&empty);
+                    self.users[u].release(r.txn, drain, now, last);
+                    self.ready.push_back(u);
+                }
+            }
+            Role::Server => {
+                let (generation, stops) = self.coord.stops();
+                if generation == self.stop_seen {
+                    return;
+                }
+                self.stop_seen = generation;
+                self.stops = stops;
+                for u in 0..self.users.len() {
+                    self.ready.push_back(u);
+                }
+            }
+        }
+    }
+
+    fn user_token(u: usize, c: usize) -> Token {
+        Token(u * MAX_CONNS + c)
+    }
+
+    /// Runs user `u` until it waits.
+    fn drive(&mut self, u: usize) {
+        if self.done[u] {
+            return;
+        }
+        if self.users[u].finished() {
+            self.finish_user(u);
+            return;
+        }
+        let mut budget = BUDGET;
+        loop {
+            let now = Instant::now();
+            if self.role == Role::Server {
+                let txn = self.users[u].txn();
+                if let Some(s) = self.stops.get(&txn) {
+                    let id = self.users[u].id as usize;
+                    if let Some(n) = s.get(id) {
+                        self.users[u].stop_at(txn, *n);
+                    }
+                }
+            }
+            let need = self.users[u].need(now, &mut self.stats, &mut budget);
+            if let Some((txn, written)) = self.users[u].ended.take() {
+                self.coord.ended(txn, self.users[u].id, written);
+            }
+            let go_on = match need {
+                Need::Connect(c) => self.connect(u, c, now),
+                Need::Accept(c) => self.take_accepted(u, c, now),
+                Need::Disconnect(c) => self.disconnect(u, c, now),
+                Need::Write {
+                    conn,
+                    len,
+                    sendfile,
+                } => self.write(u, conn, len, sendfile, now),
+                Need::Read { conn, len } | Need::Drain { conn, len } => {
+                    self.read(u, conn, len, now)
+                }
+                Need::Wait { until, busy } => {
+                    if until <= now {
+                        self.ready.push_back(u);
+                    } else if busy {
+                        self.spinning.push(u);
+                    } else {
+                        self.timers.push(Reverse((until, u)));
+                    }
+                    false
+                }
+                Need::Barrier(next) => {
+                    if self.arrived[u] != Some(next) {
+                        self.arrived[u] = Some(next);
+                        let user = &self.users[u];
+                        self.coord.arrive(
+                            user.id,
+                            next,
+                            Arrival {
+                                iterations: user.iterations(),
+                                read: user.read_per_conn().to_vec(),
+                            },
+                        );
+                    }
+                    false
+                }
+                Need::Done => {
+                    self.finish_user(u);
+                    false
+                }
+            };
+            if !go_on {
+                // Waiting on I/O: make sure the deadline is watched.
+                if let Some(d) = self.users[u].deadline() {
+                    if matches!(
+                        need,
+                        Need::Connect(_)
+                            | Need::Accept(_)
+                            | Need::Disconnect(_)
+                            | Need::Write { .. }
+                            | Need::Read { .. }
+                            | Need::Drain { .. }
+                    ) {
+                        if d <= now {
+                            if self.fail(u, "no progress before its timeout", now) {
+                                continue;
+                            }
+                        } else {
+                            self.timers.push(Reverse((d, u)));
+                        }
+                    }
+                }
+                return;
+            }
+        }
+    }
+
+    fn finish_user(&mut self, u: usize) {
+        if std::mem::replace(&mut self.done[u], true) {
+            return;
+        }
+        for c in 0..self.links[u].len() {
+            if let Some(mut l) = self.links[u][c].take() {
+                let _ = self.poll.registry().deregister(&mut l.stream);
+            }
+        }
+        self.finished += 1;
+        if let Some(m) = self.users[u].failure() {
+            match self.role {
+                Role::Client if m != "aborted" => self.coord.fail(m.to_string()),
+                Role::Client => {}
+                Role::Server => self.coord.gone(self.users[u].id),
+            }
+        }
+    }
+
+    /// The current operation failed; true if the user goes on (canfail).
+    fn fail(&mut self, u: usize, why: &str, now: Instant) -> bool {
+        match self.users[u].fail(why, now, &mut self.stats) {
+            None => true,
+            Some(_) => {
+                self.finish_user(u);
+                false
+            }
+        }
+    }
+
+    fn connect(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.links[u][c]
+            .as_ref()
+            .is_some_and(|l| !l.connecting && l.preamble.is_none())
+        {
+            return self.fail(u, "the connection is already open", now);
+        }
+        if self.links[u][c].is_none() {
+            if self.endpoints.is_empty() {
+                return self.fail(u, "no server endpoint to connect to", now);
+            }
+            let id = self.users[u].id;
+            let addr = self.endpoints[id as usize % self.endpoints.len()];
+            let o = &self.users[u].script().conn_options[c];
+            let opts = data_options(o);
+            let conn = match tcp_connect(addr, &opts) {
+                Ok(Conn::Tcp(s)) => s,
+                Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
+                Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+            };
+            let pre = Preamble {
+                token: self.token,
+                flow: id,
+                seq: c as u64,
+            }
+            .encode();
+            let mut link = Link {
+                stream: conn,
+                connecting: true,
+                preamble: Some((pre, 0)),
+            };
+            if let Err(e) = self.poll.registry().register(
+                &mut link.stream,
+                Self::user_token(u, c),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                return self.fail(u, &format!("register a connection: {e}"), now);
+            }
+            self.links[u][c] = Some(link);
+            return false;
+        }
+        let Some(link) = self.links[u][c].as_mut() else {
+            return false;
+        };
+        if link.connecting {
+            match link.stream.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    self.drop_link(u, c);
+                    return self.fail(u, &format!("connect: {e}"), now);
+                }
+                Ok(None) => {}
+            }
+            match link.stream.peer_addr() {
+                Ok(_) => link.connecting = false,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return false,
+                Err(e) => {
+                    self.drop_link(u, c);
+                    return self.fail(u, &format!("connect: {e}"), now);
+                }
+            }
+        }
+        if let Some((pre, sent)) = link.preamble.as_mut() {
+            while *sent < PREAMBLE_LEN {
+                match link.stream.write(&pre[*sent..]) {
+                    Ok(n) => *sent += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.drop_link(u, c);
+                        return self.fail(u, &format!("send the preamble: {e}"), now);
+                    }
+                }
+            }
+            link.preamble = None;
+        }
+        self.established(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    fn established(&mut self, u: usize, c: usize) {
+        self.stats.connections += 1;
+        if self.socket.is_none() {
+            if let Some(l) = &self.links[u][c] {
+                let ip = l.stream.local_addr().ok().map(|a| a.ip());
+                self.socket = Some(SocketFacts::read(l.stream.as_raw_fd(), ip, true));
+            }
+        }
+    }
+
+    fn drop_link(&mut self, u: usize, c: usize) {
+        if let Some(mut l) = self.links[u][c].take() {
+            let _ = self.poll.registry().deregister(&mut l.stream);
+        }
+    }
+
+    fn take_accepted(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        let Some(stream) = self.accepted.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
+            return false;
+        };
+        if self.links[u][c].is_some() {
+            self.drop_link(u, c);
+        }
+        if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
+            return self.fail(u, &format!("socket options: {e}"), now);
+        }
+        self.links[u][c] = Some(Link {
+            stream,
+            connecting: false,
+            preamble: None,
+        });
+        self.established(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    fn disconnect(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.links[u][c].is_none() {
+            self.users[u].op_done(now, &mut self.stats);
+            return true;
+        }
+        if self.role == Role::Client {
+            self.drop_link(u, c);
+            self.users[u].op_done(now, &mut self.stats);
+            return true;
+        }
+        // The server closes once the client has: read to its EOF.
+        loop {
+            let Some(link) = self.links[u][c].as_mut() else {
+                return true;
+            };
+            match link.stream.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => self.stats.drained(n as u64, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.drop_link(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    fn write(&mut self, u: usize, c: usize, len: u64, sendfile: bool, now: Instant) -> bool {
+        let n = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .min(self.buf.len());
+        if sendfile && self.file.is_none() {
+            match payload_file(&self.buf) {
+                Ok(f) => self.file = Some(f),
+                Err(e) => return self.fail(u, &format!("sendfile payload: {e}"), now),
+            }
+        }
+        let Some(link) = self.links[u][c].as_mut() else {
+            return self.fail(u, "the connection is not open", now);
+        };
+        let r = if sendfile {
+            let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+            send_file(link.stream.as_raw_fd(), file, n)
+        } else {
+            link.stream.write(&self.buf[..n])
+        };
+        match r {
+            Ok(0) => self.fail(u, "the connection wrote nothing", now),
+            Ok(k) => {
+                self.users[u].wrote(k as u64, now, &mut self.stats);
+                true
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+            Err(e) => {
+                self.drop_link(u, c);
+                self.fail(u, &e.to_string(), now)
+            }
+        }
+    }
+
+    fn read(&mut self, u: usize, c: usize, len: u64, now: Instant) -> bool {
+        let n = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .min(self.buf.len());
+        let Some(link) = self.links[u][c].as_mut() else {
+            return self.fail(u, "the connection is not open", now);
+        };
+        match link.stream.read(&mut self.buf[..n]) {
+            Ok(0) => {
+                self.drop_link(u, c);
+                self.fail(u, "the other side closed the connection", now)
+            }
+            Ok(k) => {
+                self.users[u].got(k as u64, now, &mut self.stats);
+                true
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+            Err(e) => {
+                self.drop_link(u, c);
+                self.fail(u, &e.to_string(), now)
+            }
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            let Some(l) = self.listener.as_ref() else {
+                return;
+            };
+            match l.accept() {
+                Ok((mut stream, _)) => {
+                    let entry = self.pending.vacant_entry();
+                    let key = entry.key();
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, Token(PENDING_BASE + key), Interest::READABLE)
+                        .is_ok()
+                    {
+                        entry.insert(Pending {
+                            stream,
+                            buf: [0; PREAMBLE_LEN],
+                            got: 0,
+                            since: Instant::now(),
+                        });
+                        self.preamble(key);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or a connection reset before accept: try later.
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Reads a new connection's preamble and hands it to its user.
+    fn preamble(&mut self, key: usize) {
+        let Some(p) = self.pending.get_mut(key) else {
+            return;
+        };
+        loop {
+            if p.got == PREAMBLE_LEN {
+                break;
+            }
+            match p.stream.read(&mut p.buf[p.got..]) {
+                Ok(0) => {
+                    self.drop_pending(key);
+                    return;
+                }
+                Ok(n) => p.got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_pending(key);
+                    return;
+                }
+            }
+        }
+        let mut p = self.pending.remove(key);
+        let _ = self.poll.registry().deregister(&mut p.stream);
+        let Ok(pre) = Preamble::decode(&p.buf) else {
+            return;
+        };
+        if pre.token != self.token {
+            return;
+        }
+        let id = pre.flow as usize;
+        if id % self.workers != self.worker_index() {
+            return;
+        }
+        let u = id / self.workers;
+        let Ok(c) = usize::try_from(pre.seq) else {
+            return;
+        };
+        if u >= self.users.len() || c >= self.users[u].conns() {
+            return;
+        }
+        if self
+            .poll
+            .registry()
+            .register(
+                &mut p.stream,
+                Self::user_token(u, c),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            return;
+        }
+        self.accepted.entry((u, c)).or_default().push_back(p.stream);
+        self.drive(u);
+    }
+
+    fn worker_index(&self) -> usize {
+        self.users
+            .first()
+            .map(|u| u.id as usize % self.workers)
+            .unwrap_or(0)
+    }
+
+    fn drop_pending(&mut self, key: usize) {
+        let mut p = self.pending.remove(key);
+        let _ = self.poll.registry().deregister(&mut p.stream);
+    }
+}
+
+/// Sets a connection's profile options on an accepted socket.
+fn apply_options(s: &TcpStream, o: &ConnOptions) -> io::Result<()> {
+    let r = SockRef::from(s);
+    r.set_nodelay(o.nodelay)?;
+    if let Some(w) = o.wndsz {
+        let w = usize::try_from(w).unwrap_or(usize::MAX);
+        r.set_send_buffer_size(w)?;
+        r.set_recv_buffer_size(w)?;
+    }
+    if let Some(cc) = &o.cc {
+        r.set_tcp_congestion(cc.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn data_options(o: &ConnOptions) -> DataOptions {
+    let wnd = o.wndsz.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
+    DataOptions {
+        nodelay: o.nodelay,
+        socket: SocketOptions {
+            nodelay: Some(o.nodelay),
+            sndbuf: wnd,
+            rcvbuf: wnd,
+            cc: o.cc.clone(),
+            mss: None,
+        },
+    }
+}
+
+/// An anonymous file holding `payload`, for sendfile(2).
+fn payload_file(payload: &[u8]) -> io::Result<OwnedFd> {
+    // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns
+    // a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(c"linkperf-sendfile".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a descriptor we just created and own.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut f = std::fs::File::from(owned.try_clone()?);
+    f.write_all(payload)?;
+    Ok(owned)
+}
+
+/// sendfile(2) of `n` bytes of `file` from its start to `sock`.
+fn send_file(sock: RawFd, file: RawFd, n: usize) -> io::Result<usize> {
+    let mut off: libc::off_t = 0;
+    // SAFETY: both descriptors are open for the call; `off` is a valid
+    // pointer the kernel updates.
+    let r = unsafe { libc::sendfile(sock, file, &mut off, n) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}

@@ -1,0 +1,237 @@
+//! Driving a uperf profile from the client: ship it to the daemon, run the
+//! client's flowops on the engine's profile workers, agree on the end of
+//! each timed transaction over the control connection, collect both sides.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use linkperf_engine::program::{compile, ProgramConfig, ProgramRun, Role};
+use linkperf_metrics::{
+    capture_environment, process_cpu_now, side_cpu, system_cpu_between, system_cpu_now,
+    ProcessMethod,
+};
+use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
+use linkperf_workload::profile::Profile;
+use linkperf_workload::Placement;
+
+use super::{name, open, Client, Outcome, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT};
+use crate::channel::Received;
+use crate::SessionError;
+
+/// How long the server may take to stop its users at a timed transaction's end.
+const STOP_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// One profile to run against one server.
+#[derive(Debug, Clone)]
+pub struct ProfileRequest {
+    /// The profile as the client runs it (variables substituted; for this
+    /// server's groups only when a profile names several hosts).
+    pub profile: Profile,
+    /// The client's workers.
+    pub client: Placement,
+    /// The server's workers.
+    pub server: Placement,
+    /// How the client's process CPU is taken.
+    pub process_method: ProcessMethod,
+    /// Set to abort; what was measured is kept.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// The command line, for the environment record.
+    pub command_line: Vec<String>,
+}
+
+/// Runs a profile against the daemon at `target`. The client's report
+/// carries the per-transaction and per-flowop results.
+pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, SessionError> {
+    // Refuse what cannot run before anything is sent.
+    let compiled = compile(&req.profile).map_err(|e| SessionError::Invalid(e.to_string()))?;
+    let (mut c, addr, local_ip) = open(target)?;
+    c.send(&ClientMessage::Profile {
+        profile: req.profile.clone(),
+        placement: req.server.clone(),
+    })?;
+    let (ports, token, server_env) = match c.recv(ANSWER_TIMEOUT, "acceptance of the profile")? {
+        ServerMessage::Accepted {
+            data_ports,
+            token,
+            environment,
+            ..
+        } => (data_ports, token, environment),
+        other => {
+            return Err(SessionError::Control(format!(
+                "expected accepted, got {}",
+                name(&other)
+            )))
+        }
+    };
+    if ports.is_empty() {
+        return Err(SessionError::Control(
+            "the server offered no data endpoint".into(),
+        ));
+    }
+    let conns: u64 = compiled
+        .scripts
+        .iter()
+        .zip(&compiled.users)
+        .map(|(s, n)| s.conns as u64 * u64::from(*n))
+        .sum();
+    linkperf_metrics::raise_fd_limit(conns + 256)
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
+    let run = ProgramRun::start(ProgramConfig {
+        profile: req.profile.clone(),
+        role: Role::Client,
+        threads: req.client.threads,
+        affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
+        busy_poll: req.client.busy_poll,
+        token,
+        endpoints: ports
+            .iter()
+            .map(|p| SocketAddr::new(addr.ip(), *p))
+            .collect(),
+        bind_ip: None,
+    });
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = c.send(&ClientMessage::Abort {
+                reason: e.to_string(),
+            });
+            return Err(e.into());
+        }
+    };
+    c.send(&ClientMessage::Start)?;
+    match c.recv(ANSWER_TIMEOUT, "start confirmation") {
+        Ok(ServerMessage::Started) => {}
+        Ok(other) => {
+            run.abort();
+            let _ = run.finish();
+            return Err(SessionError::Control(format!(
+                "expected started, got {}",
+                name(&other)
+            )));
+        }
+        Err(e) => {
+            run.abort();
+            let _ = run.finish();
+            return Err(e);
+        }
+    }
+    let started = SystemTime::now();
+    let (p0, s0) = (process_cpu_now(), system_cpu_now());
+    let cancel = req.cancel.clone();
+    let cancelled = move || cancel.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
+    let mut server_stop: Option<String> = None;
+    let driven = run.drive(
+        |txn, iterations| match exchange(&mut c, txn, iterations) {
+            Ok(w) => Ok(w),
+            Err(e) => {
+                server_stop = Some(e.clone());
+                Err(e)
+            }
+        },
+        &cancelled,
+    );
+    let was_cancelled = cancelled();
+    if driven.is_err() {
+        run.abort();
+    }
+    let out = run.finish();
+    let (p1, s1) = (process_cpu_now(), system_cpu_now());
+    let system = system_cpu_between(&s0, &s1);
+    let process = match req.process_method {
+        ProcessMethod::RusageSelf => p1.since(&p0),
+        _ => out.worker_cpu,
+    };
+    let cpu = side_cpu(process, req.process_method, &system, out.window_s);
+    let mut env = capture_environment(
+        out.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
+        req.command_line.clone(),
+    );
+    if let Some(s) = &out.socket {
+        env.socket_congestion_control = s.cc.clone();
+        env.socket_sndbuf = s.sndbuf;
+        env.socket_rcvbuf = s.rcvbuf;
+    }
+    let mut client = out.side_report(cpu, req.client.busy_poll, true);
+    if let Err(e) = &driven {
+        if !was_cancelled && server_stop.is_none() && !client.error_samples.contains(e) {
+            client.error_samples.insert(0, e.clone());
+        }
+    }
+    let failed = driven.as_ref().err().filter(|_| !was_cancelled).cloned();
+    if let Some(stop) = server_stop {
+        return Ok(Outcome {
+            started,
+            client,
+            server: None,
+            client_environment: env,
+            server_environment: Some(server_env),
+            aborted: was_cancelled,
+            server_error: Some(stop),
+        });
+    }
+    let msg = if was_cancelled || failed.is_some() {
+        ClientMessage::Abort {
+            reason: failed.unwrap_or_else(|| "interrupted".into()),
+        }
+    } else {
+        ClientMessage::Finished
+    };
+    let (server, server_environment, server_error) = match c
+        .send(&msg)
+        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
+    {
+        Ok(ServerMessage::Results {
+            report,
+            environment,
+        }) => (Some(report), Some(environment), None),
+        Ok(other) => (
+            None,
+            Some(server_env),
+            Some(format!("expected results, got {}", name(&other))),
+        ),
+        Err(e) => (
+            None,
+            Some(server_env),
+            Some(format!("the server's measurements are missing: {e}")),
+        ),
+    };
+    Ok(Outcome {
+        started,
+        client,
+        server,
+        client_environment: env,
+        server_environment,
+        aborted: was_cancelled,
+        server_error,
+    })
+}
+
+/// Tells the server how many iterations each user did of timed
+/// transaction `txn`; returns what its users wrote, by user and connection.
+fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<u64>>, String> {
+    let txn = u32::try_from(txn).map_err(|_| "too many transactions".to_string())?;
+    c.send(&ClientMessage::TxnEnd { txn, iterations })
+        .map_err(|e| e.to_string())?;
+    match c.ch.recv(STOP_TIMEOUT) {
+        Ok(Received::Frame(f)) => match decode_server(&f) {
+            Ok(ServerMessage::TxnEnded { txn: t, written }) if t == txn => Ok(written),
+            Ok(ServerMessage::Error { code, message }) => {
+                Err(format!("the server stopped the test: {message} ({code})"))
+            }
+            Ok(other) => Err(format!(
+                "the server answered the end of transaction {txn} with {}",
+                name(&other)
+            )),
+            Err(e) => Err(format!("the server sent a bad control message: {e}")),
+        },
+        Ok(Received::Timeout) => Err(format!(
+            "the server did not end transaction {txn} within {STOP_TIMEOUT:?}"
+        )),
+        Ok(Received::Closed) => {
+            Err("the server closed the control connection in the middle of the test".into())
+        }
+        Err(e) => Err(format!("the control connection failed mid-test: {e}")),
+    }
+}

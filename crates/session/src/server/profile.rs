@@ -1,0 +1,223 @@
+//! The server side of a uperf profile: the client's profile mirrored (each
+//! flowop turned into its opposite) and run on the engine's profile workers;
+//! timed transactions end where the client says.
+
+use std::time::{Duration, Instant};
+
+use linkperf_engine::program::{compile, ProgramConfig, ProgramRun, Role};
+use linkperf_metrics::{side_cpu, system_cpu_between, system_cpu_now, ProcessMethod};
+use linkperf_wire::{decode_client, ClientMessage, DataToken, ErrorCode, ServerMessage};
+use linkperf_workload::profile::{mirror, Profile};
+use linkperf_workload::Placement;
+
+use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Reserved, Session};
+use super::{FINISH_GRACE, START_TIMEOUT, WATCH_INTERVAL};
+use crate::channel::{Received, RecvError};
+
+/// How long the server's users may take to stop at the client's count.
+const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Session<'_> {
+    /// Runs a profile's server side; returns its name for the log.
+    pub(super) fn profile(
+        &mut self,
+        profile: Profile,
+        placement: Placement,
+    ) -> Result<String, Fail> {
+        let users = profile.users();
+        if users == 0 {
+            return Err(fail(ErrorCode::Refused, "the profile has no users"));
+        }
+        if users > self.config.max_users {
+            return Err(fail(
+                ErrorCode::Limit,
+                format!(
+                    "{users} users exceed this server's limit of {}",
+                    self.config.max_users
+                ),
+            ));
+        }
+        if placement.threads == 0 || placement.threads > 1024 {
+            return Err(fail(
+                ErrorCode::Refused,
+                format!(
+                    "server threads must be between 1 and 1024, got {}",
+                    placement.threads
+                ),
+            ));
+        }
+        let least = profile.least_time();
+        if least > self.config.max_duration {
+            return Err(fail(
+                ErrorCode::Limit,
+                format!(
+                    "the profile's timed transactions take {least:?}, more than this server's \
+                     --max-duration of {:?}",
+                    self.config.max_duration
+                ),
+            ));
+        }
+        let mirrored = mirror(&profile);
+        let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        let connections: u64 = compiled
+            .scripts
+            .iter()
+            .zip(&compiled.users)
+            .map(|(s, n)| s.conns as u64 * u64::from(*n))
+            .sum();
+        let max = self.config.max_connections;
+        if let Err(used) = self.state.reserve_connections(connections, max) {
+            return Err(fail(
+                ErrorCode::Limit,
+                format!(
+                    "{connections} data connections would exceed this server's --max-connections \
+                     of {max} ({used} in use by other tests)"
+                ),
+            ));
+        }
+        let _reserved = Reserved {
+            state: self.state,
+            connections,
+        };
+        let name = format!("profile:{}--{users}", profile.name);
+        self.log(&format!("running {name}"));
+        let mut token = [0u8; 16];
+        getrandom::getrandom(&mut token)
+            .map_err(|e| fail(ErrorCode::Internal, format!("random token: {e}")))?;
+        let token = DataToken(token);
+        let bind_ip = self
+            .ch
+            .stream()
+            .local_addr()
+            .map(|a| a.ip())
+            .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
+        let _ = linkperf_metrics::raise_fd_limit(connections + 256);
+        let run = ProgramRun::start(ProgramConfig {
+            profile: mirrored,
+            role: Role::Server,
+            threads: placement.threads,
+            affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
+            busy_poll: placement.busy_poll,
+            token,
+            endpoints: Vec::new(),
+            bind_ip: Some(bind_ip),
+        })
+        .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        let accepted = ServerMessage::Accepted {
+            data_ports: run.endpoints().iter().map(|a| a.port()).collect(),
+            unix_names: Vec::new(),
+            token,
+            environment: self.environment(),
+        };
+        let stop = |run: ProgramRun, f: Fail| -> Result<String, Fail> {
+            run.abort();
+            let _ = run.finish();
+            Err(f)
+        };
+        if let Err(f) = self.send(&accepted) {
+            return stop(run, f);
+        }
+        let late = || {
+            fail(
+                ErrorCode::Refused,
+                format!("no start within {START_TIMEOUT:?}"),
+            )
+        };
+        match self.recv_until(Instant::now() + START_TIMEOUT, "start", late) {
+            Ok(ClientMessage::Start) => {}
+            Ok(other) => return stop(run, out_of_order("start", &other)),
+            Err(f) => return stop(run, f),
+        }
+        let t0 = Instant::now();
+        let sys0 = system_cpu_now();
+        if let Err(f) = self.send(&ServerMessage::Started) {
+            return stop(run, f);
+        }
+        let deadline = t0 + self.config.max_duration + FINISH_GRACE;
+        let mut aborted = false;
+        let outcome: Result<(), Fail> = loop {
+            if self.state.shutting_down() {
+                break Err(shutting_down());
+            }
+            if Instant::now() > deadline {
+                break Err(fail(
+                    ErrorCode::Limit,
+                    format!(
+                        "the profile ran past this server's --max-duration of {:?}; the server \
+                         stopped it",
+                        self.config.max_duration
+                    ),
+                ));
+            }
+            match self.ch.recv(WATCH_INTERVAL) {
+                Ok(Received::Timeout) => continue,
+                Ok(Received::Frame(f)) => match decode_client(&f) {
+                    Ok(ClientMessage::TxnEnd { txn, iterations }) => {
+                        if iterations.len() != users as usize {
+                            break Err(fail(
+                                ErrorCode::Malformed,
+                                format!(
+                                    "txn_end carries {} counts for {users} users",
+                                    iterations.len()
+                                ),
+                            ));
+                        }
+                        let txn = txn as usize;
+                        run.stop(txn, iterations);
+                        match run.wait_ended(txn, Instant::now() + STOP_TIMEOUT) {
+                            Ok(written) => {
+                                let m = ServerMessage::TxnEnded {
+                                    txn: txn as u32,
+                                    written,
+                                };
+                                if let Err(f) = self.send(&m) {
+                                    break Err(f);
+                                }
+                            }
+                            Err(e) => break Err(fail(ErrorCode::Internal, e)),
+                        }
+                    }
+                    Ok(ClientMessage::Finished) => break Ok(()),
+                    Ok(ClientMessage::Abort { .. }) => {
+                        aborted = true;
+                        break Ok(());
+                    }
+                    Ok(other) => break Err(out_of_order("finished", &other)),
+                    Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
+                },
+                Ok(Received::Closed) => {
+                    break Err(fail(ErrorCode::Aborted, "client vanished mid-test"))
+                }
+                Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
+                Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
+            }
+        };
+        // The client is done (or gone): users still waiting stop here.
+        run.abort();
+        let out = run.finish();
+        outcome?;
+        let window_s = t0.elapsed().as_secs_f64();
+        let system = system_cpu_between(&sys0, &system_cpu_now());
+        let cpu = side_cpu(
+            out.worker_cpu,
+            ProcessMethod::RusageThreadSum,
+            &system,
+            window_s,
+        );
+        let mut env = self.environment();
+        if let Some(s) = &out.socket {
+            env.socket_congestion_control = s.cc.clone();
+            env.socket_sndbuf = s.sndbuf;
+            env.socket_rcvbuf = s.rcvbuf;
+        }
+        let report = out.side_report(cpu, placement.busy_poll, true);
+        if aborted {
+            self.log("profile aborted by the client");
+        }
+        self.send(&ServerMessage::Results {
+            report,
+            environment: env,
+        })?;
+        Ok(name)
+    }
+}
