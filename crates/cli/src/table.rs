@@ -124,8 +124,68 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
         for e in &c.error_samples {
             let _ = writeln!(s, "                 {e}");
         }
+        if let Some(p) = &c.profile {
+            render_profile(&mut s, p);
+        }
     }
     s
+}
+
+/// A profile run's transaction elements and flowop types.
+fn render_profile(s: &mut String, p: &linkperf_metrics::ProfileReport) {
+    let us = |l: &Option<linkperf_metrics::LatencySummary>| {
+        l.as_ref().map_or_else(
+            || format!("{:>10} {:>10}", "-", "-"),
+            |l| format!("{:>10.1} {:>10.1}", l.mean, l.p99),
+        )
+    };
+    let _ = writeln!(
+        s,
+        "  {:<22} {:>5} {:>11} {:>8} {:>12} {:>12} {:>10} {:>10} {:>6}",
+        "transaction",
+        "users",
+        "iterations",
+        "seconds",
+        "sent B",
+        "received B",
+        "mean µs",
+        "p99 µs",
+        "errors"
+    );
+    for t in &p.transactions {
+        let _ = writeln!(
+            s,
+            "  {:<22} {:>5} {:>11} {:>8.3} {:>12} {:>12} {} {:>6}",
+            format!("g{} t{} (line {})", t.group, t.index, t.line),
+            t.users,
+            t.iterations,
+            t.seconds,
+            t.tx_bytes,
+            t.rx_bytes,
+            us(&t.latency),
+            t.errors
+        );
+        let _ = writeln!(s, "    {}", t.limit);
+    }
+    let _ = writeln!(
+        s,
+        "  {:<22} {:>5} {:>11} {:>8} {:>12} {:>12} {:>10} {:>10} {:>6}",
+        "flowop", "", "operations", "", "sent B", "received B", "mean µs", "p99 µs", "errors"
+    );
+    for f in &p.flowops {
+        let _ = writeln!(
+            s,
+            "  {:<22} {:>5} {:>11} {:>8} {:>12} {:>12} {} {:>6}",
+            f.kind,
+            "",
+            f.operations,
+            "",
+            f.tx_bytes,
+            f.rx_bytes,
+            us(&f.latency),
+            f.errors
+        );
+    }
 }
 
 /// One line per test of a results document: the mean over its ok runs, the

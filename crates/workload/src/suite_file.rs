@@ -135,6 +135,42 @@ table_with_settings! {
         repeat: Option<Spanned<u32>>,
         matrix: Option<Vec<Spanned<RawMatrix>>>,
         test: Option<Vec<Spanned<RawTest>>>,
+        profile: Option<Vec<Spanned<RawProfile>>>,
+    }
+}
+
+/// `[[profile]]`: a uperf profile file (relative to the suite file) and its
+/// variables; the profile's own transactions set its users and its time, so
+/// only worker placement may be set beside it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    file: Spanned<String>,
+    vars: Option<HashMap<String, String>>,
+    threads: Option<Spanned<u32>>,
+    server_threads: Option<Spanned<u32>>,
+    affinity: Option<Spanned<NumberOrText>>,
+    server_affinity: Option<Spanned<NumberOrText>>,
+    busy_poll: Option<bool>,
+}
+
+impl RawProfile {
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            duration: None,
+            warmup: None,
+            threads: self.threads.as_ref(),
+            server_threads: self.server_threads.as_ref(),
+            affinity: self.affinity.as_ref(),
+            server_affinity: self.server_affinity.as_ref(),
+            busy_poll: self.busy_poll,
+            nodelay: None,
+            sndbuf: None,
+            rcvbuf: None,
+            cc: None,
+            mss: None,
+            udp_timeout: None,
+        }
     }
 }
 
@@ -192,6 +228,9 @@ pub fn parse_suite(text: &str, origin: &str) -> Result<Suite, SuiteError> {
     for t in raw.test.iter().flatten() {
         tables.push((t.span(), Table::Test(t.get_ref())));
     }
+    for p in raw.profile.iter().flatten() {
+        tables.push((p.span(), Table::Profile(p.get_ref())));
+    }
     tables.sort_by_key(|(span, _)| span.start);
 
     let defaults = raw.settings();
@@ -201,6 +240,20 @@ pub fn parse_suite(text: &str, origin: &str) -> Result<Suite, SuiteError> {
     for (index, (span, table)) in tables.iter().enumerate() {
         let layers = [table.settings(), defaults];
         let settings = file.resolve(&layers)?;
+        if let Table::Profile(p) = table {
+            let spec = file.profile(p)?;
+            let span = p.file.span();
+            placed.push(Placed {
+                test: SuiteTest {
+                    spec,
+                    overrides: settings.overrides.clone(),
+                },
+                table: index,
+                table_span: span.clone(),
+                parts: [span.clone(), span.clone(), span],
+            });
+            continue;
+        }
         for (workload, protocol, users, parts) in file.expand(table)? {
             let test = settings.test(workload, protocol, users);
             test.spec.validate().map_err(|source| SuiteError::Test {
@@ -244,6 +297,7 @@ fn default_name(origin: &str) -> String {
 enum Table<'a> {
     Matrix(&'a RawMatrix),
     Test(&'a RawTest),
+    Profile(&'a RawProfile),
 }
 
 impl Table<'_> {
@@ -251,6 +305,7 @@ impl Table<'_> {
         match self {
             Table::Matrix(m) => m.settings(),
             Table::Test(t) => t.settings(),
+            Table::Profile(p) => p.settings(),
         }
     }
 }
@@ -471,8 +526,48 @@ impl FileCtx<'_> {
 
     /// The tests of one table: workload-major, then protocol, then users
     /// (all user counts of the first workload over the first protocol first).
+    /// Reads a `[[profile]]`'s file (relative to the suite file) with its
+    /// variables, then the environment's; it must name at most one host
+    /// (the suite's server runs it).
+    fn profile(&self, p: &RawProfile) -> Result<TestSpec, SuiteError> {
+        let span = p.file.span();
+        let path = Path::new(self.origin)
+            .parent()
+            .unwrap_or(Path::new(""))
+            .join(p.file.get_ref());
+        let vars: Vec<(String, String)> = p
+            .vars
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let profile =
+            crate::profile::load_profile(&path, &vars).map_err(|m| self.value(span.clone(), m))?;
+        let in_file = |e: crate::profile::ProfileError| {
+            self.value(span.clone(), format!("{}: {e}", path.display()))
+        };
+        crate::profile::check_runnable(&profile).map_err(in_file)?;
+        let hosts = crate::profile::split_by_host(&profile).map_err(in_file)?;
+        if hosts.len() > 1 {
+            return Err(self.value(
+                span,
+                format!(
+                    "{}: the profile names {} remote hosts; a suite runs each test on its one \
+                     server (run it with `linkperf run --profile` instead)",
+                    path.display(),
+                    hosts.len()
+                ),
+            ));
+        }
+        let spec = crate::profile::profile_spec(profile);
+        spec.validate()
+            .map_err(|e| self.value(span, format!("{}: {e}", path.display())))?;
+        Ok(spec)
+    }
+
     fn expand(&self, table: &Table<'_>) -> Result<Vec<Cell>, SuiteError> {
         match table {
+            Table::Profile(_) => Ok(Vec::new()),
             Table::Test(t) => {
                 let workload = self.workload(&t.workload)?;
                 let users = self.users(&t.users)?;

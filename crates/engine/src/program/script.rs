@@ -35,8 +35,8 @@ pub enum OpKind {
     Accept,
     /// Close the connection (after the other side's EOF on the server).
     Disconnect,
-    /// Read `size` bytes.
-    Read(Size),
+    /// Read `size` bytes, at most `chunk` per read call if set (`rsize`).
+    Read(Size, Option<u64>),
     /// Write `size` bytes.
     Write(Size),
     /// Write `size` bytes with sendfile(2).
@@ -204,7 +204,7 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                         }
                     }
                     FlowopKind::Disconnect => OpKind::Disconnect,
-                    FlowopKind::Read(x) | FlowopKind::Recv(x) => OpKind::Read(x.size),
+                    FlowopKind::Read(x) | FlowopKind::Recv(x) => OpKind::Read(x.size, x.rsize),
                     FlowopKind::Write(x) | FlowopKind::Send(x) => OpKind::Write(x.size),
                     FlowopKind::Sendfile(x) => OpKind::Sendfile(x.size),
                     FlowopKind::Think { duration, busy } => OpKind::Think {
@@ -298,7 +298,7 @@ impl Compiled {
             .iter()
             .flat_map(|s| s.txns.iter().flat_map(|t| t.ops.iter()))
             .map(|o| match o.kind {
-                OpKind::Read(s) | OpKind::Write(s) | OpKind::Sendfile(s) => s.max(),
+                OpKind::Read(s, _) | OpKind::Write(s) | OpKind::Sendfile(s) => s.max(),
                 _ => 0,
             })
             .max()

@@ -325,7 +325,7 @@ impl User {
                 self.op_started = Some(now);
                 let key = size_key(self.member, self.txn, self.iter, op.index, self.rep);
                 match op.kind {
-                    OpKind::Read(s) | OpKind::Write(s) | OpKind::Sendfile(s) => {
+                    OpKind::Read(s, _) | OpKind::Write(s) | OpKind::Sendfile(s) => {
                         self.left = s.at(key)
                     }
                     OpKind::Think { duration, .. } => self.think_until = Some(now + duration),
@@ -337,10 +337,10 @@ impl User {
                 OpKind::Connect => return Need::Connect(conn),
                 OpKind::Accept => return Need::Accept(conn),
                 OpKind::Disconnect => return Need::Disconnect(conn),
-                OpKind::Read(_) if self.left > 0 => {
+                OpKind::Read(_, chunk) if self.left > 0 => {
                     return Need::Read {
                         conn,
-                        len: self.left,
+                        len: chunk.map_or(self.left, |c| self.left.min(c.max(1))),
                     }
                 }
                 OpKind::Write(_) | OpKind::Sendfile(_) if self.left > 0 => {

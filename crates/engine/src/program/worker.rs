@@ -629,7 +629,7 @@ impl Worker {
         match r {
             Ok(0) => self.fail(u, "the connection wrote nothing", now),
             Ok(k) => {
-                self.users[u].wrote(k as u64, now, &mut self.stats);
+                self.users[u].wrote(k as u64, Instant::now(), &mut self.stats);
                 true
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
@@ -654,7 +654,7 @@ impl Worker {
                 self.fail(u, "the other side closed the connection", now)
             }
             Ok(k) => {
-                self.users[u].got(k as u64, now, &mut self.stats);
+                self.users[u].got(k as u64, Instant::now(), &mut self.stats);
                 true
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,

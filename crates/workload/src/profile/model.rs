@@ -163,8 +163,8 @@ pub enum ProfileProtocol {
 pub struct Xfer {
     /// `size=`.
     pub size: Size,
-    /// `rsize=`: the size of each read the other side does for this flowop
-    /// (default: the whole `size`).
+    /// `rsize=`: the most each read call takes: on a read flowop, this
+    /// side's reads; on a write, the other side's (default: the whole `size`).
     pub rsize: Option<u64>,
 }
 
