@@ -297,9 +297,11 @@ impl Session<'_> {
         let _session = Held(&self.state.sessions);
         let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
             ClientMessage::Test { spec, placement } => (spec, placement),
-            ClientMessage::Profile { profile, placement } => {
-                return self.profile(profile, placement)
-            }
+            ClientMessage::Profile {
+                profile,
+                placement,
+                client_ports,
+            } => return self.profile(profile, placement, client_ports),
             other => return Err(out_of_order("test", &other)),
         };
         self.check(&spec, &placement)?;

@@ -52,6 +52,11 @@ pub enum ClientMessage {
         profile: Profile,
         /// How the server side places its workers.
         placement: Placement,
+        /// The client's listeners for its `accept` flowops, one per client
+        /// worker, on the client's control address: the server's mirrored
+        /// `connect`s go there (user `i` to `client_ports[i % len]`).
+        #[serde(default)]
+        client_ports: Vec<u16>,
     },
     /// The data connections are up: start the test.
     Start,
@@ -543,6 +548,7 @@ mod tests {
                 )
                 .unwrap(),
                 placement: Placement::with_threads(2),
+                client_ports: vec![40001, 40002],
             },
             ClientMessage::TxnEnd {
                 txn: 3,

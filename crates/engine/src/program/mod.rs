@@ -25,6 +25,7 @@ use linkperf_metrics::{ProcessCpu, ProfileReport, SideCpu, SideReport, Totals, W
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::SocketOptions;
+use mio::net::TcpListener;
 use mio::{Poll, Waker};
 
 pub use coord::Arrival;
@@ -40,7 +41,7 @@ use user::User;
 use worker::{ProgramWorkerReport, WorkerSetup};
 
 /// One side of a profile run.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ProgramConfig {
     /// The profile as this side runs it (the server's is mirrored).
     pub profile: Profile,
@@ -54,10 +55,44 @@ pub struct ProgramConfig {
     pub busy_poll: bool,
     /// The session's data token.
     pub token: DataToken,
-    /// Client: the server's data endpoints, one per server worker.
+    /// Where this side's `connect` flowops go, one endpoint per worker of the
+    /// other side (user `i` to `endpoints[i % len]`): the server's listeners
+    /// for the client, the client's (for its `accept` flowops) for the server.
     pub endpoints: Vec<SocketAddr>,
-    /// Server: the address to listen on.
+    /// Listeners for this side's `accept` flowops, one per worker (see
+    /// [`workers_for`] and [`bind_listeners`]); empty: bound on `bind_ip`.
+    pub listeners: Vec<TcpListener>,
+    /// Where to bind listeners when none are given (`None`: no listeners).
     pub bind_ip: Option<IpAddr>,
+}
+
+/// The workers a side runs for `threads` asked and `profile`'s users.
+pub fn workers_for(threads: u32, profile: &Profile) -> usize {
+    threads.clamp(1, profile.users().max(1)) as usize
+}
+
+/// Whether `profile`, as this side runs it, takes connections (has `accept` flowops).
+pub fn accepts(profile: &Profile) -> bool {
+    profile
+        .groups
+        .iter()
+        .flat_map(|g| g.transactions.iter().flat_map(|t| t.flowops.iter()))
+        .any(|f| matches!(f.kind, linkperf_workload::profile::FlowopKind::Accept(_)))
+}
+
+/// `n` TCP listeners on `ip`, ephemeral ports.
+pub fn bind_listeners(ip: IpAddr, n: usize) -> Result<Vec<TcpListener>, EngineError> {
+    let opts = DataOptions {
+        nodelay: false,
+        socket: SocketOptions::default(),
+    };
+    (0..n)
+        .map(|_| match tcp_listener(ip, &opts) {
+            Ok(Listener::Tcp(l)) => Ok(l),
+            Ok(_) => Err(EngineError::Setup("not a TCP listener".into())),
+            Err(e) => Err(EngineError::Setup(e.to_string())),
+        })
+        .collect()
 }
 
 /// A running side of a profile.
@@ -123,33 +158,27 @@ impl ProgramRun {
         let compiled =
             compile(&cfg.profile).map_err(|e| EngineError::Setup(format!("profile: {e}")))?;
         let total = compiled.total_users();
-        let threads = cfg.threads.clamp(1, total.max(1)) as usize;
+        let threads = workers_for(cfg.threads, &cfg.profile);
         let coord = Arc::new(Coord::new(total as usize));
-        let mut listeners = Vec::new();
-        let mut endpoints = cfg.endpoints.clone();
-        if cfg.role == Role::Server {
-            let ip = cfg
-                .bind_ip
-                .ok_or_else(|| EngineError::Setup("no address to listen on".into()))?;
-            endpoints.clear();
-            let opts = DataOptions {
-                nodelay: false,
-                socket: SocketOptions::default(),
-            };
-            for _ in 0..threads {
-                let l = tcp_listener(ip, &opts).map_err(|e| EngineError::Setup(e.to_string()))?;
-                let Listener::Tcp(l) = l else {
-                    return Err(EngineError::Setup("not a TCP listener".into()));
-                };
-                endpoints.push(
-                    l.local_addr()
-                        .map_err(|e| EngineError::Setup(e.to_string()))?,
-                );
-                listeners.push(Some(l));
+        let mut given = cfg.listeners;
+        if given.is_empty() {
+            if let Some(ip) = cfg.bind_ip {
+                given = bind_listeners(ip, threads)?;
             }
-        } else if endpoints.is_empty() {
-            return Err(EngineError::Setup("no server data endpoints".into()));
         }
+        if !given.is_empty() && given.len() != threads {
+            return Err(EngineError::Setup(format!(
+                "{} listeners for {threads} workers",
+                given.len()
+            )));
+        }
+        let listen_addrs = given
+            .iter()
+            .map(|l| l.local_addr())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| EngineError::Setup(e.to_string()))?;
+        let mut listeners: Vec<Option<TcpListener>> = given.into_iter().map(Some).collect();
+        let endpoints = cfg.endpoints.clone();
         let now = Instant::now();
         let mut per_worker: Vec<Vec<User>> = (0..threads).map(|_| Vec::new()).collect();
         for id in 0..total {
@@ -205,14 +234,14 @@ impl ProgramRun {
         Ok(ProgramRun {
             coord,
             handles,
-            endpoints,
+            endpoints: listen_addrs,
             compiled,
             name: cfg.profile.name.clone(),
             started: now,
         })
     }
 
-    /// Server: where the client connects (user `i` to `endpoints[i % len]`).
+    /// This side's listeners' addresses (the server's: where the client connects).
     pub fn endpoints(&self) -> &[SocketAddr] {
         &self.endpoints
     }

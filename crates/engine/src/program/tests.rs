@@ -64,6 +64,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         busy_poll: false,
         token,
         endpoints: vec![],
+        listeners: vec![],
         bind_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
     })
     .unwrap();
@@ -75,6 +76,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         busy_poll: false,
         token,
         endpoints: server.endpoints().to_vec(),
+        listeners: vec![],
         bind_ip: None,
     })
     .unwrap();

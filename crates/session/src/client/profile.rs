@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use linkperf_engine::program::{compile, ProgramConfig, ProgramRun, Role};
+use linkperf_engine::program::{
+    accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
+};
 use linkperf_metrics::{
     capture_environment, process_cpu_now, side_cpu, system_cpu_between, system_cpu_now,
     ProcessMethod,
@@ -47,9 +49,26 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     // Refuse what cannot run before anything is sent.
     let compiled = compile(&req.profile).map_err(|e| SessionError::Invalid(e.to_string()))?;
     let (mut c, addr, local_ip) = open(target)?;
+    // The server connects back for the profile's accepts: listen first, on
+    // the address the server sees this client at.
+    let listeners = match (accepts(&req.profile), local_ip) {
+        (true, Some(ip)) => bind_listeners(ip, workers_for(req.client.threads, &req.profile))?,
+        (true, None) => {
+            return Err(SessionError::Invalid(
+                "the profile accepts connections and this host's address is unknown".into(),
+            ))
+        }
+        (false, _) => Vec::new(),
+    };
+    let client_ports = listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
     c.send(&ClientMessage::Profile {
         profile: req.profile.clone(),
         placement: req.server.clone(),
+        client_ports,
     })?;
     let (ports, token, server_env) = match c.recv(ANSWER_TIMEOUT, "acceptance of the profile")? {
         ServerMessage::Accepted {
@@ -89,6 +108,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             .iter()
             .map(|p| SocketAddr::new(addr.ip(), *p))
             .collect(),
+        listeners,
         bind_ip: None,
     });
     let run = match run {

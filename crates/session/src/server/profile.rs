@@ -23,6 +23,7 @@ impl Session<'_> {
         &mut self,
         profile: Profile,
         placement: Placement,
+        client_ports: Vec<u16>,
     ) -> Result<String, Fail> {
         let users = profile.users();
         if users == 0 {
@@ -92,6 +93,18 @@ impl Session<'_> {
             .map(|a| a.ip())
             .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
         let _ = linkperf_metrics::raise_fd_limit(connections + 256);
+        // The client's accepts are this side's connects: to the client's
+        // control address only, never elsewhere.
+        let peer = self
+            .ch
+            .stream()
+            .peer_addr()
+            .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
+        let endpoints = client_ports
+            .iter()
+            .filter(|p| **p != 0)
+            .map(|p| std::net::SocketAddr::new(peer.ip(), *p))
+            .collect();
         let run = ProgramRun::start(ProgramConfig {
             profile: mirrored,
             role: Role::Server,
@@ -99,7 +112,8 @@ impl Session<'_> {
             affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
             busy_poll: placement.busy_poll,
             token,
-            endpoints: Vec::new(),
+            endpoints,
+            listeners: Vec::new(),
             bind_ip: Some(bind_ip),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;

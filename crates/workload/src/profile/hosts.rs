@@ -6,9 +6,7 @@ use super::model::{FlowopKind, Profile, ProfileProtocol};
 use super::parse::ProfileError;
 
 /// Refuses what linkperf does not run yet, naming the flowop's line:
-/// `protocol=udp` and an `accept` on the client's side (the server
-/// connecting back). Both are read and kept by the parser; docs/profiles.md
-/// lists them.
+/// `protocol=udp` (read and kept by the parser; docs/profiles.md says so).
 pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
     for f in p
         .groups
@@ -23,11 +21,6 @@ pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
         match &f.kind {
             FlowopKind::Connect(e) if e.protocol == ProfileProtocol::Udp => {
                 return Err(refuse("protocol=udp"))
-            }
-            FlowopKind::Accept(_) => {
-                return Err(refuse(
-                    "type=accept on the client (the server connecting back to the client)",
-                ))
             }
             _ => {}
         }
