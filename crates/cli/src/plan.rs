@@ -136,6 +136,8 @@ pub fn plan_profile(
     let in_file =
         |e: linkperf_workload::profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
     check_runnable(&profile).map_err(in_file)?;
+    linkperf_engine::program::compile(&profile)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let parts: Vec<(Option<String>, TestSpec)> = split_by_host(&profile)
         .map_err(in_file)?
         .into_iter()

@@ -216,6 +216,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
                 unix_names,
                 token,
                 environment,
+                ..
             } => (data_ports, unix_names, token, environment),
             other => {
                 return Err(SessionError::Control(format!(

@@ -398,6 +398,7 @@ impl Session<'_> {
         let accepted = ServerMessage::Accepted {
             data_ports,
             unix_names,
+            udp_ports: Vec::new(),
             token,
             environment: self.environment(),
         };

@@ -103,6 +103,10 @@ pub enum ServerMessage {
         data_ports: Vec<u16>,
         /// Abstract Unix socket names for `unix` tests, one per server worker.
         unix_names: Vec<String>,
+        /// A profile's UDP connections: the server's datagram ports, one per
+        /// server worker (absent for tests and TCP-only profiles).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<u16>,
         /// Token every data connection presents in its preamble.
         token: DataToken,
         /// The server's host.
@@ -588,12 +592,14 @@ mod tests {
             ServerMessage::Accepted {
                 data_ports: vec![7202, 7203],
                 unix_names: vec!["linkperf-7.0".into()],
+                udp_ports: vec![7204, 7205],
                 token: token(),
                 environment: environment(),
             },
             ServerMessage::Accepted {
                 data_ports: vec![],
                 unix_names: vec![],
+                udp_ports: vec![],
                 token: DataToken([0; 16]),
                 environment: Environment::default(),
             },

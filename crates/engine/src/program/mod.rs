@@ -62,8 +62,12 @@ pub struct ProgramConfig {
     /// Listeners for this side's `accept` flowops, one per worker (see
     /// [`workers_for`] and [`bind_listeners`]); empty: bound on `bind_ip`.
     pub listeners: Vec<TcpListener>,
-    /// Where to bind listeners when none are given (`None`: no listeners).
+    /// Where to bind listeners when none are given (`None`: no listeners),
+    /// and, on the server of a profile with UDP connections, one datagram
+    /// socket per worker.
     pub bind_ip: Option<IpAddr>,
+    /// Client: the server's datagram sockets, one per server worker.
+    pub udp_endpoints: Vec<SocketAddr>,
 }
 
 /// The workers a side runs for `threads` asked and `profile`'s users.
@@ -100,6 +104,7 @@ pub struct ProgramRun {
     coord: Arc<Coord>,
     handles: Vec<JoinHandle<ProgramWorkerReport>>,
     endpoints: Vec<SocketAddr>,
+    udp_endpoints: Vec<SocketAddr>,
     compiled: Compiled,
     name: String,
     started: Instant,
@@ -179,6 +184,20 @@ impl ProgramRun {
             .map_err(|e| EngineError::Setup(e.to_string()))?;
         let mut listeners: Vec<Option<TcpListener>> = given.into_iter().map(Some).collect();
         let endpoints = cfg.endpoints.clone();
+        let mut udp: Vec<Option<mio::net::UdpSocket>> = Vec::new();
+        if let (Role::Server, Some(ip), true) = (cfg.role, cfg.bind_ip, compiled.uses_udp()) {
+            for _ in 0..threads {
+                let s = crate::transport::udp_bind(ip, &SocketOptions::default())
+                    .map_err(|e| EngineError::Setup(e.to_string()))?;
+                udp.push(Some(s));
+            }
+        }
+        let udp_addrs = udp
+            .iter()
+            .flatten()
+            .map(|s| s.local_addr())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| EngineError::Setup(e.to_string()))?;
         let now = Instant::now();
         let mut per_worker: Vec<Vec<User>> = (0..threads).map(|_| Vec::new()).collect();
         for id in 0..total {
@@ -205,6 +224,8 @@ impl ProgramRun {
                 slots: compiled.slots.len(),
                 endpoints: endpoints.clone(),
                 listener: listeners.get_mut(w).and_then(Option::take),
+                udp_endpoints: cfg.udp_endpoints.clone(),
+                udp: udp.get_mut(w).and_then(Option::take),
                 token: cfg.token,
                 coord: coord.clone(),
                 poll,
@@ -234,6 +255,7 @@ impl ProgramRun {
         Ok(ProgramRun {
             coord,
             handles,
+            udp_endpoints: udp_addrs,
             endpoints: listen_addrs,
             compiled,
             name: cfg.profile.name.clone(),
@@ -244,6 +266,11 @@ impl ProgramRun {
     /// This side's listeners' addresses (the server's: where the client connects).
     pub fn endpoints(&self) -> &[SocketAddr] {
         &self.endpoints
+    }
+
+    /// Server: this side's datagram sockets (empty without UDP connections).
+    pub fn udp_endpoints(&self) -> &[SocketAddr] {
+        &self.udp_endpoints
     }
 
     /// The compiled profile.

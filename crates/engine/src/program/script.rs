@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use linkperf_wire::UDP_HEADER_LEN;
 use linkperf_workload::profile::{FlowopKind, Limit, Profile, ProfileProtocol, Size};
 
 /// The flowop types, in the order of [`TYPE_NAMES`].
@@ -22,6 +23,9 @@ pub const TYPE_NAMES: [&str; TYPES] = [
     "think",
     "nop",
 ];
+
+/// Largest payload of one datagram: UDP's 65,507 bytes less linkperf's header.
+pub const MAX_DATAGRAM: u64 = 65_507 - UDP_HEADER_LEN as u64;
 
 /// Most named connections one user may hold.
 pub const MAX_CONNS: usize = 64;
@@ -69,6 +73,8 @@ pub struct Op {
     pub type_slot: usize,
     /// Its place in its transaction (for the size draw).
     pub index: usize,
+    /// Line of its flowop in the profile.
+    pub line: u32,
 }
 
 /// One transaction, compiled.
@@ -104,6 +110,8 @@ pub struct ConnOptions {
     pub nodelay: bool,
     /// `cc`.
     pub cc: Option<String>,
+    /// `protocol=udp`: each write is one datagram, each read takes one.
+    pub udp: bool,
 }
 
 /// A profile compiled: one script per group, and where each transaction
@@ -161,6 +169,8 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
     for (gi, g) in p.groups.iter().enumerate() {
         let mut names: Vec<Option<String>> = Vec::new();
         let mut conn_options: Vec<ConnOptions> = Vec::new();
+        let mut protocols: std::collections::HashMap<usize, (bool, u32)> =
+            std::collections::HashMap::new();
         let mut txns = Vec::new();
         for (ti, t) in g.transactions.iter().enumerate() {
             let mut ops = Vec::new();
@@ -182,20 +192,27 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                         names.len() - 1
                     }
                 };
-                let unsupported = |what: &str| CompileError {
-                    line: f.line,
-                    element: "flowop",
-                    message: format!("{what} is not supported yet (docs/profiles.md)"),
-                };
                 let kind = match &f.kind {
                     FlowopKind::Connect(e) | FlowopKind::Accept(e) => {
-                        if e.protocol == ProfileProtocol::Udp {
-                            return Err(unsupported("protocol=udp in profiles"));
+                        let udp = e.protocol == ProfileProtocol::Udp;
+                        if let Some(&(was, line)) = protocols.get(&conn) {
+                            if was != udp {
+                                return Err(CompileError {
+                                    line: f.line,
+                                    element: "flowop",
+                                    message: format!(
+                                        "this connection was opened with another protocol at line \
+                                         {line}: name it differently (conn=)"
+                                    ),
+                                });
+                            }
                         }
+                        protocols.insert(conn, (udp, f.line));
                         conn_options[conn] = ConnOptions {
                             wndsz: e.wndsz,
                             nodelay: e.nodelay,
                             cc: e.cc.clone(),
+                            udp,
                         };
                         if matches!(f.kind, FlowopKind::Connect(_)) {
                             OpKind::Connect
@@ -223,6 +240,7 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                     canfail: f.canfail,
                     type_slot,
                     index: oi,
+                    line: f.line,
                 });
             }
             let limit = match t.limit {
@@ -246,6 +264,30 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                 limit,
                 users: g.users,
             });
+        }
+        // Datagrams: one per operation, within what UDP carries.
+        for op in txns.iter().flat_map(|t: &Txn| t.ops.iter()) {
+            if !conn_options.get(op.conn).is_some_and(|o| o.udp) {
+                continue;
+            }
+            let refuse = |message: String| CompileError {
+                line: op.line,
+                element: "flowop",
+                message,
+            };
+            match op.kind {
+                OpKind::Sendfile(_) => {
+                    return Err(refuse("sendfile needs a TCP connection".into()))
+                }
+                OpKind::Read(s, _) | OpKind::Write(s) if s.max() > MAX_DATAGRAM => {
+                    return Err(refuse(format!(
+                        "size {} does not fit in one UDP datagram (at most {MAX_DATAGRAM} bytes \
+                         with linkperf's {UDP_HEADER_LEN}-byte header)",
+                        s.max()
+                    )))
+                }
+                _ => {}
+            }
         }
         scripts.push(Arc::new(Script {
             txns,
@@ -313,4 +355,13 @@ pub fn size_key(user: u32, txn: usize, iteration: u64, op: usize, rep: u64) -> u
         k = linkperf_workload::profile::splitmix64(k ^ v.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     }
     k
+}
+
+impl Compiled {
+    /// Whether any connection is UDP (the server then binds datagram sockets).
+    pub fn uses_udp(&self) -> bool {
+        self.scripts
+            .iter()
+            .any(|s| s.conn_options.iter().any(|o| o.udp))
+    }
 }

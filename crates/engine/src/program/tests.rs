@@ -1,7 +1,7 @@
 //! Both sides of a profile on loopback, with the control exchange done in
 //! process: real sockets, real workers.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use linkperf_wire::DataToken;
@@ -66,6 +66,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         endpoints: vec![],
         listeners: vec![],
         bind_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        udp_endpoints: vec![],
     })
     .unwrap();
     let client = ProgramRun::start(ProgramConfig {
@@ -78,6 +79,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         endpoints: server.endpoints().to_vec(),
         listeners: vec![],
         bind_ip: None,
+        udp_endpoints: server.udp_endpoints().to_vec(),
     })
     .unwrap();
     let r = client.drive(
@@ -219,4 +221,124 @@ fn think_adds_its_time_and_rate_paces_iterations() {
         thought.min >= 20_000.0,
         "think time is in the iteration: {thought:?}"
     );
+}
+
+fn udp_connect_op() -> Flowop {
+    op(
+        FlowopKind::Connect(Endpoint {
+            remotehost: None,
+            protocol: ProfileProtocol::Udp,
+            port: None,
+            wndsz: None,
+            nodelay: false,
+            cc: None,
+        }),
+        1,
+    )
+}
+
+#[test]
+fn datagrams_carry_one_operation_each_and_both_sides_agree() {
+    let p = Profile {
+        name: "udp".into(),
+        groups: vec![Group {
+            users: 3,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![udp_connect_op()]),
+                txn(
+                    Limit::Duration(Duration::from_millis(300)),
+                    vec![
+                        op(FlowopKind::Send(x(200)), 1),
+                        op(FlowopKind::Recv(x(8192)), 1),
+                    ],
+                ),
+                txn(
+                    Limit::Iterations(7),
+                    vec![
+                        op(FlowopKind::Write(x(3)), 2),
+                        op(FlowopKind::Read(x(5)), 1),
+                    ],
+                ),
+                txn(Limit::Iterations(1), vec![op(FlowopKind::Disconnect, 1)]),
+            ],
+        }],
+    };
+    let (c, s) = run_both(&p, 2);
+    assert_eq!(c.failure, None);
+    let timed = &c.report.transactions[1];
+    assert!(timed.iterations > 3, "{timed:?}");
+    assert_eq!(timed.tx_bytes, timed.iterations * 200);
+    assert_eq!(timed.rx_bytes, timed.iterations * 8192);
+    let after = &c.report.transactions[2];
+    assert_eq!(
+        (after.iterations, after.tx_bytes, after.rx_bytes),
+        (21, 126, 105)
+    );
+    assert_eq!(c.totals.tx_bytes, s.totals.rx_bytes);
+    assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
+}
+
+#[test]
+fn a_client_accept_is_the_server_connecting_back() {
+    let mut p = Profile {
+        name: "back".into(),
+        groups: vec![Group {
+            users: 2,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![connect()]),
+                txn(
+                    Limit::Iterations(3),
+                    vec![
+                        op(FlowopKind::Read(x(50)), 1),
+                        op(FlowopKind::Write(x(5)), 1),
+                    ],
+                ),
+            ],
+        }],
+    };
+    // The client accepts: the server connects to the client's listeners.
+    let FlowopKind::Connect(e) = p.groups[0].transactions[0].flowops[0].kind.clone() else {
+        unreachable!()
+    };
+    p.groups[0].transactions[0].flowops[0].kind = FlowopKind::Accept(e);
+    let token = DataToken([9; 16]);
+    let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let listeners = bind_listeners(ip, workers_for(1, &p)).unwrap();
+    let client_ports: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    let server = ProgramRun::start(ProgramConfig {
+        profile: mirror(&p),
+        role: Role::Server,
+        threads: 1,
+        affinity: None,
+        busy_poll: false,
+        token,
+        endpoints: client_ports,
+        listeners: vec![],
+        bind_ip: Some(ip),
+        udp_endpoints: vec![],
+    })
+    .unwrap();
+    let client = ProgramRun::start(ProgramConfig {
+        profile: p.clone(),
+        role: Role::Client,
+        threads: 1,
+        affinity: None,
+        busy_poll: false,
+        token,
+        endpoints: server.endpoints().to_vec(),
+        listeners,
+        bind_ip: None,
+        udp_endpoints: vec![],
+    })
+    .unwrap();
+    client.drive(|_, _| Ok(vec![]), &|| false).unwrap();
+    let c = client.finish();
+    server.abort();
+    let s = server.finish();
+    assert_eq!(c.failure, None);
+    assert_eq!(c.report.transactions[1].rx_bytes, 2 * 3 * 50);
+    assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
+    assert_eq!(s.stats.connections, 2);
 }

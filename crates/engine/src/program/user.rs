@@ -21,8 +21,13 @@ pub enum Role {
     Server,
 }
 
-/// Longest a client operation without `timeout=` may make no progress.
+/// Longest a client operation without `timeout=` may take.
 pub const STALL: Duration = Duration::from_secs(60);
+/// Longest a client waits for a datagram without `timeout=`: then it is lost.
+pub const UDP_WAIT: Duration = Duration::from_secs(1);
+/// Longest a client waits for the bytes the server wrote past a timed
+/// transaction's end (datagrams may have been lost; a stream's arrive).
+const DRAIN_WAIT: Duration = Duration::from_secs(2);
 
 /// What a user needs next.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -104,6 +109,7 @@ pub struct User {
     written: Vec<u64>,
     read: Vec<u64>,
     drain: Vec<u64>,
+    drain_until: Option<Instant>,
     /// Server: iterations the client did in the current timed transaction.
     stop_after: Option<u64>,
     /// Server: a timed transaction just ended; its written bytes per connection.
@@ -137,6 +143,7 @@ impl User {
             written: vec![0; conns],
             read: vec![0; conns],
             drain: vec![0; conns],
+            drain_until: None,
             stop_after: None,
             ended: None,
         }
@@ -199,6 +206,7 @@ impl User {
         for (d, n) in self.drain.iter_mut().zip(drain) {
             *d = *n;
         }
+        self.drain_until = self.drain.iter().any(|d| *d > 0).then(|| now + DRAIN_WAIT);
         self.phase = Phase::Running;
     }
 
@@ -244,16 +252,61 @@ impl User {
         }
     }
 
-    /// The deadline of the operation in progress (client only).
+    /// The deadline of the operation in progress, or of the drain before
+    /// the transaction (client only).
     pub fn deadline(&self) -> Option<Instant> {
         if self.role != Role::Client || self.phase != Phase::Running {
             return None;
         }
+        if self.drain.iter().any(|d| *d > 0) {
+            return self.drain_until;
+        }
         let started = self.op_started?;
         let op = self.script.txns.get(self.txn)?.ops.get(self.op)?;
+        let udp = self.script.conn_options.get(op.conn).is_some_and(|o| o.udp);
         match op.kind {
             OpKind::Think { .. } | OpKind::Nop => None,
+            OpKind::Read(..) if udp => Some(started + op.timeout.unwrap_or(UDP_WAIT)),
             _ => Some(started + op.timeout.unwrap_or(STALL)),
+        }
+    }
+
+    /// The drain before the transaction gave up waiting; what did not
+    /// arrive is counted as an error. True if the user was draining.
+    pub fn stop_draining(&mut self, stats: &mut Stats) -> bool {
+        let missing: u64 = self.drain.iter().sum();
+        if missing == 0 {
+            return false;
+        }
+        self.drain.iter_mut().for_each(|d| *d = 0);
+        self.drain_until = None;
+        let id = self.id;
+        let slot = self.script.txns.get(self.txn).map_or(0, |t| t.slot);
+        let read = super::script::TYPE_NAMES
+            .iter()
+            .position(|t| *t == "read")
+            .unwrap_or(0);
+        stats.error(slot, read, || {
+            format!(
+                "user {id}: {missing} bytes the server wrote past a timed transaction's end never arrived"
+            )
+        });
+        true
+    }
+
+    /// One datagram of `n` payload bytes came in at `now`: a datagram read
+    /// (or a drain) takes exactly one, whatever its size.
+    pub fn got_datagram(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+        if let Some(conn) = self.drain.iter().position(|d| *d > 0) {
+            self.drain[conn] = self.drain[conn].saturating_sub(n.max(1));
+            stats.drained(n, now);
+            return;
+        }
+        if let Some((slot, ty, conn)) = self.slot_and_type() {
+            stats.rx(n, slot, ty, now);
+            self.read[conn] += n;
+            self.left = 0;
+            self.op_done(now, stats);
         }
     }
 

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::{ProcessCpu, WorkerPlacement};
-use linkperf_wire::{DataToken, Preamble, PREAMBLE_LEN};
+use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
 use linkperf_workload::SocketOptions;
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, TcpStream, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
 use socket2::SockRef;
 
@@ -24,7 +24,7 @@ use super::script::{ConnOptions, MAX_CONNS};
 use super::stats::Stats;
 use super::user::{Need, Role, User};
 use crate::schedule::Schedule;
-use crate::transport::{tcp_connect, Conn, DataOptions};
+use crate::transport::{tcp_connect, udp_connect, Conn, DataOptions};
 use crate::worker::{SocketFacts, WindowClock, MAX_SLEEP, WAKER};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -38,11 +38,34 @@ const MAX_CHUNK: usize = 1 << 20;
 
 /// One user's connection.
 #[derive(Debug)]
-struct Link {
-    stream: TcpStream,
-    connecting: bool,
-    preamble: Option<([u8; PREAMBLE_LEN], usize)>,
+enum Link {
+    /// A TCP connection (while `connecting`, its preamble not all sent yet).
+    Tcp {
+        stream: TcpStream,
+        connecting: bool,
+        preamble: Option<([u8; PREAMBLE_LEN], usize)>,
+    },
+    /// The client's UDP socket, connected to the server's datagram endpoint.
+    Udp { sock: UdpSocket, seq: u64 },
+    /// The server's side of a UDP connection: the worker's socket and the
+    /// client's address (from its first datagram).
+    Peer { addr: SocketAddr, seq: u64 },
 }
+
+impl Link {
+    fn source(&mut self) -> Option<&mut dyn mio::event::Source> {
+        match self {
+            Link::Tcp { stream, .. } => Some(stream),
+            Link::Udp { sock, .. } => Some(sock),
+            Link::Peer { .. } => None,
+        }
+    }
+}
+
+/// Datagrams queued on a server worker per (user, connection) before each
+/// user reads them; more are dropped (the path is then losing them anyway).
+const MAX_QUEUED: usize = 8192;
+const UDP: Token = Token(usize::MAX - 2);
 
 struct Pending {
     stream: TcpStream,
@@ -80,8 +103,12 @@ pub struct WorkerSetup {
     pub slots: usize,
     /// Client: the server's data endpoints (user `id` goes to `id % len`).
     pub endpoints: Vec<SocketAddr>,
-    /// Server: this worker's listener.
+    /// This worker's listener for `accept` flowops.
     pub listener: Option<TcpListener>,
+    /// Client: the server's datagram endpoints (user `id` to `id % len`).
+    pub udp_endpoints: Vec<SocketAddr>,
+    /// Server: this worker's datagram socket.
+    pub udp: Option<UdpSocket>,
     /// The session's token.
     pub token: DataToken,
     /// Shared with the driver.
@@ -106,6 +133,10 @@ struct Worker {
     transactions: usize,
     endpoints: Vec<SocketAddr>,
     listener: Option<TcpListener>,
+    udp_endpoints: Vec<SocketAddr>,
+    udp: Option<UdpSocket>,
+    dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
+    udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
     accepted: HashMap<(usize, usize), VecDeque<TcpStream>>,
     token: DataToken,
@@ -158,7 +189,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
     let n_users = setup.users.len() as u32;
     let chunk = usize::try_from(setup.largest)
         .unwrap_or(MAX_CHUNK)
-        .clamp(64 * 1024, MAX_CHUNK);
+        .clamp(128 * 1024, MAX_CHUNK);
     let mut w = Worker {
         role: setup.role,
         links: setup
@@ -173,6 +204,10 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         transactions: setup.transactions,
         endpoints: setup.endpoints,
         listener: setup.listener,
+        udp_endpoints: setup.udp_endpoints,
+        udp: setup.udp,
+        dgrams: HashMap::new(),
+        udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
         accepted: HashMap::new(),
         token: setup.token,
@@ -224,6 +259,14 @@ impl Worker {
                 .register(l, LISTENER, Interest::READABLE)
             {
                 self.coord.fail(format!("register the data listener: {e}"));
+                return;
+            }
+        }
+        if let Some(u) = self.udp.as_mut() {
+            let both = Interest::READABLE | Interest::WRITABLE;
+            if let Err(e) = self.poll.registry().register(u, UDP, both) {
+                self.coord
+                    .fail(format!("register the datagram socket: {e}"));
                 return;
             }
         }
@@ -283,6 +326,16 @@ impl Worker {
                 match ev.token() {
                     WAKER => {}
                     LISTENER => self.accept_all(),
+                    UDP => {
+                        if ev.is_readable() {
+                            self.receive_datagrams();
+                        }
+                        if ev.is_writable() {
+                            for u in std::mem::take(&mut self.udp_blocked) {
+                                self.drive(u);
+                            }
+                        }
+                    }
                     Token(t) if t >= PENDING_BASE => self.preamble(t - PENDING_BASE),
                     Token(t) => {
                         let u = t / MAX_CONNS;
@@ -420,7 +473,16 @@ impl Worker {
                             | Need::Drain { .. }
                     ) {
                         if d <= now {
-                            if self.fail(u, "no progress before its timeout", now) {
+                            if matches!(need, Need::Drain { .. }) {
+                                self.users[u].stop_draining(&mut self.stats);
+                                continue;
+                            }
+                            let why = if self.is_udp(u, &need) {
+                                "no datagram before its timeout (lost)"
+                            } else {
+                                "no progress before its timeout"
+                            };
+                            if self.fail(u, why, now) {
                                 continue;
                             }
                         } else {
@@ -438,9 +500,7 @@ impl Worker {
             return;
         }
         for c in 0..self.links[u].len() {
-            if let Some(mut l) = self.links[u][c].take() {
-                let _ = self.poll.registry().deregister(&mut l.stream);
-            }
+            self.drop_link(u, c);
         }
         self.finished += 1;
         if let Some(m) = self.users[u].failure() {
@@ -463,60 +523,80 @@ impl Worker {
         }
     }
 
+    fn is_udp(&self, u: usize, need: &Need) -> bool {
+        let c = match *need {
+            Need::Read { conn, .. } | Need::Drain { conn, .. } | Need::Write { conn, .. } => conn,
+            _ => return false,
+        };
+        self.users[u]
+            .script()
+            .conn_options
+            .get(c)
+            .is_some_and(|o| o.udp)
+    }
+
     fn connect(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        if self.links[u][c]
-            .as_ref()
-            .is_some_and(|l| !l.connecting && l.preamble.is_none())
-        {
-            return self.fail(u, "the connection is already open", now);
+        let udp = self.users[u].script().conn_options[c].udp;
+        match &self.links[u][c] {
+            Some(Link::Tcp {
+                connecting: true, ..
+            }) => {}
+            Some(_) => return self.fail(u, "the connection is already open", now),
+            None if udp => return self.connect_udp(u, c, now),
+            None => {
+                if self.endpoints.is_empty() {
+                    return self.fail(u, "no endpoint to connect to", now);
+                }
+                let id = self.users[u].id;
+                let addr = self.endpoints[id as usize % self.endpoints.len()];
+                let opts = data_options(&self.users[u].script().conn_options[c]);
+                let stream = match tcp_connect(addr, &opts) {
+                    Ok(Conn::Tcp(s)) => s,
+                    Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
+                    Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+                };
+                let pre = Preamble {
+                    token: self.token,
+                    flow: id,
+                    seq: c as u64,
+                }
+                .encode();
+                let mut link = Link::Tcp {
+                    stream,
+                    connecting: true,
+                    preamble: Some((pre, 0)),
+                };
+                if let Some(src) = link.source() {
+                    if let Err(e) = self.poll.registry().register(
+                        src,
+                        Self::user_token(u, c),
+                        Interest::READABLE | Interest::WRITABLE,
+                    ) {
+                        return self.fail(u, &format!("register a connection: {e}"), now);
+                    }
+                }
+                self.links[u][c] = Some(link);
+                return false;
+            }
         }
-        if self.links[u][c].is_none() {
-            if self.endpoints.is_empty() {
-                return self.fail(u, "no server endpoint to connect to", now);
-            }
-            let id = self.users[u].id;
-            let addr = self.endpoints[id as usize % self.endpoints.len()];
-            let o = &self.users[u].script().conn_options[c];
-            let opts = data_options(o);
-            let conn = match tcp_connect(addr, &opts) {
-                Ok(Conn::Tcp(s)) => s,
-                Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
-                Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
-            };
-            let pre = Preamble {
-                token: self.token,
-                flow: id,
-                seq: c as u64,
-            }
-            .encode();
-            let mut link = Link {
-                stream: conn,
-                connecting: true,
-                preamble: Some((pre, 0)),
-            };
-            if let Err(e) = self.poll.registry().register(
-                &mut link.stream,
-                Self::user_token(u, c),
-                Interest::READABLE | Interest::WRITABLE,
-            ) {
-                return self.fail(u, &format!("register a connection: {e}"), now);
-            }
-            self.links[u][c] = Some(link);
-            return false;
-        }
-        let Some(link) = self.links[u][c].as_mut() else {
+        let Some(Link::Tcp {
+            stream,
+            connecting,
+            preamble,
+        }) = self.links[u][c].as_mut()
+        else {
             return false;
         };
-        if link.connecting {
-            match link.stream.take_error() {
+        if *connecting {
+            match stream.take_error() {
                 Ok(Some(e)) | Err(e) => {
                     self.drop_link(u, c);
                     return self.fail(u, &format!("connect: {e}"), now);
                 }
                 Ok(None) => {}
             }
-            match link.stream.peer_addr() {
-                Ok(_) => link.connecting = false,
+            match stream.peer_addr() {
+                Ok(_) => *connecting = false,
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => return false,
                 Err(e) => {
                     self.drop_link(u, c);
@@ -524,9 +604,9 @@ impl Worker {
                 }
             }
         }
-        if let Some((pre, sent)) = link.preamble.as_mut() {
+        if let Some((pre, sent)) = preamble.as_mut() {
             while *sent < PREAMBLE_LEN {
-                match link.stream.write(&pre[*sent..]) {
+                match stream.write(&pre[*sent..]) {
                     Ok(n) => *sent += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -536,9 +616,35 @@ impl Worker {
                     }
                 }
             }
-            link.preamble = None;
+            *preamble = None;
         }
         self.established(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    /// A UDP "connection": a socket connected to the server's datagram
+    /// endpoint; nothing is sent until the first write.
+    fn connect_udp(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.udp_endpoints.is_empty() {
+            return self.fail(u, "the server offered no datagram endpoint", now);
+        }
+        let id = self.users[u].id;
+        let addr = self.udp_endpoints[id as usize % self.udp_endpoints.len()];
+        let opts = data_options(&self.users[u].script().conn_options[c]).socket;
+        let mut sock = match udp_connect(addr, &opts) {
+            Ok(s) => s,
+            Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+        };
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut sock, Self::user_token(u, c), Interest::READABLE)
+        {
+            return self.fail(u, &format!("register a connection: {e}"), now);
+        }
+        self.links[u][c] = Some(Link::Udp { sock, seq: 0 });
+        self.stats.connections += 1;
         self.users[u].op_done(now, &mut self.stats);
         true
     }
@@ -546,20 +652,33 @@ impl Worker {
     fn established(&mut self, u: usize, c: usize) {
         self.stats.connections += 1;
         if self.socket.is_none() {
-            if let Some(l) = &self.links[u][c] {
-                let ip = l.stream.local_addr().ok().map(|a| a.ip());
-                self.socket = Some(SocketFacts::read(l.stream.as_raw_fd(), ip, true));
+            if let Some(Link::Tcp { stream, .. }) = &self.links[u][c] {
+                let ip = stream.local_addr().ok().map(|a| a.ip());
+                self.socket = Some(SocketFacts::read(stream.as_raw_fd(), ip, true));
             }
         }
     }
 
     fn drop_link(&mut self, u: usize, c: usize) {
         if let Some(mut l) = self.links[u][c].take() {
-            let _ = self.poll.registry().deregister(&mut l.stream);
+            if let Some(src) = l.source() {
+                let _ = self.poll.registry().deregister(src);
+            }
         }
     }
 
     fn take_accepted(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.users[u].script().conn_options[c].udp {
+            // A datagram "connection" is there once its first datagram is;
+            // that datagram is the first read's.
+            let Some(&(addr, _)) = self.dgrams.get(&(u, c)).and_then(|q| q.front()) else {
+                return false;
+            };
+            self.links[u][c] = Some(Link::Peer { addr, seq: 0 });
+            self.stats.connections += 1;
+            self.users[u].op_done(now, &mut self.stats);
+            return true;
+        }
         let Some(stream) = self.accepted.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
             return false;
         };
@@ -569,7 +688,7 @@ impl Worker {
         if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
             return self.fail(u, &format!("socket options: {e}"), now);
         }
-        self.links[u][c] = Some(Link {
+        self.links[u][c] = Some(Link::Tcp {
             stream,
             connecting: false,
             preamble: None,
@@ -580,21 +699,19 @@ impl Worker {
     }
 
     fn disconnect(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        if self.links[u][c].is_none() {
-            self.users[u].op_done(now, &mut self.stats);
-            return true;
-        }
-        if self.role == Role::Client {
+        let tcp = matches!(self.links[u][c], Some(Link::Tcp { .. }));
+        if !tcp || self.role == Role::Client {
+            // Datagrams have no close to wait for.
             self.drop_link(u, c);
             self.users[u].op_done(now, &mut self.stats);
             return true;
         }
         // The server closes once the client has: read to its EOF.
         loop {
-            let Some(link) = self.links[u][c].as_mut() else {
+            let Some(Link::Tcp { stream, .. }) = self.links[u][c].as_mut() else {
                 return true;
             };
-            match link.stream.read(&mut self.buf) {
+            match stream.read(&mut self.buf) {
                 Ok(0) => break,
                 Ok(n) => self.stats.drained(n as u64, now),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
@@ -608,26 +725,51 @@ impl Worker {
     }
 
     fn write(&mut self, u: usize, c: usize, len: u64, sendfile: bool, now: Instant) -> bool {
-        let n = usize::try_from(len)
-            .unwrap_or(usize::MAX)
-            .min(self.buf.len());
         if sendfile && self.file.is_none() {
             match payload_file(&self.buf) {
                 Ok(f) => self.file = Some(f),
                 Err(e) => return self.fail(u, &format!("sendfile payload: {e}"), now),
             }
         }
-        let Some(link) = self.links[u][c].as_mut() else {
-            return self.fail(u, "the connection is not open", now);
-        };
-        let r = if sendfile {
-            let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-            send_file(link.stream.as_raw_fd(), file, n)
-        } else {
-            link.stream.write(&self.buf[..n])
+        let id = self.users[u].id;
+        let tag = self.token.session_tag();
+        let r = match self.links[u][c].as_mut() {
+            None => return self.fail(u, "the connection is not open", now),
+            Some(Link::Tcp { stream, .. }) => {
+                let n = usize::try_from(len)
+                    .unwrap_or(usize::MAX)
+                    .min(self.buf.len());
+                if sendfile {
+                    let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
+                    send_file(stream.as_raw_fd(), file, n)
+                } else {
+                    stream.write(&self.buf[..n])
+                }
+            }
+            Some(Link::Udp { sock, seq }) => {
+                let n = datagram(&mut self.buf, tag, id, c, *seq, len);
+                sock.send(&self.buf[..n]).map(|_| {
+                    *seq += 1;
+                    n - UDP_HEADER_LEN
+                })
+            }
+            Some(Link::Peer { addr, seq }) => {
+                let n = datagram(&mut self.buf, tag, id, c, *seq, len);
+                let Some(sock) = self.udp.as_ref() else {
+                    return self.fail(u, "no datagram socket", now);
+                };
+                let r = sock.send_to(&self.buf[..n], *addr).map(|_| {
+                    *seq += 1;
+                    n - UDP_HEADER_LEN
+                });
+                if matches!(&r, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+                    self.udp_blocked.push(u);
+                }
+                r
+            }
         };
         match r {
-            Ok(0) => self.fail(u, "the connection wrote nothing", now),
+            Ok(0) if len > 0 => self.fail(u, "the connection wrote nothing", now),
             Ok(k) => {
                 self.users[u].wrote(k as u64, Instant::now(), &mut self.stats);
                 true
@@ -635,34 +777,107 @@ impl Worker {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
             Err(e) => {
-                self.drop_link(u, c);
+                if matches!(self.links[u][c], Some(Link::Tcp { .. })) {
+                    self.drop_link(u, c);
+                }
                 self.fail(u, &e.to_string(), now)
             }
         }
     }
 
     fn read(&mut self, u: usize, c: usize, len: u64, now: Instant) -> bool {
-        let n = usize::try_from(len)
-            .unwrap_or(usize::MAX)
-            .min(self.buf.len());
-        let Some(link) = self.links[u][c].as_mut() else {
-            return self.fail(u, "the connection is not open", now);
-        };
-        match link.stream.read(&mut self.buf[..n]) {
-            Ok(0) => {
-                self.drop_link(u, c);
-                self.fail(u, "the other side closed the connection", now)
+        let tag = self.token.session_tag();
+        match self.links[u][c].as_mut() {
+            None => self.fail(u, "the connection is not open", now),
+            Some(Link::Tcp { stream, .. }) => {
+                let n = usize::try_from(len)
+                    .unwrap_or(usize::MAX)
+                    .min(self.buf.len());
+                match stream.read(&mut self.buf[..n]) {
+                    Ok(0) => {
+                        self.drop_link(u, c);
+                        self.fail(u, "the other side closed the connection", now)
+                    }
+                    Ok(k) => {
+                        self.users[u].got(k as u64, Instant::now(), &mut self.stats);
+                        true
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+                    Err(e) => {
+                        self.drop_link(u, c);
+                        self.fail(u, &e.to_string(), now)
+                    }
+                }
             }
-            Ok(k) => {
-                self.users[u].got(k as u64, Instant::now(), &mut self.stats);
+            Some(Link::Udp { sock, .. }) => loop {
+                match sock.recv(&mut self.buf) {
+                    Ok(k) => {
+                        // Only this session's datagrams count.
+                        let ours = UdpHeader::decode(&self.buf[..k]).is_ok_and(|h| h.tag == tag);
+                        if ours {
+                            let n = (k - UDP_HEADER_LEN) as u64;
+                            self.users[u].got_datagram(n, Instant::now(), &mut self.stats);
+                            return true;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    // An ICMP error for an earlier datagram: the read times
+                    // out if the server stays away.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                    Err(e) => return self.fail(u, &e.to_string(), now),
+                }
+            },
+            Some(Link::Peer { .. }) => {
+                let Some((_, n)) = self.dgrams.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
+                    return false;
+                };
+                self.users[u].got_datagram(n as u64, Instant::now(), &mut self.stats);
                 true
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
-            Err(e) => {
-                self.drop_link(u, c);
-                self.fail(u, &e.to_string(), now)
+        }
+    }
+
+    /// Server: takes in every datagram waiting on the worker's socket, queues
+    /// each for its user and connection, and runs the users that got one.
+    fn receive_datagrams(&mut self) {
+        let tag = self.token.session_tag();
+        let me = self.worker_index();
+        let mut woken: Vec<usize> = Vec::new();
+        loop {
+            let Some(sock) = self.udp.as_ref() else {
+                return;
+            };
+            match sock.recv_from(&mut self.buf) {
+                Ok((k, from)) => {
+                    let Ok(h) = UdpHeader::decode(&self.buf[..k]) else {
+                        continue;
+                    };
+                    let id = h.flow as usize;
+                    if h.tag != tag || id % self.workers != me {
+                        continue;
+                    }
+                    let u = id / self.workers;
+                    let c = (h.seq >> 48) as usize;
+                    if u >= self.users.len() || c >= self.users[u].conns() {
+                        continue;
+                    }
+                    let q = self.dgrams.entry((u, c)).or_default();
+                    if q.len() < MAX_QUEUED {
+                        q.push_back((from, k - UDP_HEADER_LEN));
+                    }
+                    if !woken.contains(&u) {
+                        woken.push(u);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
             }
+        }
+        for u in woken {
+            self.drive(u);
         }
     }
 
@@ -782,6 +997,24 @@ fn apply_options(s: &TcpStream, o: &ConnOptions) -> io::Result<()> {
         r.set_tcp_congestion(cc.as_bytes())?;
     }
     Ok(())
+}
+
+/// Writes a datagram's header into `buf`: the session's tag, the user, the
+/// connection in the sequence's top 16 bits. Returns the datagram's length
+/// with `len` payload bytes.
+fn datagram(buf: &mut [u8], tag: u32, user: u32, conn: usize, seq: u64, len: u64) -> usize {
+    let payload = usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .min(buf.len() - UDP_HEADER_LEN);
+    let header = UdpHeader {
+        tag,
+        flow: user,
+        seq: ((conn as u64) << 48) | (seq & ((1 << 48) - 1)),
+    };
+    if let Some(h) = buf.first_chunk_mut::<UDP_HEADER_LEN>() {
+        header.encode(h);
+    }
+    UDP_HEADER_LEN + payload
 }
 
 fn data_options(o: &ConnOptions) -> DataOptions {

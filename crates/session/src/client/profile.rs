@@ -47,6 +47,8 @@ pub struct ProfileRequest {
 /// carries the per-transaction and per-flowop results.
 pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, SessionError> {
     // Refuse what cannot run before anything is sent.
+    linkperf_workload::profile::check_runnable(&req.profile)
+        .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let compiled = compile(&req.profile).map_err(|e| SessionError::Invalid(e.to_string()))?;
     let (mut c, addr, local_ip) = open(target)?;
     // The server connects back for the profile's accepts: listen first, on
@@ -70,20 +72,22 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         placement: req.server.clone(),
         client_ports,
     })?;
-    let (ports, token, server_env) = match c.recv(ANSWER_TIMEOUT, "acceptance of the profile")? {
-        ServerMessage::Accepted {
-            data_ports,
-            token,
-            environment,
-            ..
-        } => (data_ports, token, environment),
-        other => {
-            return Err(SessionError::Control(format!(
-                "expected accepted, got {}",
-                name(&other)
-            )))
-        }
-    };
+    let (ports, udp_ports, token, server_env) =
+        match c.recv(ANSWER_TIMEOUT, "acceptance of the profile")? {
+            ServerMessage::Accepted {
+                data_ports,
+                udp_ports,
+                token,
+                environment,
+                ..
+            } => (data_ports, udp_ports, token, environment),
+            other => {
+                return Err(SessionError::Control(format!(
+                    "expected accepted, got {}",
+                    name(&other)
+                )))
+            }
+        };
     if ports.is_empty() {
         return Err(SessionError::Control(
             "the server offered no data endpoint".into(),
@@ -110,6 +114,10 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             .collect(),
         listeners,
         bind_ip: None,
+        udp_endpoints: udp_ports
+            .iter()
+            .map(|p| SocketAddr::new(addr.ip(), *p))
+            .collect(),
     });
     let run = match run {
         Ok(r) => r,

@@ -115,11 +115,13 @@ impl Session<'_> {
             endpoints,
             listeners: Vec::new(),
             bind_ip: Some(bind_ip),
+            udp_endpoints: Vec::new(),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let accepted = ServerMessage::Accepted {
             data_ports: run.endpoints().iter().map(|a| a.port()).collect(),
             unix_names: Vec::new(),
+            udp_ports: run.udp_endpoints().iter().map(|a| a.port()).collect(),
             token,
             environment: self.environment(),
         };

@@ -5,8 +5,8 @@
 use super::model::{FlowopKind, Profile, ProfileProtocol};
 use super::parse::ProfileError;
 
-/// Refuses what linkperf does not run yet, naming the flowop's line:
-/// `protocol=udp` (read and kept by the parser; docs/profiles.md says so).
+/// Refuses what linkperf does not run yet, naming the flowop's line: an
+/// `accept` over UDP on the client (docs/profiles.md says so).
 pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
     for f in p
         .groups
@@ -19,8 +19,10 @@ pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
             message: format!("{what} is not supported yet (docs/profiles.md)"),
         };
         match &f.kind {
-            FlowopKind::Connect(e) if e.protocol == ProfileProtocol::Udp => {
-                return Err(refuse("protocol=udp"))
+            FlowopKind::Accept(e) if e.protocol == ProfileProtocol::Udp => {
+                return Err(refuse(
+                    "type=accept with protocol=udp (the server sending first)",
+                ))
             }
             _ => {}
         }

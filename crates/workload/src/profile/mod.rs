@@ -20,11 +20,27 @@ pub use parse::{parse_profile, ProfileError};
 pub fn profile_spec(profile: Profile) -> crate::TestSpec {
     let users = profile.users();
     let least = profile.least_time();
+    // UDP when every connection the profile opens is.
+    let mut endpoints = profile
+        .groups
+        .iter()
+        .flat_map(|g| g.transactions.iter().flat_map(|t| t.flowops.iter()))
+        .filter_map(|f| match &f.kind {
+            FlowopKind::Connect(e) | FlowopKind::Accept(e) => Some(e.protocol),
+            _ => None,
+        })
+        .peekable();
+    let udp = endpoints.peek().is_some() && endpoints.all(|p| p == ProfileProtocol::Udp);
+    let protocol = if udp {
+        crate::Protocol::Udp
+    } else {
+        crate::Protocol::Tcp
+    };
     let mut spec = crate::TestSpec::new(
         crate::Workload::Profile {
             profile: Box::new(profile),
         },
-        crate::Protocol::Tcp,
+        protocol,
         users,
         least,
     );
