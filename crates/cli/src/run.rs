@@ -169,7 +169,7 @@ fn run_profile_plan(
     if plan.profile_parts.len() > 1 {
         if plan.target.is_some() {
             return Err(UsageError(format!(
-                "the profile names {} remote hosts ({}): each runs on its own server, so --server                  cannot say which; drop --server",
+                "the profile names {} remote hosts ({}): each runs on its own server, so --server cannot say which; drop --server",
                 hosts.len(),
                 hosts.join(", ")
             ))

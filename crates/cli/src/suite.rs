@@ -271,7 +271,7 @@ pub fn execute(
             if o.aborted {
                 r.status = RunStatus::Aborted;
                 r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
-            } else if let Some(e) = o.server_error {
+            } else if let Some(e) = o.failure.or(o.server_error) {
                 r.status = RunStatus::Failed;
                 r.error = Some(e);
             }

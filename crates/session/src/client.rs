@@ -82,6 +82,9 @@ pub struct Outcome {
     /// Why the server's measurements are missing, if they are: the server
     /// stopped the test (a limit, shutting down) or went away.
     pub server_error: Option<String>,
+    /// Why the test itself failed though both sides measured it (a profile's
+    /// user failed without `canfail`).
+    pub failure: Option<String>,
 }
 
 fn resolve(target: &Target) -> Result<SocketAddr, SessionError> {
@@ -373,6 +376,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             server_environment: Some(server_env),
             aborted,
             server_error: Some(stop),
+            failure: None,
         });
     }
     // Ask for the server's side; keep ours whatever happens.
@@ -410,6 +414,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         server_environment,
         aborted,
         server_error,
+        failure: None,
     })
 }
 

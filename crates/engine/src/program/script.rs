@@ -166,16 +166,25 @@ impl std::fmt::Display for CompileError {
 pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
     let mut scripts = Vec::new();
     let mut slots = Vec::new();
-    for (gi, g) in p.groups.iter().enumerate() {
+    for g in &p.groups {
         let mut names: Vec<Option<String>> = Vec::new();
         let mut conn_options: Vec<ConnOptions> = Vec::new();
         let mut protocols: std::collections::HashMap<usize, (bool, u32)> =
             std::collections::HashMap::new();
+        // A flowop without conn= uses the user's first connection: the one
+        // the group's first connect (or accept) opens, named or not.
+        let default_conn: Option<String> = g
+            .transactions
+            .iter()
+            .flat_map(|t| t.flowops.iter())
+            .find(|f| matches!(f.kind, FlowopKind::Connect(_) | FlowopKind::Accept(_)))
+            .and_then(|f| f.conn.clone());
         let mut txns = Vec::new();
         for (ti, t) in g.transactions.iter().enumerate() {
             let mut ops = Vec::new();
             for (oi, f) in t.flowops.iter().enumerate() {
-                let conn = match names.iter().position(|n| *n == f.conn) {
+                let name = f.conn.clone().or_else(|| default_conn.clone());
+                let conn = match names.iter().position(|n| *n == name) {
                     Some(i) => i,
                     None => {
                         if names.len() == MAX_CONNS {
@@ -187,7 +196,7 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                                 ),
                             });
                         }
-                        names.push(f.conn.clone());
+                        names.push(name);
                         conn_options.push(ConnOptions::default());
                         names.len() - 1
                     }
@@ -258,7 +267,7 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                 slot: slots.len(),
             });
             slots.push(SlotInfo {
-                group: gi as u32,
+                group: g.number,
                 index: ti as u32,
                 line: t.line,
                 limit,

@@ -103,6 +103,18 @@ impl Stats {
         }
     }
 
+    /// `n` bytes counted as written that nobody will read (the server wrote
+    /// them on a connection it opened in an iteration the client never
+    /// began): taken back, so that both sides count delivered payload.
+    pub fn retract_tx(&mut self, n: u64, slot: usize, ty: usize) {
+        self.totals.tx_bytes = self.totals.tx_bytes.saturating_sub(n);
+        self.txns[slot].tx = self.txns[slot].tx.saturating_sub(n);
+        self.types[ty].tx = self.types[ty].tx.saturating_sub(n);
+        if let Some(b) = self.buckets.last_mut() {
+            b.0 = b.0.saturating_sub(n);
+        }
+    }
+
     /// `n` bytes read by an operation of type `ty` in transaction `slot`.
     pub fn rx(&mut self, n: u64, slot: usize, ty: usize, now: Instant) {
         self.totals.rx_bytes += n;

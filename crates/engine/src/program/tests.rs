@@ -102,6 +102,7 @@ fn a_request_response_loop_moves_its_bytes_and_both_sides_agree() {
     let p = Profile {
         name: "rr".into(),
         groups: vec![Group {
+            number: 0,
             users: 3,
             line: 1,
             transactions: vec![
@@ -139,6 +140,7 @@ fn a_timed_transaction_where_the_server_writes_first_ends_clean() {
     let p = Profile {
         name: "timed".into(),
         groups: vec![Group {
+            number: 0,
             users: 4,
             line: 1,
             transactions: vec![
@@ -181,6 +183,7 @@ fn think_adds_its_time_and_rate_paces_iterations() {
     let p = Profile {
         name: "paced".into(),
         groups: vec![Group {
+            number: 0,
             users: 2,
             line: 1,
             transactions: vec![
@@ -242,6 +245,7 @@ fn datagrams_carry_one_operation_each_and_both_sides_agree() {
     let p = Profile {
         name: "udp".into(),
         groups: vec![Group {
+            number: 0,
             users: 3,
             line: 1,
             transactions: vec![
@@ -284,6 +288,7 @@ fn a_client_accept_is_the_server_connecting_back() {
     let mut p = Profile {
         name: "back".into(),
         groups: vec![Group {
+            number: 0,
             users: 2,
             line: 1,
             transactions: vec![

@@ -112,8 +112,13 @@ pub struct User {
     drain_until: Option<Instant>,
     /// Server: iterations the client did in the current timed transaction.
     stop_after: Option<u64>,
-    /// Server: a timed transaction just ended; its written bytes per connection.
-    pub ended: Option<(usize, Vec<u64>)>,
+    /// Per connection: the iteration (of the current transaction) in which
+    /// it was last opened, and the bytes written on it before that.
+    opened: Vec<Option<(u64, u64)>>,
+    /// Server: a timed transaction just ended: its index, the bytes written
+    /// per connection the client may read, and the connections opened in the
+    /// iteration it abandoned (the client never took them: close them).
+    pub ended: Option<(usize, Vec<u64>, Vec<usize>)>,
 }
 
 impl User {
@@ -145,6 +150,7 @@ impl User {
             drain: vec![0; conns],
             drain_until: None,
             stop_after: None,
+            opened: vec![None; conns],
             ended: None,
         }
     }
@@ -230,6 +236,7 @@ impl User {
         self.stop_after = None;
         self.written.iter_mut().for_each(|w| *w = 0);
         self.read.iter_mut().for_each(|r| *r = 0);
+        self.opened.iter_mut().for_each(|o| *o = None);
     }
 
     /// The transaction is over for this user at `now`.
@@ -237,7 +244,26 @@ impl User {
         if let Some(t) = self.script.txns.get(self.txn) {
             stats.span(t.slot, self.txn_started, now);
             if self.role == Role::Server && matches!(t.limit, Limit::Duration(_)) {
-                self.ended = Some((self.txn, self.written.clone()));
+                // What the abandoned iteration opened, the client never took:
+                // those connections close and their bytes are not the client's.
+                let mut written = self.written.clone();
+                let mut close = Vec::new();
+                if self.in_iteration {
+                    let write = super::script::TYPE_NAMES
+                        .iter()
+                        .position(|t| *t == "write")
+                        .unwrap_or(0);
+                    for (c, o) in self.opened.iter().enumerate() {
+                        if let Some((iter, before)) = *o {
+                            if iter == self.iter {
+                                stats.retract_tx(written[c].saturating_sub(before), t.slot, write);
+                                written[c] = before;
+                                close.push(c);
+                            }
+                        }
+                    }
+                }
+                self.ended = Some((self.txn, written, close));
             }
         }
         match self.role {
@@ -426,6 +452,11 @@ impl User {
         if let Some(s) = self.op_started.take() {
             stats.operation(op.type_slot, now.saturating_duration_since(s));
         }
+        if matches!(op.kind, OpKind::Connect | OpKind::Accept) {
+            if let Some(o) = self.opened.get_mut(op.conn) {
+                *o = Some((self.iter, self.written[op.conn]));
+            }
+        }
         self.next_op(now, stats);
     }
 
@@ -558,6 +589,7 @@ mod tests {
         Profile {
             name: "t".into(),
             groups: vec![Group {
+                number: 0,
                 users: 1,
                 line: 1,
                 transactions: vec![
@@ -650,7 +682,7 @@ mod tests {
         ));
         u.stop_at(1, 1);
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
-        assert_eq!(u.ended, Some((1, vec![90])));
+        assert_eq!(u.ended, Some((1, vec![90], vec![])));
     }
 
     #[test]

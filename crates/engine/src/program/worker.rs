@@ -138,7 +138,7 @@ struct Worker {
     dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
     udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
-    accepted: HashMap<(usize, usize), VecDeque<TcpStream>>,
+    accepted: HashMap<(usize, usize), VecDeque<(u64, TcpStream)>>,
     token: DataToken,
     coord: Arc<Coord>,
     poll: Poll,
@@ -415,7 +415,10 @@ impl Worker {
                 }
             }
             let need = self.users[u].need(now, &mut self.stats, &mut budget);
-            if let Some((txn, written)) = self.users[u].ended.take() {
+            if let Some((txn, written, close)) = self.users[u].ended.take() {
+                for c in close {
+                    self.drop_link(u, c);
+                }
                 self.coord.ended(txn, self.users[u].id, written);
             }
             let go_on = match need {
@@ -555,10 +558,13 @@ impl Worker {
                     Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
                     Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
                 };
+                // The connection number, and the transaction it is opened in:
+                // an accepting side takes only its current transaction's.
+                let txn = self.users[u].txn() as u64;
                 let pre = Preamble {
                     token: self.token,
                     flow: id,
-                    seq: c as u64,
+                    seq: (txn << 32) | c as u64,
                 }
                 .encode();
                 let mut link = Link::Tcp {
@@ -679,7 +685,21 @@ impl Worker {
             self.users[u].op_done(now, &mut self.stats);
             return true;
         }
-        let Some(stream) = self.accepted.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
+        // Connections opened for an earlier transaction (the other side ran
+        // ahead of a timed transaction's end) are stale: close them.
+        let txn = self.users[u].txn() as u64;
+        let Some(q) = self.accepted.get_mut(&(u, c)) else {
+            return false;
+        };
+        while q.front().is_some_and(|(t, _)| *t < txn) {
+            if let Some((_, mut stale)) = q.pop_front() {
+                let _ = self.poll.registry().deregister(&mut stale);
+            }
+        }
+        if !q.front().is_some_and(|(t, _)| *t == txn) {
+            return false;
+        }
+        let Some((_, stream)) = q.pop_front() else {
             return false;
         };
         if self.links[u][c].is_some() {
@@ -949,7 +969,8 @@ impl Worker {
             return;
         }
         let u = id / self.workers;
-        let Ok(c) = usize::try_from(pre.seq) else {
+        let txn = pre.seq >> 32;
+        let Ok(c) = usize::try_from(pre.seq & 0xffff_ffff) else {
             return;
         };
         if u >= self.users.len() || c >= self.users[u].conns() {
@@ -967,7 +988,10 @@ impl Worker {
         {
             return;
         }
-        self.accepted.entry((u, c)).or_default().push_back(p.stream);
+        self.accepted
+            .entry((u, c))
+            .or_default()
+            .push_back((txn, p.stream));
         self.drive(u);
     }
 

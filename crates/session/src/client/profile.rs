@@ -197,11 +197,12 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             server_environment: Some(server_env),
             aborted: was_cancelled,
             server_error: Some(stop),
+            failure: None,
         });
     }
     let msg = if was_cancelled || failed.is_some() {
         ClientMessage::Abort {
-            reason: failed.unwrap_or_else(|| "interrupted".into()),
+            reason: failed.clone().unwrap_or_else(|| "interrupted".into()),
         }
     } else {
         ClientMessage::Finished
@@ -233,6 +234,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         server_environment,
         aborted: was_cancelled,
         server_error,
+        failure: failed,
     })
 }
 

@@ -25,6 +25,10 @@ pub struct Group {
     pub transactions: Vec<Transaction>,
     /// Line of the `<group>` element in the file.
     pub line: u32,
+    /// Its place among the file's groups, from 0 (kept when a profile is
+    /// split by host, so results name groups as the file does).
+    #[serde(default)]
+    pub number: u32,
 }
 
 /// `<transaction iterations=N | duration=T [rate=R]>`.

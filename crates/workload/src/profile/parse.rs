@@ -1240,6 +1240,7 @@ impl Builder<'_> {
             users: u32::try_from(users).unwrap_or(MAX_USERS),
             transactions: Vec::new(),
             line,
+            number: u32::try_from(self.groups.len()).unwrap_or(u32::MAX),
         });
         self.state = State::Group;
         if tag.self_closing {
@@ -1550,6 +1551,7 @@ mod tests {
             groups: vec![Group {
                 users: 8,
                 line: 4,
+                number: 0,
                 transactions: vec![
                     Transaction {
                         limit: Limit::Iterations(1),
