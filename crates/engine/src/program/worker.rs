@@ -696,7 +696,7 @@ impl Worker {
                 let _ = self.poll.registry().deregister(&mut stale);
             }
         }
-        if !q.front().is_some_and(|(t, _)| *t == txn) {
+        if q.front().is_none_or(|(t, _)| *t != txn) {
             return false;
         }
         let Some((_, stream)) = q.pop_front() else {
