@@ -295,24 +295,34 @@ iperf3_measure() {
   if ! ((ok)) || ! py iperf3 "$WORK/$key.iperf3.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
 }
 
+# BENCH_ONLY=rr14,streams,users runs only those parts (default: all).
+ONLY=${BENCH_ONLY:-rr14,streams,users}
+part() { [[ ",$ONLY," == *",$1,"* ]]; }
+
 # a. request/response 14x14, one user, free and pinned to CPU 0
-for pin in free cpu0; do
-  lp_measure "rr14.$pin" "$pin" 1 rr:14x14 --threads 1 --server-threads 1
-  sockperf_measure "rr14.$pin" "$pin"
-done
+if part rr14; then
+  for pin in free cpu0; do
+    lp_measure "rr14.$pin" "$pin" 1 rr:14x14 --threads 1 --server-threads 1
+    sockperf_measure "rr14.$pin" "$pin"
+  done
+fi
 
 # b. streams of 30 KiB messages, client to server
-for n in 1 5; do
-  lp_measure "st$n" free "$n" stream-up:30k
-  iperf3_measure "st$n" "$n"
-done
+if part streams; then
+  for n in 1 5; do
+    lp_measure "st$n" free "$n" stream-up:30k
+    iperf3_measure "st$n" "$n"
+  done
+fi
 
 # c. many users (linkperf only)
-for w in 1x1 200x1000; do
-  for n in 250 10000; do
-    lp_measure "rr$w.$n" free "$n" "rr:$w"
+if part users; then
+  for w in 1x1 200x1000; do
+    for n in 250 10000; do
+      lp_measure "rr$w.$n" free "$n" "rr:$w"
+    done
   done
-done
+fi
 
 py table "$RES" "$SECS" "$PEER_RR1X1_250_TPS"
 if ((FAILED)); then

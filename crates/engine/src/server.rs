@@ -57,6 +57,10 @@ pub struct ServerConfig {
     pub live: Option<Arc<LiveStats>>,
 }
 
+/// Longest a single flow's blocking read or write waits before its worker
+/// looks at the clock and its signals again.
+const SINGLE_FLOW_WAIT: Duration = Duration::from_millis(10);
+
 /// A running server side.
 pub struct ServerTest {
     signals: Arc<Signals>,
@@ -80,6 +84,8 @@ enum Logic {
 struct ServerFlow {
     conn: Conn,
     logic: Logic,
+    /// Its socket blocks (the worker's single flow waits in its read).
+    blocking: bool,
 }
 
 enum Source {
@@ -109,6 +115,8 @@ struct Worker {
     socket: Option<SocketFacts>,
     index: usize,
     live: Option<Arc<LiveStats>>,
+    /// Flows this worker will carry (users `i` with `i % workers == index`).
+    expected: usize,
 }
 
 impl ServerTest {
@@ -189,6 +197,7 @@ impl ServerTest {
             let busy_poll = cfg.busy_poll;
             let preamble_timeout = cfg.preamble_timeout;
             let live = cfg.live.clone();
+            let users = cfg.spec.users as usize;
             let h = std::thread::Builder::new()
                 .name(format!("lp-server-{w}"))
                 .spawn(move || {
@@ -224,6 +233,7 @@ impl ServerTest {
                         socket: None,
                         index: w,
                         live,
+                        expected: users / threads + usize::from(w < users % threads),
                     };
                     worker.run()
                 })
@@ -348,6 +358,10 @@ impl Worker {
                 break;
             }
             self.expire_preambles(now);
+            if let Some(k) = self.single_flow() {
+                self.drive(k);
+                continue;
+            }
             let timer = self.pending.front().map(|(t, _)| *t);
             let timeout = poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer);
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -384,6 +398,27 @@ impl Worker {
             socket: self.socket,
             flow_totals: Vec::new(),
         }
+    }
+
+    /// The one request/response flow of a worker that carries exactly one,
+    /// once it runs: it then waits in its own read rather than in the event
+    /// wait (one system call less per transaction, a direct wake-up).
+    fn single_flow(&mut self) -> Option<usize> {
+        if self.busy_poll || self.expected != 1 || self.schedule.is_none() {
+            return None;
+        }
+        if self.flows.len() != 1 || !self.pending.is_empty() {
+            return None;
+        }
+        let (k, f) = self.flows.iter_mut().next()?;
+        if !matches!(f.logic, Logic::Rr(_)) {
+            return None;
+        }
+        if !f.blocking {
+            f.conn.block_for(SINGLE_FLOW_WAIT).ok()?;
+            f.blocking = true;
+        }
+        Some(k)
     }
 
     fn begin(&mut self, s: Schedule, now: Instant) {
@@ -465,6 +500,7 @@ impl Worker {
                     let deadline = Instant::now() + self.preamble_timeout;
                     entry.insert(ServerFlow {
                         conn,
+                        blocking: false,
                         logic: Logic::Preamble {
                             buf: [0; PREAMBLE_LEN],
                             got: 0,

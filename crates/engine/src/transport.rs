@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::SocketAddr as UnixAddr;
+use std::time::Duration;
 
 use linkperf_workload::SocketOptions;
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
@@ -59,6 +60,19 @@ pub enum Conn {
 }
 
 impl Conn {
+    /// Makes the socket block in reads and writes, for at most `timeout`
+    /// each (then they fail with `WouldBlock`): a worker carrying this one
+    /// connection waits in its read instead of in the event wait.
+    pub fn block_for(&self, timeout: Duration) -> io::Result<()> {
+        let r = match self {
+            Conn::Tcp(s) => SockRef::from(s),
+            Conn::Unix(s) => SockRef::from(s),
+        };
+        r.set_read_timeout(Some(timeout))?;
+        r.set_write_timeout(Some(timeout))?;
+        r.set_nonblocking(false)
+    }
+
     /// Half-closes the write side.
     pub fn shutdown_write(&self) -> io::Result<()> {
         match self {
