@@ -1094,3 +1094,61 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
     // What it measured before the cut is kept.
     assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
 }
+
+#[test]
+fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_server_goes_on() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let profile = linkperf_workload::profile::parse_profile(
+        "<profile name=p><group nthreads=1>\
+         <transaction iterations=1><flowop type=connect/></transaction>\
+         <transaction duration=300m><flowop type=write options=\"size=10\"/>\
+         <flowop type=read options=\"size=10\"/></transaction>\
+         </group></profile>",
+        &|_| None,
+    )
+    .unwrap();
+    let ask = |txn: u32| {
+        let mut c = Control::connect(server.port());
+        c.hello();
+        c.send(&ClientMessage::Profile {
+            profile: profile.clone(),
+            placement: Placement::with_threads(1),
+            client_ports: vec![],
+        });
+        match c.recv(Duration::from_secs(10)) {
+            Some(ServerMessage::Accepted { .. }) => {}
+            other => panic!("expected accepted, got {other:?}"),
+        }
+        c.send(&ClientMessage::Start);
+        match c.recv(Duration::from_secs(10)) {
+            Some(ServerMessage::Started) => {}
+            other => panic!("expected started, got {other:?}"),
+        }
+        // Transaction 0 is not timed; transaction 7 does not exist.
+        c.send(&ClientMessage::TxnEnd {
+            txn,
+            iterations: vec![1],
+        });
+        expect_error(c.recv(Duration::from_secs(10)))
+    };
+    for txn in [0, 7] {
+        let (code, message) = ask(txn);
+        assert_eq!(code, "out_of_order", "{message}");
+        assert!(message.contains("not a timed transaction"), "{message}");
+    }
+    // The server still runs tests.
+    let (code, out, err) = run(&[
+        "run",
+        "--server",
+        &server.addr(),
+        "-w",
+        "rr1c-1x1",
+        "-d",
+        "300ms",
+        "--warmup",
+        "100ms",
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+}

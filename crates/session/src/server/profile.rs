@@ -151,6 +151,7 @@ impl Session<'_> {
         }
         let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
+        let mut ended: Option<usize> = None;
         let outcome: Result<(), Fail> = loop {
             if self.state.shutting_down() {
                 break Err(shutting_down());
@@ -178,7 +179,19 @@ impl Session<'_> {
                                 ),
                             ));
                         }
+                        // Each timed transaction ends once, in order: anything
+                        // else is a confused or hostile client.
                         let txn = txn as usize;
+                        if !run.compiled().timed(txn) || ended.is_some_and(|e| txn <= e) {
+                            break Err(fail(
+                                ErrorCode::OutOfOrder,
+                                format!(
+                                    "txn_end for transaction {txn}: not a timed transaction of this \
+                                     profile, or already ended"
+                                ),
+                            ));
+                        }
+                        ended = Some(txn);
                         run.stop(txn, iterations);
                         match run.wait_ended(txn, Instant::now() + STOP_TIMEOUT) {
                             Ok(written) => {
