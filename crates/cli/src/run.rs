@@ -65,7 +65,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let (embedded, target) = match &plan.target {
         Some(t) => (None, t.clone()),
         None => {
-            let (d, t) = embedded_server(&command_line)?;
+            let (d, t) = embedded_server(&command_line, connections_of(&plan.request.spec))?;
             (Some(d), t)
         }
     };
@@ -192,7 +192,7 @@ fn run_profile_plan(
         (Some(t), _) => (None, t.clone(), t.address.clone()),
         (None, Some(h)) => (None, named(&h), h),
         (None, None) => {
-            let (d, t) = embedded_server(&command_line)?;
+            let (d, t) = embedded_server(&command_line, connections_of(&plan.request.spec))?;
             (Some(d), t, "embedded".to_string())
         }
     };
@@ -353,8 +353,32 @@ fn per_server_path(p: &std::path::Path, k: usize) -> std::path::PathBuf {
     p.with_file_name(format!("{stem}-server{k}{ext}"))
 }
 
-/// A daemon on 127.0.0.1 in this process, and how to reach it.
-pub fn embedded_server(command_line: &[String]) -> anyhow::Result<(DaemonHandle, Target)> {
+/// Data connections one side of `spec` opens: one per user, or for a
+/// profile, its users times their named connections.
+pub fn connections_of(spec: &linkperf_workload::TestSpec) -> u64 {
+    match &spec.workload {
+        linkperf_workload::Workload::Profile { profile } => {
+            linkperf_engine::program::compile(profile).map_or(u64::from(spec.users), |c| {
+                c.scripts
+                    .iter()
+                    .zip(&c.users)
+                    .map(|(s, n)| s.conns as u64 * u64::from(*n))
+                    .sum()
+            })
+        }
+        _ => u64::from(spec.users),
+    }
+}
+
+/// A daemon on 127.0.0.1 in this process, and how to reach it. Both sides'
+/// descriptors are this process's then: the limit is raised for
+/// `connections` data connections on each side at once.
+pub fn embedded_server(
+    command_line: &[String],
+    connections: u64,
+) -> anyhow::Result<(DaemonHandle, Target)> {
+    linkperf_metrics::raise_fd_limit(2 * connections + 512)
+        .context("too few file descriptors for both sides in this process")?;
     let mut cfg = DaemonConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
     cfg.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
     cfg.command_line = command_line.to_vec();

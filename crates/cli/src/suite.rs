@@ -128,7 +128,13 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     let (daemon, target_addr) = match target_addr {
         Some(t) => (None, t),
         None => {
-            let (d, t) = embedded_server(&command_line)?;
+            let most = suite
+                .tests
+                .iter()
+                .map(|t| crate::run::connections_of(&t.spec))
+                .max()
+                .unwrap_or(0);
+            let (d, t) = embedded_server(&command_line, most)?;
             (Some(d), t)
         }
     };
