@@ -92,6 +92,17 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         &command_line,
     );
     drop(embedded);
+    report_one(&a, &doc, code, err)
+}
+
+/// Prints the one run of `doc`, saves it with `--json`, and turns a run that
+/// never started into the error.
+fn report_one(
+    a: &RunArgs,
+    doc: &ResultsDocument,
+    code: ExitCode,
+    err: Option<String>,
+) -> anyhow::Result<ExitCode> {
     let test = &doc.tests[0];
     crate::emit(&render_run(test, &test.runs[0]))?;
     if let Some(p) = &a.json {
@@ -211,19 +222,7 @@ fn run_profile_plan(
     }
     let (doc, code, err) = one_run(&target, &request, &a.label, label, &command_line);
     drop(embedded);
-    let test = &doc.tests[0];
-    crate::emit(&render_run(test, &test.runs[0]))?;
-    if let Some(p) = &a.json {
-        doc.save(p)
-            .with_context(|| format!("failed to save results to {}", p.display()))?;
-        if !a.quiet {
-            eprintln!("linkperf: results written to {}", p.display());
-        }
-    }
-    if let Some(e) = err {
-        anyhow::bail!("the test did not run: {e}");
-    }
-    Ok(code)
+    report_one(a, &doc, code, err)
 }
 
 /// `--server h1,h2,h3`: one client group per server, started together, each
@@ -358,13 +357,8 @@ fn per_server_path(p: &std::path::Path, k: usize) -> std::path::PathBuf {
 pub fn connections_of(spec: &linkperf_workload::TestSpec) -> u64 {
     match &spec.workload {
         linkperf_workload::Workload::Profile { profile } => {
-            linkperf_engine::program::compile(profile).map_or(u64::from(spec.users), |c| {
-                c.scripts
-                    .iter()
-                    .zip(&c.users)
-                    .map(|(s, n)| s.conns as u64 * u64::from(*n))
-                    .sum()
-            })
+            linkperf_engine::program::compile(profile)
+                .map_or(u64::from(spec.users), |c| c.connections())
         }
         _ => u64::from(spec.users),
     }

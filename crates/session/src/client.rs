@@ -387,8 +387,28 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     } else {
         ClientMessage::Finished
     };
-    let (server, server_environment, server_error) = match c
-        .send(&msg)
+    let (server, server_environment, server_error) = server_results(&mut c, &msg, server_env);
+    Ok(Outcome {
+        started,
+        client: client_report,
+        server,
+        client_environment: env,
+        server_environment,
+        aborted,
+        server_error,
+        failure: None,
+    })
+}
+
+/// Sends `msg` (finished or abort) and takes the server's results: its
+/// report and host, or, keeping `server_env` from the start, why they are missing.
+fn server_results(
+    c: &mut Client,
+    msg: &ClientMessage,
+    server_env: Environment,
+) -> (Option<SideReport>, Option<Environment>, Option<String>) {
+    match c
+        .send(msg)
         .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
     {
         Ok(ServerMessage::Results {
@@ -405,17 +425,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             Some(server_env),
             Some(format!("the server's measurements are missing: {e}")),
         ),
-    };
-    Ok(Outcome {
-        started,
-        client: client_report,
-        server,
-        client_environment: env,
-        server_environment,
-        aborted,
-        server_error,
-        failure: None,
-    })
+    }
 }
 
 fn name(m: &ServerMessage) -> &'static str {

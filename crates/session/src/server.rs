@@ -365,7 +365,9 @@ impl Session<'_> {
         capture_environment(ip, self.config.command_line.clone())
     }
 
-    fn run_test(&mut self, spec: TestSpec, placement: Placement) -> Result<(), Fail> {
+    /// A fresh data token for a test, and the address the data endpoints
+    /// bind to (the one the client reached this server at).
+    fn data_token(&self) -> Result<(DataToken, std::net::IpAddr), Fail> {
         let mut token = [0u8; 16];
         getrandom::getrandom(&mut token)
             .map_err(|e| fail(ErrorCode::Internal, format!("random token: {e}")))?;
@@ -376,6 +378,11 @@ impl Session<'_> {
             .local_addr()
             .map(|a| a.ip())
             .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
+        Ok((token, bind_ip))
+    }
+
+    fn run_test(&mut self, spec: TestSpec, placement: Placement) -> Result<(), Fail> {
+        let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(u64::from(spec.users) + 256);
         let live = Arc::new(LiveStats::new(placement.threads as usize));
         let server = ServerTest::bind(ServerConfig {

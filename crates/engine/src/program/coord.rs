@@ -5,7 +5,7 @@
 //! failure, and the abort.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -52,6 +52,9 @@ pub struct Coord {
     cv: Condvar,
     wakers: Mutex<Vec<Arc<Waker>>>,
     aborted: AtomicBool,
+    /// Bumped on every release and stop, so workers look under the lock
+    /// only when something changed (they ask on every event-loop turn).
+    changes: AtomicU64,
     users: usize,
 }
 
@@ -67,6 +70,7 @@ impl Coord {
             cv: Condvar::new(),
             wakers: Mutex::new(Vec::new()),
             aborted: AtomicBool::new(false),
+            changes: AtomicU64::new(0),
             users,
         }
     }
@@ -129,7 +133,13 @@ impl Coord {
             generation,
         });
         drop(s);
+        self.changes.fetch_add(1, Ordering::AcqRel);
         self.wake_all();
+    }
+
+    /// A number that changes with every release and stop.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// The latest release.
@@ -197,6 +207,7 @@ impl Coord {
         s.stops.insert(txn, Arc::new(iterations));
         s.stop_generation += 1;
         drop(s);
+        self.changes.fetch_add(1, Ordering::AcqRel);
         self.wake_all();
     }
 

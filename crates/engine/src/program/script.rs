@@ -367,6 +367,16 @@ pub fn size_key(user: u32, txn: usize, iteration: u64, op: usize, rep: u64) -> u
 }
 
 impl Compiled {
+    /// Data connections one side holds at most: each user's named
+    /// connections, over all users.
+    pub fn connections(&self) -> u64 {
+        self.scripts
+            .iter()
+            .zip(&self.users)
+            .map(|(s, n)| s.conns as u64 * u64::from(*n))
+            .sum()
+    }
+
     /// Whether any connection is UDP (the server then binds datagram sockets).
     pub fn uses_udp(&self) -> bool {
         self.scripts

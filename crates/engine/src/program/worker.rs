@@ -151,6 +151,7 @@ struct Worker {
     spinning: Vec<usize>,
     release_seen: u64,
     stop_seen: u64,
+    changes_seen: u64,
     stops: HashMap<usize, Arc<Vec<u64>>>,
     finished: usize,
     socket: Option<SocketFacts>,
@@ -222,6 +223,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         spinning: Vec::new(),
         release_seen: 0,
         stop_seen: 0,
+        changes_seen: 0,
         stops: HashMap::new(),
         finished: 0,
         socket: None,
@@ -350,6 +352,11 @@ impl Worker {
 
     /// Takes in releases (client) and stops (server) the driver posted.
     fn check_coord(&mut self) {
+        let changes = self.coord.changes();
+        if changes == self.changes_seen {
+            return;
+        }
+        self.changes_seen = changes;
         match self.role {
             Role::Client => {
                 let Some(r) = self.coord.current_release() else {

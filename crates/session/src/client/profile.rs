@@ -18,7 +18,7 @@ use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{name, open, Client, Outcome, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT};
+use super::{name, open, server_results, Client, Outcome, Target, ANSWER_TIMEOUT};
 use crate::channel::Received;
 use crate::SessionError;
 
@@ -93,12 +93,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             "the server offered no data endpoint".into(),
         ));
     }
-    let conns: u64 = compiled
-        .scripts
-        .iter()
-        .zip(&compiled.users)
-        .map(|(s, n)| s.conns as u64 * u64::from(*n))
-        .sum();
+    let conns = compiled.connections();
     linkperf_metrics::raise_fd_limit(conns + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let run = ProgramRun::start(ProgramConfig {
@@ -207,25 +202,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     } else {
         ClientMessage::Finished
     };
-    let (server, server_environment, server_error) = match c
-        .send(&msg)
-        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
-    {
-        Ok(ServerMessage::Results {
-            report,
-            environment,
-        }) => (Some(report), Some(environment), None),
-        Ok(other) => (
-            None,
-            Some(server_env),
-            Some(format!("expected results, got {}", name(&other))),
-        ),
-        Err(e) => (
-            None,
-            Some(server_env),
-            Some(format!("the server's measurements are missing: {e}")),
-        ),
-    };
+    let (server, server_environment, server_error) = server_results(&mut c, &msg, server_env);
     Ok(Outcome {
         started,
         client,

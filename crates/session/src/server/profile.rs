@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::program::{compile, ProgramConfig, ProgramRun, Role};
 use linkperf_metrics::{side_cpu, system_cpu_between, system_cpu_now, ProcessMethod};
-use linkperf_wire::{decode_client, ClientMessage, DataToken, ErrorCode, ServerMessage};
+use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::profile::{mirror, Profile};
 use linkperf_workload::Placement;
 
@@ -60,12 +60,7 @@ impl Session<'_> {
         }
         let mirrored = mirror(&profile);
         let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
-        let connections: u64 = compiled
-            .scripts
-            .iter()
-            .zip(&compiled.users)
-            .map(|(s, n)| s.conns as u64 * u64::from(*n))
-            .sum();
+        let connections: u64 = compiled.connections();
         let max = self.config.max_connections;
         if let Err(used) = self.state.reserve_connections(connections, max) {
             return Err(fail(
@@ -82,16 +77,7 @@ impl Session<'_> {
         };
         let name = format!("profile:{}--{users}", profile.name);
         self.log(&format!("running {name}"));
-        let mut token = [0u8; 16];
-        getrandom::getrandom(&mut token)
-            .map_err(|e| fail(ErrorCode::Internal, format!("random token: {e}")))?;
-        let token = DataToken(token);
-        let bind_ip = self
-            .ch
-            .stream()
-            .local_addr()
-            .map(|a| a.ip())
-            .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
+        let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(connections + 256);
         // The client's accepts are this side's connects: to the client's
         // control address only, never elsewhere.
