@@ -10,6 +10,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SECS=${BENCH_SECONDS:-5}
 [[ $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SECONDS must be a whole number of seconds >= 1" >&2; exit 2; }
+# The 1-user rows move by several percent from one measurement to the next on a
+# shared machine: they run ROUNDS times, linkperf and sockperf alternating, and
+# the table shows the medians.
+ROUNDS=${BENCH_ROUNDS:-5}
+[[ $ROUNDS =~ ^[1-9][0-9]?$ ]] || { echo "BENCH_ROUNDS must be a whole number from 1 to 99" >&2; exit 2; }
 # Best rr 1x1 transactions/s a peer tool reached at 250 users on a 2-core
 # loopback host; no peer runs at 10,000 users, so this is the only reference.
 PEER_RR1X1_250_TPS=${PEER_RR1X1_250_TPS:-170000}
@@ -98,7 +103,7 @@ fail() { FAILED=1; echo "$1=failed" >>"$RES"; }
 py() { python3 "$WORK/figures.py" "$@"; }
 
 cat >"$WORK/figures.py" <<'PY'
-import json, re, sys
+import json, re, statistics, sys
 
 def emit(out, prefix, **kv):
     with open(out, "a") as f:
@@ -185,8 +190,29 @@ def table(path, secs, ref):
         rows.append((item, fmt(a, f), fmt(b, f), "-" if q is None else f"{q:.2f}", t))
 
     tps, gbit, cpg, us, mib = "{:,.0f}", "{:.2f}", "{:.3f}", "{:.2f}", "{:.1f}"
-    row("rr 14x14, 1 user, free: txn/s (peer sockperf)", "rr14.free.lp.tps", "rr14.free.peer.tps", tps, target=1.0)
-    row("rr 14x14, 1 user, CPU 0: txn/s (peer sockperf)", "rr14.cpu0.lp.tps", "rr14.cpu0.peer.tps", tps, target=1.0)
+    rounds = []
+    for pin, label in (("free", "free"), ("cpu0", "CPU 0")):
+        lp, peer, ratios = [], [], []
+        for n in range(1, 100):
+            a, b = num(f"rr14.{pin}.r{n}.lp.tps"), num(f"rr14.{pin}.r{n}.peer.tps")
+            if a is None and b is None:
+                break
+            if isinstance(a, float):
+                lp.append(a)
+            if isinstance(b, float):
+                peer.append(b)
+            if isinstance(a, float) and isinstance(b, float):
+                ratios.append(a / b)
+            rounds.append(f"  rr 14x14 {label} round {n}: linkperf {fmt(a, tps)}, sockperf {fmt(b, tps)}"
+                          + (f", ratio {a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else ""))
+        # A side with no figure shows what round 1 recorded for it (failed, skipped).
+        a = statistics.median(lp) if lp else f"rr14.{pin}.r1.lp.tps"
+        b = statistics.median(peer) if peer else f"rr14.{pin}.r1.peer.tps"
+        n = max(len(lp), len(peer))
+        row(f"rr 14x14, 1 user, {label}: txn/s, median of {n} (peer sockperf)", a, b, tps, target=1.0)
+        if ratios:
+            rows.append((f"rr 14x14, 1 user, {label}: median of the {len(ratios)} rounds' ratios", "", "",
+                         f"{statistics.median(ratios):.2f}", f"min {min(ratios):.2f}, max {max(ratios):.2f}"))
     for n in (1, 5):
         p = f"st{n}"
         row(f"stream-up 30k, {n} user(s): Gbit/s (peer iperf3)", f"{p}.lp.gbps", f"{p}.peer.gbps", gbit)
@@ -214,6 +240,9 @@ def table(path, secs, ref):
     print("-" * len(line(max(rows + [head], key=lambda x: len(line(x))))))
     for x in rows:
         print(line(x))
+    if rounds:
+        print("\nthe 1-user rounds, in the order they ran:")
+        print("\n".join(rounds))
     print("\nratio: linkperf / peer, except CPU-s/GB where it is peer / linkperf (> 1: linkperf uses less CPU).")
     for k, v in r.items():
         if k.endswith(".lp.errors") and v not in ("", "0"):
@@ -299,11 +328,14 @@ iperf3_measure() {
 ONLY=${BENCH_ONLY:-rr14,streams,users}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
 
-# a. request/response 14x14, one user, free and pinned to CPU 0
+# a. request/response 14x14, one user, free and pinned to CPU 0, ROUNDS times
+#    each, alternating the tools (drift on the machine then hits both alike)
 if part rr14; then
   for pin in free cpu0; do
-    lp_measure "rr14.$pin" "$pin" 1 rr:14x14 --threads 1 --server-threads 1
-    sockperf_measure "rr14.$pin" "$pin"
+    for r in $(seq "$ROUNDS"); do
+      lp_measure "rr14.$pin.r$r" "$pin" 1 rr:14x14 --threads 1 --server-threads 1
+      sockperf_measure "rr14.$pin.r$r" "$pin"
+    done
   done
 fi
 

@@ -1095,6 +1095,69 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
     assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
 }
 
+/// Regression: a worker carrying one request/response flow waits in its
+/// socket's blocking read without a timeout. When the server stops answering
+/// (here: stopped by SIGSTOP, so its sockets stay open and nothing closes),
+/// the client still releases that worker after the drain and gives up with
+/// a clear error instead of hanging.
+#[test]
+fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let port = free_port();
+    let mut serve = serve_on(port, &[], &log);
+    let json = dir.path().join("stopped.json");
+    let client = Command::new(BIN)
+        .args(["run", "-q", "--server", &format!("127.0.0.1:{port}")])
+        .args(["--workload", "rr1c-1x1", "--users", "1", "--threads", "1"])
+        .args([
+            "--server-threads",
+            "1",
+            "--duration",
+            "2s",
+            "--warmup",
+            "200ms",
+        ])
+        .args(["--json", json.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("linkperf run");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !read(&log).contains("running") {
+        assert!(
+            Instant::now() < deadline,
+            "the test did not start: {}",
+            read(&log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    signal(serve.id(), "-STOP");
+    let mut client = client;
+    let outcome = exits_within(&mut client, Duration::from_secs(60));
+    signal(serve.id(), "-CONT");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let Some((status, _)) = outcome else {
+        let _ = client.kill();
+        panic!("the client still runs 60 s after its server stopped answering")
+    };
+    let (_, _, err) = output(client);
+    assert_eq!(status.code(), Some(1), "{err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed", "{r}");
+    assert!(
+        text(r, "/error").contains("no results from the server within 30s"),
+        "{r}"
+    );
+    // What it measured before the server stopped is kept.
+    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+}
+
 #[test]
 fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_server_goes_on() {
     let _g = shared();

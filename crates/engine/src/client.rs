@@ -20,11 +20,17 @@ use crate::worker::{cpus_for, WindowClock, WorkerReport, WAKER};
 
 use crate::client_worker::{SetupEvent, Worker};
 
+/// How long after the drain's end a worker still waiting for an answer is
+/// released (its blocking read ended) by [`ClientTest::wait`].
+const EXPIRE_GRACE: Duration = Duration::from_secs(1);
+
 /// A running client side.
 pub struct ClientTest {
     signals: Arc<Signals>,
     wakers: Vec<Arc<Waker>>,
     handles: Vec<JoinHandle<WorkerReport>>,
+    /// Disconnected once every worker thread has returned.
+    done: mpsc::Receiver<()>,
     spec: TestSpec,
 }
 
@@ -66,6 +72,7 @@ impl ClientTest {
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
         let signals = Arc::new(Signals::default());
         let (setup_tx, setup_rx) = mpsc::channel();
+        let (done_tx, done) = mpsc::channel::<()>();
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
         let opts = DataOptions {
@@ -92,9 +99,11 @@ impl ClientTest {
             let busy_poll = cfg.busy_poll;
             let live = cfg.live.clone();
             let greeting = cfg.greeting.clone();
+            let done_tx = done_tx.clone();
             let h = std::thread::Builder::new()
                 .name(format!("lp-client-{w}"))
                 .spawn(move || {
+                    let _done = done_tx;
                     let clock = match WindowClock::start(w as u32, cpus) {
                         Ok(c) => c,
                         Err(e) => {
@@ -112,10 +121,12 @@ impl ClientTest {
             handles.push(h);
         }
         drop(setup_tx);
+        drop(done_tx);
         let test = ClientTest {
             signals,
             wakers,
             handles,
+            done,
             spec: cfg.spec,
         };
         let deadline = Instant::now() + cfg.connect_timeout;
@@ -178,7 +189,16 @@ impl ClientTest {
     }
 
     /// Waits until every flow has finished, and returns the workers' reports.
+    /// A worker still waiting for an answer a moment after the drain has
+    /// ended (the server or the path is gone) is released then.
     pub fn wait(self) -> Result<Vec<WorkerReport>, crate::EngineError> {
+        if let Some(s) = self.signals.schedule() {
+            let deadline = s.drain_until + EXPIRE_GRACE;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(mpsc::RecvTimeoutError::Timeout) = self.done.recv_timeout(left) {
+                self.signals.expire();
+            }
+        }
         let mut out = Vec::new();
         for h in self.handles {
             out.push(

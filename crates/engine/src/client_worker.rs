@@ -73,10 +73,6 @@ struct Flow {
     totals: Totals,
 }
 
-/// Longest a single flow's blocking read or write waits before its worker
-/// looks at the clock and its signals again.
-const SINGLE_FLOW_WAIT: Duration = Duration::from_millis(10);
-
 /// One client worker's state.
 pub(crate) struct Worker {
     _id: u32,
@@ -230,23 +226,22 @@ impl Worker {
         let now = Instant::now();
         for i in 0..self.flows.len() {
             self.start_flow(i, now);
-            self.drive(i, schedule);
+            self.drive(i, schedule, now);
         }
         // One request/response flow on this worker: it waits in its own
         // read rather than in the event wait (one system call less per
-        // transaction, and the wake-up comes straight from the socket).
-        let single = !self.busy_poll
-            && self.flows.len() == 1
-            && matches!(self.flows[0].logic, Logic::Rr(_))
-            && self.flows[0].stage == Stage::Open
-            && self.flows[0]
-                .conn
-                .as_ref()
-                .is_some_and(|c| c.block_for(SINGLE_FLOW_WAIT).is_ok());
-        // Run until every flow is closed or the drain deadline passes.
+        // transaction, and the wake-up comes straight from the socket). Its
+        // socket is parked in the signals, so that a stop ends the wait.
+        let signals = self.signals.clone();
+        let parked = self.single_flow_socket().map(|fd| signals.park(fd));
+        let single = parked.is_some();
+        // Run until every flow is closed or the drain deadline passes. The
+        // single flow's loop reuses the time its last read ended at: one
+        // clock read per transaction.
         let mut publisher = Publisher::new(now);
+        let mut last = None;
         loop {
-            let now = Instant::now();
+            let now = last.take().unwrap_or_else(Instant::now);
             if let Some(live) = &self.live {
                 if publisher.due(now) {
                     live.publish(self.index, &self.counters.totals);
@@ -256,14 +251,14 @@ impl Worker {
                 self.read_tcp_info();
             }
             let phase = schedule.phase(now);
-            if phase == Phase::Over || self.signals.aborted() {
+            if phase == Phase::Over || self.signals.aborted() || self.signals.expired() {
                 break;
             }
             if self.open == 0 {
                 break;
             }
             if single && self.flows[0].stage == Stage::Open {
-                self.drive(0, schedule);
+                last = Some(self.drive(0, schedule, now));
                 continue;
             }
             self.fire_timers(now, schedule);
@@ -278,16 +273,18 @@ impl Worker {
                     break;
                 }
             }
+            let now = Instant::now();
             for ev in events.iter() {
                 if ev.token() == WAKER {
                     continue;
                 }
                 let i = ev.token().0;
                 if i < self.flows.len() {
-                    self.on_event(i, schedule);
+                    self.on_event(i, schedule, now);
                 }
             }
         }
+        drop(parked);
         if !self.clock.closed {
             self.clock.close();
             self.read_tcp_info();
@@ -299,6 +296,22 @@ impl Worker {
             live.publish(self.index, &self.counters.totals);
         }
         self.report()
+    }
+
+    /// A duplicate of the socket of this worker's one request/response flow,
+    /// now blocking, if that is what it carries (and it does not busy-poll).
+    fn single_flow_socket(&self) -> Option<std::os::fd::OwnedFd> {
+        if self.busy_poll || self.flows.len() != 1 {
+            return None;
+        }
+        let f = &self.flows[0];
+        if !matches!(f.logic, Logic::Rr(_)) || f.stage != Stage::Open {
+            return None;
+        }
+        let conn = f.conn.as_ref()?;
+        let dup = conn.duplicate().ok()?;
+        conn.block().ok()?;
+        Some(dup)
     }
 
     fn report(&mut self) -> WorkerReport {
@@ -493,7 +506,7 @@ impl Worker {
         }
     }
 
-    fn on_event(&mut self, i: usize, schedule: Schedule) {
+    fn on_event(&mut self, i: usize, schedule: Schedule, now: Instant) {
         match self.flows[i].stage {
             Stage::Connecting | Stage::Preamble(_) => match self.advance_connect(i) {
                 Ok(true) => {
@@ -503,12 +516,14 @@ impl Worker {
                             rr.start(now);
                         }
                     }
-                    self.drive(i, schedule);
+                    self.drive(i, schedule, now);
                 }
                 Ok(false) => {}
                 Err(e) => self.crr_failed(i, e, schedule),
             },
-            Stage::Open => self.drive(i, schedule),
+            Stage::Open => {
+                self.drive(i, schedule, now);
+            }
             Stage::AwaitClose => self.await_close(i, schedule),
             Stage::Queued | Stage::Waiting | Stage::Closed => {}
         }
@@ -594,7 +609,7 @@ impl Worker {
                         let seq = f.seq;
                         self.timers
                             .push(Reverse((now + self.spec.udp_timeout, i, seq)));
-                        self.drive(i, schedule);
+                        self.drive(i, schedule, now);
                     }
                 }
                 (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
@@ -660,13 +675,17 @@ impl Worker {
     }
 
     /// Drives an open flow as far as its socket allows.
-    fn drive(&mut self, i: usize, schedule: Schedule) {
+    /// `now` is a recent time (no older than the last event wait); returns
+    /// the latest time this call took (a request/response flow's reads take
+    /// it as they complete).
+    fn drive(&mut self, i: usize, schedule: Schedule, now: Instant) -> Instant {
         if self.flows[i].stage != Stage::Open {
-            return;
+            return now;
         }
         let before = self.counters.totals;
+        let mut now = now;
         let outcome = match self.flows[i].logic {
-            Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule),
+            Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule, &mut now),
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
         };
@@ -675,11 +694,18 @@ impl Worker {
         t.tx_bytes += after.tx_bytes - before.tx_bytes;
         t.rx_bytes += after.rx_bytes - before.rx_bytes;
         t.transactions += after.transactions - before.transactions;
+        if matches!(outcome, Io::Blocked) {
+            return now;
+        }
         let now = Instant::now();
         let id = self.flows[i].id;
+        // A stop shuts a parked socket down: its ending is not the server's doing.
+        let stopped = self.signals.aborted() || self.signals.expired();
         match outcome {
             Io::Blocked => {}
             Io::Finished => self.close(i),
+            Io::Eof if stopped => self.close(i),
+            Io::Failed(_) if stopped => self.close(i),
             Io::Eof => {
                 let early = schedule.phase(now) < Phase::Draining;
                 if early {
@@ -696,9 +722,10 @@ impl Worker {
                 }
             }
         }
+        now
     }
 
-    fn drive_rr(&mut self, i: usize, schedule: Schedule) -> Io {
+    fn drive_rr(&mut self, i: usize, schedule: Schedule, now: &mut Instant) -> Io {
         let f = &mut self.flows[i];
         let crr = matches!(f.logic, Logic::Crr(_));
         let (Logic::Rr(rr) | Logic::Crr(rr)) = &mut f.logic else {
@@ -714,7 +741,7 @@ impl Worker {
                     match conn.write(&self.bufs.write[..n]) {
                         Ok(0) => return Io::Eof,
                         Ok(k) => {
-                            self.counters.tx(k, Instant::now());
+                            self.counters.tx(k, *now);
                             rr.wrote(k);
                             if matches!(rr.want(), Want::Read(_)) {
                                 // The request is out. Edge-triggered readiness reports the
@@ -732,7 +759,8 @@ impl Worker {
                     match conn.read(&mut self.bufs.read[..n]) {
                         Ok(0) => return Io::Eof,
                         Ok(k) => {
-                            let now = Instant::now();
+                            *now = Instant::now();
+                            let now = *now;
                             self.counters.rx(k, now);
                             let stop = crr || schedule.phase(now) >= Phase::Draining;
                             if let Some(done) = rr.read(k, now, stop) {

@@ -19,7 +19,7 @@ use crate::counters::Counters;
 use crate::flow::{RrServer, Want};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
-use crate::signals::Signals;
+use crate::signals::{Parked, Signals};
 use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{
     apply_accepted, tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, DataOptions,
@@ -57,10 +57,6 @@ pub struct ServerConfig {
     pub live: Option<Arc<LiveStats>>,
 }
 
-/// Longest a single flow's blocking read or write waits before its worker
-/// looks at the clock and its signals again.
-const SINGLE_FLOW_WAIT: Duration = Duration::from_millis(10);
-
 /// A running server side.
 pub struct ServerTest {
     signals: Arc<Signals>,
@@ -84,8 +80,9 @@ enum Logic {
 struct ServerFlow {
     conn: Conn,
     logic: Logic,
-    /// Its socket blocks (the worker's single flow waits in its read).
-    blocking: bool,
+    /// Its socket blocks (the worker's single flow waits in its read) and is
+    /// parked in the signals, so that a stop ends the wait.
+    parked: Option<Parked>,
 }
 
 enum Source {
@@ -117,6 +114,8 @@ struct Worker {
     live: Option<Arc<LiveStats>>,
     /// Flows this worker will carry (users `i` with `i % workers == index`).
     expected: usize,
+    /// When this drive's last read of a request ended, if it read one.
+    last_read: Option<Instant>,
 }
 
 impl ServerTest {
@@ -234,6 +233,7 @@ impl ServerTest {
                         index: w,
                         live,
                         expected: users / threads + usize::from(w < users % threads),
+                        last_read: None,
                     };
                     worker.run()
                 })
@@ -334,8 +334,9 @@ impl Worker {
     fn run(mut self) -> WorkerReport {
         let mut events = Events::with_capacity(1024);
         let mut publisher = Publisher::new(Instant::now());
+        let mut last = None;
         loop {
-            let now = Instant::now();
+            let now = last.take().unwrap_or_else(Instant::now);
             if let Some(live) = &self.live {
                 if publisher.due(now) {
                     live.publish(self.index, &self.counters.totals);
@@ -360,6 +361,8 @@ impl Worker {
             self.expire_preambles(now);
             if let Some(k) = self.single_flow() {
                 self.drive(k);
+                // The next turn reuses the time the request's read ended at.
+                last = self.last_read.take();
                 continue;
             }
             let timer = self.pending.front().map(|(t, _)| *t);
@@ -407,16 +410,20 @@ impl Worker {
         if self.busy_poll || self.expected != 1 || self.schedule.is_none() {
             return None;
         }
-        if self.flows.len() != 1 || !self.pending.is_empty() {
+        // With its one flow past the preamble, entries still in `pending` are
+        // stale deadlines of that preamble: they do not keep the worker in the
+        // event wait (they did, for the preamble timeout's first 5 s).
+        if self.flows.len() != 1 {
             return None;
         }
         let (k, f) = self.flows.iter_mut().next()?;
         if !matches!(f.logic, Logic::Rr(_)) {
             return None;
         }
-        if !f.blocking {
-            f.conn.block_for(SINGLE_FLOW_WAIT).ok()?;
-            f.blocking = true;
+        if f.parked.is_none() {
+            let dup = f.conn.duplicate().ok()?;
+            f.conn.block().ok()?;
+            f.parked = Some(self.signals.park(dup));
         }
         Some(k)
     }
@@ -462,6 +469,18 @@ impl Worker {
     fn close(&mut self, k: usize) {
         if self.flows.contains(k) {
             let mut f = self.flows.remove(k);
+            // A flow that ends as the window closes (a single flow's client
+            // closes right after its last transaction) is sampled now, before
+            // its socket goes.
+            if !self.clock.closed
+                && f.conn.is_tcp()
+                && !matches!(f.logic, Logic::Preamble { .. })
+                && self
+                    .schedule
+                    .is_some_and(|s| Instant::now() >= s.measure_until)
+            {
+                sample_tcp_info(f.conn.as_raw_fd(), &mut self.tcp);
+            }
             let _ = self.poll.registry().deregister(f.conn.source());
         }
     }
@@ -500,7 +519,7 @@ impl Worker {
                     let deadline = Instant::now() + self.preamble_timeout;
                     entry.insert(ServerFlow {
                         conn,
-                        blocking: false,
+                        parked: None,
                         logic: Logic::Preamble {
                             buf: [0; PREAMBLE_LEN],
                             got: 0,
@@ -623,6 +642,7 @@ impl Worker {
     }
 
     fn drive_flow(&mut self, k: usize) -> Io {
+        self.last_read = None;
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
         };
@@ -641,7 +661,9 @@ impl Worker {
                             match conn.read(&mut self.bufs.read[..n]) {
                                 Ok(0) => return Io::Close,
                                 Ok(m) => {
-                                    self.counters.rx(m, Instant::now());
+                                    let now = Instant::now();
+                                    self.last_read = Some(now);
+                                    self.counters.rx(m, now);
                                     rr.read(m);
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -656,7 +678,8 @@ impl Worker {
                             match conn.write(&self.bufs.write[..n]) {
                                 Ok(0) => return Io::Close,
                                 Ok(m) => {
-                                    let now = Instant::now();
+                                    // The response goes out right after its request's read.
+                                    let now = self.last_read.unwrap_or_else(Instant::now);
                                     self.counters.tx(m, now);
                                     if rr.wrote(m) {
                                         self.counters.transactions(1, Duration::ZERO, now);

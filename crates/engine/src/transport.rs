@@ -3,10 +3,9 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::SocketAddr as UnixAddr;
-use std::time::Duration;
 
 use linkperf_workload::SocketOptions;
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
@@ -60,17 +59,28 @@ pub enum Conn {
 }
 
 impl Conn {
-    /// Makes the socket block in reads and writes, for at most `timeout`
-    /// each (then they fail with `WouldBlock`): a worker carrying this one
-    /// connection waits in its read instead of in the event wait.
-    pub fn block_for(&self, timeout: Duration) -> io::Result<()> {
+    /// Makes the socket block in reads and writes, without a timeout: a
+    /// worker carrying this one connection waits in its read instead of in
+    /// the event wait. Park a [`Conn::duplicate`] in the side's signals so
+    /// that a stop can end the wait.
+    pub fn block(&self) -> io::Result<()> {
         let r = match self {
             Conn::Tcp(s) => SockRef::from(s),
             Conn::Unix(s) => SockRef::from(s),
         };
-        r.set_read_timeout(Some(timeout))?;
-        r.set_write_timeout(Some(timeout))?;
+        r.set_read_timeout(None)?;
+        r.set_write_timeout(None)?;
         r.set_nonblocking(false)
+    }
+
+    /// A second descriptor for the same socket (shutting it down ends the
+    /// blocking calls on this one).
+    pub fn duplicate(&self) -> io::Result<OwnedFd> {
+        let fd = match self {
+            Conn::Tcp(s) => s.as_fd(),
+            Conn::Unix(s) => s.as_fd(),
+        };
+        fd.try_clone_to_owned()
     }
 
     /// Half-closes the write side.
