@@ -34,7 +34,7 @@ mod saturation;
 mod significance;
 mod units;
 
-pub use breakeven::{break_even, BreakEven};
+pub use breakeven::{break_even, BreakEven, BreakEvenPoint};
 pub use chart::{
     charts, font_status, BarChart, BarSeries, Chart, ChartKind, LineChart, LinePoint, LineSeries,
 };

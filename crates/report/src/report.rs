@@ -8,7 +8,7 @@ use serde::Serialize;
 use linkperf_results::{Environments, LinkInfo, ResultsDocument, TestConfig};
 use linkperf_workload::Placement;
 
-use crate::breakeven::{break_even, BreakEven};
+use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
 use crate::consistency::{environment_differences, flag_tests, Consistency};
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
@@ -111,7 +111,8 @@ pub struct WorkloadReport {
     pub title: String,
     /// Every user count any file measured, in increasing order.
     pub users: Vec<u32>,
-    /// Per candidate: where its throughput difference crosses zero.
+    /// Per candidate: where its throughput difference crosses zero (judged
+    /// by the same significance rule as the verdicts).
     pub break_even: Vec<BreakEvenNote>,
     /// Per file that saturates: from where.
     pub saturation: Vec<SaturationNote>,
@@ -266,12 +267,15 @@ fn workload_report(
     let break_even = comparisons
         .iter()
         .map(|c| {
-            let points: Vec<(u32, f64)> = c
+            let points: Vec<BreakEvenPoint> = c
                 .workload(&key)
                 .iter()
                 .filter_map(|t| {
-                    t.metric(Metric::Throughput)
-                        .map(|m| (t.users, m.judgement.relative_pct))
+                    t.metric(Metric::Throughput).map(|m| BreakEvenPoint {
+                        users: t.users,
+                        relative_pct: m.judgement.relative_pct,
+                        outcome: m.judgement.outcome,
+                    })
                 })
                 .collect();
             let finding = break_even(&points);

@@ -140,41 +140,152 @@ fn no_repeats_means_the_threshold_alone_and_the_report_says_so() {
     assert_eq!(w.counts.same, 2 + 4);
 }
 
+/// The crossings of a break-even note that crosses with the candidate
+/// better below.
+fn at(b: &crate::report::BreakEvenNote) -> Vec<f64> {
+    match &b.finding {
+        BreakEven::Crossing {
+            at_users,
+            better_below: true,
+        } => at_users.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn break_even_is_interpolated_per_workload() {
     let (osa, hs) = study();
     let r = compare(&osa, &[&hs], Options::default());
-    // rr1c-200x1000: +10% at 25, exactly 0 at 50, −10% at 75: at 50.
+    // rr1c-200x1000: +10% at 25, exactly 0 at 50 (no difference: about the
+    // same), −10% at 75: interpolated between 25 and 75, at 50.
     let b = &workload(&r, "rr1c-200x1000").break_even[0];
-    assert_eq!(
-        b.finding,
-        BreakEven::Crossing {
-            at_users: vec![50.0],
-            better_below: true
-        }
-    );
+    assert_eq!(at(b).len(), 1);
+    assert!((at(b)[0] - 50.0).abs() < 1e-9, "{:?}", b.finding);
     assert_eq!(
         b.text,
         "break-even at ~50 users (hs better below, worse above)"
     );
-    // rr1c-1x1: +1% at 50, −10% at 75: 50 + 1 / 11 × 25 = 52.27.
+    // rr1c-1x1: +10% at 25, +1% at 50 (within the 2% threshold: about the
+    // same), −10% at 75. The +1% does not count, so the crossing lies between
+    // 25 and 75: 25 + 10 / 20 × 50 = 50 (not 50 + 1 / 11 × 25 from the raw +1%).
     let b = &workload(&r, "rr1c-1x1").break_even[0];
-    match &b.finding {
-        BreakEven::Crossing { at_users, .. } => {
-            assert!(
-                (at_users[0] - (50.0 + 25.0 / 11.0)).abs() < 1e-9,
-                "{at_users:?}"
-            )
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(at(b).len(), 1);
+    assert!((at(b)[0] - 50.0).abs() < 1e-9, "{:?}", b.finding);
     assert_eq!(
         b.text,
-        "break-even at ~52 users (hs better below, worse above)"
+        "break-even at ~50 users (hs better below, worse above)"
     );
     // Better everywhere: no crossing, and the range measured.
     let b = &workload(&r, "str-readx30k").break_even[0];
     assert_eq!(b.text, "no crossing in 1–250 users (hs better throughout)");
+}
+
+/// Three runs of throughput `mean` − `spread`, `mean`, `mean` + `spread`
+/// (transaction time and efficiency constant).
+fn spread(mean: f64, spread: f64) -> [Fig; 3] {
+    [-1.0, 0.0, 1.0].map(|k| fig(mean + k * spread, 100.0, 1e8))
+}
+
+#[test]
+fn break_even_ignores_differences_within_the_noise() {
+    // Single runs, threshold 2%: +1.5% at 1 user and −1.5% at 3 users. The
+    // raw differences change sign, but neither counts, and the verdicts say
+    // "same" for both: so must the break-even.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(100.0, 100.0, 1e8)]);
+    add(&mut cand, "rr1c-1x1", 1, &[fig(101.5, 100.0, 1e8)]);
+    add(&mut base, "rr1c-1x1", 3, &[fig(100.0, 100.0, 1e8)]);
+    add(&mut cand, "rr1c-1x1", 3, &[fig(98.5, 100.0, 1e8)]);
+    let r = compare(&base, &[&cand], Options::default());
+    assert!(r.comparisons[0]
+        .tests
+        .iter()
+        .all(|t| t.verdict == Verdict::Same));
+    let b = &workload(&r, "rr1c-1x1").break_even[0];
+    assert_eq!(
+        b.finding,
+        BreakEven::NoDifference {
+            min_users: 1,
+            max_users: 3
+        }
+    );
+    assert_eq!(b.text, "no difference beyond the noise in 1–3 users");
+    // With a threshold of 1% both count, and the crossing is midway.
+    let r = compare(
+        &base,
+        &[&cand],
+        Options {
+            threshold_pct: 1.0,
+            ..Options::default()
+        },
+    );
+    let b = &workload(&r, "rr1c-1x1").break_even[0];
+    assert_eq!(
+        b.text,
+        "break-even at ~2 users (b better below, worse above)"
+    );
+    assert_eq!(at(b).len(), 1);
+    assert!((at(b)[0] - 2.0).abs() < 1e-9, "{:?}", b.finding);
+}
+
+#[test]
+fn break_even_with_repeats_needs_significant_differences() {
+    // Three runs each side. At 1 user +10% with a ±1 spread (Welch p ≈ 0.0003:
+    // counts); at 10 users +10% and at 25 users −10%, both with a ±30 spread
+    // (p > 0.5: noise, although far beyond the threshold); at 50 users −20%
+    // with a ±1 spread (counts). The crossing lies between 1 and 50 users,
+    // interpolated from the raw +10 and −20: 1 + 10 / 30 × 49 = 17.33.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    for (u, b, c, s) in [
+        (1, 100.0, 110.0, 1.0),
+        (10, 100.0, 110.0, 30.0),
+        (25, 100.0, 90.0, 30.0),
+        (50, 100.0, 80.0, 1.0),
+    ] {
+        add(&mut base, "rr1c-1x1", u, &spread(b, s));
+        add(&mut cand, "rr1c-1x1", u, &spread(c, s));
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    let outcome = |name: &str| {
+        let m = c.test(name).unwrap().metric(Metric::Throughput).unwrap();
+        (m.judgement.method, m.judgement.outcome)
+    };
+    assert_eq!(outcome("rr1c-1x1--1"), (Method::Welch, Outcome::Better));
+    assert_eq!(outcome("rr1c-1x1--10"), (Method::Welch, Outcome::Same));
+    assert_eq!(outcome("rr1c-1x1--25"), (Method::Welch, Outcome::Same));
+    assert_eq!(outcome("rr1c-1x1--50"), (Method::Welch, Outcome::Worse));
+    let b = &workload(&r, "rr1c-1x1").break_even[0];
+    let at = at(b);
+    assert_eq!(at.len(), 1, "the noisy +10/−10 pair is not a crossing");
+    assert!((at[0] - (1.0 + 10.0 / 30.0 * 49.0)).abs() < 1e-9, "{at:?}");
+    assert_eq!(
+        b.text,
+        "break-even at ~17 users (b better below, worse above)"
+    );
+
+    // Only the two noisy tests: however large, no difference beyond the noise.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    for (u, b, c) in [(10, 100.0, 110.0), (25, 100.0, 90.0)] {
+        add(&mut base, "rr1c-1x1", u, &spread(b, 30.0));
+        add(&mut cand, "rr1c-1x1", u, &spread(c, 30.0));
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    assert_eq!(
+        workload(&r, "rr1c-1x1").break_even[0].text,
+        "no difference beyond the noise in 10–25 users"
+    );
+    // Significant differences of one sign and noise of the other: no crossing.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    for (u, b, c, s) in [(1, 100.0, 110.0, 1.0), (10, 100.0, 90.0, 30.0)] {
+        add(&mut base, "rr1c-1x1", u, &spread(b, s));
+        add(&mut cand, "rr1c-1x1", u, &spread(c, s));
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    assert_eq!(
+        workload(&r, "rr1c-1x1").break_even[0].text,
+        "no crossing in 1–10 users (b better throughout)"
+    );
 }
 
 #[test]
