@@ -266,6 +266,7 @@ pub fn execute(
                 process_method: req.process_method,
                 cancel: req.cancel.clone(),
                 command_line: req.command_line.clone(),
+                live: req.live.clone(),
             },
         ),
         _ => run_test(target, req),
@@ -277,7 +278,9 @@ pub fn execute(
             if o.aborted {
                 r.status = RunStatus::Aborted;
                 r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
-            } else if let Some(e) = o.failure.or(o.server_error) {
+            // The server's reason comes first: when it stopped the test (a
+            // limit) or went away, a user's failure is what followed from it.
+            } else if let Some(e) = o.server_error.or(o.failure) {
                 r.status = RunStatus::Failed;
                 r.error = Some(e);
             }

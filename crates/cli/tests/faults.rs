@@ -476,7 +476,7 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         "5",
     ]);
     let cases: [(&[&str], &str); 3] = [
-        (&["--users", "4"], "limit of 3"),
+        (&["--users", "4"], "--max-users of 3"),
         (&["--duration", "3s"], "--max-duration"),
         (&["--users", "3", "--threads", "1"], ""),
     ];
@@ -586,6 +586,166 @@ fn bytes_per_session_limit_stops_the_test() {
         "{}",
         server.log()
     );
+}
+
+/// Regression: the byte limit bounded workloads only; a profile ran past it.
+#[test]
+fn bytes_per_session_limit_stops_a_profile_too() {
+    let _g = shared();
+    let server = Server::start(&["--max-bytes-per-session", "20m"]);
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("upload.xml");
+    std::fs::write(
+        &profile,
+        "<profile name=upload><group nthreads=1>\
+         <transaction iterations=1><flowop type=connect/></transaction>\
+         <transaction duration=20s><flowop type=write options=\"size=64k\"/></transaction>\
+         </group></profile>",
+    )
+    .unwrap();
+    let addr = server.addr();
+    let started = Instant::now();
+    let (code, _, err, doc) = run_json(&[
+        "run",
+        "-q",
+        "--server",
+        &addr,
+        "--profile",
+        profile.to_str().unwrap(),
+    ]);
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{err}");
+    assert!(took < Duration::from_secs(10), "stopped early: {took:?}");
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed", "{r}");
+    assert!(
+        text(r, "/error").contains("--max-bytes-per-session of 20971520 bytes"),
+        "{r}"
+    );
+}
+
+/// Regression: the server computed with a client's profile before checking
+/// it, and a session thread panicked on durations that overflow when summed.
+/// Every bound the parser keeps holds for a profile from the wire too.
+#[test]
+fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
+    use linkperf_workload::profile::{FlowopKind, Limit, Size};
+    let _g = shared();
+    let server = Server::start(&[]);
+    let base = linkperf_workload::profile::parse_profile(
+        "<profile name=p><group nthreads=1>\
+         <transaction iterations=1><flowop type=connect/></transaction>\
+         <transaction duration=1s><flowop type=write options=\"size=10\"/></transaction>\
+         <transaction duration=1s><flowop type=write options=\"size=10\"/></transaction>\
+         </group></profile>",
+        &|_| None,
+    )
+    .unwrap();
+    let mut huge_times = base.clone();
+    for t in &mut huge_times.groups[0].transactions[1..] {
+        t.limit = Limit::Duration(Duration::from_secs(u64::MAX));
+    }
+    let mut wrapping_users = base.clone();
+    wrapping_users.groups[0].users = u32::MAX;
+    wrapping_users.groups.push(base.groups[0].clone());
+    wrapping_users.groups[1].users = 2;
+    let mut bad_rand = base.clone();
+    if let FlowopKind::Write(x) = &mut bad_rand.groups[0].transactions[1].flowops[0].kind {
+        x.size = Size::Rand {
+            min: 0,
+            max: u64::MAX,
+        };
+    }
+    for (profile, says) in [
+        (huge_times, "duration="),
+        (wrapping_users, "nthreads="),
+        (bad_rand, "between 1 and 64m"),
+    ] {
+        let mut c = Control::connect(server.port());
+        c.hello();
+        c.send(&ClientMessage::Profile {
+            profile,
+            placement: Placement::with_threads(1),
+            client_ports: vec![],
+        });
+        let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+        assert_eq!(code, "malformed", "{message}");
+        assert!(
+            message.contains("out of bounds") && message.contains(says),
+            "{says}: {message}"
+        );
+    }
+    // No session thread died: the server still runs tests, and says nothing of a panic.
+    let (code, err, _) = try_run(&server, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+}
+
+#[test]
+fn handshakes_beyond_the_limit_are_refused_at_once_naming_the_flag() {
+    let _g = shared();
+    let server = Server::start(&["--max-handshakes", "2", "--handshake-timeout", "5s"]);
+    // The readiness probes' sessions end first.
+    std::thread::sleep(Duration::from_millis(500));
+    let silent: Vec<Control> = (0..2).map(|_| Control::connect(server.port())).collect();
+    // Let the daemon take both before the third arrives.
+    std::thread::sleep(Duration::from_millis(300));
+    let start = Instant::now();
+    let mut third = Control::connect(server.port());
+    let (code, message) = expect_error(third.recv(Duration::from_secs(3)));
+    assert_eq!(code, "limit");
+    assert!(message.contains("--max-handshakes"), "{message}");
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "at once, not after a timeout"
+    );
+    // Once the silent ones are gone, handshakes are taken again.
+    drop(silent);
+    std::thread::sleep(Duration::from_millis(300));
+    let (code, err, _) = try_run(&server, &[]);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `serve` beyond loopback without a key says so loudly. The daemon binds
+/// 0.0.0.0 inside a network namespace of its own (unshare), so that it is
+/// reachable from nowhere while the test looks at what it prints.
+#[test]
+fn serving_beyond_loopback_without_a_key_warns_loudly() {
+    let _g = shared();
+    if !util::can_unshare_net() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let warned = |extra: &[&str]| -> String {
+        let log = dir.path().join("serve.log");
+        let mut child = Command::new("unshare")
+            .args([
+                "--net", BIN, "serve", "--listen", "0.0.0.0", "--port", "7410",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("unshare --net linkperf serve");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !read(&log).contains("listening on") {
+            assert!(
+                Instant::now() < deadline,
+                "serve did not start: {}",
+                read(&log)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        read(&log)
+    };
+    let open = warned(&[]);
+    assert!(open.contains("WARNING"), "{open}");
+    let key = key_file(dir.path(), "k", "a key for the warning test......");
+    let keyed = warned(&["--auth-key", key.to_str().unwrap()]);
+    assert!(!keyed.contains("WARNING"), "{keyed}");
 }
 
 #[test]

@@ -278,7 +278,8 @@ fn refuse_now(stream: TcpStream, max: usize) {
     let frame = encode_server(&ServerMessage::Error {
         code: ErrorCode::Limit,
         message: format!(
-            "the server already has {max} connections waiting for their handshake; try again later"
+            "the server already has {max} connections waiting for their handshake \
+             (its --max-handshakes); try again later"
         ),
     });
     let _ = (&stream).write(&frame);

@@ -343,7 +343,7 @@ impl Session<'_> {
             return Err(fail(
                 ErrorCode::Limit,
                 format!(
-                    "{} users exceed this server's limit of {}",
+                    "{} users exceed this server's --max-users of {}",
                     spec.users, self.config.max_users
                 ),
             ));
@@ -358,6 +358,23 @@ impl Session<'_> {
             ));
         }
         Ok(())
+    }
+
+    /// The refusal once a running test has passed `--max-bytes-per-session`
+    /// (its workers' live totals, both directions), for workloads and profiles alike.
+    fn over_byte_limit(&self, live: &LiveStats) -> Option<Fail> {
+        let max = self.config.max_bytes_per_session?;
+        let t = live.totals();
+        let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
+        (bytes > max).then(|| {
+            fail(
+                ErrorCode::Limit,
+                format!(
+                    "the test passed this server's --max-bytes-per-session of {max} bytes \
+                     ({bytes} bytes sent and received); the server stopped it"
+                ),
+            )
+        })
     }
 
     fn environment(&self) -> Environment {
@@ -449,18 +466,8 @@ impl Session<'_> {
                 self.state.aborted.fetch_add(1, Ordering::AcqRel);
                 break Err(shutting_down());
             }
-            if let Some(max) = self.config.max_bytes_per_session {
-                let t = live.totals();
-                let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
-                if bytes > max {
-                    break Err(fail(
-                        ErrorCode::Limit,
-                        format!(
-                            "the test passed this server's --max-bytes-per-session of {max} bytes \
-                             ({bytes} bytes sent and received); the server stopped it"
-                        ),
-                    ));
-                }
+            if let Some(e) = self.over_byte_limit(&live) {
+                break Err(e);
             }
             if Instant::now() > deadline {
                 break Err(fail(

@@ -231,3 +231,25 @@ pub fn fds_and_threads(pid: u32) -> (usize, usize) {
 /// Helpers for the iperf3 tests (tests/iperf3.rs).
 #[allow(dead_code)]
 pub mod iperf3;
+
+/// True where a process may get a network namespace of its own (`unshare
+/// --net`, which needs root). Elsewhere the caller skips, saying so; with
+/// LINKPERF_LAB_REQUIRED=1 (set by scripts/test.sh as root) that is a failure.
+#[allow(dead_code)] // not every test binary asks
+pub fn can_unshare_net() -> bool {
+    let ok = std::process::Command::new("unshare")
+        .args(["--net", "true"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let why = "cannot create a network namespace (unshare --net needs root)";
+        assert!(
+            std::env::var("LINKPERF_LAB_REQUIRED").as_deref() != Ok("1"),
+            "LINKPERF_LAB_REQUIRED=1 but {why}"
+        );
+        eprintln!("SKIPPED: {why}");
+    }
+    ok
+}

@@ -68,6 +68,10 @@ pub struct ProgramConfig {
     pub bind_ip: Option<IpAddr>,
     /// Client: the server's datagram sockets, one per server worker.
     pub udp_endpoints: Vec<SocketAddr>,
+    /// Where workers publish their whole-life totals a few times a second, if
+    /// anyone watches (a progress bar, the daemon's limit on bytes per
+    /// session); one slot per worker ([`workers_for`]).
+    pub live: Option<Arc<crate::LiveStats>>,
 }
 
 /// The workers a side runs for `threads` asked and `profile`'s users.
@@ -232,6 +236,7 @@ impl ProgramRun {
                 cpus: cpus_for(w, cfg.affinity.as_ref()),
                 busy_poll: cfg.busy_poll,
                 largest,
+                live: cfg.live.clone(),
             };
             let side = match cfg.role {
                 Role::Client => "client",

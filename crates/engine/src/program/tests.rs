@@ -2,9 +2,12 @@
 //! process: real sockets, real workers.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_wire::DataToken;
+
+use crate::LiveStats;
 use linkperf_workload::profile::{
     mirror, Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Size,
     Transaction, Xfer,
@@ -56,6 +59,11 @@ fn connect() -> Flowop {
 /// Runs `p` with `threads` workers a side; (client, server) outcomes.
 fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
     let token = DataToken([7; 16]);
+    // Both sides publish live totals; once the run is over they are its totals.
+    let live = [
+        Arc::new(LiveStats::new(workers_for(threads, p))),
+        Arc::new(LiveStats::new(workers_for(threads, p))),
+    ];
     let server = ProgramRun::start(ProgramConfig {
         profile: mirror(p),
         role: Role::Server,
@@ -67,6 +75,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         listeners: vec![],
         bind_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         udp_endpoints: vec![],
+        live: Some(live[1].clone()),
     })
     .unwrap();
     let client = ProgramRun::start(ProgramConfig {
@@ -80,6 +89,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         listeners: vec![],
         bind_ip: None,
         udp_endpoints: server.udp_endpoints().to_vec(),
+        live: Some(live[0].clone()),
     })
     .unwrap();
     let r = client.drive(
@@ -94,6 +104,8 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
     std::thread::sleep(Duration::from_millis(100));
     server.abort();
     let s = server.finish();
+    assert_eq!(live[0].totals(), c.totals, "the client's live totals");
+    assert_eq!(live[1].totals(), s.totals, "the server's live totals");
     (c, s)
 }
 
@@ -323,6 +335,7 @@ fn a_client_accept_is_the_server_connecting_back() {
         listeners: vec![],
         bind_ip: Some(ip),
         udp_endpoints: vec![],
+        live: None,
     })
     .unwrap();
     let client = ProgramRun::start(ProgramConfig {
@@ -336,6 +349,7 @@ fn a_client_accept_is_the_server_connecting_back() {
         listeners,
         bind_ip: None,
         udp_endpoints: vec![],
+        live: None,
     })
     .unwrap();
     client.drive(|_, _| Ok(vec![]), &|| false).unwrap();

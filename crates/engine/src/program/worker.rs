@@ -121,6 +121,8 @@ pub struct WorkerSetup {
     pub busy_poll: bool,
     /// Largest single operation in the profile.
     pub largest: u64,
+    /// Where it publishes its totals (slot `id`), if anyone watches.
+    pub live: Option<Arc<crate::LiveStats>>,
 }
 
 struct Worker {
@@ -155,6 +157,9 @@ struct Worker {
     stops: HashMap<usize, Arc<Vec<u64>>>,
     finished: usize,
     socket: Option<SocketFacts>,
+    index: usize,
+    live: Option<Arc<crate::LiveStats>>,
+    publisher: crate::live::Publisher,
 }
 
 /// Runs a worker to the end of its users' scripts (or the abort).
@@ -227,6 +232,9 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         stops: HashMap::new(),
         finished: 0,
         socket: None,
+        index: setup.id as usize,
+        live: setup.live,
+        publisher: crate::live::Publisher::new(Instant::now()),
     };
     let start = Instant::now();
     clock.tick(
@@ -242,6 +250,9 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         w.stats.start = Some(start);
     }
     w.event_loop();
+    if let Some(live) = &w.live {
+        live.publish(w.index, &w.stats.totals);
+    }
     clock.close();
     let (cpu, placement) = clock.finish(n_users);
     ProgramWorkerReport {
@@ -288,6 +299,11 @@ impl Worker {
             }
             self.check_coord();
             let now = Instant::now();
+            if let Some(live) = &self.live {
+                if self.publisher.due(now) {
+                    live.publish(self.index, &self.stats.totals);
+                }
+            }
             // Users that are due: ready ones, spinners, expired timers.
             let mut due: Vec<usize> = self.ready.drain(..).collect();
             let spinning = std::mem::take(&mut self.spinning);

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use linkperf_engine::program::{
     accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
 };
+use linkperf_engine::LiveStats;
 use linkperf_metrics::{
     capture_environment, process_cpu_now, side_cpu, system_cpu_between, system_cpu_now,
     ProcessMethod,
@@ -41,6 +42,9 @@ pub struct ProfileRequest {
     pub cancel: Option<Arc<AtomicBool>>,
     /// The command line, for the environment record.
     pub command_line: Vec<String>,
+    /// Where the client's workers publish live totals, if anyone watches
+    /// (one slot per client worker).
+    pub live: Option<Arc<LiveStats>>,
 }
 
 /// Runs a profile against the daemon at `target`. The client's report
@@ -113,6 +117,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             .iter()
             .map(|p| SocketAddr::new(addr.ip(), *p))
             .collect(),
+        live: req.live.clone(),
     });
     let run = match run {
         Ok(r) => r,

@@ -4,10 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_engine::program::{compile, ProgramConfig, ProgramRun, Role};
+use std::sync::Arc;
+
+use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
+use linkperf_engine::LiveStats;
 use linkperf_metrics::{side_cpu, system_cpu_between, system_cpu_now, ProcessMethod};
 use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
-use linkperf_workload::profile::{mirror, Profile};
+use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
 use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Reserved, Session};
@@ -25,6 +28,15 @@ impl Session<'_> {
         placement: Placement,
         client_ports: Vec<u16>,
     ) -> Result<String, Fail> {
+        // The profile is a value the client built: nothing computes with it
+        // before it is inside the bounds the parser keeps.
+        profile.check().map_err(|e| {
+            fail(
+                ErrorCode::Malformed,
+                format!("the profile is out of bounds: {e}"),
+            )
+        })?;
+        check_runnable(&profile).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let users = profile.users();
         if users == 0 {
             return Err(fail(ErrorCode::Refused, "the profile has no users"));
@@ -33,7 +45,7 @@ impl Session<'_> {
             return Err(fail(
                 ErrorCode::Limit,
                 format!(
-                    "{users} users exceed this server's limit of {}",
+                    "{users} users exceed this server's --max-users of {}",
                     self.config.max_users
                 ),
             ));
@@ -91,6 +103,7 @@ impl Session<'_> {
             .filter(|p| **p != 0)
             .map(|p| std::net::SocketAddr::new(peer.ip(), *p))
             .collect();
+        let live = Arc::new(LiveStats::new(workers_for(placement.threads, &mirrored)));
         let run = ProgramRun::start(ProgramConfig {
             profile: mirrored,
             role: Role::Server,
@@ -102,6 +115,7 @@ impl Session<'_> {
             listeners: Vec::new(),
             bind_ip: Some(bind_ip),
             udp_endpoints: Vec::new(),
+            live: Some(live.clone()),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let accepted = ServerMessage::Accepted {
@@ -141,6 +155,9 @@ impl Session<'_> {
         let outcome: Result<(), Fail> = loop {
             if self.state.shutting_down() {
                 break Err(shutting_down());
+            }
+            if let Some(e) = self.over_byte_limit(&live) {
+                break Err(e);
             }
             if Instant::now() > deadline {
                 break Err(fail(

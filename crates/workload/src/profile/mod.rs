@@ -1,11 +1,13 @@
 //! uperf profiles: the model (model.rs), the lenient XML reader (parse.rs)
 //! and the server's view of a profile (mirror.rs). Documented in docs/profiles.md.
 
+mod check;
 mod hosts;
 mod mirror;
 mod model;
 mod parse;
 
+pub use check::CheckError;
 pub use hosts::{check_runnable, split_by_host};
 pub use mirror::mirror;
 pub use model::{

@@ -193,9 +193,11 @@ impl Size {
     pub fn at(&self, key: u64) -> u64 {
         match *self {
             Size::Fixed(n) => n,
+            // Profile::check keeps 1 <= min <= max <= 64 MiB; whatever else
+            // arrives still gives a size, never an overflow.
             Size::Rand { min, max } => {
-                let span = max - min + 1;
-                min + splitmix64(key) % span
+                let span = max.saturating_sub(min).saturating_add(1);
+                min.saturating_add(splitmix64(key) % span)
             }
         }
     }
@@ -220,7 +222,9 @@ pub fn splitmix64(x: u64) -> u64 {
 impl Profile {
     /// Users over all groups.
     pub fn users(&self) -> u32 {
-        self.groups.iter().map(|g| g.users).sum()
+        self.groups
+            .iter()
+            .fold(0u32, |n, g| n.saturating_add(g.users))
     }
 
     /// The most transactions any group has (transaction `i` of every group
@@ -249,6 +253,6 @@ impl Profile {
                     .max()
                     .unwrap_or(Duration::ZERO)
             })
-            .sum()
+            .fold(Duration::ZERO, Duration::saturating_add)
     }
 }

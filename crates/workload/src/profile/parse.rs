@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use super::check::{MAX_TIME, MAX_WNDSZ, MAX_XFER};
 use super::model::{
     Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Rate, Size, Transaction,
     Xfer,
@@ -25,12 +26,6 @@ use crate::MAX_USERS;
 /// Longest profile text read (and longest attribute value once variables
 /// are substituted): 1 MiB.
 const MAX_TEXT: usize = 1024 * 1024;
-
-/// Largest `size=` and `rsize=`: 64 MiB.
-const MAX_XFER: u64 = 64 * 1024 * 1024;
-
-/// Largest `wndsz=`: 1 GiB (a socket buffer size is a C `int`).
-const MAX_WNDSZ: u64 = 1024 * 1024 * 1024;
 
 /// How many characters of a value from the file an error message repeats.
 const SHOWN_CHARS: usize = 40;
@@ -102,7 +97,15 @@ pub fn parse_profile(
             .next_token()
             .map_err(|e| err(e.line, builder.context(), e.message))?;
         match token {
-            Token::Eof => return builder.finish(),
+            Token::Eof => {
+                let profile = builder.finish()?;
+                // What the options' own ranges cannot see (the users of all
+                // groups together); the server runs the same check.
+                return match profile.check() {
+                    Ok(()) => Ok(profile),
+                    Err(e) => Err(err(e.line, "profile", e.message)),
+                };
+            }
             Token::Start(tag) => builder.start(&tag)?,
             Token::End { name, line } => builder.end(name, line)?,
             Token::Text { text, line } => builder.text(text, line)?,
@@ -657,6 +660,13 @@ fn time_value(key: &str, value: &str) -> Result<Duration, String> {
     let d = Duration::new(secs, sub);
     if d.is_zero() {
         return Err(format!("{key}={} must be longer than zero", shown(value)));
+    }
+    if d > MAX_TIME {
+        return Err(format!(
+            "{key}={} is too long: at most 365 days ({}s)",
+            shown(value),
+            MAX_TIME.as_secs()
+        ));
     }
     Ok(d)
 }
