@@ -43,6 +43,109 @@ fn parse_capacity(s: &str) -> Result<BitsPerSecond, String> {
     })
 }
 
+/// A `--capacity`: for every file (`RATE`) or for one (`FILE=RATE`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CapacityArg {
+    /// `--capacity 1gbit`: every file.
+    All(BitsPerSecond),
+    /// `--capacity 1g.json=1gbit`: that file only.
+    File(PathBuf, BitsPerSecond),
+}
+
+/// `RATE` or `FILE=RATE` (split at the last `=`: a rate has none, a file
+/// name may).
+fn parse_capacity_arg(s: &str) -> Result<CapacityArg, String> {
+    match s.rsplit_once('=') {
+        None => parse_capacity(s).map(CapacityArg::All),
+        Some(("", _)) => Err(format!(
+            "{s:?} names no file: say FILE=RATE (1g.json=1gbit) or RATE alone for every file"
+        )),
+        Some((file, rate)) => Ok(CapacityArg::File(
+            PathBuf::from(file),
+            parse_capacity(rate)?,
+        )),
+    }
+}
+
+/// Which of the compared `files` the `--capacity FILE=…` names: the same file
+/// (by canonical path), else, for a bare file name, the one compared file of
+/// that name. An error for none, or for a bare name several files share.
+fn capacity_file(named: &Path, files: &[PathBuf]) -> anyhow::Result<Vec<usize>> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    let wanted = canonical(named);
+    let same: Vec<usize> = (0..files.len())
+        .filter(|&i| wanted.is_some() && canonical(&files[i]) == wanted)
+        .collect();
+    if !same.is_empty() {
+        return Ok(same);
+    }
+    let bare = named.components().count() == 1;
+    let by_name: Vec<usize> = (0..files.len())
+        .filter(|&i| bare && files[i].file_name() == named.file_name())
+        .collect();
+    let listed = || {
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let distinct: Vec<Option<PathBuf>> = by_name.iter().map(|&i| canonical(&files[i])).collect();
+    if by_name.len() > 1 && distinct.iter().any(|c| *c != distinct[0]) {
+        return Err(usage(format!(
+            "--capacity {}=…: several compared files are named {} ({}): give the path as on the command line",
+            named.display(),
+            named.display(),
+            by_name
+                .iter()
+                .map(|&i| files[i].display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if by_name.is_empty() {
+        return Err(usage(format!(
+            "--capacity {}=…: {} is not one of the compared files ({})",
+            named.display(),
+            named.display(),
+            listed()
+        )));
+    }
+    Ok(by_name)
+}
+
+/// The `--capacity` arguments resolved against the compared `files`: the
+/// capacity for every file, and each file's own.
+fn capacities(
+    args: &[CapacityArg],
+    files: &[PathBuf],
+) -> anyhow::Result<(Option<BitsPerSecond>, Vec<Option<BitsPerSecond>>)> {
+    let mut all = None;
+    let mut each = vec![None; files.len()];
+    for a in args {
+        match a {
+            CapacityArg::All(c) => {
+                if all.replace(*c).is_some() {
+                    return Err(usage(
+                        "--capacity RATE (for every file) given more than once; name a file for each other capacity: --capacity FILE=RATE",
+                    ));
+                }
+            }
+            CapacityArg::File(named, c) => {
+                for i in capacity_file(named, files)? {
+                    if each[i].replace(*c).is_some() {
+                        return Err(usage(format!(
+                            "--capacity: {} is given a capacity more than once",
+                            files[i].display()
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok((all, each))
+}
+
 fn parse_cpu_side(s: &str) -> Result<CpuSide, String> {
     s.parse()
 }
@@ -97,9 +200,9 @@ pub struct CompareArgs {
     /// Whose system-wide CPU efficiency is a headline metric: client or server.
     #[arg(long, default_value = "server", value_parser = parse_cpu_side, value_name = "SIDE")]
     pub cpu_side: CpuSide,
-    /// Link capacity for the saturation check, bits per second each direction (1gbit, 10g, 100mbit: powers of 1000); default: the capacity recorded in each file.
-    #[arg(long, value_parser = parse_capacity, value_name = "RATE")]
-    pub capacity: Option<BitsPerSecond>,
+    /// Link capacity for the saturation check, bits per second each direction (1gbit, 10g, 100mbit: powers of 1000): RATE for every file, or FILE=RATE for one (repeatable, e.g. --capacity 1g.json=1gbit); default: the capacity recorded in each file.
+    #[arg(long, value_parser = parse_capacity_arg, value_name = "[FILE=]RATE")]
+    pub capacity: Vec<CapacityArg>,
 }
 
 /// `linkperf report`.
@@ -114,9 +217,9 @@ pub struct ReportArgs {
     /// Whose system-wide CPU efficiency the tables show: client or server.
     #[arg(long, default_value = "server", value_parser = parse_cpu_side, value_name = "SIDE")]
     pub cpu_side: CpuSide,
-    /// Link capacity for the saturation check, bits per second each direction (1gbit, 10g, 100mbit); default: the capacity recorded in the file.
-    #[arg(long, value_parser = parse_capacity, value_name = "RATE")]
-    pub capacity: Option<BitsPerSecond>,
+    /// Link capacity for the saturation check, bits per second each direction (1gbit, 10g, 100mbit), as RATE or FILE=RATE; default: the capacity recorded in the file.
+    #[arg(long, value_parser = parse_capacity_arg, value_name = "[FILE=]RATE")]
+    pub capacity: Vec<CapacityArg>,
 }
 
 /// Reads a results file; any problem is an input error naming the file.
@@ -131,16 +234,18 @@ pub fn compare(a: CompareArgs, _command_line: Vec<String>) -> anyhow::Result<Exi
         .iter()
         .map(|p| load(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
+    let (all, each) = capacities(&a.capacity, &a.files)?;
     let paths: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
     let sources: Vec<Source<'_>> = docs
         .iter()
         .zip(&paths)
-        .map(|(doc, path)| Source { path, doc })
+        .zip(each)
+        .map(|((doc, path), cap)| Source::new(path, doc).with_capacity(cap))
         .collect();
     let options = Options {
         threshold_pct: a.threshold,
         cpu_side: a.cpu_side,
-        capacity_bits_per_s: a.capacity,
+        capacity_bits_per_s: all,
     };
     let report = Report::comparison(sources[0], &sources[1..], options);
     for (c, path) in report.comparisons.iter().zip(&paths[1..]) {
@@ -157,19 +262,14 @@ pub fn compare(a: CompareArgs, _command_line: Vec<String>) -> anyhow::Result<Exi
 /// Reports on one results file.
 pub fn report(a: ReportArgs, _command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let doc = load(&a.file)?;
+    let (all, each) = capacities(&a.capacity, std::slice::from_ref(&a.file))?;
     let path = a.file.display().to_string();
     let options = Options {
         cpu_side: a.cpu_side,
-        capacity_bits_per_s: a.capacity,
+        capacity_bits_per_s: all,
         ..Options::default()
     };
-    let report = Report::single(
-        Source {
-            path: &path,
-            doc: &doc,
-        },
-        options,
-    );
+    let report = Report::single(Source::new(&path, &doc).with_capacity(each[0]), options);
     emit(&report, &a.output)
 }
 
@@ -216,4 +316,61 @@ fn emit(report: &Report, out: &OutputArgs) -> anyhow::Result<ExitCode> {
     }
     stdout.flush().context("failed to write to stdout")?;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_capacity_is_for_every_file_or_for_one() {
+        let gbit = BitsPerSecond(1e9);
+        assert_eq!(parse_capacity_arg("1gbit"), Ok(CapacityArg::All(gbit)));
+        assert_eq!(
+            parse_capacity_arg("lab/1g.json=1gbit"),
+            Ok(CapacityArg::File("lab/1g.json".into(), gbit))
+        );
+        // Split at the last `=`: a file name may hold one, a rate never does.
+        assert_eq!(
+            parse_capacity_arg("rate=1g.json=1gbit"),
+            Ok(CapacityArg::File("rate=1g.json".into(), gbit))
+        );
+        assert!(parse_capacity_arg("=1gbit")
+            .unwrap_err()
+            .contains("names no file"));
+        assert!(parse_capacity_arg("1g.json=1gbps").is_err());
+    }
+
+    #[test]
+    fn file_capacities_are_matched_to_the_compared_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+        for p in [&a, &b] {
+            std::fs::write(p, "{}").unwrap();
+        }
+        let files = vec![a.clone(), b.clone()];
+        let (g, t) = (BitsPerSecond(1e9), BitsPerSecond(1e10));
+        // By path, by bare file name, and the plain form for every file.
+        let (all, each) = capacities(
+            &[
+                CapacityArg::File(b.clone(), g),
+                CapacityArg::All(t),
+                CapacityArg::File("a.json".into(), t),
+            ],
+            &files,
+        )
+        .unwrap();
+        assert_eq!((all, each), (Some(t), vec![Some(t), Some(g)]));
+        let err = |args: &[CapacityArg]| capacities(args, &files).unwrap_err().to_string();
+        assert!(err(&[CapacityArg::File("c.json".into(), g)])
+            .contains("c.json is not one of the compared files"));
+        assert!(err(&[CapacityArg::File(dir.path().join("c.json"), g)])
+            .contains("is not one of the compared files"));
+        assert!(err(&[
+            CapacityArg::File("b.json".into(), g),
+            CapacityArg::File(b.clone(), t)
+        ])
+        .contains("more than once"));
+        assert!(err(&[CapacityArg::All(g), CapacityArg::All(t)]).contains("more than once"));
+    }
 }

@@ -356,6 +356,55 @@ fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
         html.contains("tc qdisc add dev veth0 root tbf rate 1gbit"),
         "the link's commands"
     );
+
+    // A capacity for one file only (--capacity FILE=RATE), against the base
+    // without a recorded capacity and the copy with one.
+    let capacity_saturated = |extra: &[&str]| {
+        let mut args = vec!["compare", path(a), path(&recorded), "--format", "json"];
+        args.extend_from_slice(extra);
+        let (json, _) = ok(&args);
+        let v: Value = serde_json::from_str(&json).unwrap();
+        let origins: Vec<Value> = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["capacity_origin"].clone())
+            .collect();
+        let w = v["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["title"] == "rr1c-1x1")
+            .unwrap();
+        let mut by_capacity: Vec<String> = w["saturation"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["finding"]["cause"]["kind"] == "capacity")
+            .map(|n| n["label"].as_str().unwrap().to_string())
+            .collect();
+        by_capacity.sort();
+        (origins, by_capacity)
+    };
+    // Both files are labelled a: the report tells them apart by file name.
+    let (origins, sat) = capacity_saturated(&[]);
+    assert_eq!(origins, vec![Value::Null, Value::from("recorded")]);
+    assert_eq!(sat, vec!["a (recorded)"]);
+    // The recorded file's capacity overridden for it alone, named by its
+    // bare file name (the tests run elsewhere): no longer full.
+    let (origins, sat) = capacity_saturated(&["--capacity", "recorded.json=100gbit"]);
+    assert_eq!(origins, vec![Value::Null, Value::from("file")]);
+    assert!(sat.is_empty(), "{sat:?}");
+    // The base given the rate it carried (named by its path); the copy keeps
+    // its recorded one.
+    let base = format!("{}={capacity}", path(a));
+    let (origins, sat) = capacity_saturated(&["--capacity", &base]);
+    assert_eq!(origins, vec![Value::from("file"), Value::from("recorded")]);
+    assert_eq!(sat, vec!["a (a)", "a (recorded)"]);
+    // Both forms: the file's own for it, the plain one for the rest.
+    let (origins, sat) = capacity_saturated(&["--capacity", "100gbit", "--capacity", &base]);
+    assert_eq!(origins, vec![Value::from("file"), Value::from("all_files")]);
+    assert_eq!(sat, vec!["a (a)"]);
 }
 
 /// Where Debian's chromium package puts the browser, or another on PATH.
@@ -520,6 +569,34 @@ fn bad_input_exits_2_naming_the_file() {
     let (code, _, err) = run(&["compare", &good, &good, "--capacity", "1gbps"]);
     assert_eq!(code, 2);
     assert!(err.contains("1gbit"), "{err}");
+    // A capacity for a file that is not compared, or for no file.
+    for (arg, says) in [
+        (
+            "other.json=1gbit",
+            "other.json is not one of the compared files",
+        ),
+        ("=1gbit", "names no file"),
+        ("good.json=1gbps", "1gbit"),
+    ] {
+        let (code, out, err) = run(&["compare", &good, &good, "--capacity", arg]);
+        assert_eq!(code, 2, "--capacity {arg}\nstdout: {out}\nstderr: {err}");
+        assert!(err.contains(says), "--capacity {arg}: {err}");
+        let (code, _, err) = run(&["report", &good, "--capacity", arg]);
+        assert_eq!(code, 2, "report --capacity {arg}: {err}");
+        assert!(err.contains(says), "report --capacity {arg}: {err}");
+    }
+    // The plain form twice is ambiguous.
+    let (code, _, err) = run(&[
+        "compare",
+        &good,
+        &good,
+        "--capacity",
+        "1gbit",
+        "--capacity",
+        "10gbit",
+    ]);
+    assert_eq!(code, 2);
+    assert!(err.contains("more than once"), "{err}");
     // One file is not a comparison.
     let (code, _, _) = run(&["compare", &good]);
     assert_eq!(code, 2);

@@ -48,7 +48,9 @@ pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExpo
 pub use figures::{FileFigures, TestFigures, WorkloadKey};
 pub use metric::{Better, CpuSide, Metric};
 pub use output::{write_report, Written};
-pub use report::{FileInfo, Options, Report, Source, WorkloadReport, REPORT_SCHEMA};
+pub use report::{
+    CapacityOrigin, FileInfo, Options, Report, Source, WorkloadReport, REPORT_SCHEMA,
+};
 pub use saturation::{
     saturation, Saturation, SaturationCause, SaturationPoint, CAPACITY_MARGIN,
     SATURATION_THROUGHPUT_GROWTH, SATURATION_TIME_GROWTH,

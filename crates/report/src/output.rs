@@ -102,13 +102,7 @@ mod tests {
     #[test]
     fn a_one_file_report_has_absolute_charts_only() {
         let (osa, _) = small();
-        let r = Report::single(
-            Source {
-                path: "osa.json",
-                doc: &osa,
-            },
-            Options::default(),
-        );
+        let r = Report::single(Source::new("osa.json", &osa), Options::default());
         let dir = tempfile::tempdir().unwrap();
         write_report(&r, dir.path()).unwrap();
         for name in [

@@ -25,6 +25,73 @@ pub struct Source<'a> {
     pub path: &'a str,
     /// The document.
     pub doc: &'a ResultsDocument,
+    /// The link capacity to judge this file's saturation against, given for
+    /// this file alone (`--capacity FILE=RATE`): it takes precedence over
+    /// [`Options::capacity_bits_per_s`] and the file's recorded capacity.
+    pub capacity_bits_per_s: Option<BitsPerSecond>,
+}
+
+impl<'a> Source<'a> {
+    /// The document `doc`, read from `path`, with no capacity of its own.
+    pub fn new(path: &'a str, doc: &'a ResultsDocument) -> Self {
+        Source {
+            path,
+            doc,
+            capacity_bits_per_s: None,
+        }
+    }
+
+    /// The same source with a capacity given for it alone.
+    pub fn with_capacity(self, capacity: Option<BitsPerSecond>) -> Self {
+        Source {
+            capacity_bits_per_s: capacity,
+            ..self
+        }
+    }
+
+    /// The capacity this file's saturation is judged against, and where it
+    /// comes from: its own, else the one given for every file in `options`,
+    /// else the one the lab recorded in the file.
+    fn capacity(&self, options: &Options) -> Option<(BitsPerSecond, CapacityOrigin)> {
+        let recorded = self
+            .doc
+            .link
+            .as_ref()
+            .and_then(|l| l.capacity_bits_per_s)
+            .map(BitsPerSecond);
+        self.capacity_bits_per_s
+            .map(|c| (c, CapacityOrigin::File))
+            .or_else(|| {
+                options
+                    .capacity_bits_per_s
+                    .map(|c| (c, CapacityOrigin::AllFiles))
+            })
+            .or_else(|| recorded.map(|c| (c, CapacityOrigin::Recorded)))
+    }
+}
+
+/// Where a file's link capacity came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapacityOrigin {
+    /// Given for this file alone (`--capacity FILE=RATE`).
+    File,
+    /// Given for every file (`--capacity RATE`).
+    AllFiles,
+    /// Recorded in the file by the lab (`link.capacity_bits_per_s`).
+    Recorded,
+}
+
+impl CapacityOrigin {
+    /// In words: "given for this file", "given for every file", "recorded
+    /// in the file".
+    pub fn describe(self) -> &'static str {
+        match self {
+            CapacityOrigin::File => "given for this file",
+            CapacityOrigin::AllFiles => "given for every file",
+            CapacityOrigin::Recorded => "recorded in the file",
+        }
+    }
 }
 
 /// How to compare.
@@ -34,9 +101,10 @@ pub struct Options {
     pub threshold_pct: f64,
     /// Whose system-wide CPU efficiency is a headline metric (default server).
     pub cpu_side: CpuSide,
-    /// The link capacity to test saturation against, for every file; a file's
-    /// own recorded capacity (`link.capacity_bits_per_s`) is used where this
-    /// is `None`.
+    /// The link capacity to test saturation against, for every file (unless
+    /// a file has one of its own, [`Source::capacity_bits_per_s`]); a file's
+    /// recorded capacity (`link.capacity_bits_per_s`) is used where this is
+    /// `None`.
     pub capacity_bits_per_s: Option<BitsPerSecond>,
 }
 
@@ -75,9 +143,12 @@ pub struct FileInfo {
     /// socket options), as (setting, value) pairs; a setting that differs
     /// between tests reads "varies: …".
     pub settings: Vec<(String, String)>,
-    /// The capacity saturation was judged against (the command line's, else
-    /// the file's own), bits per second.
+    /// The capacity saturation was judged against (the one given for this
+    /// file, else the one given for every file, else the file's recorded
+    /// one), bits per second.
     pub capacity_bits_per_s: Option<BitsPerSecond>,
+    /// Where [`capacity_bits_per_s`](Self::capacity_bits_per_s) came from.
+    pub capacity_origin: Option<CapacityOrigin>,
 }
 
 /// A break-even finding for one candidate.
@@ -199,13 +270,8 @@ impl Report {
                 suite: s.doc.suite.as_ref().map(|r| r.name.clone()),
                 tests: s.doc.tests.len(),
                 settings: settings(s.doc),
-                capacity_bits_per_s: options.capacity_bits_per_s.or_else(|| {
-                    s.doc
-                        .link
-                        .as_ref()
-                        .and_then(|l| l.capacity_bits_per_s)
-                        .map(BitsPerSecond)
-                }),
+                capacity_bits_per_s: s.capacity(&options).map(|(c, _)| c),
+                capacity_origin: s.capacity(&options).map(|(_, o)| o),
             })
             .collect();
         let comparisons: Vec<CandidateComparison> = figures[1..]

@@ -8,8 +8,8 @@ use linkperf_workload::Protocol;
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CpuSide, Method, Metric, Options, Outcome, Report, SaturationCause,
-    Source, Verdict,
+    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Method, Metric, Options, Outcome, Report,
+    SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -56,21 +56,8 @@ fn study() -> (ResultsDocument, ResultsDocument) {
 }
 
 fn compare(base: &ResultsDocument, cands: &[&ResultsDocument], options: Options) -> Report {
-    let sources: Vec<Source<'_>> = cands
-        .iter()
-        .map(|d| Source {
-            path: "cand.json",
-            doc: d,
-        })
-        .collect();
-    Report::comparison(
-        Source {
-            path: "base.json",
-            doc: base,
-        },
-        &sources,
-        options,
-    )
+    let sources: Vec<Source<'_>> = cands.iter().map(|d| Source::new("cand.json", d)).collect();
+    Report::comparison(Source::new("base.json", base), &sources, options)
 }
 
 fn workload<'a>(r: &'a Report, title: &str) -> &'a crate::WorkloadReport {
@@ -331,13 +318,7 @@ fn interconnect(label: &str, capacity: Option<f64>) -> ResultsDocument {
 #[test]
 fn saturation_by_a_capacity_recorded_in_the_file() {
     let doc = interconnect("1gbit", Some(1e9));
-    let r = Report::single(
-        Source {
-            path: "1gbit.json",
-            doc: &doc,
-        },
-        Options::default(),
-    );
+    let r = Report::single(Source::new("1gbit.json", &doc), Options::default());
     let n = &workload(&r, "rr1c-200x30k").saturation;
     assert_eq!(n.len(), 1);
     assert_eq!(n[0].finding.from_users, 60);
@@ -355,15 +336,7 @@ fn saturation_by_a_capacity_recorded_in_the_file() {
 #[test]
 fn saturation_by_a_capacity_given_on_the_command_line() {
     let doc = interconnect("1gbit", None);
-    let single = |options| {
-        Report::single(
-            Source {
-                path: "1gbit.json",
-                doc: &doc,
-            },
-            options,
-        )
-    };
+    let single = |options| Report::single(Source::new("1gbit.json", &doc), options);
     // Without a capacity nothing is saturated: the knee rule sees growth.
     assert!(workload(&single(Options::default()), "rr1c-200x30k")
         .saturation
@@ -393,6 +366,82 @@ fn saturation_by_a_capacity_given_on_the_command_line() {
         r.consistency.capacity
     );
     assert!(r.consistency.capacity[0].contains("the capacity does not describe this path"));
+}
+
+#[test]
+fn a_capacity_given_for_one_file_applies_to_that_file_only() {
+    // Both files carried 720, 960 and 972 Mbit/s and recorded a 10 Gbit/s
+    // link; the candidate's was in truth shaped to 1 Gbit/s.
+    let veth = interconnect("veth", Some(1e10));
+    let one_g = interconnect("1g", Some(1e10));
+    let report = |veth_cap: Option<BitsPerSecond>, one_g_cap, options| {
+        Report::comparison(
+            Source::new("veth.json", &veth).with_capacity(veth_cap),
+            &[Source::new("1g.json", &one_g).with_capacity(one_g_cap)],
+            options,
+        )
+    };
+    let gbit = Some(BitsPerSecond(1e9));
+    // The recorded capacities alone: nothing saturates.
+    let r = report(None, None, Options::default());
+    assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
+    // 1g.json=1gbit: the candidate saturates from 60 users, the base is still
+    // judged against its recorded 10 Gbit/s.
+    let r = report(None, gbit, Options::default());
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert_eq!((n[0].label.as_str(), n[0].finding.from_users), ("1g", 60));
+    assert!(
+        n[0].text.contains("96% of its 1 Gbit/s capacity"),
+        "{}",
+        n[0].text
+    );
+    let caps: Vec<_> = r
+        .files
+        .iter()
+        .map(|f| (f.capacity_bits_per_s, f.capacity_origin))
+        .collect();
+    assert_eq!(
+        caps,
+        vec![
+            (Some(BitsPerSecond(1e10)), Some(CapacityOrigin::Recorded)),
+            (gbit, Some(CapacityOrigin::File)),
+        ]
+    );
+    // A capacity for every file, and one for the candidate: the candidate's
+    // own wins for it, the base takes the one for every file.
+    let r = report(
+        None,
+        gbit,
+        Options {
+            capacity_bits_per_s: Some(BitsPerSecond(1e11)),
+            ..Options::default()
+        },
+    );
+    let origins: Vec<_> = r.files.iter().map(|f| f.capacity_origin).collect();
+    assert_eq!(
+        origins,
+        vec![Some(CapacityOrigin::AllFiles), Some(CapacityOrigin::File)]
+    );
+    assert_eq!(r.files[0].capacity_bits_per_s, Some(BitsPerSecond(1e11)));
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert_eq!(n.len(), 1);
+    assert_eq!(n[0].label, "1g");
+    // The plain form applies to every file, the base included.
+    let r = report(
+        None,
+        None,
+        Options {
+            capacity_bits_per_s: gbit,
+            ..Options::default()
+        },
+    );
+    let labels: Vec<&str> = workload(&r, "rr1c-200x30k")
+        .saturation
+        .iter()
+        .map(|n| n.label.as_str())
+        .collect();
+    assert_eq!(labels, vec!["veth", "1g"]);
 }
 
 #[test]
@@ -666,20 +715,8 @@ fn labels_are_made_unique_and_several_candidates_compared() {
         add(d, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
     }
     let r = Report::comparison(
-        Source {
-            path: "dir/one.json",
-            doc: &a,
-        },
-        &[
-            Source {
-                path: "two.json",
-                doc: &b,
-            },
-            Source {
-                path: "x.json",
-                doc: &c,
-            },
-        ],
+        Source::new("dir/one.json", &a),
+        &[Source::new("two.json", &b), Source::new("x.json", &c)],
         Options::default(),
     );
     let labels: Vec<&str> = r.files.iter().map(|f| f.label.as_str()).collect();
@@ -693,13 +730,7 @@ fn labels_are_made_unique_and_several_candidates_compared() {
 fn a_tests_settings_are_summarised_per_file() {
     let mut doc = document("a");
     add(&mut doc, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
-    let r = Report::single(
-        Source {
-            path: "a.json",
-            doc: &doc,
-        },
-        Options::default(),
-    );
+    let r = Report::single(Source::new("a.json", &doc), Options::default());
     let settings = &r.files[0].settings;
     assert!(settings.contains(&("client workers".to_string(), "1 thread".to_string())));
     assert!(settings.contains(&("server".to_string(), "embedded".to_string())));
@@ -722,14 +753,8 @@ pub(crate) fn small() -> (ResultsDocument, ResultsDocument) {
 pub(crate) fn small_report() -> Report {
     let (osa, hs) = small();
     Report::comparison(
-        Source {
-            path: "osa.json",
-            doc: &osa,
-        },
-        &[Source {
-            path: "hs.json",
-            doc: &hs,
-        }],
+        Source::new("osa.json", &osa),
+        &[Source::new("hs.json", &hs)],
         Options::default(),
     )
 }

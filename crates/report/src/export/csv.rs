@@ -151,13 +151,7 @@ mod tests {
     #[test]
     fn one_file_snapshot() {
         let (osa, _) = small();
-        let r = crate::Report::single(
-            Source {
-                path: "osa.json",
-                doc: &osa,
-            },
-            Options::default(),
-        );
+        let r = crate::Report::single(Source::new("osa.json", &osa), Options::default());
         let csv = CsvExporter.render(&r).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 1 + 2 * 12);

@@ -15,7 +15,7 @@ use crate::chart::{charts, Chart};
 use crate::compare::{CandidateComparison, TestComparison, Verdict};
 use crate::significance::{Method, Outcome};
 use crate::units::{file_safe, percent};
-use crate::{Metric, Report, ReportError, WorkloadReport};
+use crate::{CapacityOrigin, Metric, Report, ReportError, WorkloadReport};
 
 /// The report as one self-contained HTML page.
 #[derive(Debug, Clone, Copy, Default)]
@@ -150,10 +150,7 @@ impl Page<'_> {
             esc(&title),
             esc(&title)
         );
-        let capacity = match r.options.capacity_bits_per_s {
-            Some(c) => format!("link capacity {c} (command line)"),
-            None => "link capacity from each file, where recorded".into(),
-        };
+        let capacity = capacity_note(r);
         let judged = if r.is_comparison() {
             format!(
                 " · threshold {}% · Welch p &lt; {} with repeats",
@@ -640,6 +637,31 @@ impl Page<'_> {
     }
 }
 
+/// The link capacities saturation was judged against: "link capacity 1
+/// Gbit/s (command line)" when one was given for every file, else per file.
+fn capacity_note(r: &Report) -> String {
+    let all_given = r
+        .files
+        .iter()
+        .all(|f| f.capacity_origin == Some(CapacityOrigin::AllFiles));
+    match r.options.capacity_bits_per_s {
+        Some(c) if all_given => return format!("link capacity {c} (command line)"),
+        _ => {}
+    }
+    if r.files.iter().all(|f| f.capacity_bits_per_s.is_none()) {
+        return "link capacity not known (none given, none recorded)".into();
+    }
+    let each: Vec<String> = r
+        .files
+        .iter()
+        .map(|f| match (f.capacity_bits_per_s, f.capacity_origin) {
+            (Some(c), Some(o)) => format!("{} {c} ({})", f.label, o.describe()),
+            _ => format!("{} not known", f.label),
+        })
+        .collect();
+    format!("link capacity: {}", each.join(", "))
+}
+
 /// "1–250" or "10".
 fn users_range(users: &[u32]) -> String {
     match (users.first(), users.last()) {
@@ -699,14 +721,8 @@ mod tests {
         let (osa, mut hs) = small();
         hs.environment.client.as_mut().unwrap().mtu = Some(9000);
         let r = crate::Report::comparison(
-            Source {
-                path: "osa.json",
-                doc: &osa,
-            },
-            &[Source {
-                path: "hs.json",
-                doc: &hs,
-            }],
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
             Options::default(),
         );
         let html = HtmlExporter.render(&r).unwrap();
@@ -722,6 +738,30 @@ mod tests {
     }
 
     #[test]
+    fn the_capacities_judged_against_are_said_per_file() {
+        let (osa, hs) = small();
+        let page = |hs_cap, all| {
+            let r = crate::Report::comparison(
+                Source::new("osa.json", &osa),
+                &[Source::new("hs.json", &hs).with_capacity(hs_cap)],
+                Options {
+                    capacity_bits_per_s: all,
+                    ..Options::default()
+                },
+            );
+            HtmlExporter.render(&r).unwrap()
+        };
+        let gbit = Some(crate::BitsPerSecond(1e9));
+        assert!(page(None, None).contains("link capacity not known (none given, none recorded)"));
+        assert!(page(None, gbit).contains("link capacity 1 Gbit/s (command line)"));
+        assert!(page(gbit, None)
+            .contains("link capacity: osa not known, hs 1 Gbit/s (given for this file)"));
+        assert!(page(gbit, Some(crate::BitsPerSecond(1e10))).contains(
+            "link capacity: osa 10 Gbit/s (given for every file), hs 1 Gbit/s (given for this file)"
+        ));
+    }
+
+    #[test]
     fn text_is_escaped() {
         assert_eq!(
             esc("<a href=\"x\">&'</a>"),
@@ -730,14 +770,8 @@ mod tests {
         let (mut osa, hs) = small();
         osa.label = "<b>osa</b>".into();
         let r = crate::Report::comparison(
-            Source {
-                path: "osa.json",
-                doc: &osa,
-            },
-            &[Source {
-                path: "hs.json",
-                doc: &hs,
-            }],
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
             Options::default(),
         );
         let html = HtmlExporter.render(&r).unwrap();

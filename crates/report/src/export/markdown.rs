@@ -332,13 +332,7 @@ Nothing to point out.
     #[test]
     fn one_file_snapshot() {
         let (osa, _) = small();
-        let r = crate::Report::single(
-            Source {
-                path: "osa.json",
-                doc: &osa,
-            },
-            Options::default(),
-        );
+        let r = crate::Report::single(Source::new("osa.json", &osa), Options::default());
         let md = MarkdownExporter.render(&r).unwrap();
         let expected = "\
 # linkperf report: osa
