@@ -364,6 +364,8 @@ fn workload_report(
                     throughput_bytes_per_s: t.mean(Metric::Throughput)?,
                     busiest_direction_bytes_per_s: t.busiest_direction_bytes_per_s?,
                     mean_time_us: t.mean(Metric::TimeMean),
+                    unstable: t.unstable,
+                    throughput_cv: t.throughput_cv,
                 })
             })
             .collect();

@@ -17,6 +17,12 @@
 //!   of the Oracle RAC study was "not sufficient" at 60 users. Payload excludes
 //!   headers, so a link carrying full-size TCP segments delivers about 95% of
 //!   its rate as payload at best; the margin is sized for that.
+//!
+//! A finding that rests on a test flagged unstable (throughput CV over 5%)
+//! says so: the knee compares two means whose runs disagreed by more than the
+//! growth it looks for, so it may be noise. The finding is kept, not dropped
+//! (a saturating path is often an unstable one), and its words end "(from
+//! unstable runs: throughput CV 13.0%)".
 
 use serde::Serialize;
 
@@ -45,6 +51,10 @@ pub struct SaturationPoint {
     pub busiest_direction_bytes_per_s: f64,
     /// Mean transaction time, µs, when measured.
     pub mean_time_us: Option<f64>,
+    /// Whether the test is flagged unstable (throughput CV over 5%).
+    pub unstable: bool,
+    /// Coefficient of variation of the throughput over its runs, when repeated.
+    pub throughput_cv: Option<f64>,
 }
 
 /// Why a workload counts as saturated.
@@ -76,12 +86,31 @@ pub struct Saturation {
     pub from_users: u32,
     /// Why.
     pub cause: SaturationCause,
+    /// Whether a test the finding rests on (the knee's two user counts, or
+    /// the one that met the capacity) is flagged unstable.
+    pub from_unstable_runs: bool,
+    /// The largest throughput CV of those unstable tests, as a fraction.
+    pub unstable_cv: Option<f64>,
 }
 
 impl Saturation {
     /// The finding in words, naming the results file's label: "1gbit saturates
     /// from 60 users: the link is not sufficient for this load (…)".
     pub fn describe(&self, label: &str) -> String {
+        let mut s = self.describe_cause(label);
+        if self.from_unstable_runs {
+            match self.unstable_cv {
+                Some(cv) => s.push_str(&format!(
+                    " (from unstable runs: throughput CV {:.1}%)",
+                    cv * 100.0
+                )),
+                None => s.push_str(" (from unstable runs)"),
+            }
+        }
+        s
+    }
+
+    fn describe_cause(&self, label: &str) -> String {
         let u = self.from_users;
         match self.cause {
             SaturationCause::Capacity {
@@ -134,12 +163,15 @@ pub fn saturation(
     let by_capacity = capacity.and_then(|cap| {
         pts.iter().find_map(|p| {
             let bits = p.busiest_direction_bytes_per_s * 8.0;
-            (bits >= cap.0 * (1.0 - CAPACITY_MARGIN)).then_some(Saturation {
-                from_users: p.users,
-                cause: SaturationCause::Capacity {
-                    throughput_bits_per_s: bits,
-                    capacity_bits_per_s: cap.0,
-                },
+            (bits >= cap.0 * (1.0 - CAPACITY_MARGIN)).then(|| {
+                resting_on(
+                    &[p],
+                    p.users,
+                    SaturationCause::Capacity {
+                        throughput_bits_per_s: bits,
+                        capacity_bits_per_s: cap.0,
+                    },
+                )
             })
         })
     });
@@ -152,18 +184,36 @@ pub fn saturation(
         let throughput_growth = b.throughput_bytes_per_s / a.throughput_bytes_per_s - 1.0;
         let time_growth = tb / ta - 1.0;
         (throughput_growth < SATURATION_THROUGHPUT_GROWTH && time_growth > SATURATION_TIME_GROWTH)
-            .then_some(Saturation {
-                from_users: a.users,
-                cause: SaturationCause::Knee {
-                    to_users: b.users,
-                    throughput_growth_pct: throughput_growth * 100.0,
-                    time_growth_pct: time_growth * 100.0,
-                },
+            .then(|| {
+                resting_on(
+                    &[&a, &b],
+                    a.users,
+                    SaturationCause::Knee {
+                        to_users: b.users,
+                        throughput_growth_pct: throughput_growth * 100.0,
+                        time_growth_pct: time_growth * 100.0,
+                    },
+                )
             })
     });
     match (by_capacity, by_knee) {
         (Some(c), Some(k)) => Some(if k.from_users < c.from_users { k } else { c }),
         (c, k) => c.or(k),
+    }
+}
+
+/// A finding from `from_users` for `cause`, resting on `points`: flagged when
+/// any of them is unstable, with the largest CV among those.
+fn resting_on(points: &[&SaturationPoint], from_users: u32, cause: SaturationCause) -> Saturation {
+    let unstable: Vec<&&SaturationPoint> = points.iter().filter(|p| p.unstable).collect();
+    Saturation {
+        from_users,
+        cause,
+        from_unstable_runs: !unstable.is_empty(),
+        unstable_cv: unstable
+            .iter()
+            .filter_map(|p| p.throughput_cv)
+            .reduce(f64::max),
     }
 }
 
@@ -193,7 +243,62 @@ mod tests {
             throughput_bytes_per_s: bytes,
             busiest_direction_bytes_per_s: bytes,
             mean_time_us: Some(us),
+            unstable: false,
+            throughput_cv: None,
         }
+    }
+
+    /// [`p`], flagged unstable with throughput CV `cv`.
+    fn shaky(users: u32, mbit: f64, us: f64, cv: f64) -> SaturationPoint {
+        SaturationPoint {
+            unstable: true,
+            throughput_cv: Some(cv),
+            ..p(users, mbit, us)
+        }
+    }
+
+    #[test]
+    fn a_finding_from_unstable_runs_says_so() {
+        // The knee from 60 to 80 users, the 80-user test unstable (CV 13%):
+        // the finding stands and says what it rests on.
+        let pts = [
+            p(40, 600.0, 100.0),
+            p(60, 900.0, 110.0),
+            shaky(80, 918.0, 154.0, 0.13),
+        ];
+        let s = saturation(&pts, None).unwrap();
+        assert_eq!(s.from_users, 60);
+        assert!(s.from_unstable_runs);
+        assert_eq!(s.unstable_cv, Some(0.13));
+        assert_eq!(
+            s.describe("1gbit"),
+            "1gbit saturates from 60 users: from 60 to 80 users throughput grows only 2.0% while mean transaction time grows 40.0% (from unstable runs: throughput CV 13.0%)"
+        );
+        // Both ends unstable: the larger CV.
+        let pts = [shaky(60, 900.0, 110.0, 0.07), shaky(80, 918.0, 154.0, 0.06)];
+        let s = saturation(&pts, None).unwrap();
+        assert_eq!(s.unstable_cv, Some(0.07));
+        // An unstable test elsewhere (40 users) is not what the knee rests on.
+        let pts = [
+            shaky(40, 600.0, 100.0, 0.2),
+            p(60, 900.0, 110.0),
+            p(80, 918.0, 154.0),
+        ];
+        let s = saturation(&pts, None).unwrap();
+        assert!(!s.from_unstable_runs);
+        assert!(!s.describe("1gbit").contains("unstable"));
+        // Unstable without a CV (a results file that flags it but lacks the figure).
+        let mut odd = shaky(80, 918.0, 154.0, 0.0);
+        odd.throughput_cv = None;
+        let s = saturation(&[p(60, 900.0, 110.0), odd], None).unwrap();
+        assert!(s
+            .describe("x")
+            .ends_with("grows 40.0% (from unstable runs)"));
+        // The capacity rule rests on the one test that met the capacity.
+        let s = saturation(&[shaky(60, 960.0, 110.0, 0.09)], Some(BitsPerSecond(1e9))).unwrap();
+        assert!(s
+            .describe("1gbit")
+            .ends_with("96% of its 1 Gbit/s capacity) (from unstable runs: throughput CV 9.0%)"));
     }
 
     #[test]
@@ -295,6 +400,8 @@ mod tests {
             throughput_bytes_per_s: 1060e6 / 8.0,
             busiest_direction_bytes_per_s: 960e6 / 8.0,
             mean_time_us: None,
+            unstable: false,
+            throughput_cv: None,
         };
         let s = saturation(&[pt], Some(BitsPerSecond(1e9))).unwrap();
         assert_eq!(s.from_users, 60);

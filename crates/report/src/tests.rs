@@ -296,6 +296,39 @@ fn saturation_by_the_knee_without_a_capacity() {
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
 }
 
+#[test]
+fn saturation_from_unstable_runs_says_so() {
+    // 10 users: three steady runs of 1e8 B/s at 10 µs. 20 users: 0.9e8, 1e8
+    // and 1.1e8 B/s (mean 1e8: no growth; CV 10%, unstable) at 20 µs (+100%).
+    // The knee fires, on a test whose runs disagree by more than 5%.
+    let mut doc = document("a");
+    add(&mut doc, "rr1c-200x30k", 10, &[fig(1e8, 10.0, 1e8); 3]);
+    add(
+        &mut doc,
+        "rr1c-200x30k",
+        20,
+        &[0.9e8, 1e8, 1.1e8].map(|b| fig(b, 20.0, 1e8)),
+    );
+    let r = Report::single(Source::new("a.json", &doc), Options::default());
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert_eq!(n.len(), 1);
+    assert!(n[0].finding.from_unstable_runs);
+    assert!((n[0].finding.unstable_cv.unwrap() - 0.1).abs() < 1e-9);
+    assert_eq!(
+        n[0].text,
+        "a saturates from 10 users: from 10 to 20 users throughput grows only 0.0% while mean transaction time grows 100.0% (from unstable runs: throughput CV 10.0%)"
+    );
+    assert_eq!(r.consistency.unstable.len(), 1);
+    // The same figures from steady runs: the plain sentence.
+    let mut steady = document("a");
+    add(&mut steady, "rr1c-200x30k", 10, &[fig(1e8, 10.0, 1e8); 3]);
+    add(&mut steady, "rr1c-200x30k", 20, &[fig(1e8, 20.0, 1e8); 3]);
+    let r = Report::single(Source::new("a.json", &steady), Options::default());
+    let n = &workload(&r, "rr1c-200x30k").saturation;
+    assert!(!n[0].finding.from_unstable_runs);
+    assert!(!n[0].text.contains("unstable"), "{}", n[0].text);
+}
+
 /// The Oracle RAC interconnect: 40, 60, 80 users on a 1 Gbit/s link; the
 /// busier direction (three quarters of the payload) carries 720, 960, 972
 /// Mbit/s, and the transaction time grows only 10% and 7%: no knee.
