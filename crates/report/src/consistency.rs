@@ -70,6 +70,9 @@ pub struct Consistency {
     pub environment: Vec<EnvDifference>,
     /// Notes on the link capacity (a path faster than the capacity given).
     pub capacity: Vec<String>,
+    /// Where instability cannot be judged: tests with a single ok run, whose
+    /// variation is unknown (`None` when every test was repeated).
+    pub stability_unjudged: Option<String>,
 }
 
 impl Consistency {
@@ -79,6 +82,49 @@ impl Consistency {
             && self.failed.is_empty()
             && self.environment.is_empty()
             && self.capacity.is_empty()
+            && self.stability_unjudged.is_none()
+    }
+}
+
+/// How to learn how much runs vary.
+const REPEAT_HINT: &str =
+    "repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary";
+
+/// Says where instability cannot be judged: tests with a single ok run (tests
+/// without an ok run are failed, and said so elsewhere). `None` when every
+/// test with an ok run was repeated.
+pub(crate) fn stability_unjudged(files: &[FileFigures]) -> Option<String> {
+    let counts: Vec<(&str, usize, usize)> = files
+        .iter()
+        .map(|f| {
+            let ran = f.tests.iter().filter(|t| t.ok_runs > 0).count();
+            let single = f.tests.iter().filter(|t| t.ok_runs == 1).count();
+            (f.label.as_str(), single, ran)
+        })
+        .collect();
+    let single: usize = counts.iter().map(|c| c.1).sum();
+    let ran: usize = counts.iter().map(|c| c.2).sum();
+    if single == 0 {
+        None
+    } else if single == ran {
+        let every = if ran == 1 {
+            "the test has a single run"
+        } else {
+            "every test has a single run"
+        };
+        Some(format!(
+            "Instability cannot be judged: {every} ({REPEAT_HINT})."
+        ))
+    } else {
+        let each: Vec<String> = counts
+            .iter()
+            .filter(|c| c.1 > 0)
+            .map(|(label, single, ran)| format!("{single} of {ran} in {label}"))
+            .collect();
+        Some(format!(
+            "Instability cannot be judged for the tests with a single run: {} ({REPEAT_HINT}).",
+            each.join(", ")
+        ))
     }
 }
 

@@ -10,7 +10,7 @@ use linkperf_workload::Placement;
 
 use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
-use crate::consistency::{environment_differences, flag_tests, Consistency};
+use crate::consistency::{environment_differences, flag_tests, stability_unjudged, Consistency};
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
 use crate::units::rate;
 use crate::{BitsPerSecond, CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
@@ -283,6 +283,7 @@ impl Report {
         for f in &figures {
             flag_tests(f, &mut consistency);
         }
+        consistency.stability_unjudged = stability_unjudged(&figures);
         for (s, label) in sources.iter().zip(&labels).skip(1) {
             consistency.environment.extend(environment_differences(
                 (&labels[0], sources[0].doc),

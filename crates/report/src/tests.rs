@@ -8,8 +8,8 @@ use linkperf_workload::Protocol;
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Method, Metric, Options, Outcome, Report,
-    SaturationCause, Source, Verdict,
+    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, Options, Outcome,
+    Report, SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -734,11 +734,62 @@ fn environments_that_differ_are_pointed_out() {
             "linkperf version (server): 0.1.0 in osa, 0.2.0 in hs",
         ]
     );
-    // Equal environments: nothing to say.
+    // Equal environments: nothing to say about them (the study's single runs
+    // are the only note).
     let (osa, hs) = study();
-    assert!(compare(&osa, &[&hs], Options::default())
-        .consistency
-        .is_empty());
+    let c = compare(&osa, &[&hs], Options::default()).consistency;
+    assert!(c.environment.is_empty());
+    assert!(c.stability_unjudged.is_some());
+}
+
+#[test]
+fn single_runs_say_that_instability_cannot_be_judged() {
+    // One run per test: the report must not say "nothing to point out", as
+    // if the runs had been seen to agree.
+    let (osa, hs) = study();
+    let r = compare(&osa, &[&hs], Options::default());
+    assert_eq!(
+        r.consistency.stability_unjudged.as_deref(),
+        Some("Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+    );
+    assert!(!r.consistency.is_empty());
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(!md.contains("Nothing to point out"), "{md}");
+    assert!(md.contains("- Instability cannot be judged: every test has a single run"));
+    let html = crate::HtmlExporter.render(&r).unwrap();
+    assert!(!html.contains("Nothing to point out"));
+    assert!(html.contains("<li>Instability cannot be judged: every test has a single run"));
+
+    // Three steady runs of every test: now there is nothing to point out.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    for u in [1, 10] {
+        add(&mut base, "rr1c-1x1", u, &spread(100.0, 1.0));
+        add(&mut cand, "rr1c-1x1", u, &spread(110.0, 1.0));
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    assert!(r.consistency.is_empty(), "{:?}", r.consistency);
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(
+        md.contains("## Consistency\n\nNothing to point out."),
+        "{md}"
+    );
+
+    // Some tests repeated, some not: how many cannot be judged, per file.
+    add(&mut cand, "rr1c-1x1", 25, &[fig(100.0, 100.0, 1e8)]);
+    add(&mut base, "rr1c-1x1", 25, &spread(100.0, 1.0));
+    let r = compare(&base, &[&cand], Options::default());
+    assert_eq!(
+        r.consistency.stability_unjudged.as_deref(),
+        Some("Instability cannot be judged for the tests with a single run: 1 of 3 in b (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+    );
+    // A one-file report of a single run says it too.
+    let mut one = document("a");
+    add(&mut one, "rr1c-1x1", 1, &[fig(100.0, 100.0, 1e8)]);
+    let r = Report::single(Source::new("a.json", &one), Options::default());
+    assert_eq!(
+        r.consistency.stability_unjudged.as_deref(),
+        Some("Instability cannot be judged: the test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+    );
 }
 
 #[test]

@@ -38,7 +38,8 @@ impl Exporter for MarkdownExporter {
     }
 }
 
-/// The consistency notes as list items; "Nothing to point out." when none.
+/// The consistency notes as list items (the caller says "Nothing to point
+/// out." when there are none).
 pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
     let c = &report.consistency;
     let mut lines = Vec::new();
@@ -52,6 +53,7 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
     for t in &c.unstable {
         lines.push(format!("Unstable: {} {}: {}", t.label, t.test, t.reason));
     }
+    lines.extend(c.stability_unjudged.iter().cloned());
     for t in &c.failed {
         lines.push(format!("Failed runs: {} {}: {}", t.label, t.test, t.reason));
     }
@@ -310,7 +312,7 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
 
 ## Consistency
 
-Nothing to point out.
+- Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).
 
 ## rr1c-1x1
 
@@ -341,7 +343,7 @@ Nothing to point out.
 
 ## Consistency
 
-Nothing to point out.
+- Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).
 
 ## rr1c-1x1
 
