@@ -114,7 +114,26 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         tests: suite.tests.iter().map(SuiteTest::name).collect(),
     };
     let label = a.label.clone().unwrap_or_else(|| suite.name.clone());
-    let mut doc = open_document(&a, &record, &label, &command_line)?;
+    let server_label = target_addr
+        .as_ref()
+        .map_or_else(|| "embedded".to_string(), |t| t.address.clone());
+    // How each test will run beyond its workload: a resumed file's runs must
+    // have run the same way.
+    let configs: Vec<(String, TestConfig)> = suite
+        .tests
+        .iter()
+        .zip(&requests)
+        .map(|(t, r)| {
+            let c = TestConfig::from_spec(
+                &t.spec,
+                server_label.clone(),
+                r.client.clone(),
+                r.server.clone(),
+            );
+            (t.name(), c)
+        })
+        .collect();
+    let mut doc = open_document(&a, &record, &configs, &label, &command_line)?;
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -137,11 +156,6 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             let (d, t) = embedded_server(&command_line, most)?;
             (Some(d), t)
         }
-    };
-    let server_label = if daemon.is_some() {
-        "embedded".to_string()
-    } else {
-        target_addr.address.clone()
     };
 
     let pending: Vec<(usize, u32)> = order
@@ -187,13 +201,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         }
         let status = run.status;
         let line = progress_line(&name, run_no, repeat, &run);
-        let config = TestConfig::from_spec(
-            &test.spec,
-            server_label.clone(),
-            req.client.clone(),
-            req.server.clone(),
-        );
-        doc.push_run(&test.spec, config, run);
+        doc.push_run(&test.spec, configs[ti].1.clone(), run);
         doc.refresh_summaries();
         doc.suite = Some(record.clone());
         if let Some(out) = &a.out {
@@ -293,29 +301,11 @@ pub fn execute(
     }
 }
 
-/// Removes temporary files an interrupted save left beside `out` (a process
-/// killed between writing its temp file and renaming it).
-fn remove_stale_temp_files(out: &Path) {
-    let dir = match out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        Some(d) => d.to_path_buf(),
-        None => std::path::PathBuf::from("."),
-    };
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with(".linkperf-results-") && name.ends_with(".tmp") {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-}
-
 /// Opens the results document: new, or the one to resume (checked against the suite).
 fn open_document(
     a: &SuiteArgs,
     record: &SuiteRecord,
+    configs: &[(String, TestConfig)],
     label: &str,
     command_line: &[String],
 ) -> anyhow::Result<ResultsDocument> {
@@ -360,6 +350,20 @@ fn open_document(
             record.name
         )));
     }
+    // The same tests must also run the same way: the same server, the same
+    // workers and placement on each side, the same socket options.
+    for (name, now) in configs {
+        let Some(t) = doc.find_test(name) else {
+            continue;
+        };
+        if t.runs.iter().any(|r| r.status == RunStatus::Ok) && &t.config != now {
+            return Err(usage(format!(
+                "cannot resume: test {name} in {} ran {}; run with the options it was run with, or choose another --out",
+                out.display(),
+                config_change(&t.config, now)
+            )));
+        }
+    }
     // A different --repeat is fine: the runs still missing are added.
     // Runs that did not complete are run again; renumber what stays.
     for t in &mut doc.tests {
@@ -372,8 +376,27 @@ fn open_document(
     if let Some(l) = &a.label {
         doc.label = l.clone();
     }
-    remove_stale_temp_files(out);
+    linkperf_results::remove_stale_temp_files(out);
     Ok(doc)
+}
+
+/// What differs between how a test ran (`then`) and how it would run now,
+/// field by field: `with client_placement {..} (now {..}), server "a" (now "b")`.
+fn config_change(then: &TestConfig, now: &TestConfig) -> String {
+    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
+        (serde_json::to_value(then), serde_json::to_value(now))
+    else {
+        return "with other settings".into();
+    };
+    let diffs: Vec<String> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(*v))
+        .map(|(k, v)| {
+            let now = b.get(k).map_or("none".to_string(), |n| n.to_string());
+            format!("{k} {v} (now {now})")
+        })
+        .collect();
+    format!("with {}", diffs.join(", "))
 }
 
 fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::Run) -> String {

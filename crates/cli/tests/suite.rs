@@ -1007,6 +1007,76 @@ fn sigkill_mid_suite_then_resume_completes_every_run() {
 // 7. Ctrl-C.
 // ---------------------------------------------------------------------------
 
+/// Regression: `--resume` took runs under other threads, placement or server
+/// into the same test (the summary then mixed them), and its clean-up of
+/// temporary files removed other saves' in the same directory.
+#[test]
+fn resume_refuses_runs_that_would_run_otherwise_and_spares_other_saves() {
+    let _g = shared();
+    let s = Study::new(
+        r#"
+name = "settings"
+[[test]]
+workload = "rr1c-1x1"
+users = 1
+"#,
+    );
+    let out = s.out().to_string();
+    let timing = ["--duration", "300ms", "--warmup", "100ms"];
+    let mut first = vec![s.file(), "--threads", "1", "--out", &out, "-q"];
+    first.extend(timing);
+    suite_ok(&first);
+    // Another process's save in progress (its pid runs: this test's) and
+    // another file's are left alone; a dead process's is removed.
+    let dir = s.dir.path().to_path_buf();
+    let own = format!(".results.json.{}.x.linkperf-tmp", std::process::id());
+    let dead = ".results.json.4194305.x.linkperf-tmp".to_string();
+    let other = ".other.json.4194305.x.linkperf-tmp".to_string();
+    for f in [&own, &dead, &other] {
+        std::fs::write(dir.join(f), b"{").unwrap();
+    }
+    for (args, says) in [
+        (vec!["--threads", "2"], "client_placement"),
+        (vec!["--threads", "1", "--busy-poll"], "busy_poll"),
+        (
+            vec!["--threads", "1", "--server", "127.0.0.1:9"],
+            "server \"embedded\" (now \"127.0.0.1:9\")",
+        ),
+    ] {
+        let mut all = vec![s.file(), "--out", &out, "--resume", "--repeat", "2"];
+        all.extend(timing);
+        all.extend(&args);
+        let (code, stdout, err) = suite(&all);
+        assert_eq!(code, 2, "{args:?}: {stdout}{err}");
+        assert!(
+            err.contains("cannot resume: test rr1c-1x1--1") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            ok_runs(&read_doc(Path::new(&out)).unwrap()),
+            1,
+            "nothing added"
+        );
+    }
+    // The same options resume, and the run added is the test's second.
+    let mut again = vec![
+        s.file(),
+        "--threads",
+        "1",
+        "--out",
+        &out,
+        "--resume",
+        "--repeat",
+        "2",
+        "-q",
+    ];
+    again.extend(timing);
+    suite_ok(&again);
+    assert_eq!(ok_runs(&read_doc(Path::new(&out)).unwrap()), 2);
+    let left = |f: &str| dir.join(f).exists();
+    assert!(left(&own) && left(&other) && !left(&dead));
+}
+
 #[test]
 fn ctrl_c_aborts_the_running_test_and_resume_completes() {
     let _g = shared();

@@ -23,5 +23,6 @@ pub use document::{
     SuiteRecord, TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA,
 };
 pub use error::ResultsError;
+pub use store::remove_stale_temp_files;
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::rfc3339;

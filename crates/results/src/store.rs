@@ -21,6 +21,58 @@ const SCHEMA_PREFIX: &str = "linkperf/results/v";
 /// The major version this build reads and writes (the number in [`SCHEMA`]).
 const SCHEMA_MAJOR: u32 = 1;
 
+/// Ends the name of every temporary file a save writes.
+const TEMP_SUFFIX: &str = ".linkperf-tmp";
+
+/// How the temporary files of process `pid`'s saves to `path` begin:
+/// `.NAME.PID.` in `path`'s directory (then random characters and
+/// [`TEMP_SUFFIX`]), so each file says whose save it is.
+fn temp_prefix(path: &Path, pid: u32) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.{pid}.")
+}
+
+/// Removes what an interrupted save to `path` left behind (a process killed
+/// between writing its temporary file and renaming it): the temporary files
+/// of saves to this same path by processes that no longer run. A save in
+/// progress (another live process's, or this one's) is left alone. Returns
+/// how many were removed.
+pub fn remove_stale_temp_files(path: &Path) -> usize {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return 0;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let head = format!(".{name}.");
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let file = file.to_string_lossy();
+        let Some(rest) = file.strip_prefix(&head) else {
+            continue;
+        };
+        if !file.ends_with(TEMP_SUFFIX) {
+            continue;
+        }
+        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+        if !running && fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 impl ResultsDocument {
     /// Writes the document to `path` as pretty-printed JSON, atomically: `path`
     /// holds either its old content or the complete new document. The directory
@@ -44,8 +96,9 @@ impl ResultsDocument {
             move |error: io::Error| ResultsError::Write { path, step, error }
         };
 
+        let prefix = temp_prefix(path, std::process::id());
         let mut builder = tempfile::Builder::new();
-        builder.prefix(".linkperf-results-").suffix(".tmp");
+        builder.prefix(&prefix).suffix(TEMP_SUFFIX);
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -213,6 +266,35 @@ mod tests {
 
     use super::*;
     use crate::{derive_run, failed_run, RunStatus, TestConfig};
+
+    #[test]
+    fn only_dead_processes_temp_files_of_the_same_path_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("osa.json");
+        // A pid above the kernel's largest (4194304) never runs.
+        let dead = 4_194_305;
+        let files = [
+            format!(".osa.json.{dead}.abc{TEMP_SUFFIX}"),
+            format!(".osa.json.{}.abc{TEMP_SUFFIX}", std::process::id()),
+            format!(".osa.json.1.abc{TEMP_SUFFIX}"), // init: alive
+            format!(".hs.json.{dead}.abc{TEMP_SUFFIX}"),
+            format!(".osa.json.{dead}.abc.other"),
+        ];
+        for f in &files {
+            fs::write(dir.path().join(f), b"{").unwrap();
+        }
+        assert_eq!(remove_stale_temp_files(&out), 1);
+        let left: Vec<bool> = files.iter().map(|f| dir.path().join(f).exists()).collect();
+        assert_eq!(left, [false, true, true, true, true]);
+        // A save's own temporary file is of this form, and goes by the rename.
+        let doc = ResultsDocument::new("x".into(), vec![]);
+        doc.save(&out).unwrap();
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 5, "{names:?}");
+    }
 
     fn side_cpu(process_s: f64, busy_s: f64) -> SideCpu {
         SideCpu {
