@@ -28,7 +28,7 @@ fn scaled(base: Fig, factor: f64) -> Fig {
 /// rr1c-1x1 and rr1c-200x1000: better at 1, 10, 25 users, about the same at
 /// 50, worse from 75 on (3 + 1 + 5 each); the three others better everywhere
 /// (27). Together 33 better, 2 the same, 10 worse.
-fn study() -> (ResultsDocument, ResultsDocument) {
+pub(crate) fn study() -> (ResultsDocument, ResultsDocument) {
     let (mut osa, mut hs) = (document("osa"), document("hs"));
     let rr_factors = [3.5, 2.0, 1.10, 1.0, 0.90, 0.80, 0.70, 0.60, 0.50];
     // rr1c-1x1 at 50 users: +1%, within the 2% threshold.

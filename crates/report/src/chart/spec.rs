@@ -382,4 +382,220 @@ mod tests {
             );
         }
     }
+
+    use crate::testdata::{add, document, fig};
+    use crate::{Options, Source};
+
+    /// osa and hs, rr1c-1x1 at 1 and 10 users, three runs each: throughput
+    /// 1.0, 1.2 and 1.1 MB/s (osa) or twice that (hs), transaction times
+    /// 20, 24 and 22 µs.
+    fn repeated() -> Report {
+        let (mut osa, mut hs) = (document("osa"), document("hs"));
+        for u in [1, 10] {
+            let runs = |k: f64| [1.0, 1.2, 1.1].map(|b| fig(b * k * 1e6, 20.0 * b, 5e7));
+            add(&mut osa, "rr1c-1x1", u, &runs(1.0));
+            add(&mut hs, "rr1c-1x1", u, &runs(2.0));
+        }
+        Report::comparison(
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
+            Options::default(),
+        )
+    }
+
+    fn chart<'a>(charts: &'a [Chart], name: &str) -> &'a Chart {
+        charts
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no chart {name}"))
+    }
+
+    fn attr(n: roxmltree::Node<'_, '_>, a: &str) -> f64 {
+        n.attribute(a)
+            .unwrap_or_else(|| panic!("{a} missing"))
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn absolute_charts_carry_the_confidence_intervals_of_repeats() {
+        let charts = charts(&repeated());
+        // Throughput, osa at 1 user: mean 1.1 MB/s = 8.8 Mbit/s; standard
+        // deviation 0.1 MB/s over 3 runs, half width t(0.975, 2) × s / √3 =
+        // 4.302653 × 0.1 / 1.732051 MB/s = 0.248414 MB/s = 1.987310 Mbit/s.
+        let ChartKind::Lines(l) = &chart(&charts, "throughput-rr1c-1x1").kind else {
+            panic!("lines")
+        };
+        assert!(l.y_label.starts_with("throughput (Mbit/s"), "{}", l.y_label);
+        let p = l.series[0].points[0].unwrap();
+        assert!((p.mean - 8.8).abs() < 1e-9, "{p:?}");
+        let (lo, hi) = p.ci95.expect("repeats have a confidence interval");
+        assert!((lo - (8.8 - 1.987_310)).abs() < 1e-5, "{p:?}");
+        assert!((hi - (8.8 + 1.987_310)).abs() < 1e-5, "{p:?}");
+        // Every point of both files has one.
+        for s in &l.series {
+            assert!(s.points.iter().all(|p| p.unwrap().ci95.is_some()), "{s:?}");
+        }
+        // Transaction time: 20, 24 and 22 µs, mean 22, s = 2: ± 4.968275 µs.
+        let ChartKind::Lines(l) = &chart(&charts, "transaction-time-rr1c-1x1").kind else {
+            panic!("lines")
+        };
+        let p = l.series[1].points[1].unwrap();
+        let (lo, hi) = p.ci95.unwrap();
+        assert!((p.mean - 22.0).abs() < 1e-9, "{p:?}");
+        assert!((hi - lo - 2.0 * 4.968_275).abs() < 1e-5, "{p:?}");
+    }
+
+    /// A vertical line in a drawn chart: x, top y, bottom y (pixels).
+    type Whisker = (f64, f64, f64);
+
+    /// The vertical whisker lines of `colour` in a drawn line chart, and its
+    /// points (filled circles) as (x, y).
+    fn whiskers_and_points(svg: &str, colour: &str) -> (Vec<Whisker>, Vec<(f64, f64)>) {
+        let doc = roxmltree::Document::parse(svg).unwrap();
+        let whiskers = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("line") && n.attribute("stroke") == Some(colour))
+            .filter(|n| attr(*n, "x1") == attr(*n, "x2"))
+            .map(|n| {
+                let (a, b) = (attr(n, "y1"), attr(n, "y2"));
+                (attr(n, "x1"), a.min(b), a.max(b))
+            })
+            .collect();
+        let points = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("circle") && n.attribute("fill") == Some(colour))
+            .map(|n| (attr(n, "cx"), attr(n, "cy")))
+            .collect();
+        (whiskers, points)
+    }
+
+    #[test]
+    fn drawn_absolute_charts_have_whiskers_with_repeats_only() {
+        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        let charts = charts(&repeated());
+        for name in ["throughput-rr1c-1x1", "transaction-time-rr1c-1x1"] {
+            let c = chart(&charts, name);
+            let svg = c.svg().unwrap();
+            assert!(
+                svg.contains("(whiskers: 95% confidence interval)"),
+                "{name}"
+            );
+            let ChartKind::Lines(l) = &c.kind else {
+                panic!("lines")
+            };
+            for s in &l.series {
+                let (whiskers, points) = whiskers_and_points(&svg, &s.colour);
+                assert_eq!(points.len(), 2, "{name} {}: {points:?}", s.label);
+                // One whisker through each point, reaching above and below it.
+                for (x, y) in &points {
+                    let w = whiskers
+                        .iter()
+                        .find(|w| (w.0 - x).abs() < 0.5)
+                        .unwrap_or_else(|| panic!("{name} {}: no whisker at x = {x}", s.label));
+                    assert!(w.1 < *y && *y < w.2, "{name} {}: {w:?} around {y}", s.label);
+                    // The interval is ±18% of the mean (1.987 of 8.8 Mbit/s),
+                    // so the whisker is a visible stretch, not a dot.
+                    assert!(w.2 - w.1 > 10.0, "{name}: {w:?}");
+                }
+            }
+        }
+        // Single runs: points, but no whisker and no note of one.
+        let charts = super::charts(&small_report());
+        let c = chart(&charts, "throughput-rr1c-1x1");
+        let svg = c.svg().unwrap();
+        assert!(!svg.contains("whiskers"));
+        let ChartKind::Lines(l) = &c.kind else {
+            panic!("lines")
+        };
+        let (whiskers, points) = whiskers_and_points(&svg, &l.series[0].colour);
+        assert_eq!(points.len(), 2);
+        assert!(whiskers.is_empty(), "{whiskers:?}");
+    }
+
+    #[test]
+    fn the_drawn_relative_chart_has_the_zero_line_and_the_percent_axis() {
+        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        // The study's rr1c-200x1000: better at few users, worse at many, so
+        // bars go both up and down from zero.
+        let (osa, hs) = crate::tests::study();
+        let r = Report::comparison(
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
+            Options::default(),
+        );
+        let charts = charts(&r);
+        let c = chart(&charts, "relative-hs-rr1c-200x1000");
+        let svg = c.svg().unwrap();
+        let doc = roxmltree::Document::parse(&svg).unwrap();
+        // The Y axis description, standing on end, with its unit.
+        let y_label = doc
+            .descendants()
+            .find(|n| {
+                n.has_tag_name("text") && n.text().map(str::trim) == Some("relative difference (%)")
+            })
+            .expect("the Y axis label");
+        assert!(
+            y_label
+                .attribute("transform")
+                .is_some_and(|t| t.starts_with("rotate(270")),
+            "{y_label:?}"
+        );
+        // The zero line: black, 2 px, horizontal across the plot.
+        let zero: Vec<(f64, f64, f64)> = doc
+            .descendants()
+            .filter(|n| {
+                n.has_tag_name("polyline")
+                    && n.attribute("stroke") == Some("#000000")
+                    && n.attribute("stroke-width") == Some("2")
+            })
+            .filter_map(|n| {
+                let pts: Vec<(f64, f64)> = n
+                    .attribute("points")?
+                    .split_whitespace()
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect();
+                (pts.len() == 2 && pts[0].1 == pts[1].1).then(|| (pts[0].0, pts[1].0, pts[0].1))
+            })
+            .collect();
+        assert_eq!(zero.len(), 1, "one zero line: {zero:?}");
+        let (x0, x1, z) = zero[0];
+        assert!(
+            x1 - x0 > 0.8 * f64::from(c.width),
+            "across the plot: {zero:?}"
+        );
+        // Every bar of the throughput series stands on it: positive ones
+        // (1 to 25 users) rise from it, negative ones (75 users on) hang from it.
+        let ChartKind::Bars(b) = &c.kind else {
+            panic!("bars")
+        };
+        let colour = &b.series[0].colour;
+        let bars: Vec<(f64, f64)> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some(colour.as_str()))
+            .map(|n| (attr(n, "y"), attr(n, "y") + attr(n, "height")))
+            // The legend's swatch is far from the zero line; every bar touches it.
+            .filter(|(top, bottom)| *top <= z + 1.0 && *bottom >= z - 1.0)
+            .collect();
+        assert_eq!(bars.len(), b.categories.len(), "{bars:?}");
+        for ((top, bottom), v) in bars.iter().zip(&b.series[0].values) {
+            let v = v.unwrap();
+            if v > 0.0 {
+                assert!(
+                    (bottom - z).abs() <= 1.0 && *top < z,
+                    "{v}: {top}..{bottom}, zero {z}"
+                );
+            } else if v < 0.0 {
+                assert!(
+                    (top - z).abs() <= 1.0 && *bottom > z,
+                    "{v}: {top}..{bottom}, zero {z}"
+                );
+            }
+        }
+        assert!(b.series[0].values.iter().any(|v| v.unwrap() > 1.0));
+        assert!(b.series[0].values.iter().any(|v| v.unwrap() < -1.0));
+    }
 }
