@@ -65,6 +65,16 @@ pub struct MetricComparison {
     pub judgement: Judgement,
 }
 
+/// A headline metric a test's verdict had to do without.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingMetric {
+    /// The metric.
+    pub metric: Metric,
+    /// Why: "missing in 1 of 3 ok runs of hs", "not measured in osa", or
+    /// "without a relative difference (the base's mean is 0)".
+    pub reason: String,
+}
+
 /// One test present in both files.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TestComparison {
@@ -84,12 +94,46 @@ pub struct TestComparison {
     pub metrics: Vec<MetricComparison>,
     /// The verdict from the headline metrics.
     pub verdict: Verdict,
+    /// Headline metrics left out of the verdict, and why.
+    pub missing_headline: Vec<MissingMetric>,
 }
 
 impl TestComparison {
     /// The comparison of `metric`, if both sides measured it.
     pub fn metric(&self, metric: Metric) -> Option<&MetricComparison> {
         self.metrics.iter().find(|m| m.metric == metric)
+    }
+
+    /// What the verdict had to do without, in words: "verdict from 2 of 3
+    /// headline metrics: server CPU efficiency (system-wide) missing in 1 of 3
+    /// ok runs of hs"; `None` when it had all three.
+    pub fn verdict_note(&self) -> Option<String> {
+        if self.missing_headline.is_empty() {
+            return None;
+        }
+        let used = self.metrics.iter().filter(|m| m.headline).count();
+        let total = used + self.missing_headline.len();
+        let missing: Vec<String> = self
+            .missing_headline
+            .iter()
+            .map(|m| format!("{} {}", m.metric.label(), m.reason))
+            .collect();
+        Some(format!(
+            "verdict from {used} of {total} headline metrics: {}",
+            missing.join("; ")
+        ))
+    }
+
+    /// The notes beside the verdict in the tables ("unstable", and
+    /// [`verdict_note`](Self::verdict_note)), joined by "; ".
+    pub fn verdict_notes(&self) -> Option<String> {
+        let notes: Vec<String> = self
+            .unstable
+            .then(|| "unstable".to_string())
+            .into_iter()
+            .chain(self.verdict_note())
+            .collect();
+        (!notes.is_empty()).then(|| notes.join("; "))
     }
 
     /// How the throughput difference was judged (the method of the test).
@@ -233,7 +277,26 @@ pub fn compare_tests(
                 .filter(|m| m.headline)
                 .map(|m| m.judgement.outcome),
         );
+        let missing_headline = headline
+            .iter()
+            .filter(|&&m| !metrics.iter().any(|mc| mc.metric == m))
+            .map(|&m| {
+                let why: Vec<String> = [b.missing(m, &base.label), c.missing(m, &cand.label)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                MissingMetric {
+                    metric: m,
+                    reason: if why.is_empty() {
+                        "without a relative difference (the base's mean is 0)".into()
+                    } else {
+                        why.join(" and ")
+                    },
+                }
+            })
+            .collect();
         tests.push(TestComparison {
+            missing_headline,
             name: b.name.clone(),
             workload: b.workload.clone(),
             users: b.users,

@@ -66,6 +66,9 @@ pub struct Consistency {
     pub unstable: Vec<FlaggedTest>,
     /// Tests with failed or aborted runs.
     pub failed: Vec<FlaggedTest>,
+    /// Tests with a metric that some ok runs have and others lack (it is
+    /// left out of the test).
+    pub incomplete: Vec<FlaggedTest>,
     /// Environment fields that differ between the base and a candidate.
     pub environment: Vec<EnvDifference>,
     /// Notes on the link capacity (a path faster than the capacity given).
@@ -80,6 +83,7 @@ impl Consistency {
     pub fn is_empty(&self) -> bool {
         self.unstable.is_empty()
             && self.failed.is_empty()
+            && self.incomplete.is_empty()
             && self.environment.is_empty()
             && self.capacity.is_empty()
             && self.stability_unjudged.is_none()
@@ -140,6 +144,34 @@ pub(crate) fn flag_tests(figures: &FileFigures, c: &mut Consistency) {
                 label: figures.label.clone(),
                 test: t.name.clone(),
                 reason: format!("{cv} over {} runs (more than 5%)", t.ok_runs),
+            });
+        }
+        // Metrics some ok runs lack and others have, grouped by how many lack them.
+        let mut partial: Vec<(u32, Vec<&str>)> = Vec::new();
+        for (m, &n) in &t.missing_runs {
+            if n >= t.ok_runs {
+                continue;
+            }
+            match partial.iter_mut().find(|(k, _)| *k == n) {
+                Some((_, names)) => names.push(m.label()),
+                None => partial.push((n, vec![m.label()])),
+            }
+        }
+        if !partial.is_empty() {
+            let each: Vec<String> = partial
+                .iter()
+                .map(|(n, names)| {
+                    format!(
+                        "{} missing in {n} of {} ok runs",
+                        names.join(", "),
+                        t.ok_runs
+                    )
+                })
+                .collect();
+            c.incomplete.push(FlaggedTest {
+                label: figures.label.clone(),
+                test: t.name.clone(),
+                reason: format!("{}: left out of this test", each.join("; ")),
             });
         }
         if t.ok_runs < t.runs {

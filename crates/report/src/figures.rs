@@ -61,8 +61,11 @@ pub struct TestFigures {
     /// Coefficient of variation of the throughput, when there are repeats.
     pub throughput_cv: Option<f64>,
     /// Statistics of each metric over the ok runs (a metric some ok run lacks
-    /// is left out).
+    /// is left out: see [`missing_runs`](Self::missing_runs)).
     pub metrics: BTreeMap<Metric, Stats>,
+    /// Per metric that some ok run lacks, how many ok runs lack it (as many
+    /// as [`ok_runs`](Self::ok_runs): not measured at all).
+    pub missing_runs: BTreeMap<Metric, u32>,
     /// Mean over the ok runs of the busier direction's payload rate
     /// (`max(tx, rx)`), bytes/s: what a full-duplex link's capacity limits.
     pub busiest_direction_bytes_per_s: Option<f64>,
@@ -91,6 +94,14 @@ impl TestFigures {
             .iter()
             .filter_map(|(&m, v)| Some((m, describe(v)?)))
             .collect();
+        let missing_runs: BTreeMap<Metric, u32> = Metric::ALL
+            .iter()
+            .map(|&m| {
+                let lacking = ok.iter().filter(|r| m.value(r).is_none()).count();
+                (m, u32::try_from(lacking).unwrap_or(u32::MAX))
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
         let busiest: Option<Vec<f64>> = ok
             .iter()
             .map(|r| r.throughput.map(|t| t.tx_bytes_per_s.max(t.rx_bytes_per_s)))
@@ -105,9 +116,22 @@ impl TestFigures {
             unstable: test.is_unstable(),
             throughput_cv,
             metrics,
+            missing_runs,
             busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
             values,
         }
+    }
+
+    /// Why `metric` is not in [`metrics`](Self::metrics), naming the file
+    /// `label`: "missing in 1 of 3 ok runs of hs", "not measured in hs";
+    /// `None` when it is there (or there is no ok run).
+    pub fn missing(&self, metric: Metric, label: &str) -> Option<String> {
+        let n = *self.missing_runs.get(&metric)?;
+        Some(if n >= self.ok_runs {
+            format!("not measured in {label}")
+        } else {
+            format!("missing in {n} of {} ok runs of {label}", self.ok_runs)
+        })
     }
 
     /// The mean of `metric` over the ok runs.

@@ -39,8 +39,8 @@ pub use chart::{
     charts, font_status, BarChart, BarSeries, Chart, ChartKind, LineChart, LinePoint, LineSeries,
 };
 pub use compare::{
-    compare_tests, CandidateComparison, MetricComparison, NotCompared, TestComparison, Verdict,
-    VerdictCounts,
+    compare_tests, CandidateComparison, MetricComparison, MissingMetric, NotCompared,
+    TestComparison, Verdict, VerdictCounts,
 };
 pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;

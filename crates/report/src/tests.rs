@@ -8,8 +8,8 @@ use linkperf_workload::Protocol;
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, Options, Outcome,
-    Report, SaturationCause, Source, Verdict,
+    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric,
+    Options, Outcome, Report, SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -566,6 +566,103 @@ fn with_repeats_differences_must_be_significant() {
         c.test("rr1c-1x1--25").unwrap().method(),
         Some(Method::ThresholdOnly)
     );
+}
+
+#[test]
+fn a_headline_metric_one_ok_run_lacks_is_said_beside_the_verdict() {
+    // Throughput and time equal; the candidate's server system-wide CPU
+    // efficiency is +50% in two runs and missing in the third (a CPU sample
+    // that failed). The metric is left out of the test, so the verdict is
+    // "same" from two headline metrics: the report must say so.
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(&mut base, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1e8); 3]);
+    add(&mut cand, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.5e8); 3]);
+    add(&mut base, "rr1c-1x1", 10, &[fig(100.0, 10.0, 1e8); 3]);
+    add(&mut cand, "rr1c-1x1", 10, &[fig(100.0, 10.0, 1.5e8); 3]);
+    cand.tests[0].runs[2]
+        .efficiency
+        .as_mut()
+        .unwrap()
+        .server_bytes_per_system_cpu_s = None;
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    let t = c.test("rr1c-1x1--1").unwrap();
+    assert!(t.metric(Metric::ServerSystemEfficiency).is_none());
+    assert_eq!(t.verdict, Verdict::Same);
+    assert_eq!(
+        t.missing_headline,
+        vec![MissingMetric {
+            metric: Metric::ServerSystemEfficiency,
+            reason: "missing in 1 of 3 ok runs of b".into()
+        }]
+    );
+    let note = "verdict from 2 of 3 headline metrics: server CPU efficiency (system-wide) missing in 1 of 3 ok runs of b";
+    assert_eq!(t.verdict_note().as_deref(), Some(note));
+    // The other test had all three: better, and nothing to note.
+    let full = c.test("rr1c-1x1--10").unwrap();
+    assert_eq!(full.verdict, Verdict::Better);
+    assert!(full.missing_headline.is_empty() && full.verdict_note().is_none());
+    // Said in the tables of both formats, and in the JSON.
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(md.contains(&format!("| same ({note}) |")), "{md}");
+    assert!(md.contains("| better |"), "{md}");
+    let html = crate::HtmlExporter.render(&r).unwrap();
+    assert!(html.contains(&format!("same ({note})</td>")));
+    let json: serde_json::Value =
+        serde_json::from_str(&crate::JsonExporter.render(&r).unwrap()).unwrap();
+    let m = &json["comparisons"][0]["tests"][0]["missing_headline"][0];
+    assert_eq!(m["metric"], "efficiency.server_bytes_per_system_cpu_s");
+    assert_eq!(m["reason"], "missing in 1 of 3 ok runs of b");
+    // And pointed out as incomplete runs, with the other metrics that run lacked.
+    let incomplete: Vec<(&str, &str, &str)> = r
+        .consistency
+        .incomplete
+        .iter()
+        .map(|f| (f.label.as_str(), f.test.as_str(), f.reason.as_str()))
+        .collect();
+    assert_eq!(
+        incomplete,
+        vec![(
+            "b",
+            "rr1c-1x1--1",
+            "server CPU efficiency (system-wide) missing in 1 of 3 ok runs: left out of this test"
+        )]
+    );
+    assert!(md.contains("- Incomplete runs: b rr1c-1x1--1: server CPU efficiency (system-wide) missing in 1 of 3 ok runs"));
+
+    // A metric a side never measured: "not measured", and not incomplete.
+    for run in &mut base.tests[1].runs {
+        run.efficiency
+            .as_mut()
+            .unwrap()
+            .server_bytes_per_system_cpu_s = None;
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    let t = r.comparisons[0].test("rr1c-1x1--10").unwrap();
+    assert_eq!(
+        t.verdict_note().as_deref(),
+        Some("verdict from 2 of 3 headline metrics: server CPU efficiency (system-wide) not measured in a")
+    );
+    assert_eq!(t.verdict, Verdict::Same);
+    assert_eq!(
+        r.consistency.incomplete.len(),
+        1,
+        "{:?}",
+        r.consistency.incomplete
+    );
+    // With --cpu-side client the server's figure is no headline metric.
+    let r = compare(
+        &base,
+        &[&cand],
+        Options {
+            cpu_side: CpuSide::Client,
+            ..Options::default()
+        },
+    );
+    assert!(r.comparisons[0]
+        .tests
+        .iter()
+        .all(|t| t.missing_headline.is_empty()));
 }
 
 #[test]

@@ -360,12 +360,15 @@ impl Page<'_> {
             for m in headline {
                 self.delta_cells(t, m);
             }
-            let unstable = if t.unstable { " (unstable)" } else { "" };
+            let notes = t
+                .verdict_notes()
+                .map_or_else(String::new, |n| format!(" ({n})"));
             let _ = writeln!(
                 self.out,
-                "<td class=\"text {}\">{}{unstable}</td><td>{} / {}</td></tr>",
+                "<td class=\"text {}\">{}{}</td><td>{} / {}</td></tr>",
                 verdict_class(t.verdict),
                 t.verdict.word(),
+                esc(&notes),
                 t.base_runs,
                 t.candidate_runs
             );

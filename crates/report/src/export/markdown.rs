@@ -57,6 +57,12 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
     for t in &c.failed {
         lines.push(format!("Failed runs: {} {}: {}", t.label, t.test, t.reason));
     }
+    for t in &c.incomplete {
+        lines.push(format!(
+            "Incomplete runs: {} {}: {}",
+            t.label, t.test, t.reason
+        ));
+    }
     lines.extend(c.capacity.iter().cloned());
     for cmp in &report.comparisons {
         if !cmp.only_in_base.is_empty() {
@@ -202,7 +208,9 @@ fn comparison_table(
             };
             let _ = write!(row, " {b} | {cand} | {} |", delta(t, m));
         }
-        let note = if t.unstable { " (unstable)" } else { "" };
+        let note = t
+            .verdict_notes()
+            .map_or_else(String::new, |n| format!(" ({n})"));
         let _ = writeln!(s, "{row} {}{note} |", t.verdict.word());
     }
 }
