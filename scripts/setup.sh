@@ -11,6 +11,7 @@ wanted=(
   sockperf:sockperf
   procps:ps
   util-linux:taskset
+  bsdutils:script
   time:/usr/bin/time
   python3:python3
   chromium:/usr/bin/chromium

@@ -53,8 +53,17 @@ impl Progress {
         }
     }
 
-    /// Run `k` (0-based among the pending) starts.
-    pub fn start_run(&mut self, k: usize, name: &str, run: u32, repeat: u32, live: Arc<LiveStats>) {
+    /// Run `k` (0-based among the pending) starts; its warmup and window
+    /// together last `traffic`.
+    pub fn start_run(
+        &mut self,
+        k: usize,
+        name: &str,
+        run: u32,
+        repeat: u32,
+        traffic: Duration,
+        live: Arc<LiveStats>,
+    ) {
         self.stop_ticker();
         let Some(bar) = self.bar.clone() else { return };
         let eta: Duration = self.estimates.iter().skip(k).sum();
@@ -73,12 +82,20 @@ impl Progress {
                     .saturating_sub(last.1.tx_bytes + last.1.rx_bytes);
                 let txns = now.1.transactions.saturating_sub(last.1.transactions);
                 let left = eta.saturating_sub(started.elapsed());
-                bar.set_message(format!(
-                    "{head}  {:.3} Gbit/s  {:.0} txn/s  ETA {}",
-                    bytes as f64 * 8.0 / dt / 1e9,
-                    txns as f64 / dt,
-                    fmt_eta(left)
-                ));
+                let moved = now.1.tx_bytes + now.1.rx_bytes > 0;
+                let state = if !moved {
+                    "connecting".to_string()
+                } else if bytes == 0 && txns == 0 && started.elapsed() >= traffic {
+                    // The window is over: the drain, then the server's results.
+                    "finishing".to_string()
+                } else {
+                    format!(
+                        "{:.3} Gbit/s  {:.0} txn/s",
+                        bytes as f64 * 8.0 / dt / 1e9,
+                        txns as f64 / dt
+                    )
+                };
+                bar.set_message(format!("{head}  {state}  ETA {}", fmt_eta(left)));
                 last = now;
             }
         });

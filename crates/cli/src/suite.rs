@@ -190,7 +190,8 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         req.cancel = Some(cancel.clone());
         let live = Arc::new(LiveStats::new(req.client.threads as usize));
         req.live = Some(live.clone());
-        progress.start_run(k, &name, run_no, repeat, live);
+        let traffic = test.spec.warmup + test.spec.duration;
+        progress.start_run(k, &name, run_no, repeat, traffic, live);
         let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
         let (run, outcome_env) = execute(&target_addr, &req, run_index);
         if let Some((client_env, server_env)) = outcome_env {

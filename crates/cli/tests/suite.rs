@@ -1532,3 +1532,53 @@ users = 1
         "one plain line per finished run on stdout, which is not a terminal:\n{out}"
     );
 }
+
+/// On a terminal (a pseudo-terminal from `script`), the bar shows the running
+/// test's live throughput all through its window, then "finishing".
+/// Regression: after the window (the drain, the server's results) the bar
+/// read 0 Gbit/s with an ETA of 0 for seconds, as if the test had stalled.
+#[test]
+fn the_progress_bar_shows_live_throughput_on_a_terminal() {
+    let _g = shared();
+    let s = Study::new(
+        r#"
+name = "bar"
+[[test]]
+workload = "str-readx30k"
+users = 1
+"#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let typescript = dir.path().join("typescript");
+    let command = format!(
+        "'{BIN}' suite '{}' --duration 2500ms --warmup 300ms",
+        s.file()
+    );
+    let status = Command::new("script")
+        .args(["-qfec", &command, typescript.to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("run script (util-linux)");
+    assert!(status.success(), "{status}");
+    let screen = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned();
+    // Every refresh of the bar's message, in order.
+    let mut states = Vec::new();
+    for part in screen.split("str-readx30k--1 run 1/1  ").skip(1) {
+        if part.starts_with("finishing") {
+            states.push(None);
+        } else if let Some((gbit, _)) = part.split_once(" Gbit/s") {
+            states.push(Some(gbit.trim().parse::<f64>().expect(gbit)));
+        }
+    }
+    let rates: Vec<f64> = states.iter().flatten().copied().collect();
+    assert!(rates.len() >= 3, "{states:?}\n{screen}");
+    assert!(
+        rates.iter().all(|g| *g > 0.1),
+        "live throughput all through the window: {states:?}"
+    );
+    // Once finishing, no rate comes back.
+    if let Some(first) = states.iter().position(Option::is_none) {
+        assert!(states[first..].iter().all(Option::is_none), "{states:?}");
+    }
+}

@@ -95,6 +95,8 @@ pub(crate) struct Worker {
     connections: u64,
     socket: Option<SocketFacts>,
     connect_error: Option<String>,
+    /// Flows whose last drive stopped at its budget with the socket still ready.
+    again: Vec<usize>,
     index: usize,
     live: Option<Arc<LiveStats>>,
     greeting: Option<Arc<[u8]>>,
@@ -119,6 +121,8 @@ fn new_logic(w: &Workload, protocol: Protocol, flow: u32) -> Logic {
 enum Io {
     /// Nothing more to do now.
     Blocked,
+    /// Still ready: drive again soon, without waiting for an event.
+    Again,
     /// The flow is finished; close it.
     Finished,
     /// The connection failed.
@@ -178,6 +182,7 @@ impl Worker {
             connections: 0,
             socket: None,
             connect_error: None,
+            again: Vec::new(),
             index: id as usize,
             live,
             greeting,
@@ -262,12 +267,16 @@ impl Worker {
                 continue;
             }
             self.fire_timers(now, schedule);
-            let timeout = poll_timeout(
-                self.busy_poll,
-                now,
-                Some(&schedule),
-                self.timers.peek().map(|Reverse((t, _, _))| *t),
-            );
+            let timeout = if self.again.is_empty() {
+                poll_timeout(
+                    self.busy_poll,
+                    now,
+                    Some(&schedule),
+                    self.timers.peek().map(|Reverse((t, _, _))| *t),
+                )
+            } else {
+                Duration::ZERO
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
@@ -282,6 +291,9 @@ impl Worker {
                 if i < self.flows.len() {
                     self.on_event(i, schedule, now);
                 }
+            }
+            for i in std::mem::take(&mut self.again) {
+                self.drive(i, schedule, now);
             }
         }
         drop(parked);
@@ -694,15 +706,20 @@ impl Worker {
         t.tx_bytes += after.tx_bytes - before.tx_bytes;
         t.rx_bytes += after.rx_bytes - before.rx_bytes;
         t.transactions += after.transactions - before.transactions;
-        if matches!(outcome, Io::Blocked) {
-            return now;
+        match outcome {
+            Io::Blocked => return now,
+            Io::Again => {
+                self.again.push(i);
+                return now;
+            }
+            _ => {}
         }
         let now = Instant::now();
         let id = self.flows[i].id;
         // A stop shuts a parked socket down: its ending is not the server's doing.
         let stopped = self.signals.aborted() || self.signals.expired();
         match outcome {
-            Io::Blocked => {}
+            Io::Blocked | Io::Again => {}
             Io::Finished => self.close(i),
             Io::Eof if stopped => self.close(i),
             Io::Failed(_) if stopped => self.close(i),
@@ -870,6 +887,7 @@ impl Worker {
         };
         match halves.drive(conn, &mut self.bufs, &mut self.counters, Some(&schedule)) {
             StreamIo::Blocked => Io::Blocked,
+            StreamIo::Again => Io::Again,
             StreamIo::PeerClosed {
                 still_sending: true,
             } => Io::Eof,

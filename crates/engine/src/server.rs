@@ -116,6 +116,8 @@ struct Worker {
     expected: usize,
     /// When this drive's last read of a request ended, if it read one.
     last_read: Option<Instant>,
+    /// Flows whose last drive stopped at its budget with the socket still ready.
+    again: Vec<usize>,
 }
 
 impl ServerTest {
@@ -234,6 +236,7 @@ impl ServerTest {
                         live,
                         expected: users / threads + usize::from(w < users % threads),
                         last_read: None,
+                        again: Vec::new(),
                     };
                     worker.run()
                 })
@@ -327,6 +330,8 @@ fn new_logic(w: &Workload, flow: u32) -> Logic {
 
 enum Io {
     Blocked,
+    /// Still ready: drive again soon, without waiting for an event.
+    Again,
     Close,
 }
 
@@ -366,7 +371,11 @@ impl Worker {
                 continue;
             }
             let timer = self.pending.front().map(|(t, _)| *t);
-            let timeout = poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer);
+            let timeout = if self.again.is_empty() {
+                poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer)
+            } else {
+                Duration::ZERO
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
                     break;
@@ -378,6 +387,9 @@ impl Worker {
                     LISTENER => self.on_source(),
                     Token(k) => self.drive(k),
                 }
+            }
+            for k in std::mem::take(&mut self.again) {
+                self.drive(k);
             }
         }
         if !self.clock.closed {
@@ -599,8 +611,10 @@ impl Worker {
             Some(true) => self.read_preamble(k),
             Some(false) => self.drive_flow(k),
         };
-        if let Io::Close = outcome {
-            self.close(k);
+        match outcome {
+            Io::Close => self.close(k),
+            Io::Again => self.again.push(k),
+            Io::Blocked => {}
         }
     }
 
@@ -710,6 +724,7 @@ impl Worker {
                     self.schedule.as_ref(),
                 ) {
                     StreamIo::Blocked => Io::Blocked,
+                    StreamIo::Again => Io::Again,
                     // The client is done (or gone): close, whatever this side was sending.
                     StreamIo::PeerClosed { .. } | StreamIo::Failed(_) => Io::Close,
                 }

@@ -12,6 +12,12 @@ use crate::schedule::{Phase, Schedule};
 use crate::transport::Conn;
 use crate::worker::Buffers;
 
+/// Most payload bytes one drive moves in each direction before it lets the
+/// worker go on (its other flows, its clock, its live totals): on a fast path
+/// a stream never runs out of room, and would otherwise hold its worker for
+/// the whole test.
+const DRIVE_BUDGET: usize = 1024 * 1024;
+
 /// The halves of one stream flow.
 #[derive(Debug)]
 pub struct StreamHalves {
@@ -28,6 +34,9 @@ pub struct StreamHalves {
 pub enum StreamIo {
     /// Nothing more to do until the next readiness event.
     Blocked,
+    /// The drive's budget ran out with the socket still ready: drive the flow
+    /// again soon, without waiting for an event (none may come).
+    Again,
     /// The peer closed; `still_sending` if this side had not finished sending.
     PeerClosed {
         /// This side's sender was still running.
@@ -75,13 +84,20 @@ impl StreamHalves {
         schedule: Option<&Schedule>,
     ) -> StreamIo {
         let mut eof = false;
+        let mut again = false;
+        let mut budget = DRIVE_BUDGET;
         loop {
+            if budget == 0 {
+                again = true;
+                break;
+            }
             match conn.read(&mut bufs.read) {
                 Ok(0) => {
                     eof = true;
                     break;
                 }
                 Ok(k) => {
+                    budget = budget.saturating_sub(k);
                     let now = Instant::now();
                     counters.rx(k, now);
                     if let Some(rx) = self.rx.as_mut() {
@@ -100,7 +116,12 @@ impl StreamHalves {
             }
         }
         if let (Some(tx), Some(schedule)) = (self.tx.as_mut(), schedule) {
+            let mut budget = DRIVE_BUDGET;
             loop {
+                if budget == 0 {
+                    again = true;
+                    break;
+                }
                 match tx.want() {
                     Want::Write(n) => {
                         let n = n.min(bufs.write.len());
@@ -111,6 +132,7 @@ impl StreamHalves {
                                 }
                             }
                             Ok(k) => {
+                                budget = budget.saturating_sub(k);
                                 let now = Instant::now();
                                 counters.tx(k, now);
                                 let stop = schedule.phase(now) >= Phase::Draining;
@@ -143,6 +165,10 @@ impl StreamHalves {
             let still_sending = self.tx.as_ref().is_some_and(|t| !t.is_done());
             return StreamIo::PeerClosed { still_sending };
         }
-        StreamIo::Blocked
+        if again {
+            StreamIo::Again
+        } else {
+            StreamIo::Blocked
+        }
     }
 }
