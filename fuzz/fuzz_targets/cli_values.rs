@@ -1,9 +1,10 @@
 //! Values typed on command lines and in suite files: workloads (with mixes),
-//! sizes, CPU lists and protocols. A value or an error; what parses prints in a
+//! sizes, CPU lists, protocols and link capacities (`compare --capacity`). A value or an error; what parses prints in a
 //! form that parses back to the same value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use linkperf_report::BitsPerSecond;
 use linkperf_workload::{Bytes, CpuList, Protocol, Workload};
 
 fuzz_target!(|data: &[u8]| {
@@ -32,5 +33,9 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(p) = s.parse::<Protocol>() {
         assert_eq!(p.to_string().parse::<Protocol>().ok(), Some(p), "{s:?}");
+    }
+    if let Ok(c) = s.parse::<BitsPerSecond>() {
+        assert!(c.0.is_finite() && c.0 > 0.0, "{s:?}");
+        let _ = c.to_string();
     }
 });

@@ -8,7 +8,7 @@ mod accounting;
 mod config;
 mod data;
 mod listener;
-pub(crate) mod plan;
+pub mod plan;
 mod registry;
 mod report;
 mod session;
