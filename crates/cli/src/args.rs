@@ -134,7 +134,7 @@ pub struct ServeArgs {
 /// Where the server is.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// Server to test against (HOST or HOST:PORT). Without it, a server is started in-process on loopback.
+    /// Server to test against (HOST or HOST:PORT); for `run`, also a comma-separated list (h1,h2,h3): one client group per server at once, aggregated. Without it, a server is started in-process on loopback.
     #[arg(long)]
     pub server: Option<String>,
     /// Control port when --server has none.
@@ -276,4 +276,26 @@ pub struct SuiteArgs {
     /// One plain line per finished run, no progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_variables_are_name_equals_value() {
+        assert_eq!(parse_var("h=10.0.0.2"), Ok(("h".into(), "10.0.0.2".into())));
+        assert_eq!(parse_var("_n2=a=b"), Ok(("_n2".into(), "a=b".into())));
+        assert_eq!(parse_var("x="), Ok(("x".into(), String::new())));
+        for (bad, says) in [
+            ("novalue", "is not NAME=VALUE"),
+            ("=v", "is not a variable name"),
+            ("2x=v", "is not a variable name"),
+            ("a-b=v", "is not a variable name"),
+            ("é=v", "is not a variable name"),
+        ] {
+            let e = parse_var(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 }

@@ -323,6 +323,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn thresholds_are_percentages_in_range() {
+        assert_eq!(parse_threshold("2"), Ok(2.0));
+        assert_eq!(parse_threshold(" 2.5% "), Ok(2.5));
+        assert_eq!(parse_threshold("0"), Ok(0.0));
+        for bad in ["", "%", "two", "-1", "1e400", "NaN", "inf"] {
+            assert!(parse_threshold(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_threshold(&format!("{}", MAX_THRESHOLD_PCT + 1.0)).is_err());
+    }
+
+    #[test]
     fn a_capacity_is_for_every_file_or_for_one() {
         let gbit = BitsPerSecond(1e9);
         assert_eq!(parse_capacity_arg("1gbit"), Ok(CapacityArg::All(gbit)));
