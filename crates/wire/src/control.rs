@@ -882,6 +882,73 @@ mod tests {
             }
         }
 
+        /// Every message that carries numbers, lists or a spec survives a round
+        /// trip byte for byte, whatever the values (what the server then
+        /// accepts is its own check, not the decoder's).
+        #[test]
+        fn messages_with_any_numbers_round_trip(
+            users in any::<u32>(),
+            nanos in any::<u64>(),
+            threads in any::<u32>(),
+            busy_poll in any::<bool>(),
+            cpus in proptest::collection::vec(0usize..4096, 1..8),
+            ports in proptest::collection::vec(any::<u16>(), 0..16),
+            counts in proptest::collection::vec(any::<u64>(), 0..64),
+            written in proptest::collection::vec(proptest::collection::vec(any::<u64>(), 0..4), 0..16),
+            txn in any::<u32>(),
+            size in 1u64..=(64 << 20),
+            workload in prop_oneof![
+                Just("rr1c-1x1"), Just("rr1c-200x30k"), Just("str-writex30k"),
+                Just("crr:200x1k"), Just("stream-bidir:1m"), Just("mix:200x200*1,200x8k*3"),
+            ],
+            protocol in prop_oneof![Just(Protocol::Tcp), Just(Protocol::Udp), Just(Protocol::Unix)],
+        ) {
+            let placement = Placement {
+                threads,
+                affinity: Some(CpuList(cpus)),
+                busy_poll,
+            };
+            let mut test = spec(workload.parse().unwrap(), protocol);
+            test.users = users;
+            test.duration = Duration::from_nanos(nanos);
+            test.warmup = Duration::from_nanos(nanos / 3);
+            test.udp_timeout = Duration::from_nanos(nanos % 1_000_000_007);
+            let mut profile = linkperf_workload::profile::parse_profile(
+                "<profile name=p><group nthreads=1><transaction iterations=1>\
+                 <flowop type=connect/><flowop type=write options=\"size=10\"/>\
+                 </transaction></group></profile>",
+                &|_| None,
+            )
+            .unwrap();
+            profile.groups[0].users = users;
+            profile.groups[0].transactions[0].limit =
+                linkperf_workload::profile::Limit::Duration(Duration::from_nanos(nanos));
+            if let linkperf_workload::profile::FlowopKind::Write(x) =
+                &mut profile.groups[0].transactions[0].flowops[1].kind
+            {
+                x.size = linkperf_workload::profile::Size::Rand { min: 1, max: size };
+            }
+            for m in [
+                ClientMessage::Test { spec: test, placement: placement.clone() },
+                ClientMessage::Profile { profile, placement, client_ports: ports.clone() },
+                ClientMessage::TxnEnd { txn, iterations: counts },
+            ] {
+                client_round_trip(&m);
+            }
+            for m in [
+                ServerMessage::Accepted {
+                    data_ports: ports.clone(),
+                    unix_names: ports.iter().map(|p| format!("linkperf-{p}")).collect(),
+                    udp_ports: ports,
+                    token: DataToken((nanos as u128).to_be_bytes()),
+                    environment: Environment::default(),
+                },
+                ServerMessage::TxnEnded { txn, written },
+            ] {
+                server_round_trip(&m);
+            }
+        }
+
         #[test]
         fn token_hex_round_trips(bytes in any::<[u8; 16]>()) {
             let t = DataToken(bytes);
