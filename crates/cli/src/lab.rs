@@ -176,15 +176,19 @@ fn open_lab() -> anyhow::Result<Opened> {
 }
 
 fn clean_stale(lab: Lab<Host>) -> anyhow::Result<Opened> {
-    let survey = lab.survey().map_err(lab_error)?;
-    if !survey.stale.is_empty() {
-        eprintln!("linkperf lab: removing what an earlier lab command left behind:");
-        for s in &survey.stale {
-            eprintln!("  {s}");
-        }
-        lab.clean(&survey.stale)
-            .context("failed to remove the stale lab objects")?;
-    }
+    let survey = lab
+        .remove_stale(|stale| {
+            eprintln!("linkperf lab: removing what an earlier lab command left behind:");
+            for s in stale {
+                eprintln!("  {s}");
+            }
+        })
+        .map_err(|e| match e {
+            LabError::Teardown(_) => {
+                anyhow::Error::new(e).context("failed to remove the stale lab objects")
+            }
+            e => lab_error(e),
+        })?;
     Ok(Opened {
         lab,
         up: survey.up,

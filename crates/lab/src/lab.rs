@@ -15,6 +15,11 @@ use crate::{preflight, Cmd, LabError, Topology};
 /// namespaces it describes.
 pub const STATE_DIR: &str = "/run/linkperf-lab";
 
+/// The lab's lock, in the state directory: held while a configuration is
+/// claimed, while stale objects are found and removed, and while a
+/// configuration is taken down (never while a configuration runs).
+const LOCK_FILE: &str = ".lock";
+
 /// The lab on one host.
 #[derive(Debug)]
 pub struct Lab<S: System> {
@@ -111,6 +116,16 @@ impl<S: System> Lab<S> {
         }
     }
 
+    /// The lab's lock, held until the value is dropped. Not re-entrant: no
+    /// method called while it is held may take it again.
+    fn lock(&self) -> Result<S::Lock, LabError> {
+        let path = self.state_dir.join(LOCK_FILE);
+        self.sys.lock(&path).map_err(|e| LabError::Io {
+            what: format!("lock {}", path.display()),
+            source: e,
+        })
+    }
+
     fn record_path(&self, name: &str) -> PathBuf {
         self.state_dir.join(format!("{name}.json"))
     }
@@ -162,6 +177,20 @@ impl<S: System> Lab<S> {
         let links = self.root_links()?;
         let records = self.records()?;
         Ok(classify(&namespaces, &links, records, |o| self.alive(o)))
+    }
+
+    /// Under the lab's lock: what is up and what is stale; `report` is told
+    /// the stale objects before they are removed ([`Lab::clean`]). Holding the
+    /// lock keeps another lab command from claiming a stale configuration's
+    /// name between the survey and the clean-up.
+    pub fn remove_stale(&self, report: impl FnOnce(&[Stale])) -> Result<Survey, LabError> {
+        let _lock = self.lock()?;
+        let survey = self.survey()?;
+        if !survey.stale.is_empty() {
+            report(&survey.stale);
+            self.clean(&survey.stale)?;
+        }
+        Ok(survey)
     }
 
     /// Removes stale objects: kills what runs in the namespaces, deletes them,
@@ -230,41 +259,19 @@ impl<S: System> Lab<S> {
         }
     }
 
-    /// Brings `topology` up for `owner`. The record is written first, so a
-    /// process killed half-way leaves objects the next command finds stale.
-    /// If a command fails, whatever was created is removed again and the
-    /// error names the command. The returned guard takes it down when dropped.
+    /// Brings `topology` up for `owner`. The configuration is claimed under
+    /// the lab's lock: its record is written there, before the first
+    /// namespace is created, so a process killed half-way leaves objects the
+    /// next command finds stale, and a second bring-up of the same name
+    /// (another `lab up` at the same moment) finds the record and is refused
+    /// without touching anything. If a command fails, whatever was created is
+    /// removed again and the error names the command. The returned guard
+    /// takes it down when dropped.
     pub fn up(&self, topology: &Topology, owner: Owner) -> Result<Up<'_, S>, LabError> {
-        let name = &topology.config.name;
-        let existing = self.namespaces()?;
-        if let Some(ns) = topology.namespaces.iter().find(|n| existing.contains(n)) {
-            return Err(LabError::AlreadyUp {
-                name: name.clone(),
-                detail: format!("namespace {ns} exists"),
-            });
-        }
-        if let Some(Ok(r)) = self
-            .records()?
-            .into_iter()
-            .find(|r| matches!(r, Ok(r) if &r.name == name))
-        {
-            if self.alive(&r.owner) {
-                return Err(LabError::AlreadyUp {
-                    name: name.clone(),
-                    detail: "the lab has a record of it".into(),
-                });
-            }
-        }
-        let record = Record {
-            name: name.clone(),
-            configuration: topology.describe(),
-            owner,
-            namespaces: topology.namespaces.clone(),
-            pairs: topology.pairs.clone(),
-            commands: topology.command_lines(),
-            capacity_bits_per_s: topology.capacity().map(|c| c.as_f64()),
+        let record = {
+            let _lock = self.lock()?;
+            self.claim(topology, owner)?
         };
-        self.save(&record)?;
         let guard = Up {
             lab: self,
             record,
@@ -286,8 +293,53 @@ impl<S: System> Lab<S> {
         Ok(guard)
     }
 
+    /// Refuses a configuration that is up (any of its namespaces exists, or a
+    /// live owner has its record), else writes its record. Called under the
+    /// lab's lock, so no other lab command claims the name in between.
+    fn claim(&self, topology: &Topology, owner: Owner) -> Result<Record, LabError> {
+        let name = &topology.config.name;
+        let existing = self.namespaces()?;
+        if let Some(ns) = topology.namespaces.iter().find(|n| existing.contains(n)) {
+            return Err(LabError::AlreadyUp {
+                name: name.clone(),
+                detail: format!("namespace {ns} exists"),
+            });
+        }
+        if let Some(Ok(r)) = self
+            .records()?
+            .into_iter()
+            .find(|r| matches!(r, Ok(r) if &r.name == name))
+        {
+            if self.alive(&r.owner) {
+                let by = match r.owner {
+                    Owner::Up => "`linkperf lab up`".to_string(),
+                    Owner::Process { pid, .. } => format!("linkperf lab (pid {pid})"),
+                };
+                return Err(LabError::AlreadyUp {
+                    name: name.clone(),
+                    detail: format!("the lab has a record of it, owned by {by}"),
+                });
+            }
+        }
+        // A record whose owner is gone is stale: replacing it is safe here.
+        let record = Record {
+            name: name.clone(),
+            configuration: topology.describe(),
+            owner,
+            namespaces: topology.namespaces.clone(),
+            pairs: topology.pairs.clone(),
+            commands: topology.command_lines(),
+            capacity_bits_per_s: topology.capacity().map(|c| c.as_f64()),
+        };
+        self.save(&record)?;
+        Ok(record)
+    }
+
     /// Takes down a configuration the lab has up (its namespaces and record).
+    /// Done under the lab's lock, so that no other lab command sees its
+    /// namespaces without their record half-way and takes them for stale.
     pub fn down(&self, record: &Record) -> Result<(), LabError> {
+        let _lock = self.lock()?;
         let r = self.remove_namespaces(&record.namespaces);
         let f = self.forget(&record.name);
         r.and(f)

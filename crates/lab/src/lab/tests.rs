@@ -1,10 +1,12 @@
 //! The lab's logic on a fake host: what it runs, in which order, what it
 //! cleans up after a failure, what it finds stale.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Barrier, Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
+use std::time::Duration;
 
 use super::*;
 use crate::sys::Output;
@@ -15,10 +17,30 @@ const MY_START: u64 = 5000;
 const ROOT_STATUS: &str = "Name:\tlinkperf\nCapEff:\t000001ffffffffff\n";
 
 /// A host that keeps namespaces, links, files and processes in memory and
-/// records every command.
+/// records every command. Threads may share it: its lock is a real one.
 #[derive(Default, Debug)]
 struct Fake {
-    s: RefCell<State>,
+    state: Mutex<State>,
+    /// The thread holding the lab's lock.
+    holder: Mutex<Option<ThreadId>>,
+    released: Condvar,
+}
+
+impl Fake {
+    fn s(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The fake's lock, released when dropped.
+#[derive(Debug)]
+struct FakeLock<'a>(&'a Fake);
+
+impl Drop for FakeLock<'_> {
+    fn drop(&mut self) {
+        *self.0.holder.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.0.released.notify_all();
+    }
 }
 
 #[derive(Default, Debug)]
@@ -36,6 +58,8 @@ struct State {
     procs: BTreeMap<u32, u64>,
     status: Option<String>,
     missing_programs: Vec<String>,
+    /// How long listing a directory takes to answer (to widen a race).
+    slow_list_dir: Option<Duration>,
 }
 
 fn ok(stdout: String) -> Output {
@@ -47,10 +71,12 @@ fn ok(stdout: String) -> Output {
     }
 }
 
-impl System for &Fake {
+impl<'a> System for &'a Fake {
+    type Lock = FakeLock<'a>;
+
     fn run(&self, program: &str, args: &[String]) -> io::Result<Output> {
         let line = format!("{program} {}", args.join(" "));
-        let mut s = self.s.borrow_mut();
+        let mut s = self.s();
         s.ran.push(line.clone());
         if s.fail_on.as_deref() == Some(line.as_str()) {
             return Ok(Output {
@@ -73,6 +99,16 @@ impl System for &Fake {
                 .enumerate()
                 .map(|(i, l)| format!("{}: {l}: <BROADCAST> mtu 1500\n", i + 1))
                 .collect(),
+            ("ip", ["netns", "add", ns]) if s.namespaces.iter().any(|n| n == ns) => {
+                return Ok(Output {
+                    success: false,
+                    status: "exit status: 1".into(),
+                    stdout: String::new(),
+                    stderr: format!(
+                        "Cannot create namespace file \"/run/netns/{ns}\": File exists\n"
+                    ),
+                });
+            }
             ("ip", ["netns", "add", ns]) => {
                 s.namespaces.push(ns.to_string());
                 String::new()
@@ -96,7 +132,7 @@ impl System for &Fake {
     }
 
     fn read(&self, path: &Path) -> io::Result<String> {
-        let s = self.s.borrow();
+        let s = self.s();
         let p = path.to_string_lossy();
         if p == "/proc/self/status" {
             return s
@@ -122,35 +158,54 @@ impl System for &Fake {
     }
 
     fn write(&self, path: &Path, contents: &str) -> io::Result<()> {
-        self.s
-            .borrow_mut()
+        self.s()
             .files
             .insert(path.to_path_buf(), contents.to_string());
         Ok(())
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.s.borrow_mut().files.remove(path);
+        self.s().files.remove(path);
         Ok(())
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
-        Ok(self
-            .s
-            .borrow()
+        let s = self.s();
+        let names = s
             .files
             .keys()
             .filter(|p| p.parent() == Some(dir))
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect())
+            .collect();
+        // Slow to answer: what it lists may be out of date when it does.
+        let slow = s.slow_list_dir;
+        drop(s);
+        if let Some(d) = slow {
+            std::thread::sleep(d);
+        }
+        Ok(names)
     }
 
     fn has_program(&self, name: &str) -> bool {
-        !self.s.borrow().missing_programs.iter().any(|m| m == name)
+        !self.s().missing_programs.iter().any(|m| m == name)
+    }
+
+    fn lock(&self, _path: &Path) -> io::Result<FakeLock<'a>> {
+        let me = std::thread::current().id();
+        let mut holder = self.holder.lock().unwrap_or_else(|e| e.into_inner());
+        assert_ne!(*holder, Some(me), "the lab's lock taken twice: a deadlock");
+        while holder.is_some() {
+            holder = self
+                .released
+                .wait(holder)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        *holder = Some(me);
+        Ok(FakeLock(self))
     }
 
     fn kill(&self, pid: u32) -> io::Result<()> {
-        let mut s = self.s.borrow_mut();
+        let mut s = self.s();
         s.killed.push(pid);
         s.procs.remove(&pid);
         Ok(())
@@ -164,7 +219,7 @@ impl System for &Fake {
 fn fake() -> Fake {
     let f = Fake::default();
     {
-        let mut s = f.s.borrow_mut();
+        let mut s = f.s();
         s.status = Some(ROOT_STATUS.into());
         s.procs.insert(ME, MY_START);
         s.links = vec!["lo".into(), "eth0".into()];
@@ -181,7 +236,7 @@ fn topo(spec: &str, pairs: u32) -> Topology {
 }
 
 fn record_of(f: &Fake, name: &str) -> Option<Record> {
-    f.s.borrow()
+    f.s()
         .files
         .get(Path::new(&format!("/state/{name}.json")))
         .map(|t| serde_json::from_str(t).unwrap())
@@ -191,15 +246,15 @@ fn record_of(f: &Fake, name: &str) -> Option<Record> {
 fn preflight_names_everything_missing_and_runs_nothing() {
     let f = fake();
     assert!(lab(&f).preflight().is_ok());
-    f.s.borrow_mut().status = Some("CapEff:\t0000000000000000\n".into());
-    f.s.borrow_mut().missing_programs = vec!["tc".into()];
+    f.s().status = Some("CapEff:\t0000000000000000\n".into());
+    f.s().missing_programs = vec!["tc".into()];
     let e = lab(&f).preflight().unwrap_err().to_string();
     assert!(
         e.starts_with("the lab cannot run on this host: missing CAP_NET_ADMIN"),
         "{e}"
     );
     assert!(e.contains("CAP_SYS_ADMIN") && e.contains("`tc`"), "{e}");
-    assert!(f.s.borrow().ran.is_empty());
+    assert!(f.s().ran.is_empty());
 }
 
 #[test]
@@ -215,7 +270,7 @@ fn up_records_first_then_runs_every_command_in_order() {
             start_time: MY_START
         }
     );
-    let ran = f.s.borrow().ran.clone();
+    let ran = f.s().ran.clone();
     assert_eq!(ran[0], "ip netns list");
     assert_eq!(ran[ran.len() - t.commands.len()..], t.command_lines()[..]);
     let kept = up.keep().unwrap();
@@ -226,7 +281,7 @@ fn up_records_first_then_runs_every_command_in_order() {
     assert_eq!(r.capacity_bits_per_s, Some(1e9));
     assert_eq!(r.namespaces, ["lp-veth-1g-s1", "lp-veth-1g-c1"]);
     // Kept: still there, and the survey says it is up.
-    assert_eq!(f.s.borrow().namespaces.len(), 2);
+    assert_eq!(f.s().namespaces.len(), 2);
     let s = l.survey().unwrap();
     assert_eq!(s.up.len(), 1);
     assert!(s.stale.is_empty(), "{:?}", s.stale);
@@ -238,16 +293,14 @@ fn a_failed_command_removes_what_was_created_and_names_the_command() {
     let l = lab(&f);
     let t = topo("vxlan", 1);
     let bad = "ip -n lp-vxlan-c1 link add lp-vx1 type vxlan id 1 local 198.18.1.2 remote 198.18.1.1 dev lp-c1 dstport 4789";
-    f.s.borrow_mut().fail_on = Some(bad.into());
-    f.s.borrow_mut()
-        .pids
-        .insert("lp-vxlan-s1".into(), vec![4321]);
+    f.s().fail_on = Some(bad.into());
+    f.s().pids.insert("lp-vxlan-s1".into(), vec![4321]);
     let e = l.up(&t, l.this_process()).unwrap_err().to_string();
     assert_eq!(
         e,
         format!("run `{bad}`: exit status: 2: Error: Unknown device type.")
     );
-    let s = f.s.borrow();
+    let s = f.s();
     assert!(s.namespaces.is_empty(), "{:?}", s.namespaces);
     assert!(s.files.is_empty(), "the record is gone");
     assert_eq!(s.killed, [4321]);
@@ -271,12 +324,12 @@ fn dropping_the_guard_takes_it_down_and_kills_what_runs_inside() {
     let l = lab(&f);
     {
         let _up = l.up(&topo("veth", 2), l.this_process()).unwrap();
-        assert_eq!(f.s.borrow().namespaces.len(), 6);
-        let mut s = f.s.borrow_mut();
+        assert_eq!(f.s().namespaces.len(), 6);
+        let mut s = f.s();
         s.pids.insert("lp-veth-s1".into(), vec![7, ME]);
         s.pids.insert("lp-veth-c2".into(), vec![8]);
     }
-    let s = f.s.borrow();
+    let s = f.s();
     assert!(s.namespaces.is_empty());
     assert!(s.files.is_empty());
     // Never itself, even if it were inside.
@@ -289,7 +342,7 @@ fn explicit_down_reports_success() {
     let l = lab(&f);
     let up = l.up(&topo("bridge", 1), l.this_process()).unwrap();
     up.down().unwrap();
-    assert!(f.s.borrow().namespaces.is_empty());
+    assert!(f.s().namespaces.is_empty());
     assert!(l.survey().unwrap().up.is_empty());
 }
 
@@ -299,18 +352,14 @@ fn bringing_up_twice_is_refused_before_anything_runs() {
     let l = lab(&f);
     let t = topo("macvlan", 1);
     let _kept = l.up(&t, l.this_process()).unwrap().keep().unwrap();
-    let before = f.s.borrow().ran.len();
+    let before = f.s().ran.len();
     let e = l.up(&t, l.this_process()).unwrap_err().to_string();
     assert!(
         e.contains("already up (namespace lp-macvlan-sedge exists)"),
         "{e}"
     );
     assert!(e.contains("linkperf lab down macvlan"), "{e}");
-    assert_eq!(
-        f.s.borrow().ran.len(),
-        before + 1,
-        "only the namespace list"
-    );
+    assert_eq!(f.s().ran.len(), before + 1, "only the namespace list");
 }
 
 #[test]
@@ -318,7 +367,7 @@ fn a_killed_run_is_found_stale_reported_and_cleaned() {
     let f = fake();
     let l = lab(&f);
     // A lab run (pid 200) brought veth up, then was killed.
-    f.s.borrow_mut().procs.insert(200, 77);
+    f.s().procs.insert(200, 77);
     let dead = Owner::Process {
         pid: 200,
         start_time: 77,
@@ -328,7 +377,7 @@ fn a_killed_run_is_found_stale_reported_and_cleaned() {
     let mut r = record_of(&f, "veth").unwrap();
     r.owner = dead;
     l.save(&r).unwrap();
-    f.s.borrow_mut().procs.remove(&200);
+    f.s().procs.remove(&200);
     // Plus a hand-made namespace, a root link, and a configuration kept up.
     let kept = l
         .up(&topo("vxlan", 1), l.this_process())
@@ -336,7 +385,7 @@ fn a_killed_run_is_found_stale_reported_and_cleaned() {
         .keep()
         .unwrap();
     {
-        let mut s = f.s.borrow_mut();
+        let mut s = f.s();
         s.namespaces.push("lp-junk".into());
         s.links.push("lp-s1".into());
         s.pids.insert("lp-veth-s1".into(), vec![201]);
@@ -351,7 +400,7 @@ fn a_killed_run_is_found_stale_reported_and_cleaned() {
     assert!(survey.stale[0].reason.contains("pid 200"));
 
     l.clean(&survey.stale).unwrap();
-    let s = f.s.borrow();
+    let s = f.s();
     assert_eq!(s.namespaces, ["lp-vxlan-s1", "lp-vxlan-c1"]);
     assert_eq!(s.links, ["lo", "eth0"]);
     assert_eq!(s.killed, [201]);
@@ -369,7 +418,7 @@ fn record_of_in(s: &State, name: &str) -> Option<String> {
 fn a_reused_pid_does_not_keep_a_dead_run_alive() {
     let f = fake();
     let l = lab(&f);
-    f.s.borrow_mut().procs.insert(300, 1);
+    f.s().procs.insert(300, 1);
     let _ = l
         .up(
             &topo("loopback", 1),
@@ -388,7 +437,7 @@ fn a_reused_pid_does_not_keep_a_dead_run_alive() {
     l.save(&r).unwrap();
     assert!(l.survey().unwrap().stale.is_empty());
     // Process 300 ends; another process gets its id.
-    f.s.borrow_mut().procs.insert(300, 999);
+    f.s().procs.insert(300, 999);
     let s = l.survey().unwrap();
     assert!(s.up.is_empty());
     assert_eq!(s.stale.len(), 2);
@@ -397,10 +446,10 @@ fn a_reused_pid_does_not_keep_a_dead_run_alive() {
 #[test]
 fn unreadable_records_are_stale() {
     let f = fake();
-    f.s.borrow_mut()
+    f.s()
         .files
         .insert("/state/bad.json".into(), "{not json".into());
-    f.s.borrow_mut()
+    f.s()
         .files
         .insert("/state/.tmp.json.tmp".into(), "x".into());
     let l = lab(&f);
@@ -409,8 +458,133 @@ fn unreadable_records_are_stale() {
     assert_eq!(s.stale[0].to_string(), "record of bad (unreadable record)");
     l.clean(&s.stale).unwrap();
     assert_eq!(
-        f.s.borrow().files.len(),
+        f.s().files.len(),
         1,
         "the temporary file is not the lab's to judge"
     );
+}
+
+/// Regression: the "already up" check and writing the record were two steps,
+/// so two `lab up X` at once could both pass it; the loser's first command
+/// then failed (its namespace existed) and its clean-up deleted the winner's
+/// namespaces. Both checks now run under the lab's lock with the record's
+/// write, and the loser is refused before it runs anything.
+#[test]
+fn two_bring_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothing() {
+    let f = fake();
+    // Each check reads the records slowly: without the lock, both pass.
+    f.s().slow_list_dir = Some(Duration::from_millis(100));
+    let t = topo("veth", 1);
+    let start = Barrier::new(2);
+    let outcomes: Vec<Result<Record, String>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let l = lab(&f);
+                    start.wait();
+                    l.up(&t, l.this_process())
+                        .and_then(Up::keep)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        threads.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let won: Vec<&Record> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "{outcomes:?}");
+    let lost = outcomes.iter().find_map(|o| o.as_ref().err()).unwrap();
+    // Refused on the winner's record or, once the winner ran its commands,
+    // on its namespaces.
+    assert!(
+        lost.starts_with("bring up veth: it is already up (the lab has a record of it")
+            || lost.starts_with("bring up veth: it is already up (namespace lp-veth-s1 exists)"),
+        "{lost}"
+    );
+    assert!(
+        lost.ends_with("take it down first with `linkperf lab down veth`"),
+        "{lost}"
+    );
+    let s = f.s();
+    assert_eq!(s.namespaces, ["lp-veth-s1", "lp-veth-c1"]);
+    assert_eq!(
+        s.ran
+            .iter()
+            .filter(|r| r.starts_with("ip netns add"))
+            .count(),
+        2,
+        "only the winner created namespaces: {:?}",
+        s.ran
+    );
+    assert!(
+        !s.ran.iter().any(|r| r.starts_with("ip netns del")),
+        "{:?}",
+        s.ran
+    );
+    drop(s);
+    assert_eq!(record_of(&f, "veth").unwrap().owner, Owner::Up);
+}
+
+#[test]
+fn a_live_owners_record_refuses_a_bring_up_and_names_the_owner() {
+    let f = fake();
+    let l = lab(&f);
+    let t = topo("veth-1g", 1);
+    let kept = l.up(&t, l.this_process()).unwrap().keep().unwrap();
+    // Its namespaces deleted by hand, but the record (of `lab up`) is there.
+    f.s().namespaces.clear();
+    let e = l.up(&t, l.this_process()).unwrap_err().to_string();
+    assert!(
+        e.contains("already up (the lab has a record of it, owned by `linkperf lab up`)"),
+        "{e}"
+    );
+    assert_eq!(record_of(&f, "veth-1g").unwrap(), kept);
+}
+
+#[test]
+fn a_dead_owners_record_is_replaced_by_the_next_bring_up() {
+    let f = fake();
+    let l = lab(&f);
+    f.s().procs.insert(200, 77);
+    let t = topo("veth", 1);
+    let gone = Owner::Process {
+        pid: 200,
+        start_time: 77,
+    };
+    let up = l.up(&t, gone).unwrap();
+    // Killed before it could clean up; its namespaces were removed by hand.
+    std::mem::forget(up);
+    f.s().procs.remove(&200);
+    f.s().namespaces.clear();
+    let again = l.up(&t, l.this_process()).unwrap();
+    assert_eq!(again.record().owner, l.this_process());
+    assert_eq!(record_of(&f, "veth").unwrap().owner, l.this_process());
+}
+
+#[test]
+fn removing_stale_objects_reports_them_first_and_leaves_what_is_up() {
+    let f = fake();
+    let l = lab(&f);
+    let kept = l
+        .up(&topo("bridge", 1), l.this_process())
+        .unwrap()
+        .keep()
+        .unwrap();
+    f.s().namespaces.push("lp-junk".into());
+    let mut told = Vec::new();
+    let survey = l
+        .remove_stale(|stale| told.extend(stale.iter().map(ToString::to_string)))
+        .unwrap();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].starts_with("namespace lp-junk (no lab record claims it"),
+        "{told:?}"
+    );
+    assert_eq!(survey.up, [kept]);
+    assert_eq!(
+        f.s().namespaces,
+        ["lp-bridge-switch", "lp-bridge-s1", "lp-bridge-c1"]
+    );
+    // Nothing stale: nothing to report.
+    let survey = l.remove_stale(|_| panic!("nothing is stale")).unwrap();
+    assert!(survey.stale.is_empty());
 }

@@ -1,6 +1,9 @@
 //! The real [`System`]: std::process, std::fs and two libc calls.
 
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -12,6 +15,9 @@ use super::{Output, System};
 pub struct Host;
 
 impl System for Host {
+    /// The open lock file: closing it releases the lock.
+    type Lock = File;
+
     fn run(&self, program: &str, args: &[String]) -> io::Result<Output> {
         let out = Command::new(program).args(args).output()?;
         Ok(Output {
@@ -35,7 +41,7 @@ impl System for Host {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = path.with_file_name(format!(".{name}.tmp"));
-        let mut f = std::fs::File::create(&tmp)?;
+        let mut f = File::create(&tmp)?;
         f.write_all(contents.as_bytes())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
@@ -67,6 +73,29 @@ impl System for Host {
             std::fs::metadata(dir.join(name))
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<File> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(path)?;
+        loop {
+            // SAFETY: flock(2) on a descriptor this function owns; no memory is involved.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(file);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
     }
 
     fn kill(&self, pid: u32) -> io::Result<()> {
@@ -121,4 +150,40 @@ pub fn netns_command(ns: &str, program: &Path, args: &[String]) -> Command {
         });
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    #[test]
+    fn the_lock_creates_its_file_and_excludes_a_second_holder_until_dropped() {
+        let dir = std::env::temp_dir().join(format!("linkperf-lab-lock-{}", std::process::id()));
+        let path = dir.join("state").join(".lock");
+        let first = Host.lock(&path).unwrap();
+        assert!(path.is_file());
+        let (tx, rx) = mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                // Another open of the file: flock excludes it like another process.
+                let second = Host.lock(&path).unwrap();
+                tx.send(Instant::now()).unwrap();
+                drop(second);
+            })
+        };
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a second holder got the lock while the first held it"
+        );
+        let released = Instant::now();
+        drop(first);
+        let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(got >= released);
+        waiter.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -14,6 +14,10 @@
 //! - [`System::write`] replaces a file atomically (temporary file, rename),
 //!   creating its directory; [`System::remove`] of a missing file succeeds.
 //! - [`System::kill`] sends SIGKILL to one process by id, never to a group.
+//! - [`System::lock`] waits for an exclusive lock on a file, shared by every
+//!   process and thread of the host, held until the returned value is dropped
+//!   and released by the kernel if its holder dies. It is not re-entrant:
+//!   taking it again while holding it waits forever.
 //! - Nothing here panics on what the OS returns.
 //!
 //! Besides the trait, two functions for the binary: [`netns_command`] builds
@@ -42,6 +46,8 @@ pub struct Output {
 
 /// What the lab asks of the operating system.
 pub trait System {
+    /// A lock taken with [`System::lock`]; dropping it releases the lock.
+    type Lock;
     /// Runs `program` (looked up in `PATH`) with `args` to completion.
     fn run(&self, program: &str, args: &[String]) -> io::Result<Output>;
     /// The text of a file.
@@ -54,6 +60,9 @@ pub trait System {
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Whether an executable `name` is in `PATH`.
     fn has_program(&self, name: &str) -> bool;
+    /// Takes the exclusive lock of file `path` (created, with its directory,
+    /// if missing), waiting while anyone else holds it.
+    fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
     /// Sends SIGKILL to process `pid`.
     fn kill(&self, pid: u32) -> io::Result<()>;
     /// This process's id.
