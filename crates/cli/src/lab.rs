@@ -599,6 +599,8 @@ impl RunContext<'_> {
             for f in &files {
                 LinkRecord::for_pair(t).add_to_file(f)?;
             }
+            // Their suites ran quietly into logs: each pair's figures and the sum here.
+            crate::emit(&linkperf_lab::pairs_table(name, &agg, &docs))?;
         }
         LinkRecord::for_all(t).add_to_file(&all)?;
         eprintln!("linkperf lab: {name}: results in {}", all.display());

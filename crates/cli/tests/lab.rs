@@ -588,6 +588,23 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
         s <= CAP_SLACK,
         "2 pairs carried {s:.3} Gbit/s over one 1 Gbit/s link"
     );
+    // The terminal shows every pair's figures and their sum, as the files have them.
+    assert!(
+        stdout.contains("linkperf lab: t-pairs, 2 pairs through one link"),
+        "{stdout}"
+    );
+    for test in ["rr1c-200x1000--1", "str-writex30k--1"] {
+        for (who, d) in [("pair 1", &p1), ("pair 2", &p2), ("together", &all)] {
+            let line = stdout
+                .lines()
+                .find(|l| l.starts_with(test) && l.contains(&format!("  {who}  ")))
+                .unwrap_or_else(|| panic!("no line for {test} of {who}: {stdout}"));
+            let gbit = format!("{:.3}", test_rate(d, test, "bytes_per_s") * 8.0 / 1e9);
+            let tps = format!("{:.0}", test_rate(d, test, "transactions_per_s"));
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(cells[cells.len() - 2..], [gbit, tps], "{line}");
+        }
+    }
     let server = text(&all, "/tests/0/config/server");
     assert_eq!(server, "2 pairs: 198.18.1.1, 198.18.2.1");
     assert!(out.join("logs/t-pairs-pair2.log").exists());

@@ -14,7 +14,8 @@
 //!   lab's records; everything above it is tested with a fake.
 //! - [`aggregate()`](aggregate::aggregate): one results document for N pairs;
 //!   [`LinkRecord`]: the `"link"` block of a results document;
-//!   [`throughput_table`]: the plain comparison of configurations.
+//!   [`throughput_table`]: the plain comparison of configurations;
+//!   [`pairs_table`]: a configuration's pairs, each and together.
 //!
 //! See `docs/lab.md` for the address plan, every configuration's commands,
 //! the shaping parameters and the file format.
@@ -44,6 +45,6 @@ pub use inventory::{Owner, Record, Stale, Survey};
 pub use lab::{Lab, Up, STATE_DIR};
 pub use link_record::LinkRecord;
 pub use preflight::Missing;
-pub use table::throughput_table;
+pub use table::{pairs_table, throughput_table};
 pub use topology::{Pair, Topology};
 pub use units::{BitsPerSecond, Mtu, MAX_MTU, MAX_RATE, MIN_MTU, MIN_RATE};

@@ -1,6 +1,7 @@
 //! The plain comparison table `linkperf lab run` prints when `linkperf
 //! compare` is not available: throughput and transactions per second of every
-//! test, one column per configuration. Text only, from results documents.
+//! test, one column per configuration; and, for `--pairs N`, every test's
+//! figures per pair and together. Text only, from results documents.
 
 use std::fmt::Write as _;
 
@@ -74,6 +75,46 @@ pub fn throughput_table(docs: &[(String, ResultsDocument)]) -> String {
     s
 }
 
+/// Payload Gbit/s and transactions per second of every test, one line per
+/// pair (`pairs[k]` is pair k+1's document) and one for the pairs together
+/// (`together`, their aggregate).
+pub fn pairs_table(name: &str, together: &ResultsDocument, pairs: &[ResultsDocument]) -> String {
+    let w = together
+        .tests
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let rows: Vec<(String, &ResultsDocument)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(k, d)| (format!("pair {}", k + 1), d))
+        .chain(std::iter::once(("together".to_string(), together)))
+        .collect();
+    let who = rows.iter().map(|(r, _)| r.len()).max().unwrap_or(8);
+    let mut s = format!(
+        "linkperf lab: {name}, {} pairs through one link (mean of ok runs)\n",
+        pairs.len()
+    );
+    let _ = writeln!(
+        s,
+        "{:<w$}  {:<who$}  {:>8}  {:>14}",
+        "test", "", "Gbit/s", "transactions/s"
+    );
+    for t in &together.tests {
+        for (row, d) in &rows {
+            let gbit = mean_of(d, &t.name, |x| x.bytes_per_s)
+                .map_or_else(|| "-".to_string(), |b| format!("{:.3}", b * 8.0 / 1e9));
+            let tps = mean_of(d, &t.name, |x| x.transactions_per_s)
+                .map_or_else(|| "-".to_string(), |x| format!("{x:.0}"));
+            let _ = writeln!(s, "{:<w$}  {row:<who$}  {gbit:>8}  {tps:>14}", t.name);
+        }
+    }
+    s.push('\n');
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -113,6 +154,41 @@ mod tests {
             failed_run(3, String::new(), RunStatus::Failed, "x".into()),
         );
         d
+    }
+
+    #[test]
+    fn the_pairs_table_has_a_line_per_pair_and_one_for_them_together() {
+        let t = pairs_table(
+            "veth-1g",
+            &doc("veth-1g", 0.95, 3900.0),
+            &[
+                doc("veth-1g-pair1", 0.5, 2000.0),
+                doc("veth-1g-pair2", 0.45, 1900.0),
+            ],
+        );
+        assert_eq!(
+            t,
+            [
+                "linkperf lab: veth-1g, 2 pairs through one link (mean of ok runs)",
+                "test                          Gbit/s  transactions/s",
+                "str-writex30k--1  pair 1       0.500            2000",
+                "str-writex30k--1  pair 2       0.450            1900",
+                "str-writex30k--1  together     0.950            3900",
+                "",
+                "",
+            ]
+            .join("\n")
+        );
+        // A pair without the test (it failed to start) shows a dash.
+        let t = pairs_table(
+            "x",
+            &doc("x", 1.0, 1.0),
+            &[ResultsDocument::new("x-pair1".into(), Vec::new())],
+        );
+        assert!(
+            t.contains("str-writex30k--1  pair 1           -               -\n"),
+            "{t}"
+        );
     }
 
     #[test]
