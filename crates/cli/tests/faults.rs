@@ -1133,7 +1133,8 @@ struct Lab {
 
 impl Lab {
     /// `linkperf lab up veth,name=NAME`; `None` (with the reason printed) where
-    /// this host cannot run the lab (no root, no iproute2).
+    /// this host cannot run the lab (no root, no iproute2), or a failure saying
+    /// what is missing with LINKPERF_LAB_REQUIRED=1 (scripts/test.sh as root).
     fn up(name: &str) -> Option<Lab> {
         let (code, out, err) = run(&["lab", "up", &format!("veth,name={name}")]);
         assert!(
@@ -1141,6 +1142,10 @@ impl Lab {
             "`linkperf lab` does not exist in this build: {err}"
         );
         if code == 2 && err.contains("cannot run on this host") {
+            assert!(
+                std::env::var("LINKPERF_LAB_REQUIRED").as_deref() != Ok("1"),
+                "LINKPERF_LAB_REQUIRED=1, but the lab cannot run here: {err}"
+            );
             eprintln!("skipped: the lab cannot run here: {err}");
             return None;
         }

@@ -4,7 +4,9 @@
 //!
 //! These tests need root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2; CI
 //! runs them as root. Without the privileges each test prints why and passes
-//! without doing anything. Tests that create namespaces run one at a time
+//! without doing anything, unless LINKPERF_LAB_REQUIRED=1 (scripts/test.sh
+//! sets it when it runs as root): then that is a failure saying what is
+//! missing. Tests that create namespaces run one at a time
 //! (one lock), each under configuration names of its own (`t-…`), and each
 //! removes what it created when it ends, failed or not.
 
@@ -29,15 +31,33 @@ const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 /// Allowance over a shaped rate (tbf counts whole packets, so payload stays under it).
 const CAP_SLACK: f64 = 1.05;
 
-/// Whether this process may build namespaces (CAP_NET_ADMIN and CAP_SYS_ADMIN).
-fn privileged() -> bool {
+/// With this set to 1, a lab test that cannot run on this host fails instead
+/// of skipping.
+const REQUIRED: &str = "LINKPERF_LAB_REQUIRED";
+
+/// What this process lacks to build namespaces (CAP_NET_ADMIN and
+/// CAP_SYS_ADMIN, iproute2's `ip` and `tc`); empty when it lacks nothing.
+fn missing() -> Vec<&'static str> {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let caps = status
         .lines()
         .find_map(|l| l.strip_prefix("CapEff:"))
         .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
         .unwrap_or(0);
-    caps & (1 << 12) != 0 && caps & (1 << 21) != 0 && has("ip") && has("tc")
+    let mut m = Vec::new();
+    if caps & (1 << 12) == 0 {
+        m.push("CAP_NET_ADMIN (run as root)");
+    }
+    if caps & (1 << 21) == 0 {
+        m.push("CAP_SYS_ADMIN (run as root)");
+    }
+    if !has("ip") {
+        m.push("iproute2's `ip`");
+    }
+    if !has("tc") {
+        m.push("iproute2's `tc`");
+    }
+    m
 }
 
 fn has(program: &str) -> bool {
@@ -49,12 +69,21 @@ fn has(program: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Test `test` cannot run on this host for want of `what`: it says so and
+/// skips, or, with LINKPERF_LAB_REQUIRED=1, fails.
+fn skip(test: &str, what: &str) {
+    assert!(
+        std::env::var(REQUIRED).as_deref() != Ok("1"),
+        "{test}: {REQUIRED}=1, but this host cannot run the lab tests: missing {what}"
+    );
+    eprintln!("{test}: SKIPPED: missing {what}");
+}
+
 /// The lock, or `None` (with the reason printed) when the lab cannot run here.
 fn lab_lock(test: &str) -> Option<MutexGuard<'static, ()>> {
-    if !privileged() {
-        eprintln!(
-            "{test}: SKIPPED: needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) and iproute2's ip and tc"
-        );
+    let missing = missing();
+    if !missing.is_empty() {
+        skip(test, &missing.join(", "));
         return None;
     }
     Some(LAB.lock().unwrap_or_else(|e| e.into_inner()))
@@ -753,7 +782,7 @@ fn without_privileges_the_lab_names_the_capabilities_and_creates_nothing() {
     };
     let _c = Cleanup("t-nopriv".into());
     if !has_setpriv() {
-        eprintln!("unprivileged: SKIPPED: setpriv (util-linux) is not installed");
+        skip("unprivileged", "setpriv (util-linux)");
         return;
     }
     let out = Command::new("setpriv")
