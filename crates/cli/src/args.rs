@@ -243,7 +243,7 @@ pub struct SuiteArgs {
     /// List the built-in suites.
     #[arg(long, conflicts_with_all = ["dry_run", "resume"])]
     pub list: bool,
-    /// Print the tests and the time they will take; run nothing.
+    /// Print the tests and the time they will take; run nothing (with --resume: also what is left of --out, checked as a resume checks it).
     #[arg(long)]
     pub dry_run: bool,
     /// Where the server is.

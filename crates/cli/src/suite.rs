@@ -102,7 +102,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         });
     }
     let order = run_order(suite.tests.len(), repeat, interleave);
-    if a.dry_run {
+    if a.dry_run && !a.resume {
         crate::emit(&plan_text(&suite, repeat, interleave, &order))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -134,6 +134,33 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         })
         .collect();
     let mut doc = open_document(&a, &record, &configs, &label, &command_line)?;
+    if a.dry_run {
+        // With --resume: what is left of the file's suite, checked as a real
+        // resume checks it, and nothing written or removed.
+        let left: Vec<(usize, u32)> = order
+            .iter()
+            .copied()
+            .filter(|&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
+            .collect();
+        let time: Duration = left
+            .iter()
+            .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
+            .sum();
+        let mut text = plan_text(&suite, repeat, interleave, &order);
+        text.push_str(&format!(
+            "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
+            a.out
+                .as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            order.len() - left.len(),
+            order.len(),
+            left.len(),
+            humantime::format_duration(Duration::from_secs(time.as_secs()))
+        ));
+        crate::emit(&text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -377,7 +404,9 @@ fn open_document(
     if let Some(l) = &a.label {
         doc.label = l.clone();
     }
-    linkperf_results::remove_stale_temp_files(out);
+    if !a.dry_run {
+        linkperf_results::remove_stale_temp_files(out);
+    }
     Ok(doc)
 }
 

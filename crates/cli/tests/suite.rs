@@ -1058,6 +1058,26 @@ users = 1
             "nothing added"
         );
     }
+    // A dry run of the resume says what is left, and changes nothing.
+    let mut dry = vec![
+        s.file(),
+        "--threads",
+        "1",
+        "--out",
+        &out,
+        "--resume",
+        "--repeat",
+        "2",
+    ];
+    dry.extend(timing);
+    dry.push("--dry-run");
+    let plan = suite_ok(&dry);
+    assert!(
+        plan.contains(&format!("resuming {out}: 1 of 2 runs done, 1 to run")),
+        "{plan}"
+    );
+    assert_eq!(ok_runs(&read_doc(Path::new(&out)).unwrap()), 1);
+    assert!(dir.join(&dead).exists(), "a dry run removes nothing");
     // The same options resume, and the run added is the test's second.
     let mut again = vec![
         s.file(),
@@ -1334,6 +1354,55 @@ fn every_suite_file_error_exits_2_naming_the_file_and_the_line() {
         assert!(
             err.contains(says),
             "{what}: stderr should say {says:?}: {err}"
+        );
+        assert!(!s.out.exists(), "{what}: a results file was written");
+    }
+
+    // [[profile]] tables: the profile file is read with the suite, and its
+    // errors name the suite file's line and the profile's own.
+    let profiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/profiles");
+    let profile_cases: [(&str, &str, usize, &str); 5] = [
+        (
+            "missing profile",
+            "[[profile]]\nfile = \"nope.xml\"\n",
+            2,
+            "nope.xml: No such file",
+        ),
+        (
+            "a setting the profile sets itself",
+            "[[profile]]\nfile = \"rr-count.xml\"\nduration = \"5s\"\n",
+            3,
+            "unknown field `duration`",
+        ),
+        (
+            "a bad profile",
+            "\n[[profile]]\nfile = \"err-unknown-type.xml\"\n",
+            3,
+            "err-unknown-type.xml: line 6, <flowop>: unknown flowop type frobnicate",
+        ),
+        (
+            "a variable that is not a string",
+            "[[profile]]\nfile = \"rr-count.xml\"\nvars = { a = 1 }\n",
+            3,
+            "expected a string",
+        ),
+        (
+            "a profile for two servers",
+            "[[profile]]\nfile = \"two-hosts.xml\"\nvars = { h1 = \"127.0.0.1\", h2 = \"127.0.0.2\" }\n",
+            2,
+            "the profile names 2 remote hosts",
+        ),
+    ];
+    for (what, toml, line, says) in profile_cases {
+        let s = Study::new(toml);
+        for f in ["rr-count.xml", "err-unknown-type.xml", "two-hosts.xml"] {
+            std::fs::copy(profiles.join(f), s.dir.path().join(f)).unwrap();
+        }
+        let (code, out, err) = suite(&[s.file(), "--server", "127.0.0.1:9", "--out", s.out()]);
+        assert_eq!(code, 2, "{what}: stdout {out} stderr {err}");
+        assert!(
+            err.contains(&format!("{}, line {line},", s.file())) && err.contains(says),
+            "{what}: stderr should name line {line} and say {says:?}: {err}"
         );
         assert!(!s.out.exists(), "{what}: a results file was written");
     }
