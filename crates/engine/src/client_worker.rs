@@ -311,18 +311,27 @@ impl Worker {
     }
 
     /// A duplicate of the socket of this worker's one request/response flow,
-    /// now blocking, if that is what it carries (and it does not busy-poll).
-    fn single_flow_socket(&self) -> Option<std::os::fd::OwnedFd> {
+    /// now blocking and out of the event wait, if that is what it carries
+    /// (and it does not busy-poll).
+    fn single_flow_socket(&mut self) -> Option<std::os::fd::OwnedFd> {
         if self.busy_poll || self.flows.len() != 1 {
             return None;
         }
-        let f = &self.flows[0];
+        let f = &mut self.flows[0];
         if !matches!(f.logic, Logic::Rr(_)) || f.stage != Stage::Open {
             return None;
         }
-        let conn = f.conn.as_ref()?;
+        let conn = f.conn.as_mut()?;
         let dup = conn.duplicate().ok()?;
-        conn.block().ok()?;
+        // Registered, every arrival would also wake the event wait's list
+        // (a lock and a queue per packet) though nobody waits there now.
+        self.poll.registry().deregister(conn.source()).ok()?;
+        if conn.block().is_err() {
+            // Back to the event wait, as it was.
+            let both = Interest::READABLE | Interest::WRITABLE;
+            let _ = self.poll.registry().register(conn.source(), Token(0), both);
+            return None;
+        }
         Some(dup)
     }
 

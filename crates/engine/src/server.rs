@@ -434,7 +434,19 @@ impl Worker {
         }
         if f.parked.is_none() {
             let dup = f.conn.duplicate().ok()?;
-            f.conn.block().ok()?;
+            // Out of the event wait: registered, every arrival would also
+            // wake its list (a lock and a queue per packet) for nobody. The
+            // flow stays on this path until it closes.
+            self.poll.registry().deregister(f.conn.source()).ok()?;
+            if f.conn.block().is_err() {
+                // Back to the event wait, as it was.
+                let both = Interest::READABLE | Interest::WRITABLE;
+                let _ = self
+                    .poll
+                    .registry()
+                    .register(f.conn.source(), Token(k), both);
+                return None;
+            }
             f.parked = Some(self.signals.park(dup));
         }
         Some(k)
