@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use linkperf_session::{AuthKey, Daemon, DaemonConfig};
@@ -15,6 +16,11 @@ use crate::UsageError;
 /// Smallest `--max-frame`: the largest message a client sends (a test request)
 /// must fit.
 const MIN_FRAME: u64 = 4 * 1024;
+
+/// How long, after the daemon's own sessions have ended, `serve` waits for its
+/// iperf3 tests to end at a signal (they are told at once; they answer within
+/// a tenth of a second).
+const IPERF3_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves until SIGINT or SIGTERM.
 pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
@@ -67,9 +73,6 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
 
     let daemon = Daemon::bind(cfg).map_err(|e| usage(format!("failed to {e}")))?;
     let bound = daemon.local_addr();
-    let shutdown = daemon.shutdown_handle();
-    ctrlc::set_handler(move || shutdown.shutdown())
-        .context("failed to install the SIGINT/SIGTERM handler")?;
     if !a.listen.is_loopback() && !authenticated {
         eprintln!(
             "linkperf serve: WARNING: listening on {bound}, beyond loopback, with no authentication: \
@@ -95,6 +98,17 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     } else {
         None
     };
+    // SIGINT/SIGTERM: both servers stop at once; running tests, linkperf's
+    // and iperf3's, end as aborted and their clients are told.
+    let shutdown = daemon.shutdown_handle();
+    let terminator = _iperf3.as_ref().map(|s| s.terminator());
+    ctrlc::set_handler(move || {
+        if let Some(t) = &terminator {
+            t.terminate();
+        }
+        shutdown.shutdown()
+    })
+    .context("failed to install the SIGINT/SIGTERM handler")?;
     eprintln!(
         "linkperf serve: listening on {bound} (control protocol v{}{})",
         linkperf_wire::PROTOCOL_VERSION,
@@ -105,9 +119,13 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         }
     );
     let summary = daemon.serve();
+    // The iperf3 tests were told at the signal; a moment for them to end.
+    let iperf3_aborted = _iperf3
+        .as_ref()
+        .map_or(0, |s| s.wait_tests(Instant::now() + IPERF3_GRACE));
     eprintln!(
         "linkperf serve: shut down; {} running test(s) aborted{}",
-        summary.aborted_tests,
+        summary.aborted_tests + iperf3_aborted,
         if summary.abandoned_sessions > 0 {
             format!(
                 ", {} session(s) still ending were dropped",

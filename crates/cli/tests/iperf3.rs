@@ -320,6 +320,51 @@ fn refusals_reach_the_client() {
     );
 }
 
+/// SIGTERM to `serve --iperf3` mid-test: the iperf3 test ends as iperf3's
+/// own server ends one (SERVER_TERMINATE: the client says the server has
+/// terminated), is counted as aborted, and the daemon exits within 5 s.
+/// Regression: the test was dropped with the process and the client saw its
+/// control socket close unexpectedly.
+#[test]
+fn sigterm_ends_running_iperf3_tests_as_iperf3s_server_does() {
+    require_iperf3();
+    let _m = exclusive();
+    let (mut server, port) = serve(&[]);
+    let first = spawn_client(port, &["-t", "20"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let signalled = Instant::now();
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    while server.is_running() {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "serve still runs 5 s after SIGTERM: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = finish(first);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(
+        format!("{}{}", o.stdout, o.stderr).contains("the server has terminated"),
+        "{}{}",
+        o.stdout,
+        o.stderr
+    );
+    let log = server.log();
+    assert!(
+        log.contains("aborted: the server is shutting down"),
+        "{log}"
+    );
+    assert!(
+        log.contains("shut down; 1 running test(s) aborted"),
+        "{log}"
+    );
+}
+
 /// Connects to the iperf3 port and sends `bytes`.
 fn poke(port: u16, bytes: &[u8]) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");

@@ -30,6 +30,10 @@ const DRAIN_MAX: Duration = Duration::from_secs(3);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
 
+/// At a shutdown, how long the streams stay open after SERVER_TERMINATE for
+/// the client to read it (it closes its control connection when it has).
+const TERMINATE_WAIT: Duration = Duration::from_secs(1);
+
 /// A data stream's socket.
 pub(crate) enum Sock {
     /// TCP.
@@ -68,6 +72,8 @@ pub(crate) enum Finish {
     ControlClosed,
     /// The test outlived its limit.
     Deadline,
+    /// The server is shutting down.
+    Shutdown,
     /// The client sent a byte that is no state, or one out of turn.
     Protocol(u8),
 }
@@ -136,6 +142,7 @@ pub(crate) fn run(
     streams: Vec<DataStream>,
     plan: &TestPlan,
     client_end: Option<Instant>,
+    terminating: &std::sync::atomic::AtomicBool,
 ) -> io::Result<DataOutcome> {
     let cpu0 = thread_cpu_now();
     let start = Instant::now();
@@ -183,6 +190,9 @@ pub(crate) fn run(
         let now = Instant::now();
         if now >= deadline {
             break Finish::Deadline;
+        }
+        if terminating.load(std::sync::atomic::Ordering::Acquire) {
+            break Finish::Shutdown;
         }
         if omitting && now >= omit_end {
             omitting = false;
@@ -241,6 +251,17 @@ pub(crate) fn run(
         }
     };
     let ended = Instant::now();
+    if end == Finish::Shutdown {
+        terminate(
+            ctrl,
+            &mut poll,
+            &mut events,
+            &mut live,
+            &mut buf,
+            plan,
+            &mut errors,
+        );
+    }
     if end == Finish::TestEnd {
         drain(
             &mut poll,
@@ -500,6 +521,32 @@ fn send(
                 return;
             }
         }
+    }
+}
+
+/// At a shutdown: tells the client SERVER_TERMINATE with its streams still
+/// open (a client writing into a closed stream would see a reset before it
+/// reads the state), and reads what it still sends until it closes its
+/// control connection, at most [`TERMINATE_WAIT`].
+fn terminate(
+    mut ctrl: &TcpStream,
+    poll: &mut Poll,
+    events: &mut Events,
+    live: &mut [Live],
+    buf: &mut [u8],
+    plan: &TestPlan,
+    errors: &mut Vec<String>,
+) {
+    let _ = ctrl.write(&[State::ServerTerminate.to_byte()]);
+    let t0 = Instant::now();
+    while t0.elapsed() < TERMINATE_WAIT {
+        for l in live.iter_mut().filter(|l| !l.sends) {
+            receive(l, buf, plan, false, errors);
+        }
+        if read_control(ctrl).is_some() {
+            return;
+        }
+        let _ = poll.poll(events, Some(Duration::from_millis(5)));
     }
 }
 

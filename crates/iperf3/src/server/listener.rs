@@ -36,18 +36,45 @@ pub struct Iperf3Server {
 }
 
 /// A serving iperf3 server; dropping it stops accepting (running tests end
-/// on their own).
+/// on their own, unless [`ServerHandle::terminator`] ended them).
 pub struct ServerHandle {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
     thread: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+/// Ends a server's running tests from anywhere (a signal handler): each sends
+/// its client SERVER_TERMINATE within a tenth of a second.
+#[derive(Clone)]
+pub struct Terminator(Arc<Shared>);
+
+impl Terminator {
+    /// Ends every running test; tests that start later end at once too.
+    pub fn terminate(&self) {
+        self.0.terminating.store(true, Ordering::Release);
+    }
 }
 
 impl ServerHandle {
     /// Where it listens.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// A handle that ends the running tests.
+    pub fn terminator(&self) -> Terminator {
+        Terminator(self.shared.clone())
+    }
+
+    /// Waits until no test runs, at most until `deadline`; returns how many
+    /// tests a [`Terminator`] ended.
+    pub fn wait_tests(&self, deadline: Instant) -> usize {
+        while self.shared.running() > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.shared.terminated.load(Ordering::Acquire)
     }
 }
 
@@ -112,6 +139,7 @@ impl Iperf3Server {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(ServerError::Setup)?);
         let stop = Arc::new(AtomicBool::new(false));
         let addr = self.addr;
+        let shared = self.shared.clone();
         let st = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lp-iperf3".into())
@@ -122,6 +150,7 @@ impl Iperf3Server {
             stop,
             waker,
             thread: Some(thread),
+            shared,
         })
     }
 

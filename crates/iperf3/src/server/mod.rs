@@ -15,4 +15,4 @@ mod session;
 mod udp;
 
 pub use config::ServerConfig;
-pub use listener::{Iperf3Server, ServerHandle};
+pub use listener::{Iperf3Server, ServerHandle, Terminator};

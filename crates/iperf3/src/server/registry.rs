@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use crate::server::ServerConfig;
@@ -49,6 +49,10 @@ pub(crate) struct Shared {
     /// Held by the one test whose UDP streams are connecting.
     pub udp_setup: Mutex<()>,
     next_test: AtomicU64,
+    /// Set when the server shuts down: running tests end with SERVER_TERMINATE.
+    pub terminating: AtomicBool,
+    /// Tests that ended so.
+    pub terminated: AtomicUsize,
 }
 
 impl Shared {
@@ -59,7 +63,14 @@ impl Shared {
             udp,
             udp_setup: Mutex::new(()),
             next_test: AtomicU64::new(1),
+            terminating: AtomicBool::new(false),
+            terminated: AtomicUsize::new(0),
         })
+    }
+
+    /// Tests running now.
+    pub(crate) fn running(&self) -> usize {
+        self.tests().running
     }
 
     fn tests(&self) -> MutexGuard<'_, Tests> {

@@ -156,7 +156,7 @@ fn serve(
     c.send_state(State::TestStart).map_err(|e| e.to_string())?;
     c.send_state(State::TestRunning)
         .map_err(|e| e.to_string())?;
-    let out = data::run(c.stream(), streams, &plan, client_end)
+    let out = data::run(c.stream(), streams, &plan, client_end, &shared.terminating)
         .map_err(|e| format!("failed: data path: {e}"))?;
     match out.end {
         Finish::TestEnd => {}
@@ -171,6 +171,17 @@ fn serve(
                 "the client went away (control connection closed); {}",
                 report::summary(&out, None)
             ))
+        }
+        Finish::Shutdown => {
+            // As iperf3's own server does on SIGTERM, data::run told the
+            // client SERVER_TERMINATE: it says "the server has terminated".
+            shared
+                .terminated
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            return Err(format!(
+                "aborted: the server is shutting down; {}",
+                report::summary(&out, None)
+            ));
         }
         Finish::Deadline => {
             let _ = c.send_state(State::ServerTerminate);
