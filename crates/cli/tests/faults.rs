@@ -189,6 +189,31 @@ fn output(child: Child) -> (i32, String, String) {
     )
 }
 
+/// Waits until the server in `log` runs a test, then a little more of it.
+fn test_runs_a_while(log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !read(log).contains("running") {
+        assert!(
+            Instant::now() < deadline,
+            "the test did not start: {}",
+            read(log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(800));
+}
+
+/// The run in `json` failed for want of the server's results, and kept what
+/// the client measured before.
+fn gave_up_keeping_what_it_measured(json: &Path) {
+    let doc: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed", "{r}");
+    let e = text(r, "/error");
+    assert!(e.contains("no results from the server within 30s"), "{e}");
+    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+}
+
 /// The first run of the first test of a results document.
 fn first_run(doc: &Value) -> &Value {
     util::at(doc, "/tests/0/runs/0")
@@ -1224,16 +1249,7 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("ip netns exec linkperf run");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !read(&log).contains("running") {
-        assert!(
-            Instant::now() < deadline,
-            "the test did not start: {}",
-            read(&log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(800));
+    test_runs_a_while(&log);
     // Cut the path: the server's end of the veth pair goes down.
     let down = Command::new("ip")
         .args(["-n", &lab.server_ns(), "link", "set", "lp-s1", "down"])
@@ -1251,13 +1267,7 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
     eprintln!("the client gave up {:?} after starting", started.elapsed());
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(took < Duration::from_secs(60));
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let r = first_run(&doc);
-    assert_eq!(text(r, "/status"), "failed", "{r}");
-    let e = text(r, "/error");
-    assert!(e.contains("no results from the server within 30s"), "{e}");
-    // What it measured before the cut is kept.
-    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+    gave_up_keeping_what_it_measured(&json);
 }
 
 /// Regression: a worker carrying one request/response flow waits in its
@@ -1290,16 +1300,7 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("linkperf run");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !read(&log).contains("running") {
-        assert!(
-            Instant::now() < deadline,
-            "the test did not start: {}",
-            read(&log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(800));
+    test_runs_a_while(&log);
     signal(serve.id(), "-STOP");
     let mut client = client;
     let outcome = exits_within(&mut client, Duration::from_secs(60));
@@ -1312,15 +1313,7 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
     };
     let (_, _, err) = output(client);
     assert_eq!(status.code(), Some(1), "{err}");
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let r = first_run(&doc);
-    assert_eq!(text(r, "/status"), "failed", "{r}");
-    assert!(
-        text(r, "/error").contains("no results from the server within 30s"),
-        "{r}"
-    );
-    // What it measured before the server stopped is kept.
-    assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
+    gave_up_keeping_what_it_measured(&json);
 }
 
 #[test]
