@@ -18,9 +18,10 @@ use crate::UsageError;
 const MIN_FRAME: u64 = 4 * 1024;
 
 /// How long, after the daemon's own sessions have ended, `serve` waits for its
-/// iperf3 tests to end at a signal (they are told at once; they answer within
-/// a tenth of a second).
-const IPERF3_GRACE: Duration = Duration::from_secs(1);
+/// iperf3 tests to end at a signal: each notices within a tenth of a second,
+/// then keeps its streams open up to a second for its client to read
+/// SERVER_TERMINATE.
+const IPERF3_GRACE: Duration = Duration::from_secs(3);
 
 /// Serves until SIGINT or SIGTERM.
 pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {

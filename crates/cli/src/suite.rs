@@ -393,11 +393,17 @@ fn open_document(
         }
     }
     // A different --repeat is fine: the runs still missing are added.
-    // Runs that did not complete are run again; renumber what stays.
+    // Runs that did not complete are run again; renumber what stays. A test
+    // left without runs is recorded as it runs now.
     for t in &mut doc.tests {
         t.runs.retain(|r| r.status == RunStatus::Ok);
         for (i, r) in t.runs.iter_mut().enumerate() {
             r.run = i as u32 + 1;
+        }
+        if t.runs.is_empty() {
+            if let Some((_, now)) = configs.iter().find(|(n, _)| *n == t.name) {
+                t.config = now.clone();
+            }
         }
     }
     doc.command_line = command_line.to_vec();

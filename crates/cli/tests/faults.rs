@@ -674,6 +674,10 @@ fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
     wrapping_users.groups[0].users = u32::MAX;
     wrapping_users.groups.push(base.groups[0].clone());
     wrapping_users.groups[1].users = 2;
+    // Regression: a transaction without flowops spun a server worker forever
+    // (the parser refuses one; the wire did not).
+    let mut empty = base.clone();
+    empty.groups[0].transactions[1].flowops.clear();
     let mut bad_rand = base.clone();
     if let FlowopKind::Write(x) = &mut bad_rand.groups[0].transactions[1].flowops[0].kind {
         x.size = Size::Rand {
@@ -685,6 +689,7 @@ fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
         (huge_times, "duration="),
         (wrapping_users, "nthreads="),
         (bad_rand, "between 1 and 64m"),
+        (empty, "has 0 flowops"),
     ] {
         let mut c = Control::connect(server.port());
         c.hello();
@@ -701,6 +706,28 @@ fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
         );
     }
     // No session thread died: the server still runs tests, and says nothing of a panic.
+    let (code, err, _) = try_run(&server, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+}
+
+/// Regression: the server summed a client's warmup and duration before
+/// anything bounded them, and a session thread panicked on the overflow.
+#[test]
+fn a_test_whose_times_overflow_is_refused_and_the_server_goes_on() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let mut spec = TestSpec::new("rr1c-1x1".parse().unwrap(), Protocol::Tcp, 1, Duration::MAX);
+    spec.warmup = Duration::MAX;
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(1),
+    });
+    let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+    assert_eq!(code, "refused", "{message}");
+    assert!(message.contains("longer than a test may last"), "{message}");
     let (code, err, _) = try_run(&server, &[]);
     assert_eq!(code, 0, "{err}");
     assert!(!server.log().contains("panicked"), "{}", server.log());

@@ -1032,8 +1032,16 @@ users = 1
     let own = format!(".results.json.{}.x.linkperf-tmp", std::process::id());
     let dead = ".results.json.4194305.x.linkperf-tmp".to_string();
     let other = ".other.json.4194305.x.linkperf-tmp".to_string();
+    // Two minutes old: a dead process's temporary file is removed only then.
+    let old = std::time::SystemTime::now() - Duration::from_secs(120);
     for f in [&own, &dead, &other] {
         std::fs::write(dir.join(f), b"{").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join(f))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
     }
     for (args, says) in [
         (vec!["--threads", "2"], "client_placement"),
@@ -1095,6 +1103,32 @@ users = 1
     assert_eq!(ok_runs(&read_doc(Path::new(&out)).unwrap()), 2);
     let left = |f: &str| dir.join(f).exists();
     assert!(left(&own) && left(&other) && !left(&dead));
+}
+
+/// A test whose runs all failed has nothing to keep: resuming it under other
+/// settings is fine, and the file then records how it ran the second time.
+/// Regression: its old `config` stayed on the new run.
+#[test]
+fn resume_records_how_a_test_without_ok_runs_runs_now() {
+    let _g = shared();
+    let s = Study::new("[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n");
+    let timing = ["--duration", "300ms", "--warmup", "100ms"];
+    let mut first = vec![s.file(), "--server", "127.0.0.1:9", "--out", s.out(), "-q"];
+    first.extend(timing);
+    let (code, _, _) = suite(&first);
+    assert_eq!(code, 1, "the unreachable server fails the run");
+    let doc = s.doc();
+    assert_eq!(
+        text(test(&doc, "rr1c-1x1--1"), "/config/server"),
+        "127.0.0.1:9"
+    );
+    let mut again = vec![s.file(), "--out", s.out(), "--resume", "-q"];
+    again.extend(timing);
+    suite_ok(&again);
+    let doc = s.doc();
+    let t = test(&doc, "rr1c-1x1--1");
+    assert_eq!(runs(t), [(1, "ok".into())]);
+    assert_eq!(text(t, "/config/server"), "embedded");
 }
 
 #[test]

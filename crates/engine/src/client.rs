@@ -155,9 +155,9 @@ impl ClientTest {
         Ok(test)
     }
 
-    fn abort_and_join(self) {
+    fn abort_and_join(mut self) {
         self.abort();
-        for h in self.handles {
+        for h in std::mem::take(&mut self.handles) {
             let _ = h.join();
         }
     }
@@ -191,7 +191,7 @@ impl ClientTest {
     /// Waits until every flow has finished, and returns the workers' reports.
     /// A worker still waiting for an answer a moment after the drain has
     /// ended (the server or the path is gone) is released then.
-    pub fn wait(self) -> Result<Vec<WorkerReport>, crate::EngineError> {
+    pub fn wait(mut self) -> Result<Vec<WorkerReport>, crate::EngineError> {
         if let Some(s) = self.signals.schedule() {
             let deadline = s.drain_until + EXPIRE_GRACE;
             let left = deadline.saturating_duration_since(Instant::now());
@@ -200,13 +200,24 @@ impl ClientTest {
             }
         }
         let mut out = Vec::new();
-        for h in self.handles {
+        for h in std::mem::take(&mut self.handles) {
             out.push(
                 h.join()
                     .map_err(|_| crate::EngineError::Worker("a client worker panicked".into()))?,
             );
         }
         Ok(out)
+    }
+}
+
+/// A side dropped before it was waited for (its session failed on the way)
+/// stops its workers: one blocked in a read, or waiting for a start that will
+/// not come, would otherwise outlive it.
+impl Drop for ClientTest {
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            self.abort();
+        }
     }
 }
 

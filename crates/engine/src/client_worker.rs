@@ -774,6 +774,9 @@ impl Worker {
                                 // response when it arrives; reading now would only find nothing.
                                 return Io::Blocked;
                             }
+                            // Part of a large request went (a blocking write may have
+                            // taken long): the rest is stamped with a fresh time.
+                            *now = Instant::now();
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -296,17 +296,27 @@ impl ServerTest {
     }
 
     /// Closes everything (the client is done) and returns the workers' reports.
-    pub fn finish(self) -> Result<Vec<WorkerReport>, EngineError> {
+    pub fn finish(mut self) -> Result<Vec<WorkerReport>, EngineError> {
         self.signals.finish();
         self.wake();
         let mut out = Vec::new();
-        for h in self.handles {
+        for h in std::mem::take(&mut self.handles) {
             out.push(
                 h.join()
                     .map_err(|_| EngineError::Worker("a server worker panicked".into()))?,
             );
         }
         Ok(out)
+    }
+}
+
+/// A side dropped before it finished (its session failed on the way) stops
+/// its workers: one blocked in a read would otherwise outlive it.
+impl Drop for ServerTest {
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            self.abort();
+        }
     }
 }
 
@@ -716,6 +726,10 @@ impl Worker {
                                         // The next request raises a fresh readiness edge.
                                         return Io::Blocked;
                                     }
+                                    // Part of a large response went (a blocking write may
+                                    // have taken long): the rest, and the next turn, are
+                                    // stamped with fresh times.
+                                    self.last_read = None;
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                     return Io::Blocked

@@ -24,49 +24,83 @@ const SCHEMA_MAJOR: u32 = 1;
 /// Ends the name of every temporary file a save writes.
 const TEMP_SUFFIX: &str = ".linkperf-tmp";
 
-/// How the temporary files of process `pid`'s saves to `path` begin:
-/// `.NAME.PID.` in `path`'s directory (then random characters and
-/// [`TEMP_SUFFIX`]), so each file says whose save it is.
-fn temp_prefix(path: &Path, pid: u32) -> String {
+/// A temporary file this old whose process does not run is left over; a
+/// save's own lives for the milliseconds of one write (and a process in
+/// another PID namespace, which looks dead from here, is never that slow).
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The file's name as temporary files carry it: whole up to 64 bytes, else
+/// its first 40 characters, `~` and a hash of the whole (a temporary file's
+/// name must stay within the file system's 255 bytes).
+fn temp_stem(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    format!(".{name}.{pid}.")
+    if name.len() <= 64 {
+        return name;
+    }
+    // FNV-1a: stable across builds and versions, which a std hasher is not.
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    let head: String = name.chars().take(40).collect();
+    format!("{head}~{hash:016x}")
+}
+
+/// How the temporary files of process `pid`'s saves to `path` begin:
+/// `.NAME.PID.` in `path`'s directory (then random letters and digits and
+/// [`TEMP_SUFFIX`]), so each file says whose save it is.
+fn temp_prefix(path: &Path, pid: u32) -> String {
+    format!(".{}.{pid}.", temp_stem(path))
 }
 
 /// Removes what an interrupted save to `path` left behind (a process killed
 /// between writing its temporary file and renaming it): the temporary files
-/// of saves to this same path by processes that no longer run. A save in
-/// progress (another live process's, or this one's) is left alone. Returns
-/// how many were removed.
+/// of saves to this same path (`.NAME.PID.RANDOM` and [`TEMP_SUFFIX`],
+/// exactly) by processes that no longer run, once [`STALE_AFTER`] old. A save
+/// in progress (another live process's, or this one's) is left alone.
+/// Returns how many were removed.
 pub fn remove_stale_temp_files(path: &Path) -> usize {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+    if path.file_name().is_none() {
         return 0;
-    };
+    }
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
-    let head = format!(".{name}.");
+    let head = format!(".{}.", temp_stem(path));
     let mut removed = 0;
     for e in entries.flatten() {
         let file = e.file_name();
         let file = file.to_string_lossy();
-        let Some(rest) = file.strip_prefix(&head) else {
+        let Some(rest) = file
+            .strip_prefix(&head)
+            .and_then(|r| r.strip_suffix(TEMP_SUFFIX))
+        else {
             continue;
         };
-        if !file.ends_with(TEMP_SUFFIX) {
+        // PID.RANDOM, nothing else: `.out.7.PID.RANDOM` belongs to `out.7`.
+        let Some((pid, random)) = rest.split_once('.') else {
+            continue;
+        };
+        if random.is_empty() || !random.bytes().all(|b| b.is_ascii_alphanumeric()) {
             continue;
         }
-        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+        let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
         let running = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
-        if !running && fs::remove_file(e.path()).is_ok() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_AFTER);
+        if !running && old && fs::remove_file(e.path()).is_ok() {
             removed += 1;
         }
     }
@@ -279,13 +313,29 @@ mod tests {
             format!(".osa.json.1.abc{TEMP_SUFFIX}"), // init: alive
             format!(".hs.json.{dead}.abc{TEMP_SUFFIX}"),
             format!(".osa.json.{dead}.abc.other"),
+            // A save to `osa.json.7`, not to `osa.json` by process 7.
+            format!(".osa.json.7.{dead}.abc{TEMP_SUFFIX}"),
         ];
+        let two_minutes_ago = std::time::SystemTime::now() - Duration::from_secs(120);
         for f in &files {
-            fs::write(dir.path().join(f), b"{").unwrap();
+            let p = dir.path().join(f);
+            fs::write(&p, b"{").unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(two_minutes_ago)
+                .unwrap();
         }
+        // A dead process's file of a moment ago may be a live save in another
+        // PID namespace: it stays until it is a minute old.
+        let fresh = format!(".osa.json.{dead}.xyz{TEMP_SUFFIX}");
+        fs::write(dir.path().join(&fresh), b"{").unwrap();
         assert_eq!(remove_stale_temp_files(&out), 1);
         let left: Vec<bool> = files.iter().map(|f| dir.path().join(f).exists()).collect();
-        assert_eq!(left, [false, true, true, true, true]);
+        assert_eq!(left, [false, true, true, true, true, true]);
+        assert!(dir.path().join(&fresh).exists());
+        fs::remove_file(dir.path().join(&fresh)).unwrap();
         // A save's own temporary file is of this form, and goes by the rename.
         let doc = ResultsDocument::new("x".into(), vec![]);
         doc.save(&out).unwrap();
@@ -293,7 +343,18 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names.len(), 5, "{names:?}");
+        assert_eq!(names.len(), 6, "{names:?}");
+    }
+
+    #[test]
+    fn a_long_file_name_still_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join(format!("{}.json", "n".repeat(240)));
+        ResultsDocument::new("x".into(), vec![]).save(&out).unwrap();
+        assert!(out.exists());
+        let stem = temp_stem(&out);
+        assert!(stem.len() < 64 && stem.contains('~'), "{stem}");
+        assert_eq!(stem, temp_stem(&out), "the same file, the same stem");
     }
 
     fn side_cpu(process_s: f64, busy_s: f64) -> SideCpu {

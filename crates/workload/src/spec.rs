@@ -115,6 +115,11 @@ pub struct TestSpec {
 /// Most users in one test.
 pub const MAX_USERS: u32 = 100_000;
 
+/// Longest duration, warmup or UDP timeout a test may ask for: 7 days. Far
+/// beyond any study (a server refuses past its `--max-duration`, 1 h by
+/// default), and far from the overflow of the sums and clocks computed from them.
+pub const MAX_TEST_TIME: Duration = Duration::from_secs(7 * 24 * 3600);
+
 impl TestSpec {
     /// A spec with the defaults: 1 s warmup, default socket options, 250 ms UDP timeout.
     pub fn new(workload: Workload, protocol: Protocol, users: u32, duration: Duration) -> Self {
@@ -141,6 +146,18 @@ impl TestSpec {
     /// Checks that the combination can run.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         self.workload.validate()?;
+        for (what, d) in [
+            ("duration", self.duration),
+            ("warmup", self.warmup),
+            ("udp timeout", self.udp_timeout),
+        ] {
+            if d > MAX_TEST_TIME {
+                return Err(WorkloadError::Invalid(format!(
+                    "{what} of {} is longer than a test may last (7 days)",
+                    humantime::format_duration(d)
+                )));
+            }
+        }
         if self.users == 0 || self.users > MAX_USERS {
             return Err(WorkloadError::Invalid(format!(
                 "users must be between 1 and {MAX_USERS}, got {}",
@@ -198,6 +215,24 @@ mod tests {
 
     fn spec(w: &str, p: Protocol, users: u32) -> TestSpec {
         TestSpec::new(w.parse().unwrap(), p, users, Duration::from_secs(1))
+    }
+
+    #[test]
+    fn times_past_seven_days_are_refused_before_anything_sums_them() {
+        let mut s = TestSpec::new("rr1c-1x1".parse().unwrap(), Protocol::Tcp, 1, MAX_TEST_TIME);
+        s.warmup = MAX_TEST_TIME;
+        assert!(s.validate().is_ok());
+        // What a hostile client could send: warmup + duration overflows.
+        for edit in [
+            |s: &mut TestSpec| s.duration = Duration::MAX,
+            |s: &mut TestSpec| s.warmup = Duration::MAX,
+            |s: &mut TestSpec| s.udp_timeout = MAX_TEST_TIME + Duration::from_nanos(1),
+        ] {
+            let mut bad = s.clone();
+            edit(&mut bad);
+            let e = bad.validate().unwrap_err().to_string();
+            assert!(e.contains("longer than a test may last (7 days)"), "{e}");
+        }
     }
 
     #[test]

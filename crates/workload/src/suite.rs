@@ -110,12 +110,13 @@ impl Suite {
     /// Estimated wall time of `repeat` passes: for every run, its warmup, its
     /// window and [`RUN_OVERHEAD`].
     pub fn estimated_time(&self, repeat: u32) -> Duration {
-        let pass: Duration = self
-            .tests
-            .iter()
-            .map(|t| t.spec.warmup + t.spec.duration + RUN_OVERHEAD)
-            .sum();
-        pass * repeat
+        // Saturating: a suite built in code is not bounded like a file's.
+        let pass = self.tests.iter().fold(Duration::ZERO, |sum, t| {
+            sum.saturating_add(t.spec.warmup)
+                .saturating_add(t.spec.duration)
+                .saturating_add(RUN_OVERHEAD)
+        });
+        pass.saturating_mul(repeat)
     }
 
     /// Checks that the suite can run: at least one test, every test valid, no two

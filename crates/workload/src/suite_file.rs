@@ -387,17 +387,25 @@ impl FileCtx<'_> {
         key: &str,
     ) -> Result<Option<Duration>, SuiteError> {
         let Some(v) = value else { return Ok(None) };
-        humantime::parse_duration(v.get_ref().trim())
-            .map(Some)
-            .map_err(|e| {
-                self.value(
-                    v.span(),
-                    format!(
-                        "invalid {key} '{}': {e} (examples: \"30s\", \"500ms\", \"2m\")",
-                        v.get_ref()
-                    ),
-                )
-            })
+        let d = humantime::parse_duration(v.get_ref().trim()).map_err(|e| {
+            self.value(
+                v.span(),
+                format!(
+                    "invalid {key} '{}': {e} (examples: \"30s\", \"500ms\", \"2m\")",
+                    v.get_ref()
+                ),
+            )
+        })?;
+        if d > crate::MAX_TEST_TIME {
+            return Err(self.value(
+                v.span(),
+                format!(
+                    "{key} '{}' is longer than a test may last (7 days)",
+                    v.get_ref()
+                ),
+            ));
+        }
+        Ok(Some(d))
     }
 
     fn positive_duration(
@@ -1004,6 +1012,33 @@ threads = 8
             1,
             "udp_timeout must be longer than zero",
         );
+        assert_err(
+            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\nwarmup = \"8days\"\n",
+            4,
+            "warmup '8days' is longer than a test may last (7 days)",
+        );
+    }
+
+    /// Regression (found by the suite_toml fuzz target): a duration of
+    /// 4.1e18 seconds parsed, and the suite's time estimate (the dry run,
+    /// the progress bar's ETA) panicked summing it.
+    #[test]
+    fn a_duration_past_any_clock_is_refused_not_summed() {
+        // The fuzzer's input: leading zeros, then 4.1e18 seconds.
+        let huge = format!("{}4099276460824344802s", "0".repeat(84));
+        assert_err(
+            &format!(
+                "[[matrix]]\nworkloads = [\"rr1c-1x1\", \"rr1c-200x1000\"]\nusers = [1, 10]\nduration = \"{huge}\"\n"
+            ),
+            4,
+            "is longer than a test may last",
+        );
+        let s = parse_suite(
+            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\nduration = \"7days\"\n",
+            "s.toml",
+        )
+        .unwrap();
+        assert!(s.estimated_time(u32::MAX) >= Duration::from_secs(7 * 24 * 3600));
     }
 
     #[test]

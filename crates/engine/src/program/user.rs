@@ -377,7 +377,13 @@ impl User {
                     continue;
                 }
                 if let (Some(rate), Role::Client) = (txn.rate, self.role) {
-                    let at = self.txn_started + Duration::from_secs_f64(self.iter as f64 / rate);
+                    // Profile::check bounds the rate; the wait saturates anyway.
+                    let wait = Duration::try_from_secs_f64(self.iter as f64 / rate)
+                        .unwrap_or(Duration::MAX);
+                    let at = self
+                        .txn_started
+                        .checked_add(wait)
+                        .unwrap_or(now + Duration::from_secs(86_400));
                     if now < at {
                         return Need::Wait {
                             until: at,
@@ -386,7 +392,17 @@ impl User {
                     }
                 }
                 if txn.ops.is_empty() {
+                    // Profile::check refuses empty transactions; were one to
+                    // run, its iterations still spend the budget, so the
+                    // worker goes on to its clock and its signals.
                     self.iter += 1;
+                    if *budget == 0 {
+                        return Need::Wait {
+                            until: now,
+                            busy: false,
+                        };
+                    }
+                    *budget -= 1;
                     continue;
                 }
                 self.in_iteration = true;

@@ -51,9 +51,13 @@ pub struct ServerHandle {
 pub struct Terminator(Arc<Shared>);
 
 impl Terminator {
-    /// Ends every running test; tests that start later end at once too.
+    /// Ends every running test, and refuses new ones. Every test running now
+    /// counts as aborted (one still setting up ends when the process does).
     pub fn terminate(&self) {
         self.0.terminating.store(true, Ordering::Release);
+        self.0
+            .terminated
+            .fetch_max(self.0.running(), Ordering::AcqRel);
     }
 }
 

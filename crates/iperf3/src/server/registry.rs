@@ -88,6 +88,8 @@ impl Shared {
             Some(Slot::Waiting(tx)) => Route::Stream(tx.clone()),
             Some(Slot::Running) => Route::Refuse,
             None if t.running >= self.cfg.max_tests => Route::Refuse,
+            // Shutting down: no new test.
+            None if self.terminating.load(Ordering::Acquire) => Route::Refuse,
             None => {
                 t.running += 1;
                 t.cookies.insert(cookie, Slot::Running);

@@ -24,6 +24,19 @@ pub(crate) const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Longest name (profile, connection, host, congestion control): 1 KiB.
 const MAX_NAME: usize = 1024;
 
+/// Most groups, and transactions of a group: 1024 each. Each transaction
+/// costs both ends statistics per worker (a latency histogram of its own), so
+/// their number is what bounds a profile's memory.
+pub(crate) const MAX_ELEMENTS: usize = 1024;
+
+/// Most flowops of a transaction (a few bytes each; the 1 MiB text holds
+/// about 20,000).
+pub(crate) const MAX_FLOWOPS: usize = 65_536;
+
+/// Slowest `rate=`: one iteration a day per user (1/86400 per second); a
+/// smaller rate's wait between iterations would pass any clock.
+pub(crate) const MIN_RATE: f64 = 1.0 / 86_400.0;
+
 /// Why a profile is outside linkperf's bounds: the line of the element at
 /// fault (as the client's file numbered it) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +67,15 @@ impl Profile {
         if self.groups.is_empty() {
             return bad(1, "the profile has no groups".into());
         }
+        if self.groups.len() > MAX_ELEMENTS {
+            return bad(
+                1,
+                format!(
+                    "the profile has {} groups; at most {MAX_ELEMENTS}",
+                    self.groups.len()
+                ),
+            );
+        }
         let mut users: u64 = 0;
         for g in &self.groups {
             if g.users == 0 || g.users > MAX_USERS {
@@ -66,7 +88,25 @@ impl Profile {
                 );
             }
             users += u64::from(g.users);
+            if g.transactions.is_empty() || g.transactions.len() > MAX_ELEMENTS {
+                return bad(
+                    g.line,
+                    format!(
+                        "a <group> has {} transactions: it needs 1 to {MAX_ELEMENTS}",
+                        g.transactions.len()
+                    ),
+                );
+            }
             for t in &g.transactions {
+                if t.flowops.is_empty() || t.flowops.len() > MAX_FLOWOPS {
+                    return bad(
+                        t.line,
+                        format!(
+                            "a <transaction> has {} flowops: it needs 1 to {MAX_FLOWOPS}",
+                            t.flowops.len()
+                        ),
+                    );
+                }
                 match t.limit {
                     Limit::Iterations(0) => {
                         return bad(t.line, "iterations=0: it must be at least 1".into())
@@ -75,8 +115,14 @@ impl Profile {
                     Limit::Duration(d) => time(t.line, "duration", d)?,
                 }
                 if let Some(r) = t.rate {
-                    if !(r.0.is_finite() && r.0 > 0.0) {
-                        return bad(t.line, format!("rate={} must be a positive number", r.0));
+                    if !(r.0.is_finite() && r.0 >= MIN_RATE) {
+                        return bad(
+                            t.line,
+                            format!(
+                                "rate={} is out of range: at least one iteration a day (0.0000116)",
+                                r.0
+                            ),
+                        );
                     }
                 }
                 for f in &t.flowops {
@@ -217,6 +263,35 @@ mod tests {
             (
                 Box::new(|p| p.groups[0].transactions[1].flowops[0].count = 0),
                 "count=0",
+            ),
+            (
+                Box::new(|p| p.groups[0].transactions[1].flowops.clear()),
+                "has 0 flowops",
+            ),
+            (
+                Box::new(|p| p.groups[0].transactions.clear()),
+                "has 0 transactions",
+            ),
+            (
+                Box::new(|p| {
+                    let t = p.groups[0].transactions[0].clone();
+                    p.groups[0].transactions = vec![t; MAX_ELEMENTS + 1];
+                }),
+                "has 1025 transactions",
+            ),
+            (
+                Box::new(|p| {
+                    let g = p.groups[0].clone();
+                    p.groups = vec![g; MAX_ELEMENTS + 1];
+                    for g in &mut p.groups {
+                        g.users = 1;
+                    }
+                }),
+                "1025 groups",
+            ),
+            (
+                Box::new(|p| p.groups[0].transactions[1].rate = Some(super::super::Rate(1e-20))),
+                "rate=",
             ),
             (
                 Box::new(|p| p.groups[0].transactions[1].flowops[0].timeout = Some(Duration::ZERO)),
