@@ -489,6 +489,14 @@ fn try_run(server: &Server, extra: &[&str]) -> (i32, String, Value) {
     (code, err, doc)
 }
 
+/// No session thread died: the server still runs a test, and its log says
+/// nothing of a panic.
+fn still_serves(server: &Server) {
+    let (code, err, _) = try_run(server, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!server.log().contains("panicked"), "{}", server.log());
+}
+
 #[test]
 fn users_duration_and_connections_limits_refuse_with_their_flag() {
     let _g = shared();
@@ -705,10 +713,7 @@ fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
             "{says}: {message}"
         );
     }
-    // No session thread died: the server still runs tests, and says nothing of a panic.
-    let (code, err, _) = try_run(&server, &[]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!server.log().contains("panicked"), "{}", server.log());
+    still_serves(&server);
 }
 
 /// Regression: the server summed a client's warmup and duration before
@@ -728,9 +733,7 @@ fn a_test_whose_times_overflow_is_refused_and_the_server_goes_on() {
     let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
     assert_eq!(code, "refused", "{message}");
     assert!(message.contains("longer than a test may last"), "{message}");
-    let (code, err, _) = try_run(&server, &[]);
-    assert_eq!(code, 0, "{err}");
-    assert!(!server.log().contains("panicked"), "{}", server.log());
+    still_serves(&server);
 }
 
 #[test]
