@@ -473,6 +473,78 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
     });
 }
 
+#[test]
+fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&test_request(1, Duration::from_secs(5)));
+    let (ports, token) = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (data_ports, token),
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+    let (before, _) = util::fds_and_threads(server.pid());
+    // Far more than the worker lets wait (twice its one flow, plus 64), all
+    // well inside the 5 s preamble timeout.
+    let mut silent = Vec::with_capacity(500);
+    for i in 0..500 {
+        silent.push(TcpStream::connect(data).unwrap_or_else(|e| panic!("connection {i}: {e}")));
+    }
+    let closed = |s: &mut TcpStream, within: Duration| -> bool {
+        s.set_read_timeout(Some(within)).unwrap();
+        let mut b = [0u8; 16];
+        match s.read(&mut b) {
+            Ok(0) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                false
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert!(
+        closed(&mut silent[0], Duration::from_secs(2)),
+        "the oldest silent connection is closed for the newer ones"
+    );
+    // Time for the worker to take in the rest of them.
+    std::thread::sleep(Duration::from_millis(300));
+    let (during, _) = util::fds_and_threads(server.pid());
+    assert!(
+        during < before + 100,
+        "the server holds {during} descriptors, {before} before 500 silent connections"
+    );
+    // A real user's connection, with its preamble, is served and kept.
+    let mut real = TcpStream::connect(data).expect("connect to the data port");
+    let p = Preamble {
+        token,
+        flow: 0,
+        seq: 0,
+    };
+    real.write_all(&p.encode()).unwrap();
+    assert!(
+        !closed(&mut real, Duration::from_millis(500)),
+        "a connection with the session's token is kept"
+    );
+    assert!(
+        !closed(&mut silent[499], Duration::from_millis(200)),
+        "the newest silent connections wait out their preamble timeout"
+    );
+    c.send(&ClientMessage::Abort {
+        reason: "done".into(),
+    });
+    drop(silent);
+    still_serves(&server);
+}
+
 // ---------------------------------------------------------------------------
 // 3. Limits: each refusal says which limit.
 // ---------------------------------------------------------------------------

@@ -34,6 +34,9 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// Workers give up on their own this long after the drain deadline, whatever
 /// the session says.
 const SAFETY_MARGIN: Duration = Duration::from_secs(10);
+/// Connections a worker lets wait for their preamble beyond twice the flows
+/// it carries; past that, the oldest waiting one is closed for each new one.
+const PREAMBLE_SLACK: usize = 64;
 
 /// Everything needed to run the server side.
 #[derive(Debug, Clone)]
@@ -101,6 +104,8 @@ struct Worker {
     source: Source,
     flows: Slab<ServerFlow>,
     pending: VecDeque<(Instant, usize)>,
+    /// Connections accepted that have not presented their preamble yet.
+    preambles: usize,
     bufs: Buffers,
     counters: Counters,
     clock: WindowClock,
@@ -223,6 +228,7 @@ impl ServerTest {
                         source,
                         flows: Slab::new(),
                         pending: VecDeque::new(),
+                        preambles: 0,
                         bufs: Buffers::new(largest),
                         counters: Counters::new(false),
                         clock,
@@ -500,9 +506,32 @@ impl Worker {
         }
     }
 
+    /// How many accepted connections may wait for their preamble at once.
+    fn preamble_cap(&self) -> usize {
+        self.expected
+            .saturating_mul(2)
+            .saturating_add(PREAMBLE_SLACK)
+    }
+
+    /// Closes the connection that has waited longest for its preamble.
+    fn evict_oldest_preamble(&mut self) {
+        while let Some((deadline, k)) = self.pending.pop_front() {
+            let waiting = self.flows.get(k).is_some_and(
+                |f| matches!(f.logic, Logic::Preamble { deadline: d, .. } if d == deadline),
+            );
+            if waiting {
+                self.close(k);
+                return;
+            }
+        }
+    }
+
     fn close(&mut self, k: usize) {
         if self.flows.contains(k) {
             let mut f = self.flows.remove(k);
+            if matches!(f.logic, Logic::Preamble { .. }) {
+                self.preambles -= 1;
+            }
             // A flow that ends as the window closes (a single flow's client
             // closes right after its last transaction) is sampled now, before
             // its socket goes.
@@ -536,6 +565,14 @@ impl Worker {
                     if apply_accepted(&conn, &self.opts).is_err() {
                         continue;
                     }
+                    // Connections that never present a preamble (anyone may
+                    // open one to a data port) hold a descriptor for up to the
+                    // preamble timeout: their number stays bounded. A real
+                    // user's preamble arrives with its connection, so the
+                    // oldest waiting one goes first.
+                    if self.preambles >= self.preamble_cap() {
+                        self.evict_oldest_preamble();
+                    }
                     let entry = self.flows.vacant_entry();
                     let k = entry.key();
                     if self
@@ -561,6 +598,7 @@ impl Worker {
                         },
                     });
                     self.pending.push_back((deadline, k));
+                    self.preambles += 1;
                     self.connections += 1;
                     self.drive(k);
                 }
@@ -663,6 +701,7 @@ impl Worker {
             return Io::Close;
         }
         f.logic = new_logic(&self.spec.workload, p.flow);
+        self.preambles -= 1;
         self.flows_seen += 1;
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(
