@@ -1005,6 +1005,40 @@ fn serve_signal_aborts_running_tests(sig: &str) {
 }
 
 #[test]
+fn ctrl_c_on_run_while_its_users_connect_stops_at_once_and_keeps_the_record() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let mut client = spawn(&[
+        "run",
+        "-q",
+        "--server",
+        &addr,
+        "--users",
+        "2000",
+        "--duration",
+        "10s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    // 2,000 users take longer than this to connect; wherever the interrupt
+    // lands, the run stops, says so and writes what it has.
+    std::thread::sleep(Duration::from_millis(150));
+    signal(client.id(), "-INT");
+    let (status, took) = exits_within(&mut client, Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("run still going 5 s after SIGINT"));
+    eprintln!("run exited {took:?} after SIGINT");
+    assert_eq!(status.code(), Some(1), "{status}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "aborted", "{r}");
+    assert!(text(r, "/error").contains("interrupted"), "{r}");
+    still_serves(&server);
+}
+
+#[test]
 fn sigterm_on_serve_aborts_the_running_test_and_exits_within_5s() {
     serve_signal_aborts_running_tests("-TERM");
 }
