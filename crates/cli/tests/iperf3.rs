@@ -365,6 +365,72 @@ fn sigterm_ends_running_iperf3_tests_as_iperf3s_server_does() {
     );
 }
 
+/// SIGTERM to `serve --iperf3` while tests set up: each client is told
+/// SERVER_TERMINATE at once, as iperf3's own server tells it, whether it was
+/// sending its parameters or connecting its streams, and the daemon exits
+/// within 5 s counting both as aborted. Before, those clients saw their
+/// control connection close without a word.
+#[test]
+fn sigterm_tells_tests_still_setting_up_server_terminate() {
+    require_iperf3();
+    let _m = exclusive();
+    let (mut server, port) = serve(&[]);
+    let cookie = |c: u8| -> Vec<u8> {
+        let mut v = vec![c; 36];
+        v.push(0);
+        v
+    };
+    let read_byte = |s: &mut TcpStream| -> u8 {
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).expect("a state byte");
+        b[0]
+    };
+    // Waiting for its parameters.
+    let mut params = poke(port, &cookie(b'a'));
+    assert_eq!(read_byte(&mut params), 9, "PARAM_EXCHANGE");
+    // Waiting for the second of its two streams.
+    let mut streams = poke(port, &cookie(b'b'));
+    assert_eq!(read_byte(&mut streams), 9, "PARAM_EXCHANGE");
+    let j = br#"{"tcp":true,"time":5,"parallel":2}"#;
+    streams.write_all(&(j.len() as u32).to_be_bytes()).unwrap();
+    streams.write_all(j).unwrap();
+    assert_eq!(read_byte(&mut streams), 10, "CREATE_STREAMS");
+    let _one = poke(port, &cookie(b'b'));
+    std::thread::sleep(Duration::from_millis(200));
+    let signalled = Instant::now();
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(until_closed(params), [11], "SERVER_TERMINATE, then closed");
+    assert_eq!(until_closed(streams), [11], "SERVER_TERMINATE, then closed");
+    assert!(
+        signalled.elapsed() < Duration::from_secs(2),
+        "told after {:?}",
+        signalled.elapsed()
+    );
+    while server.is_running() {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "serve still runs 5 s after SIGTERM: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = server.log();
+    assert_eq!(
+        log.matches("aborted in setup: the server is shutting down")
+            .count(),
+        2,
+        "{log}"
+    );
+    assert!(
+        log.contains("shut down; 2 running test(s) aborted"),
+        "{log}"
+    );
+}
+
 /// Connects to the iperf3 port and sends `bytes`.
 fn poke(port: u16, bytes: &[u8]) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");

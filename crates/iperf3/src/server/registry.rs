@@ -53,6 +53,10 @@ pub(crate) struct Shared {
     pub terminating: AtomicBool,
     /// Tests that ended so.
     pub terminated: AtomicUsize,
+    /// A second handle on the control connection of each test still setting
+    /// up (parameters, streams), by test number: a shutdown tells those
+    /// clients SERVER_TERMINATE too. The data phase does its own.
+    setup: Mutex<HashMap<u64, std::net::TcpStream>>,
 }
 
 impl Shared {
@@ -65,7 +69,36 @@ impl Shared {
             next_test: AtomicU64::new(1),
             terminating: AtomicBool::new(false),
             terminated: AtomicUsize::new(0),
+            setup: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn setup(&self) -> MutexGuard<'_, HashMap<u64, std::net::TcpStream>> {
+        self.setup.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Test `id` sets up on `ctrl`: until [`SetupGuard::data_phase`], a
+    /// shutdown sends its client SERVER_TERMINATE and closes the connection.
+    /// None if the server is shutting down already.
+    pub(crate) fn setting_up(&self, id: u64, ctrl: &std::net::TcpStream) -> Option<SetupGuard<'_>> {
+        let mut setup = self.setup();
+        if self.terminating.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Ok(c) = ctrl.try_clone() {
+            setup.insert(id, c);
+        }
+        Some(SetupGuard { shared: self, id })
+    }
+
+    /// At a shutdown: every test still setting up gets SERVER_TERMINATE, and
+    /// its control connection is shut, so that its session's wait ends.
+    pub(crate) fn terminate_setups(&self) {
+        for (_, mut c) in self.setup().drain() {
+            use std::io::Write;
+            let _ = c.write_all(&[crate::wire::State::ServerTerminate.to_byte()]);
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
     }
 
     /// Tests running now.
@@ -150,5 +183,36 @@ impl Drop for TestTicket {
         t.cookies.remove(&self.cookie);
         t.running = t.running.saturating_sub(1);
         t.streams = t.streams.saturating_sub(self.streams);
+    }
+}
+
+/// A test's place among those setting up; dropping it (the test ended in
+/// setup) forgets its control connection.
+pub(crate) struct SetupGuard<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl SetupGuard<'_> {
+    /// The test enters its data phase, where a shutdown is its data loop's to
+    /// tell. False if a shutdown already told its client SERVER_TERMINATE.
+    pub(crate) fn data_phase(self) -> bool {
+        let mut setup = self.shared.setup();
+        let mine = setup.remove(&self.id).is_some();
+        drop(setup);
+        std::mem::forget(self);
+        mine
+    }
+
+    /// True once a shutdown told this test's client SERVER_TERMINATE.
+    pub(crate) fn terminated(&self) -> bool {
+        self.shared.terminating.load(Ordering::Acquire)
+            && !self.shared.setup().contains_key(&self.id)
+    }
+}
+
+impl Drop for SetupGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.setup().remove(&self.id);
     }
 }

@@ -2,7 +2,8 @@
 //! parameters, the streams, the data phase, the results.
 
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use socket2::SockRef;
@@ -58,83 +59,23 @@ fn serve(
 ) -> Result<(), String> {
     let cfg = &shared.cfg;
     let hs = cfg.handshake_timeout;
+    const SHUTDOWN: &str = "aborted in setup: the server is shutting down";
+    let Some(setup) = shared.setting_up(ticket.id, &ctrl) else {
+        let mut c = ControlConn::new(ctrl).map_err(|e| format!("control connection: {e}"))?;
+        let _ = c.send_state(State::ServerTerminate);
+        return Err(SHUTDOWN.into());
+    };
     let mut c = ControlConn::new(ctrl).map_err(|e| format!("control connection: {e}"))?;
-    c.send_state(State::ParamExchange)
-        .map_err(|e| e.to_string())?;
-    let params: TestParams = match c.read_json(cfg.max_json, Instant::now() + hs) {
-        Ok(p) => p,
-        Err(e @ ControlError::Wire(_)) => {
-            refuse(&mut c, IErrno::RecvParams, 0);
-            return Err(format!("refused: unreadable parameters: {e}"));
-        }
-        Err(e) => return Err(format!("no parameters: {e}")),
-    };
-    let limits = Limits {
-        max_duration: cfg.max_duration,
-        max_streams: cfg.max_streams,
-    };
-    let plan = match plan::plan(&params, &limits) {
-        Ok(p) => p,
-        Err(r) => {
-            refuse(&mut c, r.i_errno, r.errno);
-            return Err(format!("refused: {}", r.why));
-        }
-    };
-    if !ticket.reserve_streams(plan.streams()) {
-        let _ = c.send_state(State::AccessDenied);
-        return Err(format!(
-            "refused: {} more streams would pass the server's limit of {}",
-            plan.streams(),
-            cfg.max_total_streams
-        ));
-    }
-    if let Some(cc) = &plan.congestion {
-        if let Err(e) = probe_congestion(cc) {
-            refuse(
-                &mut c,
-                IErrno::SetCongestion,
-                e.raw_os_error().unwrap_or(libc::ENOENT),
-            );
-            return Err(format!("refused: congestion control {cc}: {e}"));
-        }
-    }
-    log.line(&report::describe(&plan, params.client_version.as_deref()));
-    let peer_ip = c.stream().peer_addr().map_err(|e| e.to_string())?.ip();
-    let deadline = Instant::now() + hs;
-    let streams = match plan.transport {
-        Transport::Tcp => tcp_streams(ticket, &mut c, &plan, deadline),
-        _ => {
-            let socks = udp::accept_streams(
-                shared,
-                peer_ip,
-                plan.streams(),
-                plan.window,
-                plan.blksize,
-                deadline,
-                || {
-                    c.send_state(State::CreateStreams)
-                        .map_err(|e| e.to_string())
-                },
-            );
-            socks.map(|v| {
-                v.into_iter()
-                    .enumerate()
-                    .map(|(i, s)| DataStream {
-                        id: crate::wire::stream_id(i),
-                        sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
-                        sock: Sock::Udp(s),
-                    })
-                    .collect()
-            })
-        }
-    };
-    let streams = match streams {
+    // A shutdown while this test sets up told its client SERVER_TERMINATE
+    // and shut the connection: whatever failed then, that is why.
+    let (plan, streams) = match set_up(shared, ticket, &mut c, log) {
         Ok(s) => s,
-        Err(e) => {
-            refuse(&mut c, IErrno::StreamAccept, 0);
-            return Err(format!("failed: {e}"));
-        }
+        Err(_) if setup.terminated() => return Err(SHUTDOWN.into()),
+        Err(e) => return Err(e),
     };
+    if !setup.data_phase() {
+        return Err(SHUTDOWN.into());
+    }
     ticket.streams_connected();
     let addrs: Vec<(u32, SocketAddr, SocketAddr)> = streams
         .iter()
@@ -228,6 +169,94 @@ fn serve(
     Ok(())
 }
 
+/// The parameters and the streams: the test up to its data phase.
+fn set_up(
+    shared: &Shared,
+    ticket: &mut TestTicket,
+    c: &mut ControlConn,
+    log: &Log,
+) -> Result<(TestPlan, Vec<DataStream>), String> {
+    let cfg = &shared.cfg;
+    let hs = cfg.handshake_timeout;
+    c.send_state(State::ParamExchange)
+        .map_err(|e| e.to_string())?;
+    let params: TestParams = match c.read_json(cfg.max_json, Instant::now() + hs) {
+        Ok(p) => p,
+        Err(e @ ControlError::Wire(_)) => {
+            refuse(c, IErrno::RecvParams, 0);
+            return Err(format!("refused: unreadable parameters: {e}"));
+        }
+        Err(e) => return Err(format!("no parameters: {e}")),
+    };
+    let limits = Limits {
+        max_duration: cfg.max_duration,
+        max_streams: cfg.max_streams,
+    };
+    let plan = match plan::plan(&params, &limits) {
+        Ok(p) => p,
+        Err(r) => {
+            refuse(c, r.i_errno, r.errno);
+            return Err(format!("refused: {}", r.why));
+        }
+    };
+    if !ticket.reserve_streams(plan.streams()) {
+        let _ = c.send_state(State::AccessDenied);
+        return Err(format!(
+            "refused: {} more streams would pass the server's limit of {}",
+            plan.streams(),
+            cfg.max_total_streams
+        ));
+    }
+    if let Some(cc) = &plan.congestion {
+        if let Err(e) = probe_congestion(cc) {
+            refuse(
+                c,
+                IErrno::SetCongestion,
+                e.raw_os_error().unwrap_or(libc::ENOENT),
+            );
+            return Err(format!("refused: congestion control {cc}: {e}"));
+        }
+    }
+    log.line(&report::describe(&plan, params.client_version.as_deref()));
+    let peer_ip = c.stream().peer_addr().map_err(|e| e.to_string())?.ip();
+    let deadline = Instant::now() + hs;
+    let streams = match plan.transport {
+        Transport::Tcp => tcp_streams(ticket, c, &plan, deadline, &shared.terminating),
+        _ => {
+            let socks = udp::accept_streams(
+                shared,
+                peer_ip,
+                plan.streams(),
+                plan.window,
+                plan.blksize,
+                deadline,
+                || {
+                    c.send_state(State::CreateStreams)
+                        .map_err(|e| e.to_string())
+                },
+            );
+            socks.map(|v| {
+                v.into_iter()
+                    .enumerate()
+                    .map(|(i, s)| DataStream {
+                        id: crate::wire::stream_id(i),
+                        sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
+                        sock: Sock::Udp(s),
+                    })
+                    .collect()
+            })
+        }
+    };
+    let streams = match streams {
+        Ok(s) => s,
+        Err(e) => {
+            refuse(c, IErrno::StreamAccept, 0);
+            return Err(format!("failed: {e}"));
+        }
+    };
+    Ok((plan, streams))
+}
+
 /// Waits for the test's TCP streams (their cookies have been read by the
 /// acceptor), in the order they were accepted, and sets their options.
 fn tcp_streams(
@@ -235,6 +264,7 @@ fn tcp_streams(
     c: &mut ControlConn,
     plan: &TestPlan,
     deadline: Instant,
+    terminating: &AtomicBool,
 ) -> Result<Vec<DataStream>, String> {
     let rx = ticket.await_streams();
     c.send_state(State::CreateStreams)
@@ -242,10 +272,19 @@ fn tcp_streams(
     let n = plan.streams();
     let mut conns = Vec::with_capacity(n);
     while conns.len() < n {
+        if terminating.load(Ordering::Acquire) {
+            return Err("the server is shutting down".into());
+        }
         let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
+        if left.is_zero() {
+            return Err(format!("{} of {n} streams connected in time", conns.len()));
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(100))) {
             Ok(dc) => conns.push(dc),
-            Err(_) => return Err(format!("{} of {n} streams connected in time", conns.len())),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(format!("{} of {n} streams connected in time", conns.len()))
+            }
         }
     }
     conns.sort_by_key(|d| d.seq);

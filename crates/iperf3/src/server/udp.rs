@@ -71,6 +71,12 @@ pub(crate) fn accept_streams(
     let mut out = Vec::with_capacity(n);
     let mut buf = [0u8; 64];
     while out.len() < n {
+        if shared
+            .terminating
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Err("the server is shutting down".into());
+        }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err(format!(
