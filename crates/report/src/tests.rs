@@ -608,6 +608,35 @@ fn a_headline_metric_one_ok_run_lacks_is_said_beside_the_verdict() {
     assert!(md.contains("| better |"), "{md}");
     let html = crate::HtmlExporter.render(&r).unwrap();
     assert!(html.contains(&format!("same ({note})</td>")));
+    let csv = crate::CsvExporter.render(&r).unwrap();
+    let rows: Vec<&str> = csv
+        .lines()
+        .filter(|l| l.contains(",rr1c-1x1--1,"))
+        .collect();
+    assert!(!rows.is_empty());
+    assert!(
+        rows.iter().all(|l| l.ends_with(&format!(",{note}"))),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .filter(|l| l.contains(",rr1c-1x1--10,"))
+            .all(|l| l.ends_with(",false,")),
+        "{csv}"
+    );
+    // The one-file CSV counts the runs each metric is missing from.
+    let single = crate::Report::single(crate::Source::new("b.json", &cand), Options::default());
+    let csv = crate::CsvExporter.render(&single).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| {
+            l.contains(",rr1c-1x1--1,") && l.contains(",efficiency.server_bytes_per_system_cpu_s,")
+        })
+        .unwrap_or_else(|| panic!("{csv}"));
+    assert!(
+        row.ends_with(",bytes/CPU-s,2,,,,,,,false,1"),
+        "two ok runs have it, one lacks it, so no statistics: {row}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&crate::JsonExporter.render(&r).unwrap()).unwrap();
     let m = &json["comparisons"][0]["tests"][0]["missing_headline"][0];

@@ -14,11 +14,11 @@ use crate::{Report, ReportError};
 pub struct CsvExporter;
 
 /// Columns of a comparison.
-const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable";
+const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable,verdict_note";
 
 /// Columns of a one-file report.
 const SINGLE_COLUMNS: &str =
-    "label,test,workload,protocol,users,metric,unit,runs,mean,stddev,ci95_low,ci95_high,min,max,unstable";
+    "label,test,workload,protocol,users,metric,unit,runs,mean,stddev,ci95_low,ci95_high,min,max,unstable,runs_missing";
 
 impl Exporter for CsvExporter {
     fn name(&self) -> &'static str {
@@ -63,6 +63,7 @@ impl Exporter for CsvExporter {
                             t.base_runs.to_string(),
                             t.candidate_runs.to_string(),
                             t.unstable.to_string(),
+                            field(&t.verdict_note().unwrap_or_default()),
                         ];
                         let _ = writeln!(out, "{}", row.join(","));
                     }
@@ -73,9 +74,34 @@ impl Exporter for CsvExporter {
             out.push('\n');
             for f in &report.figures {
                 for t in &f.tests {
-                    for (metric, s) in &t.metrics {
+                    for metric in crate::Metric::ALL {
+                        let missing = t.missing_runs.get(&metric).copied().unwrap_or(0);
                         let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-                        let row = [
+                        let stats = match t.metrics.get(&metric) {
+                            Some(s) => [
+                                s.n.to_string(),
+                                s.mean.to_string(),
+                                s.stddev.to_string(),
+                                opt(s.ci95_low),
+                                opt(s.ci95_high),
+                                s.min.to_string(),
+                                s.max.to_string(),
+                            ],
+                            // Some ok runs lack it, so it has no statistics:
+                            // the row says how many have it and how many not.
+                            None if missing > 0 && missing < t.ok_runs => [
+                                (t.ok_runs - missing).to_string(),
+                                String::new(),
+                                String::new(),
+                                String::new(),
+                                String::new(),
+                                String::new(),
+                                String::new(),
+                            ],
+                            // Not measured in any ok run: no row.
+                            None => continue,
+                        };
+                        let mut row = vec![
                             field(&f.label),
                             field(&t.name),
                             field(&t.workload.workload),
@@ -83,15 +109,10 @@ impl Exporter for CsvExporter {
                             t.users.to_string(),
                             metric.key().to_string(),
                             field(metric.unit()),
-                            s.n.to_string(),
-                            s.mean.to_string(),
-                            s.stddev.to_string(),
-                            opt(s.ci95_low),
-                            opt(s.ci95_high),
-                            s.min.to_string(),
-                            s.max.to_string(),
-                            t.unstable.to_string(),
                         ];
+                        row.extend(stats);
+                        row.push(t.unstable.to_string());
+                        row.push(missing.to_string());
                         let _ = writeln!(out, "{}", row.join(","));
                     }
                 }
@@ -134,14 +155,14 @@ mod tests {
         assert_eq!(
             lines[1..4],
             [
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false,",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false,",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false,",
             ]
         );
         assert_eq!(
             lines[15],
-            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false"
+            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false,"
         );
         // Every row has as many fields as the header.
         let columns = COMPARISON_COLUMNS.split(',').count();
@@ -158,11 +179,11 @@ mod tests {
         assert_eq!(lines[0], SINGLE_COLUMNS);
         assert_eq!(
             lines[1],
-            "osa,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,1,1000000,0,,,1000000,1000000,false"
+            "osa,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,1,1000000,0,,,1000000,1000000,false,0"
         );
         assert_eq!(
             lines[15],
-            "osa,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,1,50,0,,,50,50,false"
+            "osa,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,1,50,0,,,50,50,false,0"
         );
     }
 
