@@ -194,8 +194,8 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7}  note",
-        "test", "runs", "Gbit/s", "txn/s", "mean µs", "p99 µs", "cv"
+        "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7} {:>7} {:>7}  note",
+        "test", "runs", "Gbit/s", "txn/s", "mean µs", "p99 µs", "cv", "±95%", "errors"
     );
     for t in &doc.tests {
         let ok = t
@@ -213,6 +213,23 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let cv = summary
             .and_then(|s| s.throughput_cv)
             .map(|c| format!("{:.1}%", c * 100.0));
+        // The 95% confidence interval of the mean throughput, as a share of
+        // the mean (half its width): how far the mean may be off.
+        let ci = summary
+            .and_then(|s| s.metrics.get("throughput.bytes_per_s"))
+            .and_then(|m| match (m.ci95_low, m.ci95_high) {
+                (Some(lo), Some(hi)) if m.mean > 0.0 => {
+                    Some(format!("{:.1}%", (hi - lo) / 2.0 / m.mean * 100.0))
+                }
+                _ => None,
+            });
+        // Failed or lost transactions of the ok runs.
+        let errors: u64 = t
+            .runs
+            .iter()
+            .filter(|r| r.status == linkperf_results::RunStatus::Ok)
+            .map(|r| r.errors)
+            .sum();
         let mut notes = Vec::new();
         if summary.is_some_and(|s| s.unstable) {
             notes.push("UNSTABLE".to_string());
@@ -223,7 +240,7 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let na = || "-".to_string();
         let _ = writeln!(
             s,
-            "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7}  {}",
+            "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
             t.name,
             ok,
             gbit.unwrap_or_else(na),
@@ -231,6 +248,8 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
             mean.unwrap_or_else(na),
             p99.unwrap_or_else(na),
             cv.unwrap_or_else(na),
+            ci.unwrap_or_else(na),
+            errors,
             notes.join(", ")
         );
     }

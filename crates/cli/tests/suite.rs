@@ -282,6 +282,23 @@ fn check_table_against_json(stdout: &str, doc: &Value) {
             }
         };
         assert_eq!(row[6], cv_cell(summary), "{name}: cv column: {row:?}");
+        let ci = summary
+            .and_then(|s| s.pointer("/metrics/throughput.bytes_per_s"))
+            .and_then(|m| {
+                let (lo, hi) = (m.get("ci95_low")?.as_f64()?, m.get("ci95_high")?.as_f64()?);
+                let mean = m.get("mean")?.as_f64()?;
+                Some(format!("{:.1}%", (hi - lo) / 2.0 / mean * 100.0))
+            })
+            .unwrap_or_else(|| "-".into());
+        assert_eq!(row[7], ci, "{name}: ±95% column: {row:?}");
+        let errors: u64 = t["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["status"] == "ok")
+            .map(|r| int(r, "/errors"))
+            .sum();
+        assert_eq!(row[8], errors.to_string(), "{name}: errors column: {row:?}");
         assert_eq!(
             row.iter().any(|c| c.trim_end_matches(',') == "UNSTABLE"),
             unstable,
