@@ -114,6 +114,12 @@ pub struct ServeArgs {
     /// Time a new control connection has to say hello and authenticate; slower ones are dropped.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub handshake_timeout: Duration,
+    /// Time a session past its handshake may stay silent before its test request.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub control_timeout: Duration,
+    /// Time a client has, once its test is accepted, to connect its users and start.
+    #[arg(long, default_value = "120s", value_parser = parse_duration)]
+    pub start_timeout: Duration,
     /// Most control connections in their handshake at once; more are refused at once.
     #[arg(long, default_value_t = linkperf_session::DEFAULT_MAX_HANDSHAKES)]
     pub max_handshakes: usize,

@@ -35,8 +35,14 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     if a.max_connections == 0 {
         return Err(usage("--max-connections must be at least 1".into()));
     }
-    if a.handshake_timeout.is_zero() {
-        return Err(usage("--handshake-timeout must be more than 0".into()));
+    for (flag, t) in [
+        ("--handshake-timeout", a.handshake_timeout),
+        ("--control-timeout", a.control_timeout),
+        ("--start-timeout", a.start_timeout),
+    ] {
+        if t.is_zero() {
+            return Err(usage(format!("{flag} must be more than 0")));
+        }
     }
     let max_frame = usize::try_from(a.max_frame)
         .ok()
@@ -64,6 +70,8 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     cfg.max_bytes_per_session = (a.max_bytes_per_session > 0).then_some(a.max_bytes_per_session);
     cfg.max_frame = max_frame;
     cfg.handshake_timeout = a.handshake_timeout;
+    cfg.control_timeout = a.control_timeout;
+    cfg.start_timeout = a.start_timeout;
     cfg.auth_key = auth_key;
     cfg.command_line = command_line;
     cfg.log = !a.quiet;

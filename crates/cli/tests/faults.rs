@@ -876,6 +876,50 @@ fn serving_beyond_loopback_without_a_key_warns_loudly() {
 }
 
 #[test]
+fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
+    let _g = shared();
+    let server = Server::start(&["--control-timeout", "500ms", "--start-timeout", "1s"]);
+    // Past the handshake, no test request.
+    let mut c = Control::connect(server.port());
+    c.hello();
+    let t0 = Instant::now();
+    let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(code, "refused");
+    assert!(
+        message.contains("no test request within 500ms") && message.contains("--control-timeout"),
+        "{message}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    // Accepted, and never started.
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&test_request(1, Duration::from_secs(5)));
+    let ports = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted { data_ports, .. }) => data_ports,
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    let t0 = Instant::now();
+    let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
+    assert_eq!(code, "refused");
+    assert!(
+        message.contains("no start within 1s") && message.contains("--start-timeout"),
+        "{message}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    // Its data endpoints are gone with it.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        TcpStream::connect(("127.0.0.1", ports[0])).is_err(),
+        "data port still open"
+    );
+    still_serves(&server);
+    // And they are checked like the other times.
+    let (code, _, err) = run(&["serve", "--start-timeout", "0s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--start-timeout must be more than 0"), "{err}");
+}
+
+#[test]
 fn frame_size_limit_refuses_large_control_messages() {
     let _g = shared();
     let server = Server::start(&["--max-frame", "4k"]);

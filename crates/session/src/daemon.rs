@@ -54,6 +54,9 @@ pub struct DaemonConfig {
     pub handshake_timeout: Duration,
     /// How long a control connection may stay silent while it negotiates a test.
     pub control_timeout: Duration,
+    /// How long a client may take, once its test is accepted, to connect its
+    /// users and say `start`.
+    pub start_timeout: Duration,
     /// The pre-shared key sessions must prove they hold; `None`: no authentication.
     pub auth_key: Option<AuthKey>,
     /// How the server's process CPU is taken: `RusageSelf` for a daemon of its
@@ -73,6 +76,10 @@ pub const DEFAULT_MAX_CONNECTIONS: u64 = 50_000;
 pub const DEFAULT_MAX_HANDSHAKES: usize = 4096;
 /// Default of [`DaemonConfig::handshake_timeout`].
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`DaemonConfig::control_timeout`].
+pub const DEFAULT_CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`DaemonConfig::start_timeout`].
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
 
 impl DaemonConfig {
     /// Defaults for a daemon on `listen`.
@@ -87,7 +94,8 @@ impl DaemonConfig {
             max_bytes_per_session: Some(DEFAULT_MAX_BYTES_PER_SESSION),
             max_frame: linkperf_wire::DEFAULT_MAX_FRAME,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
-            control_timeout: Duration::from_secs(10),
+            control_timeout: DEFAULT_CONTROL_TIMEOUT,
+            start_timeout: DEFAULT_START_TIMEOUT,
             auth_key: None,
             process_method: ProcessMethod::RusageSelf,
             command_line: Vec::new(),

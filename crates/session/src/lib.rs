@@ -17,7 +17,8 @@ mod server;
 pub use auth::{AuthKey, KeyError};
 pub use client::{run_profile, run_test, Outcome, ProfileRequest, RunRequest, Target};
 pub use daemon::{
-    Daemon, DaemonConfig, DaemonHandle, ServeSummary, Shutdown, DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_MAX_BYTES_PER_SESSION, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKES,
+    Daemon, DaemonConfig, DaemonHandle, ServeSummary, Shutdown, DEFAULT_CONTROL_TIMEOUT,
+    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_HANDSHAKES, DEFAULT_START_TIMEOUT,
 };
 pub use error::SessionError;

@@ -23,8 +23,6 @@ mod profile;
 
 /// Time after the drain deadline the server waits for the client's `Finished`.
 const FINISH_GRACE: Duration = Duration::from_secs(10);
-/// How long the client may take to connect its users and say `Start`.
-const START_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Drain after the window.
@@ -217,7 +215,7 @@ impl Session<'_> {
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!("no {waiting_for} within {timeout:?}"),
+                format!("no {waiting_for} within {timeout:?} (the server's --control-timeout)"),
             )
         };
         self.recv_until(Instant::now() + timeout, waiting_for, late)
@@ -434,10 +432,13 @@ impl Session<'_> {
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!("no start within {START_TIMEOUT:?}"),
+                format!(
+                    "no start within {:?} (the server's --start-timeout)",
+                    self.config.start_timeout
+                ),
             )
         };
-        match self.recv_until(Instant::now() + START_TIMEOUT, "start", late) {
+        match self.recv_until(Instant::now() + self.config.start_timeout, "start", late) {
             Ok(ClientMessage::Start) => {}
             Ok(other) => {
                 server.abort();

@@ -14,7 +14,7 @@ use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
 use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Reserved, Session};
-use super::{FINISH_GRACE, START_TIMEOUT, WATCH_INTERVAL};
+use super::{FINISH_GRACE, WATCH_INTERVAL};
 use crate::channel::{Received, RecvError};
 
 /// How long the server's users may take to stop at the client's count.
@@ -136,10 +136,13 @@ impl Session<'_> {
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!("no start within {START_TIMEOUT:?}"),
+                format!(
+                    "no start within {:?} (the server's --start-timeout)",
+                    self.config.start_timeout
+                ),
             )
         };
-        match self.recv_until(Instant::now() + START_TIMEOUT, "start", late) {
+        match self.recv_until(Instant::now() + self.config.start_timeout, "start", late) {
             Ok(ClientMessage::Start) => {}
             Ok(other) => return stop(run, out_of_order("start", &other)),
             Err(f) => return stop(run, f),
