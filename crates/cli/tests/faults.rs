@@ -416,56 +416,72 @@ fn a_client_with_a_key_uses_a_server_without_one() {
 // 2. Data connections belong to their session.
 // ---------------------------------------------------------------------------
 
+/// A session past its handshake whose 1-user test (of `duration`) the server
+/// accepted: the control connection, the data ports and the data token.
+fn accepted_test(server: &Server, duration: Duration) -> (Control, Vec<u16>, DataToken) {
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&test_request(1, duration));
+    match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (c, data_ports, token),
+        other => panic!("expected accepted, got {other:?}"),
+    }
+}
+
+/// A data connection to `data` that presents `token` in its preamble.
+fn with_preamble(data: SocketAddr, token: DataToken) -> TcpStream {
+    let mut s = TcpStream::connect(data).expect("connect to the data port");
+    let p = Preamble {
+        token,
+        flow: 0,
+        seq: 0,
+    };
+    s.write_all(&p.encode()).unwrap();
+    s
+}
+
+/// Whether the server closes `s` within `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 16];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            false
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
 #[test]
 fn a_data_connection_with_a_wrong_token_is_dropped() {
     let _g = shared();
     let server = Server::start(&[]);
-    let mut c = Control::connect(server.port());
-    c.hello();
-    c.send(&test_request(1, Duration::from_secs(5)));
-    let (ports, token) = match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Accepted {
-            data_ports, token, ..
-        }) => (data_ports, token),
-        other => panic!("expected accepted, got {other:?}"),
-    };
+    let (mut c, ports, token) = accepted_test(&server, Duration::from_secs(5));
     let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
     let mut wrong = token.0;
     wrong[15] ^= 1;
-    let closed_within = |token: DataToken, within: Duration| -> bool {
-        let mut s = TcpStream::connect(data).expect("connect to the data port");
-        let p = Preamble {
-            token,
-            flow: 0,
-            seq: 0,
-        };
-        s.write_all(&p.encode()).unwrap();
-        s.set_read_timeout(Some(within)).unwrap();
-        let mut b = [0u8; 16];
-        match s.read(&mut b) {
-            Ok(0) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                false
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+    let dropped = |token: DataToken, within: Duration| -> bool {
+        closed_within(&mut with_preamble(data, token), within)
     };
     assert!(
-        closed_within(DataToken(wrong), Duration::from_secs(2)),
+        dropped(DataToken(wrong), Duration::from_secs(2)),
         "a wrong token must be dropped at once"
     );
     assert!(
-        closed_within(DataToken([0; 16]), Duration::from_secs(2)),
+        dropped(DataToken([0; 16]), Duration::from_secs(2)),
         "a zero token must be dropped at once"
     );
     assert!(
-        !closed_within(token, Duration::from_millis(500)),
+        !dropped(token, Duration::from_millis(500)),
         "the session's own token is kept"
     );
     c.send(&ClientMessage::Abort {
@@ -477,15 +493,7 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
 fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
     let _g = exclusive();
     let server = Server::start(&[]);
-    let mut c = Control::connect(server.port());
-    c.hello();
-    c.send(&test_request(1, Duration::from_secs(5)));
-    let (ports, token) = match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Accepted {
-            data_ports, token, ..
-        }) => (data_ports, token),
-        other => panic!("expected accepted, got {other:?}"),
-    };
+    let (mut c, ports, token) = accepted_test(&server, Duration::from_secs(5));
     let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
     let (before, _) = util::fds_and_threads(server.pid());
     // Far more than the worker lets wait (twice its one flow, plus 64), all
@@ -494,25 +502,8 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
     for i in 0..500 {
         silent.push(TcpStream::connect(data).unwrap_or_else(|e| panic!("connection {i}: {e}")));
     }
-    let closed = |s: &mut TcpStream, within: Duration| -> bool {
-        s.set_read_timeout(Some(within)).unwrap();
-        let mut b = [0u8; 16];
-        match s.read(&mut b) {
-            Ok(0) => true,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => true,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                false
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    };
     assert!(
-        closed(&mut silent[0], Duration::from_secs(2)),
+        closed_within(&mut silent[0], Duration::from_secs(2)),
         "the oldest silent connection is closed for the newer ones"
     );
     // Time for the worker to take in the rest of them.
@@ -523,19 +514,13 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
         "the server holds {during} descriptors, {before} before 500 silent connections"
     );
     // A real user's connection, with its preamble, is served and kept.
-    let mut real = TcpStream::connect(data).expect("connect to the data port");
-    let p = Preamble {
-        token,
-        flow: 0,
-        seq: 0,
-    };
-    real.write_all(&p.encode()).unwrap();
+    let mut real = with_preamble(data, token);
     assert!(
-        !closed(&mut real, Duration::from_millis(500)),
+        !closed_within(&mut real, Duration::from_millis(500)),
         "a connection with the session's token is kept"
     );
     assert!(
-        !closed(&mut silent[499], Duration::from_millis(200)),
+        !closed_within(&mut silent[499], Duration::from_millis(200)),
         "the newest silent connections wait out their preamble timeout"
     );
     c.send(&ClientMessage::Abort {
@@ -891,13 +876,7 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
     );
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     // Accepted, and never started.
-    let mut c = Control::connect(server.port());
-    c.hello();
-    c.send(&test_request(1, Duration::from_secs(5)));
-    let ports = match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Accepted { data_ports, .. }) => data_ports,
-        other => panic!("expected accepted, got {other:?}"),
-    };
+    let (mut c, ports, _) = accepted_test(&server, Duration::from_secs(5));
     let t0 = Instant::now();
     let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
     assert_eq!(code, "refused");

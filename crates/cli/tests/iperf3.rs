@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use util::iperf3::{client, done_lines, finish, require_iperf3, serve, spawn_client, StockServer};
-use util::{at, exclusive, int, run, run_json, text};
+use util::{at, exclusive, int, run, run_json, text, Server};
 
 const KIB: u64 = 1024;
 
@@ -332,20 +332,8 @@ fn sigterm_ends_running_iperf3_tests_as_iperf3s_server_does() {
     let (mut server, port) = serve(&[]);
     let first = spawn_client(port, &["-t", "20"]);
     std::thread::sleep(Duration::from_millis(1500));
-    let signalled = Instant::now();
-    let ok = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    while server.is_running() {
-        assert!(
-            signalled.elapsed() < Duration::from_secs(5),
-            "serve still runs 5 s after SIGTERM: {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let signalled = sigterm(&server);
+    exits_within_5s_of(&mut server, signalled);
     let o = finish(first);
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
     assert!(
@@ -375,11 +363,6 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
     require_iperf3();
     let _m = exclusive();
     let (mut server, port) = serve(&[]);
-    let cookie = |c: u8| -> Vec<u8> {
-        let mut v = vec![c; 36];
-        v.push(0);
-        v
-    };
     let read_byte = |s: &mut TcpStream| -> u8 {
         let mut b = [0u8; 1];
         s.read_exact(&mut b).expect("a state byte");
@@ -397,12 +380,7 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
     assert_eq!(read_byte(&mut streams), 10, "CREATE_STREAMS");
     let _one = poke(port, &cookie(b'b'));
     std::thread::sleep(Duration::from_millis(200));
-    let signalled = Instant::now();
-    let ok = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    let signalled = sigterm(&server);
     assert_eq!(until_closed(params), [11], "SERVER_TERMINATE, then closed");
     assert_eq!(until_closed(streams), [11], "SERVER_TERMINATE, then closed");
     assert!(
@@ -410,14 +388,7 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
         "told after {:?}",
         signalled.elapsed()
     );
-    while server.is_running() {
-        assert!(
-            signalled.elapsed() < Duration::from_secs(5),
-            "serve still runs 5 s after SIGTERM: {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    exits_within_5s_of(&mut server, signalled);
     let log = server.log();
     assert_eq!(
         log.matches("aborted in setup: the server is shutting down")
@@ -429,6 +400,36 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
         log.contains("shut down; 2 running test(s) aborted"),
         "{log}"
     );
+}
+
+/// Sends SIGTERM to `serve`; when it was sent.
+fn sigterm(server: &Server) -> Instant {
+    let signalled = Instant::now();
+    let ok = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    signalled
+}
+
+/// Waits for `serve` to exit, at most 5 s after `signalled`.
+fn exits_within_5s_of(server: &mut Server, signalled: Instant) {
+    while server.is_running() {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(5),
+            "serve still runs 5 s after SIGTERM: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A cookie of 36 `c`s and its NUL.
+fn cookie(c: u8) -> Vec<u8> {
+    let mut v = vec![c; 36];
+    v.push(0);
+    v
 }
 
 /// Connects to the iperf3 port and sends `bytes`.
@@ -451,11 +452,6 @@ fn the_server_survives_bad_clients() {
     require_iperf3();
     let _m = exclusive();
     let (mut server, port) = serve(&["--handshake-timeout", "1s"]);
-    let cookie = |c: u8| -> Vec<u8> {
-        let mut v = vec![c; 36];
-        v.push(0);
-        v
-    };
     // Garbage instead of a cookie: closed.
     let s = poke(
         port,

@@ -197,11 +197,7 @@ impl SetupGuard<'_> {
     /// The test enters its data phase, where a shutdown is its data loop's to
     /// tell. False if a shutdown already told its client SERVER_TERMINATE.
     pub(crate) fn data_phase(self) -> bool {
-        let mut setup = self.shared.setup();
-        let mine = setup.remove(&self.id).is_some();
-        drop(setup);
-        std::mem::forget(self);
-        mine
+        self.shared.setup().remove(&self.id).is_some()
     }
 
     /// True once a shutdown told this test's client SERVER_TERMINATE.
