@@ -18,13 +18,14 @@ SECS=${BENCH_SECONDS:-5}
 ROUNDS=${BENCH_ROUNDS:-5}
 [[ $ROUNDS =~ ^[1-9][0-9]?$ ]] || { echo "BENCH_ROUNDS must be a whole number from 1 to 99" >&2; exit 2; }
 # Best rr 1x1 transactions/s a peer tool reached at 250 users on a 2-core
-# loopback host; no peer runs at 10,000 users, so this is the only reference.
+# loopback host, on another day: a fixed figure, printed beside the side-by-side
+# floor (bench/rrfloor.c, below), which is measured in the same run.
 PEER_RR1X1_250_TPS=${PEER_RR1X1_250_TPS:-170000}
 HOST=127.0.0.1
 
 # ---- prerequisites -----------------------------------------------------------
 need_setup=0
-for t in iperf3 sockperf taskset ss python3 /usr/bin/time; do
+for t in iperf3 sockperf taskset ss python3 gcc /usr/bin/time; do
   if [[ $t == /* ]]; then [[ -x $t ]] || need_setup=1; else command -v "$t" >/dev/null || need_setup=1; fi
 done
 if ((need_setup)); then scripts/setup.sh; fi
@@ -40,6 +41,11 @@ WORK=$(mktemp -d)
 RES=$WORK/results          # key=value lines, turned into the table at the end
 : >"$RES"
 FAILED=0
+
+# The many-user rows' side-by-side reference: the same system calls with no
+# measuring at all (bench/rrfloor.c), built here from source.
+FLOOR=$WORK/rrfloor
+gcc -O2 -Wall -Wextra -pthread -o "$FLOOR" bench/rrfloor.c >&2
 
 # ---- child processes -----------------------------------------------------------
 PIDS=()
@@ -154,6 +160,12 @@ def sockperf(path, out, prefix):
     # Each received reply closes one round trip (one transaction).
     emit(out, prefix, tps=received / secs)
 
+def floor(path, out, prefix):
+    m = re.search(r"^transactions_per_s=([0-9.]+)$", open(path).read(), re.M)
+    if not m:
+        sys.exit("rrfloor: no 'transactions_per_s=' line in its output")
+    emit(out, prefix, tps=float(m.group(1)))
+
 def rss(path, out, key):
     m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(path).read())
     if not m:
@@ -218,7 +230,8 @@ def table(path, secs, ref):
         a = statistics.median(lp) if lp else f"rr14.{pin}.r1.lp.tps"
         b = statistics.median(peer) if peer else f"rr14.{pin}.r1.peer.tps"
         n = max(len(lp), len(peer))
-        row(f"rr 14x14, 1 user, {label}: txn/s, median of {n} (peer sockperf)", a, b, tps)
+        of = f"median of {n}" if n else "median"
+        row(f"rr 14x14, 1 user, {label}: txn/s, {of} (peer sockperf)", a, b, tps)
         if ratios:
             rows.append((f"rr 14x14, 1 user, {label}: median of the {len(ratios)} rounds' ratios", "", "",
                          f"{statistics.median(ratios):.2f}", f"min {min(ratios):.2f}, max {max(ratios):.2f}"))
@@ -243,10 +256,9 @@ def table(path, secs, ref):
         for n in (250, 10000):
             p = f"rr{w}.{n}"
             label = f"rr {w}, {n:,} users"
+            row(f"{label}: txn/s (peer: rrfloor, same run)", f"{p}.lp.tps", f"{p}.floor.tps", tps)
             if w == "1x1":
-                row(f"{label}: txn/s (peer: 250-user reference)", f"{p}.lp.tps", ref, tps)
-            else:
-                row(f"{label}: txn/s", f"{p}.lp.tps", None, tps)
+                row(f"{label}: txn/s (peer: fixed 250-user reference)", f"{p}.lp.tps", ref, tps)
             row(f"{label}: client CPU-us/txn", f"{p}.lp.us_txn_client", None, us)
             row(f"{label}: server CPU-us/txn", f"{p}.lp.us_txn_server", None, us)
             row(f"{label}: client peak RSS MiB", f"{p}.rss_client", None, mib)
@@ -273,7 +285,7 @@ cmd = sys.argv[1]
 if cmd == "table":
     table(sys.argv[2], sys.argv[3], float(sys.argv[4]))
 else:
-    {"linkperf": linkperf, "iperf3": iperf3, "sockperf": sockperf, "rss": rss}[cmd](*sys.argv[2:])
+    {"linkperf": linkperf, "iperf3": iperf3, "sockperf": sockperf, "floor": floor, "rss": rss}[cmd](*sys.argv[2:])
 PY
 
 # ---- measurements ----------------------------------------------------------------
@@ -345,6 +357,25 @@ iperf3_measure() {
   if ! ((ok)) || ! py iperf3 "$WORK/$key.iperf3.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
 }
 
+# floor_measure KEY USERS REQ RESP
+#   bench/rrfloor.c on the same work as linkperf's default placement: one
+#   event-loop thread per CPU on each side, 1 s warm-up, then the window.
+floor_measure() {
+  local key=$1 users=$2 req=$3 resp=$4 port threads limit=$((SECS + 60))
+  if ((users > 1000)); then limit=$((SECS + 600)); fi
+  threads=$(nproc)
+  port=$(free_port)
+  echo "rrfloor: $key (${req}x${resp}, $users users, ${SECS}s)" >&2
+  if ! start_server "$WORK/$key.floor-server.log" "$port" "$FLOOR" server "$HOST" "$port" "$threads" "$req" "$resp"; then
+    stop_server "$SERVER_PID"; fail "$key.floor.tps"; return 0
+  fi
+  local srv=$SERVER_PID ok=1
+  run_client "$limit" "$WORK/$key.floor.log" \
+    "$FLOOR" client "$HOST" "$port" "$threads" "$req" "$resp" "$users" 1 "$SECS" || ok=0
+  stop_server "$srv"
+  if ! ((ok)) || ! py floor "$WORK/$key.floor.log" "$RES" "$key.floor"; then fail "$key.floor.tps"; fi
+}
+
 # BENCH_ONLY=rr14,streams,users runs only those parts (default: all).
 ONLY=${BENCH_ONLY:-rr14,streams,users}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
@@ -375,11 +406,18 @@ if part streams; then
   done
 fi
 
-# c. many users (linkperf only)
+# c. many users, linkperf and rrfloor, in turn first
 if part users; then
+  k=0
   for w in 1x1 200x1000; do
     for n in 250 10000; do
-      lp_measure "rr$w.$n" free "$n" "rr:$w"
+      if ((k++ % 2)); then
+        floor_measure "rr$w.$n" "$n" "${w%x*}" "${w#*x}"
+        lp_measure "rr$w.$n" free "$n" "rr:$w"
+      else
+        lp_measure "rr$w.$n" free "$n" "rr:$w"
+        floor_measure "rr$w.$n" "$n" "${w%x*}" "${w#*x}"
+      fi
     done
   done
 fi

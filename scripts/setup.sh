@@ -14,6 +14,7 @@ wanted=(
   bsdutils:script
   time:/usr/bin/time
   python3:python3
+  gcc:gcc
   chromium:/usr/bin/chromium
   fonts-dejavu-core:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 )
