@@ -283,6 +283,11 @@ impl Drop for Serve {
 /// `linkperf run` inside pair `p`'s client namespace against its server:
 /// the results document, checked for an ok run.
 fn run_through(p: &Value, serve: &Serve, workload: &str) -> Value {
+    run_with(p, serve, workload, &TIMING)
+}
+
+/// [`run_through`] with these timing and socket options.
+fn run_with(p: &Value, serve: &Serve, workload: &str, options: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let ns = text(p, "/client_ns");
@@ -299,7 +304,7 @@ fn run_through(p: &Value, serve: &Serve, workload: &str) -> Value {
         "--workload",
         workload,
     ];
-    args.extend(TIMING);
+    args.extend(options);
     args.extend(["--json", json.to_str().unwrap()]);
     let out = Command::new("ip").args(&args).output().unwrap();
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
@@ -412,6 +417,64 @@ fn shaped_veths_stay_under_their_cap_and_below_the_unshaped_veth() {
              checked against its cap alone, not against veth"
         );
     }
+}
+
+/// Link rate of the slow-link test: payload crosses at about 480 kB/s.
+const SLOW: &str = "veth,rate=4mbit";
+const SLOW_BYTES_PER_S: f64 = 4e6 / 8.0;
+
+/// One user of rr 1 MiB x 1, then of rr 1 x 1 MiB, over a 4 Mbit/s link: each
+/// large message takes about 2 s to cross. Each side's worker carries that one
+/// flow on a blocking socket, and still comes back to its loop between the
+/// parts of a message (a write waits at most 50 ms for room and returns with
+/// what went, a read returns with what came). So every whole per-second
+/// interval of both sides holds what the link carried in that second, within
+/// what the 64 KiB send buffer holds: not a whole 1 MiB write in the second it
+/// began and nothing in the next.
+#[test]
+fn over_a_slow_link_one_users_large_messages_fill_every_interval() {
+    let Some(_g) = lab_lock("slow") else { return };
+    let up = Up::new(SLOW, "t-slow", 1);
+    let p = up.pair(0).clone();
+    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let options = ["--duration", "4s", "--warmup", "1s", "--sndbuf", "64k"];
+    for (workload, writer, reader) in [
+        ("rr:1mx1", "client", "server"),
+        ("rr:1x1m", "server", "client"),
+    ] {
+        let doc = run_with(&p, &serve, workload, &options);
+        let run = at(&doc, "/tests/0/runs/0");
+        for (side, field) in [(writer, "tx_bytes"), (reader, "rx_bytes")] {
+            let intervals = run[side]["intervals"].as_array().expect("intervals");
+            let whole: Vec<f64> = intervals
+                .iter()
+                .filter(|i| i["length_s"].as_f64().unwrap_or(0.0) > 0.99)
+                .map(|i| i[field].as_f64().unwrap() / i["length_s"].as_f64().unwrap())
+                .collect();
+            eprintln!("{workload}: {side} {field} per whole second: {whole:?}");
+            assert!(
+                whole.len() >= 3,
+                "{workload}: {side} has {} whole intervals: {intervals:?}",
+                whole.len()
+            );
+            for b in &whole {
+                assert!(
+                    (0.5 * SLOW_BYTES_PER_S..=1.5 * SLOW_BYTES_PER_S).contains(b),
+                    "{workload}: {side}'s {field} per second {whole:?} do not follow the \
+                     link's {SLOW_BYTES_PER_S} bytes/s: {intervals:?}"
+                );
+            }
+        }
+        // The one user's transactions: about one every 2 s, all counted.
+        let tps = num(&doc, "/tests/0/runs/0/throughput/transactions_per_s");
+        assert!(
+            (0.2..=0.7).contains(&tps),
+            "{workload}: {tps} transactions/s"
+        );
+        assert_eq!(int(&doc, "/tests/0/runs/0/errors"), 0);
+    }
+    drop(serve);
+    up.down();
 }
 
 #[test]

@@ -81,6 +81,9 @@ pub(crate) struct Worker {
     endpoints: DataEndpoints,
     token: DataToken,
     busy_poll: bool,
+    /// Its one request/response flow's socket blocks (see `single_flow_socket`):
+    /// a read or write that moved only part of a message returns to the loop.
+    blocking: bool,
     signals: Arc<Signals>,
     poll: Poll,
     flows: Vec<Flow>,
@@ -168,6 +171,7 @@ impl Worker {
             endpoints,
             token,
             busy_poll,
+            blocking: false,
             signals,
             poll,
             queued: (0..flows.len()).collect(),
@@ -240,6 +244,7 @@ impl Worker {
         let signals = self.signals.clone();
         let parked = self.single_flow_socket().map(|fd| signals.park(fd));
         let single = parked.is_some();
+        self.blocking = single;
         // Run until every flow is closed or the drain deadline passes. The
         // single flow's loop reuses the time its last read ended at: one
         // clock read per transaction.
@@ -326,7 +331,7 @@ impl Worker {
         // Registered, every arrival would also wake the event wait's list
         // (a lock and a queue per packet) though nobody waits there now.
         self.poll.registry().deregister(conn.source()).ok()?;
-        if conn.block().is_err() {
+        if conn.block(crate::worker::MAX_SLEEP).is_err() {
             // Back to the event wait, as it was.
             let both = Interest::READABLE | Interest::WRITABLE;
             let _ = self.poll.registry().register(conn.source(), Token(0), both);
@@ -775,8 +780,13 @@ impl Worker {
                                 return Io::Blocked;
                             }
                             // Part of a large request went (a blocking write may have
-                            // taken long): the rest is stamped with a fresh time.
+                            // waited for room): the rest is stamped with a fresh time.
                             *now = Instant::now();
+                            if self.blocking {
+                                // Back to the loop (its intervals and window edges)
+                                // before the next part.
+                                return Io::Blocked;
+                            }
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -792,16 +802,19 @@ impl Worker {
                             let now = *now;
                             self.counters.rx(k, now);
                             let stop = crr || schedule.phase(now) >= Phase::Draining;
-                            if let Some(done) = rr.read(k, now, stop) {
-                                self.counters.transactions(1, done.took, now);
-                                if crr {
-                                    if schedule.phase(now) < Phase::Draining {
-                                        // keep the timer running for the next connection
-                                    }
-                                    f.stage = Stage::AwaitClose;
-                                    // The server closes after its response; wait for that.
-                                    return self.after_crr_response(i, schedule);
+                            let Some(done) = rr.read(k, now, stop) else {
+                                if self.blocking {
+                                    // Part of the response: back to the loop before
+                                    // waiting for the rest.
+                                    return Io::Blocked;
                                 }
+                                continue;
+                            };
+                            self.counters.transactions(1, done.took, now);
+                            if crr {
+                                f.stage = Stage::AwaitClose;
+                                // The server closes after its response; wait for that.
+                                return self.after_crr_response(i, schedule);
                             }
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,

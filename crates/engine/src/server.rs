@@ -454,7 +454,7 @@ impl Worker {
             // wake its list (a lock and a queue per packet) for nobody. The
             // flow stays on this path until it closes.
             self.poll.registry().deregister(f.conn.source()).ok()?;
-            if f.conn.block().is_err() {
+            if f.conn.block(crate::worker::MAX_SLEEP).is_err() {
                 // Back to the event wait, as it was.
                 let both = Interest::READABLE | Interest::WRITABLE;
                 let _ = self
@@ -722,6 +722,10 @@ impl Worker {
             return Io::Close;
         };
         let conn = &mut f.conn;
+        // A single flow's blocking socket: a read or write that moved only
+        // part of a message returns to the loop (its intervals, its window
+        // edges) before the next part.
+        let blocking = f.parked.is_some();
         match &mut f.logic {
             Logic::Preamble { .. } => Io::Blocked,
             logic @ (Logic::Rr(_) | Logic::Crr(_)) => {
@@ -739,7 +743,9 @@ impl Worker {
                                     let now = Instant::now();
                                     self.last_read = Some(now);
                                     self.counters.rx(m, now);
-                                    rr.read(m);
+                                    if !rr.read(m) && blocking {
+                                        return Io::Blocked;
+                                    }
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                     return Io::Blocked
@@ -766,9 +772,12 @@ impl Worker {
                                         return Io::Blocked;
                                     }
                                     // Part of a large response went (a blocking write may
-                                    // have taken long): the rest, and the next turn, are
-                                    // stamped with fresh times.
+                                    // have waited for room): the rest, and the next turn,
+                                    // are stamped with fresh times.
                                     self.last_read = None;
+                                    if blocking {
+                                        return Io::Blocked;
+                                    }
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                     return Io::Blocked

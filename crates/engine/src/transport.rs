@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::SocketAddr as UnixAddr;
+use std::time::Duration;
 
 use linkperf_workload::SocketOptions;
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
@@ -59,17 +60,23 @@ pub enum Conn {
 }
 
 impl Conn {
-    /// Makes the socket block in reads and writes, without a timeout: a
-    /// worker carrying this one connection waits in its read instead of in
-    /// the event wait. Park a [`Conn::duplicate`] in the side's signals so
-    /// that a stop can end the wait.
-    pub fn block(&self) -> io::Result<()> {
+    /// Makes the socket block in reads and writes: a worker carrying this one
+    /// connection waits in its read instead of in the event wait. Park a
+    /// [`Conn::duplicate`] in the side's signals so that a stop can end the
+    /// wait. A read waits for the peer without a timeout (a read that finds
+    /// data returns with what is there). A write waits at most `write_wait`
+    /// for room in the send buffer, then returns what went (or `WouldBlock`
+    /// when nothing did): on a slow link a large message then takes many
+    /// writes, and the worker is back at its loop (its per-second intervals,
+    /// its window edges) between them. Waiting for room is the only wait the
+    /// timeout arms a timer for; a write that finds room costs nothing more.
+    pub fn block(&self, write_wait: Duration) -> io::Result<()> {
         let r = match self {
             Conn::Tcp(s) => SockRef::from(s),
             Conn::Unix(s) => SockRef::from(s),
         };
         r.set_read_timeout(None)?;
-        r.set_write_timeout(None)?;
+        r.set_write_timeout(Some(write_wait))?;
         r.set_nonblocking(false)
     }
 
