@@ -13,8 +13,8 @@
 #[allow(dead_code)]
 mod util;
 
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use linkperf_session::AuthKey;
 use linkperf_wire::{
     decode_server, encode_client, encode_frame, ClientMessage, DataToken, FrameDecoder, Preamble,
-    ServerMessage, PROTOCOL_VERSION,
+    ServerMessage, UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
@@ -484,6 +484,70 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
         !dropped(token, Duration::from_millis(500)),
         "the session's own token is kept"
     );
+    c.send(&ClientMessage::Abort {
+        reason: "done".into(),
+    });
+}
+
+#[test]
+fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let mut c = Control::connect(server.port());
+    c.hello();
+    let mut spec = TestSpec::new(
+        "rr1c-1x1".parse().unwrap(),
+        Protocol::Udp,
+        1,
+        Duration::from_secs(5),
+    );
+    spec.warmup = Duration::from_millis(100);
+    c.send(&ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(1),
+    });
+    let (ports, token) = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (data_ports, token),
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+    let request = |seq: u64| {
+        let mut d = [0x5a_u8; UDP_HEADER_LEN + 1];
+        let header = UdpHeader {
+            tag: token.session_tag(),
+            flow: 0,
+            seq,
+        };
+        header.encode(d.first_chunk_mut::<UDP_HEADER_LEN>().unwrap());
+        d
+    };
+    // Answered: the response header echoes the request's.
+    let answer = |s: &UdpSocket, seq: u64, within: Duration| -> Option<UdpHeader> {
+        s.send_to(&request(seq), data).unwrap();
+        s.set_read_timeout(Some(within)).unwrap();
+        let mut b = [0u8; 256];
+        match s.recv_from(&mut b) {
+            Ok((n, from)) => {
+                assert_eq!(from, data);
+                Some(UdpHeader::decode(&b[..n]).expect("a linkperf datagram"))
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => None,
+            Err(e) => panic!("receiving: {e}"),
+        }
+    };
+    // The control connection came from 127.0.0.1. A datagram with the
+    // session's tag from another address (here 127.0.0.2, as a forged source
+    // would be) is not answered, before or after the real client's.
+    let elsewhere = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, 2), 0)).unwrap();
+    let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let short = Duration::from_millis(500);
+    assert_eq!(answer(&elsewhere, 0, short), None, "answered to 127.0.0.2");
+    let h =
+        answer(&client, 1, Duration::from_secs(5)).expect("the client's own datagram is answered");
+    assert_eq!((h.tag, h.flow, h.seq), (token.session_tag(), 0, 1));
+    assert_eq!(answer(&elsewhere, 2, short), None, "answered to 127.0.0.2");
     c.send(&ClientMessage::Abort {
         reason: "done".into(),
     });

@@ -58,6 +58,10 @@ pub struct ServerConfig {
     /// Where workers publish their whole-life totals a few times a second, if
     /// anyone watches (the daemon's limit on bytes per session).
     pub live: Option<Arc<LiveStats>>,
+    /// UDP: the only address whose datagrams are answered (the daemon gives
+    /// the control connection's peer), so that a client cannot have the
+    /// server send its responses to another host. `None`: any address.
+    pub udp_peer: Option<IpAddr>,
 }
 
 /// A running server side.
@@ -114,6 +118,7 @@ struct Worker {
     connections: u64,
     flows_seen: u32,
     udp_flows: HashSet<u32>,
+    udp_peer: Option<IpAddr>,
     socket: Option<SocketFacts>,
     index: usize,
     live: Option<Arc<LiveStats>>,
@@ -203,6 +208,7 @@ impl ServerTest {
             let busy_poll = cfg.busy_poll;
             let preamble_timeout = cfg.preamble_timeout;
             let live = cfg.live.clone();
+            let udp_peer = cfg.udp_peer;
             let users = cfg.spec.users as usize;
             let h = std::thread::Builder::new()
                 .name(format!("lp-server-{w}"))
@@ -237,6 +243,7 @@ impl ServerTest {
                         connections: 0,
                         flows_seen: 0,
                         udp_flows: HashSet::new(),
+                        udp_peer,
                         socket: None,
                         index: w,
                         live,
@@ -625,6 +632,9 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => continue,
             };
+            if !crate::transport::answers(self.udp_peer, from.ip()) {
+                continue;
+            }
             let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
                 continue;
             };

@@ -358,6 +358,12 @@ pub fn udp_connect(remote: SocketAddr, opts: &SocketOptions) -> io::Result<mio::
     Ok(s)
 }
 
+/// Whether a datagram from `from` is taken in, when only `peer`'s are (`None`:
+/// anyone's). An IPv4 peer also matches its IPv4-mapped IPv6 form.
+pub(crate) fn answers(peer: Option<IpAddr>, from: IpAddr) -> bool {
+    peer.is_none_or(|p| p.to_canonical() == from.to_canonical())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,5 +380,20 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(10));
         assert!(l.accept().is_ok());
         assert!(c.is_connected().unwrap());
+    }
+
+    #[test]
+    fn only_the_peers_datagrams_are_answered() {
+        let v4: IpAddr = "127.0.0.1".parse().unwrap();
+        let other: IpAddr = "127.0.0.2".parse().unwrap();
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert!(answers(Some(v4), v4));
+        assert!(answers(Some(v4), mapped));
+        assert!(answers(Some(mapped), v4));
+        assert!(!answers(Some(v4), other));
+        assert!(!answers(Some(v4), v6));
+        assert!(answers(Some(v6), v6));
+        assert!(answers(None, other));
     }
 }

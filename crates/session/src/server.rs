@@ -396,6 +396,16 @@ impl Session<'_> {
         Ok((token, bind_ip))
     }
 
+    /// The address the client's control connection comes from: UDP data is
+    /// answered to it only.
+    fn control_peer(&self) -> Result<std::net::IpAddr, Fail> {
+        self.ch
+            .stream()
+            .peer_addr()
+            .map(|a| a.ip())
+            .map_err(|e| fail(ErrorCode::Internal, e.to_string()))
+    }
+
     fn run_test(&mut self, spec: TestSpec, placement: Placement) -> Result<(), Fail> {
         let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(u64::from(spec.users) + 256);
@@ -409,6 +419,7 @@ impl Session<'_> {
             token,
             preamble_timeout: Duration::from_secs(5),
             live: Some(live.clone()),
+            udp_peer: Some(self.control_peer()?),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let (data_ports, unix_names) = match server.endpoints() {

@@ -68,6 +68,9 @@ pub struct ProgramConfig {
     pub bind_ip: Option<IpAddr>,
     /// Client: the server's datagram sockets, one per server worker.
     pub udp_endpoints: Vec<SocketAddr>,
+    /// Server: the only address whose datagrams are taken in and answered
+    /// (the daemon gives the control connection's peer). `None`: any address.
+    pub udp_peer: Option<IpAddr>,
     /// Where workers publish their whole-life totals a few times a second, if
     /// anyone watches (a progress bar, the daemon's limit on bytes per
     /// session); one slot per worker ([`workers_for`]).
@@ -230,6 +233,7 @@ impl ProgramRun {
                 listener: listeners.get_mut(w).and_then(Option::take),
                 udp_endpoints: cfg.udp_endpoints.clone(),
                 udp: udp.get_mut(w).and_then(Option::take),
+                udp_peer: cfg.udp_peer,
                 token: cfg.token,
                 coord: coord.clone(),
                 poll,

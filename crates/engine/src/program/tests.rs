@@ -75,6 +75,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         listeners: vec![],
         bind_ip: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         udp_endpoints: vec![],
+        udp_peer: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         live: Some(live[1].clone()),
     })
     .unwrap();
@@ -89,6 +90,7 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
         listeners: vec![],
         bind_ip: None,
         udp_endpoints: server.udp_endpoints().to_vec(),
+        udp_peer: None,
         live: Some(live[0].clone()),
     })
     .unwrap();
@@ -335,6 +337,7 @@ fn a_client_accept_is_the_server_connecting_back() {
         listeners: vec![],
         bind_ip: Some(ip),
         udp_endpoints: vec![],
+        udp_peer: Some(IpAddr::V4(Ipv4Addr::LOCALHOST)),
         live: None,
     })
     .unwrap();
@@ -349,6 +352,7 @@ fn a_client_accept_is_the_server_connecting_back() {
         listeners,
         bind_ip: None,
         udp_endpoints: vec![],
+        udp_peer: None,
         live: None,
     })
     .unwrap();

@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{self, Read, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -109,6 +109,8 @@ pub struct WorkerSetup {
     pub udp_endpoints: Vec<SocketAddr>,
     /// Server: this worker's datagram socket.
     pub udp: Option<UdpSocket>,
+    /// Server: the only address whose datagrams it takes in (`None`: any).
+    pub udp_peer: Option<IpAddr>,
     /// The session's token.
     pub token: DataToken,
     /// Shared with the driver.
@@ -137,6 +139,7 @@ struct Worker {
     listener: Option<TcpListener>,
     udp_endpoints: Vec<SocketAddr>,
     udp: Option<UdpSocket>,
+    udp_peer: Option<IpAddr>,
     dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
     udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
@@ -212,6 +215,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         listener: setup.listener,
         udp_endpoints: setup.udp_endpoints,
         udp: setup.udp,
+        udp_peer: setup.udp_peer,
         dgrams: HashMap::new(),
         udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
@@ -894,6 +898,9 @@ impl Worker {
             };
             match sock.recv_from(&mut self.buf) {
                 Ok((k, from)) => {
+                    if !crate::transport::answers(self.udp_peer, from.ip()) {
+                        continue;
+                    }
                     let Ok(h) = UdpHeader::decode(&self.buf[..k]) else {
                         continue;
                     };

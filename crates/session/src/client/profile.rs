@@ -117,6 +117,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             .iter()
             .map(|p| SocketAddr::new(addr.ip(), *p))
             .collect(),
+        udp_peer: None,
         live: req.live.clone(),
     });
     let run = match run {

@@ -93,15 +93,11 @@ impl Session<'_> {
         let _ = linkperf_metrics::raise_fd_limit(connections + 256);
         // The client's accepts are this side's connects: to the client's
         // control address only, never elsewhere.
-        let peer = self
-            .ch
-            .stream()
-            .peer_addr()
-            .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
+        let peer = self.control_peer()?;
         let endpoints = client_ports
             .iter()
             .filter(|p| **p != 0)
-            .map(|p| std::net::SocketAddr::new(peer.ip(), *p))
+            .map(|p| std::net::SocketAddr::new(peer, *p))
             .collect();
         let live = Arc::new(LiveStats::new(workers_for(placement.threads, &mirrored)));
         let run = ProgramRun::start(ProgramConfig {
@@ -115,6 +111,8 @@ impl Session<'_> {
             listeners: Vec::new(),
             bind_ip: Some(bind_ip),
             udp_endpoints: Vec::new(),
+            // Datagrams are answered to the client's control address only.
+            udp_peer: Some(peer),
             live: Some(live.clone()),
         })
         .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
