@@ -15,6 +15,7 @@ wanted=(
   time:/usr/bin/time
   python3:python3
   gcc:gcc
+  libc6-dev:/usr/include/stdio.h
   chromium:/usr/bin/chromium
   fonts-dejavu-core:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 )

@@ -788,7 +788,14 @@ impl Worker {
                                 return Io::Blocked;
                             }
                         }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            if self.blocking {
+                                // A blocking write waited its 50 ms for room and none
+                                // came: the loop goes on from now, not from before.
+                                *now = Instant::now();
+                            }
+                            return Io::Blocked;
+                        }
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         Err(e) => return Io::Failed(e),
                     }

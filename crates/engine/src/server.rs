@@ -790,7 +790,10 @@ impl Worker {
                                     }
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                    return Io::Blocked
+                                    // A blocking write waited its 50 ms for room: the
+                                    // loop goes on from a fresh time.
+                                    self.last_read = None;
+                                    return Io::Blocked;
                                 }
                                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                                 Err(_) => return Io::Close,
