@@ -4,7 +4,7 @@
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
-use linkperf_workload::{CpuList, Placement, SocketOptions, TestSpec};
+use linkperf_workload::{CpuList, Placement, Protocol, SocketOptions, TestSpec};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
 
@@ -59,16 +59,23 @@ pub fn placements(
     o: &PlacementOverrides,
     embedded: bool,
 ) -> anyhow::Result<(Placement, Placement)> {
-    let threads = o.threads.or(p.threads).unwrap_or_else(default_threads);
-    let server_threads = o
-        .server_threads
-        .or(p.server_threads)
-        .unwrap_or_else(default_threads);
+    let threads = o.threads.or(p.threads);
+    let server_threads = o.server_threads.or(p.server_threads);
     for (what, n) in [("--threads", threads), ("--server-threads", server_threads)] {
-        if n == 0 || n > 1024 {
+        if let Some(n) = n.filter(|&n| n == 0 || n > 1024) {
             anyhow::bail!("{what} must be between 1 and 1024, got {n}");
         }
     }
+    let threads = threads.unwrap_or_else(default_threads);
+    // A server elsewhere runs one worker per CPU of its own host unless told
+    // otherwise; the embedded one shares this host.
+    let server_threads = server_threads.unwrap_or_else(|| {
+        if embedded {
+            default_threads()
+        } else {
+            Placement::OWN_THREADS
+        }
+    });
     let affinity = o.affinity.clone().or_else(|| p.affinity.clone());
     let server_affinity = o
         .server_affinity
@@ -170,6 +177,23 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
     };
     spec.validate()?;
     let target = target(&a.target)?;
+    if spec.protocol == Protocol::Unix {
+        if let Some(t) = &target {
+            for address in t.address.split(',').map(str::trim) {
+                let one = Target {
+                    address: address.to_string(),
+                    ..t.clone()
+                };
+                // One that does not resolve fails when it is connected to.
+                if one.is_this_host() == Some(false) {
+                    anyhow::bail!(
+                        "--protocol unix needs the server on this host, and {address} is not an \
+                         address of this host: Unix sockets do not cross hosts (use tcp or udp)"
+                    );
+                }
+            }
+        }
+    }
     let embedded = target.is_none();
     let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;
     Ok(RunPlan {

@@ -75,6 +75,29 @@ fn assert_close(what: &str, a: u64, b: u64, slack: u64) {
 }
 
 /// Everything every successful run must show.
+/// The system-wide busy counter this host offers, found here without
+/// linkperf's code: the root cgroup's `cpuacct.usage` (v1), else its
+/// `cpu.stat` (v2), else `/proc/stat`.
+fn precise_busy_method() -> &'static str {
+    let v1 = [
+        "/sys/fs/cgroup/cpuacct/cpuacct.usage",
+        "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage",
+        "/sys/fs/cgroup/cpuacct.usage",
+    ];
+    if v1
+        .iter()
+        .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.trim().parse::<u64>().is_ok()))
+    {
+        "cgroup_v1_cpuacct"
+    } else if std::fs::read_to_string("/sys/fs/cgroup/cpu.stat")
+        .is_ok_and(|t| t.contains("usage_usec"))
+    {
+        "cgroup_v2_cpu_stat"
+    } else {
+        "proc_stat"
+    }
+}
+
 fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u64) {
     assert_eq!(text(doc, "/schema"), "linkperf/results/v1");
     assert_eq!(at(doc, "/tests").as_array().unwrap().len(), 1);
@@ -131,6 +154,32 @@ fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u6
         assert!(c.is_object(), "cpu.{side} missing: {r}");
         for f in ["/process_s", "/system_busy_s", "/softirq_s"] {
             assert!(num(c, f) >= 0.0);
+        }
+        // Each number says where it came from; system-wide busy time from the
+        // precise counter where this host's kernel has one, its /proc/stat
+        // breakdown beside it.
+        let process = text(c, "/process_method");
+        assert!(
+            ["rusage_self", "rusage_thread_sum"].contains(&process),
+            "cpu.{side}.process_method {process}"
+        );
+        assert_eq!(
+            text(c, "/system_busy_method"),
+            precise_busy_method(),
+            "cpu.{side}"
+        );
+        for f in [
+            "user_s",
+            "system_s",
+            "irq_s",
+            "softirq_s",
+            "steal_s",
+            "idle_s",
+        ] {
+            assert!(
+                num(c, &format!("/proc_stat/{f}")) >= 0.0,
+                "cpu.{side}.proc_stat.{f}"
+            );
         }
         assert_eq!(
             at(r, &format!("/{side}/cpu")),
@@ -704,7 +753,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -714,9 +763,17 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
         (&["--frobnicate"], "--frobnicate"),
+        // Not an address of this host (nothing is sent to it).
+        (
+            &["--protocol", "unix", "--server", "198.18.0.1:9"],
+            "needs the server on this host",
+        ),
     ];
     for (bad, says) in cases {
-        let mut args = vec!["run", "--server", "127.0.0.1:9", "--json", json];
+        let mut args = vec!["run", "--json", json];
+        if !bad.contains(&"--server") {
+            args.extend(["--server", "127.0.0.1:9"]);
+        }
         args.extend(bad);
         let (code, out, err) = run(&args);
         assert_eq!(code, 2, "{bad:?}: stdout {out} stderr {err}");
@@ -735,6 +792,92 @@ fn cli_misuse_exits_2_with_a_clear_message() {
 // ---------------------------------------------------------------------------
 // 9. A client that vanishes mid-test.
 // ---------------------------------------------------------------------------
+
+/// One daemon serves several sessions at once: two clients run their tests
+/// over the same second, each sees only its own users and its own counts.
+#[test]
+fn one_server_runs_two_clients_tests_at_once() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = server.addr();
+    let runs: Vec<(std::process::Child, std::path::PathBuf, u32)> =
+        [(2u32, "rr1c-1x1"), (3, "str-writex30k")]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (users, workload))| {
+                let json = dir.path().join(format!("r{i}.json"));
+                let child = util::spawn(&[
+                    "run",
+                    "--quiet",
+                    "--server",
+                    &addr,
+                    "--workload",
+                    workload,
+                    "--users",
+                    &users.to_string(),
+                    "--warmup",
+                    "200ms",
+                    "--duration",
+                    "1500ms",
+                    "--json",
+                    json.to_str().unwrap(),
+                ]);
+                (child, json, users)
+            })
+            .collect();
+    // Both sessions run at once: the server has begun both tests while both
+    // clients are still running theirs.
+    let mut runs = runs;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.log().matches("running").count() < 2 {
+        assert!(Instant::now() < deadline, "{}", server.log());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (child, _, _) in &mut runs {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a test ended before the other began"
+        );
+    }
+    for (child, json, users) in runs {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let r = at(&doc, "/tests/0/runs/0");
+        assert_eq!(text(r, "/status"), "ok");
+        for side in ["client", "server"] {
+            let flows: u64 = at(r, &format!("/{side}/workers"))
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|w| int(w, "/flows"))
+                .sum();
+            assert_eq!(
+                flows,
+                u64::from(users),
+                "{side}: only its own session's users"
+            );
+        }
+        // The server's counts are this session's: as the client's, within a
+        // message per flow.
+        assert!(int(r, "/client/totals/tx_bytes") + int(r, "/client/totals/rx_bytes") > 0);
+        for (sent, got) in [
+            ("/client/totals/tx_bytes", "/server/totals/rx_bytes"),
+            ("/server/totals/tx_bytes", "/client/totals/rx_bytes"),
+        ] {
+            let (a, b) = (int(r, sent), int(r, got));
+            assert!(
+                a.abs_diff(b) <= 30 * 1024 * u64::from(users),
+                "{sent} {a}, {got} {b}"
+            );
+        }
+    }
+}
 
 #[test]
 fn vanished_client_frees_server_resources() {
@@ -903,7 +1046,20 @@ fn results_document_uses_the_issue_names() {
         cmd.contains(&"run") && cmd.contains(&"e2e-names"),
         "{cmd:?}"
     );
-    assert!(at(&doc, "/environment/server").is_object());
+    // The server's host, as it described itself.
+    let senv = at(&doc, "/environment/server");
+    for f in ["/hostname", "/kernel", "/cpu_model"] {
+        assert!(!text(senv, f).is_empty(), "environment.server{f} is empty");
+    }
+    assert!(int(senv, "/cpu_count") >= 1);
+    assert_eq!(text(senv, "/interface"), "lo");
+    assert!(int(senv, "/mtu") > 0);
+    assert_eq!(text(senv, "/linkperf_version"), env!("CARGO_PKG_VERSION"));
+    for e in [env, senv] {
+        assert!(!text(e, "/socket_congestion_control").is_empty());
+        assert!(int(e, "/socket_sndbuf") > 0 && int(e, "/socket_rcvbuf") > 0);
+        assert_eq!(at(e, "/socket_nodelay"), true, "rr turns TCP_NODELAY on");
+    }
     assert!(
         at(&doc, "/environment/server/command_line")
             .as_array()
@@ -932,6 +1088,58 @@ fn results_document_uses_the_issue_names() {
         assert_eq!(flows, 2, "{side} workers carry both users");
         assert_eq!(at(r, &format!("/{side}/busy_poll")), false);
     }
+}
+
+/// TCP_NODELAY as each side reads it back from its data sockets: on by
+/// default for request/response, off for streams, and as `--nodelay` says.
+#[test]
+fn nodelay_is_applied_on_both_sides_as_asked() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    for (workload, extra, want) in [
+        ("rr1c-1x1", &[][..], true),
+        ("rr1c-1x1", &["--nodelay=false"][..], false),
+        ("str-readx30k", &[][..], false),
+        ("str-readx30k", &["--nodelay"][..], true),
+    ] {
+        let doc = load(&server, workload, "tcp", 1, extra);
+        assert_eq!(
+            at(&doc, "/tests/0/config/nodelay"),
+            want,
+            "{workload} {extra:?}"
+        );
+        for side in ["client", "server"] {
+            assert_eq!(
+                at(&doc, &format!("/environment/{side}/socket_nodelay")),
+                want,
+                "{workload} {extra:?}: the {side}'s sockets"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_server_elsewhere_runs_one_worker_per_cpu_of_its_own_host() {
+    let _g = shared();
+    // The server's process may use CPU 0 only; the client, every CPU here.
+    let server = Server::start_under(&["taskset", "-c", "0"], &[]);
+    let doc = load(&server, "rr1c-1x1", "tcp", 4, &[]);
+    check_run(&doc, "rr1c-1x1--4", "tcp", "round_trip", 4);
+    let r = at(&doc, "/tests/0/runs/0");
+    let workers = |side: &str| at(r, &format!("/{side}/workers")).as_array().unwrap().len();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(
+        workers("server"),
+        1,
+        "the server counts the CPUs it may use itself"
+    );
+    assert_eq!(workers("client"), cpus.min(4), "the client counts its own");
+    // What was asked for: the server's default.
+    assert_eq!(int(&doc, "/tests/0/config/server_placement/threads"), 0);
+    assert_eq!(
+        int(&doc, "/tests/0/config/client_placement/threads"),
+        cpus as u64
+    );
 }
 
 #[test]

@@ -203,14 +203,14 @@ fn test_runs_a_while(log: &Path) {
     std::thread::sleep(Duration::from_millis(800));
 }
 
-/// The run in `json` failed for want of the server's results, and kept what
-/// the client measured before.
-fn gave_up_keeping_what_it_measured(json: &Path) {
+/// The run in `json` failed for want of the server's results, saying `why`,
+/// and kept what the client measured before.
+fn gave_up_keeping_what_it_measured(json: &Path, why: &str) {
     let doc: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
     let r = first_run(&doc);
     assert_eq!(text(r, "/status"), "failed", "{r}");
     let e = text(r, "/error");
-    assert!(e.contains("no results from the server within 30s"), "{e}");
+    assert!(e.contains(why), "{e}");
     assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
 }
 
@@ -487,6 +487,85 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
     c.send(&ClientMessage::Abort {
         reason: "done".into(),
     });
+}
+
+/// UDP: a transaction whose answer does not come within `--udp-timeout` is
+/// counted lost, and its flow goes on with the next one; it never hangs. The
+/// server is stopped (SIGSTOP) for 600 ms in the window: every user's
+/// transactions time out over and over (100 ms each); the answers that come
+/// after SIGCONT are late and dropped, and the flows carry on.
+#[test]
+fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("udp.json");
+    let addr = server.addr();
+    let mut client = spawn(&[
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "--protocol",
+        "udp",
+        "--workload",
+        "rr1c-1x1",
+        "--users",
+        "4",
+        "--udp-timeout",
+        "100ms",
+        "--warmup",
+        "200ms",
+        "--duration",
+        "3s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server.log().contains("running") {
+        assert!(
+            Instant::now() < deadline,
+            "the test did not start: {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Into the window (200 ms of warm-up), then 600 ms without answers.
+    std::thread::sleep(Duration::from_millis(1000));
+    signal(server.pid(), "-STOP");
+    std::thread::sleep(Duration::from_millis(600));
+    signal(server.pid(), "-CONT");
+    let Some((status, _)) = exits_within(&mut client, Duration::from_secs(30)) else {
+        let _ = client.kill();
+        panic!("the UDP client still runs 30 s after its 3 s window");
+    };
+    let (_, _, err) = output(client);
+    assert!(status.success(), "{status}: {err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    assert_eq!(util::text(r, "/status"), "ok", "{r}");
+    // Each user lost the transaction in flight when the server stopped, and
+    // the ones after it until the server came back: about 6 each.
+    let lost = util::int(r, "/errors");
+    eprintln!("{lost} transactions lost while the server was stopped");
+    assert!(
+        (4..=4 * 12).contains(&lost),
+        "{lost} lost transactions: {r}"
+    );
+    assert_eq!(util::int(r, "/client/errors"), lost);
+    // The flows went on: the window's last whole second, after the stop, is full.
+    let intervals = util::at(r, "/client/intervals").as_array().unwrap();
+    let last = intervals
+        .iter()
+        .rfind(|i| i["length_s"].as_f64().unwrap_or(0.0) > 0.99)
+        .expect("a whole interval");
+    assert!(
+        util::int(last, "/transactions") > 100,
+        "the flows did not go on after the stop: {intervals:?}"
+    );
+    // A late answer is not a transaction: the server answered at least as
+    // many requests as the client counted.
+    assert!(util::int(r, "/server/transactions") >= util::int(r, "/client/transactions"));
 }
 
 #[test]
@@ -1408,6 +1487,32 @@ impl Lab {
         format!("lp-{}-s1", self.name)
     }
 
+    /// Starts `linkperf serve` on the server's address (198.18.1.1, the lab's
+    /// address plan) in the server's namespace, logging to `dir`; returns the
+    /// log once it listens.
+    fn serve(&mut self, dir: &Path) -> PathBuf {
+        let log = dir.join("serve.log");
+        let serve = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns(), BIN, "serve"])
+            .args(["--listen", "198.18.1.1"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("ip netns exec linkperf serve");
+        self.serve = Some(serve);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !read(&log).contains("listening on") {
+            assert!(
+                Instant::now() < deadline,
+                "serve did not start: {}",
+                read(&log)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        log
+    }
+
     fn client_ns(&self) -> String {
         format!("lp-{}-c1", self.name)
     }
@@ -1434,32 +1539,7 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
     };
     // The lab's address plan: server 198.18.1.1 on lp-s1, client 198.18.1.2.
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
-    let serve = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.server_ns(),
-            BIN,
-            "serve",
-            "--listen",
-            "198.18.1.1",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("ip netns exec linkperf serve");
-    lab.serve = Some(serve);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !read(&log).contains("listening on") {
-        assert!(
-            Instant::now() < deadline,
-            "serve did not start: {}",
-            read(&log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let log = lab.serve(dir.path());
     let json = dir.path().join("cut.json");
     let started = Instant::now();
     let client = Command::new("ip")
@@ -1479,18 +1559,86 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
         .status()
         .unwrap();
     assert!(down.success());
-    // The client gives up by itself: the window (2 s), the drain (3 s), then the
-    // control timeout for the server's results (30 s); never a hang.
+    // The client gives up by itself, never hangs: its control connection's
+    // keepalive probes go unanswered, and the kernel gives it up about 5 s
+    // after the cut (before that the window (2 s) and drain (3 s) end, and the
+    // wait for the server's results would have taken 30 s).
     let mut client = client;
     let (status, took) = exits_within(&mut client, Duration::from_secs(60)).unwrap_or_else(|| {
         let _ = client.kill();
         panic!("the client still runs 60 s after the path was cut")
     });
     let (_, _, err) = output(client);
-    eprintln!("the client gave up {:?} after starting", started.elapsed());
+    eprintln!(
+        "the client gave up {took:?} after the cut, {:?} after starting",
+        started.elapsed()
+    );
     assert_eq!(status.code(), Some(1), "{err}");
-    assert!(took < Duration::from_secs(60));
-    gave_up_keeping_what_it_measured(&json);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    gave_up_keeping_what_it_measured(
+        &json,
+        "the server stopped answering (nothing from its host for 4s",
+    );
+}
+
+/// A client whose host goes silent mid-test: its end of the link goes down,
+/// then the client is killed, so that not even its kernel's FIN or RST reach
+/// the server. The control connection is silent during a test; the server's
+/// keepalive probes go unanswered, and within about 5 s it ends the session
+/// and frees its sockets and threads (the test's window had 60 s to go).
+#[test]
+fn a_client_whose_host_goes_silent_is_let_go_by_the_server_within_5_s() {
+    let _g = exclusive();
+    let Some(mut lab) = Lab::up(&format!("faults-gone-{}", std::process::id())) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = lab.serve(dir.path());
+    let pid = lab.serve.as_ref().unwrap().id();
+    let idle = util::fds_and_threads(pid);
+    let mut client = Command::new("ip")
+        .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
+        .args(["--server", "198.18.1.1", "--users", "4"])
+        .args(["--duration", "60s", "--warmup", "200ms"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ip netns exec linkperf run");
+    test_runs_a_while(&log);
+    let busy = util::fds_and_threads(pid);
+    assert!(
+        busy.0 > idle.0,
+        "the test holds no descriptors: {busy:?} vs {idle:?}"
+    );
+    let down = Command::new("ip")
+        .args(["-n", &lab.client_ns(), "link", "set", "lp-c1", "down"])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    let _ = client.kill();
+    let _ = client.wait();
+    let gone = Instant::now();
+    let freed = loop {
+        let now = util::fds_and_threads(pid);
+        if now.0 <= idle.0 && now.1 <= idle.1 {
+            break gone.elapsed();
+        }
+        assert!(
+            gone.elapsed() < Duration::from_secs(20),
+            "the server still holds the session 20 s after its client went silent: \
+             {now:?} descriptors and threads, {idle:?} idle; log: {}",
+            read(&log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    eprintln!("the server let the silent client go after {freed:?}");
+    assert!(
+        freed < Duration::from_secs(7),
+        "freed only after {freed:?}: {}",
+        read(&log)
+    );
+    assert!(read(&log).contains("vanished"), "{}", read(&log));
 }
 
 /// Regression: a worker carrying one request/response flow waits in its
@@ -1536,7 +1684,7 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
     };
     let (_, _, err) = output(client);
     assert_eq!(status.code(), Some(1), "{err}");
-    gave_up_keeping_what_it_measured(&json);
+    gave_up_keeping_what_it_measured(&json, "no results from the server within 30s");
 }
 
 #[test]

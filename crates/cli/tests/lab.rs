@@ -477,6 +477,102 @@ fn over_a_slow_link_one_users_large_messages_fill_every_interval() {
     up.down();
 }
 
+/// The namespace's count of retransmitted TCP segments (its own SNMP counters).
+fn retrans_segs(ns: &str) -> u64 {
+    let out = sh("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"]);
+    let mut tcp = out.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().unwrap(), tcp.next().unwrap());
+    let i = names
+        .split_whitespace()
+        .position(|n| n == "RetransSegs")
+        .expect("RetransSegs in /proc/net/snmp");
+    values.split_whitespace().nth(i).unwrap().parse().unwrap()
+}
+
+/// Requests lost in the warm-up, none in the window: 8 users of rr 1000 x 1
+/// through a 1 Gbit/s wire between two hosts' edges (two pairs, so that the
+/// shaping sits on a hop of its own: a drop in the sender's own qdisc is no
+/// loss to its TCP, which sends the segment again as new). For half a second
+/// of the warm-up the wire takes 1 Mbit/s with a queue of one packet, and
+/// drops requests; then it is put back, and the retransmits get through
+/// seconds before the window opens. The window's TCP_INFO counts only the
+/// window's retransmits, so none, while the client namespace's own counter
+/// shows the warm-up's (nothing else in an rr test of small messages
+/// retransmits).
+#[test]
+fn retransmits_of_the_warm_up_are_not_in_the_window() {
+    let Some(_g) = lab_lock("retrans") else {
+        return;
+    };
+    let up = Up::new("veth-1g", "t-retrans", 2);
+    let p = up.pair(0).clone();
+    let (cns, sns) = (text(&p, "/client_ns"), text(&p, "/server_ns"));
+    let serve = Serve::start(sns, text(&p, "/server_addr"));
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let before = retrans_segs(cns);
+    let run = Command::new("ip")
+        .args(["netns", "exec", cns, BIN, "run", "--quiet", "--server"])
+        .arg(text(&p, "/server_addr"))
+        .args(["--workload", "rr:1000x1", "--users", "8", "--threads", "1"])
+        .args(["--warmup", "4s", "--duration", "1s"])
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The wire's client-side end, toward the server.
+    let wire = |rate: &str, burst: &str, latency: &str| {
+        sh(
+            "tc",
+            &[
+                "-n",
+                "lp-t-retrans-cedge",
+                "qdisc",
+                "change",
+                "dev",
+                "lp-wc",
+                "root",
+                "tbf",
+                "rate",
+                rate,
+                "burst",
+                burst,
+                "latency",
+                latency,
+            ],
+        );
+    };
+    std::thread::sleep(Duration::from_millis(800));
+    wire("1mbit", "1600", "1ms");
+    std::thread::sleep(Duration::from_millis(500));
+    wire("1gbit", "131072", "5ms");
+    let out = run.wait_with_output().unwrap();
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && text(&doc, "/tests/0/runs/0/status") == "ok",
+        "{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = retrans_segs(cns) - before;
+    let window = int(&doc, "/tests/0/runs/0/client/tcp_info/retransmits");
+    eprintln!("retransmits: {all} over the run (the namespace's count), {window} in the window");
+    assert!(
+        all > 0,
+        "the warm-up's drops made no retransmits: the test shows nothing"
+    );
+    assert_eq!(
+        window, 0,
+        "the window's TCP_INFO counted the warm-up's retransmits"
+    );
+    assert_eq!(int(&doc, "/tests/0/runs/0/errors"), 0);
+    drop(serve);
+    up.down();
+}
+
 #[test]
 fn the_mtu_option_is_applied_inside_the_namespaces() {
     let Some(_g) = lab_lock("mtu") else { return };

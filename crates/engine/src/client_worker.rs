@@ -22,7 +22,8 @@ use crate::signals::Signals;
 use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
 use crate::worker::{
-    poll_timeout, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
+    poll_timeout, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock,
+    WorkerReport, WAKER,
 };
 
 /// Connects started but not finished, per worker, at most.
@@ -71,6 +72,9 @@ struct Flow {
     seq: u64,
     /// Whole-life counts of this flow alone.
     totals: Totals,
+    /// Its connection's retransmits when the window opened (0 for one
+    /// opened since).
+    retrans_before: u32,
 }
 
 /// One client worker's state.
@@ -162,6 +166,7 @@ impl Worker {
                 logic: new_logic(&spec.workload, spec.protocol, fid),
                 seq: 0,
                 totals: Totals::default(),
+                retrans_before: 0,
             })
             .collect();
         let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
@@ -256,6 +261,9 @@ impl Worker {
                 if publisher.due(now) {
                     live.publish(self.index, &self.counters.totals);
                 }
+            }
+            if self.clock.opening(&schedule, now) {
+                self.mark_retransmits();
             }
             if self.clock.tick(&schedule, now) {
                 self.read_tcp_info();
@@ -353,11 +361,22 @@ impl Worker {
         }
     }
 
+    /// Each connection's retransmits as the window opens.
+    fn mark_retransmits(&mut self) {
+        for f in &mut self.flows {
+            if let Some(c) = &f.conn {
+                if c.is_tcp() {
+                    f.retrans_before = retransmits_so_far(c.as_raw_fd());
+                }
+            }
+        }
+    }
+
     fn read_tcp_info(&mut self) {
         for f in &self.flows {
             if let Some(c) = &f.conn {
                 if c.is_tcp() {
-                    sample_tcp_info(c.as_raw_fd(), &mut self.tcp);
+                    sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
                 }
             }
         }
@@ -432,6 +451,7 @@ impl Worker {
         )?;
         let f = &mut self.flows[i];
         f.conn = Some(conn);
+        f.retrans_before = 0;
         f.stage = Stage::Connecting;
         self.connecting += 1;
         self.connections += 1;
@@ -589,9 +609,10 @@ impl Worker {
                     .schedule()
                     .is_some_and(|s| Instant::now() >= s.measure_until)
             {
-                if let Some(c) = &self.flows[i].conn {
+                let f = &self.flows[i];
+                if let Some(c) = &f.conn {
                     if c.is_tcp() {
-                        sample_tcp_info(c.as_raw_fd(), &mut self.tcp);
+                        sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
                     }
                 }
             }

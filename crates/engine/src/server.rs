@@ -26,7 +26,8 @@ use crate::transport::{
     Listener,
 };
 use crate::worker::{
-    cpus_for, poll_timeout, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
+    cpus_for, poll_timeout, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock,
+    WorkerReport, WAKER,
 };
 use crate::EngineError;
 
@@ -90,6 +91,9 @@ struct ServerFlow {
     /// Its socket blocks (the worker's single flow waits in its read) and is
     /// parked in the signals, so that a stop ends the wait.
     parked: Option<Parked>,
+    /// Its connection's retransmits when the window opened (0 for one
+    /// accepted since).
+    retrans_before: u32,
 }
 
 enum Source {
@@ -376,6 +380,9 @@ impl Worker {
                 }
             }
             if let Some(s) = self.schedule {
+                if self.clock.opening(&s, now) {
+                    self.mark_retransmits();
+                }
                 if self.clock.tick(&s, now) {
                     self.read_tcp_info();
                 }
@@ -489,10 +496,19 @@ impl Worker {
         }
     }
 
+    /// Each connection's retransmits as the window opens.
+    fn mark_retransmits(&mut self) {
+        for (_, f) in self.flows.iter_mut() {
+            if f.conn.is_tcp() {
+                f.retrans_before = retransmits_so_far(f.conn.as_raw_fd());
+            }
+        }
+    }
+
     fn read_tcp_info(&mut self) {
         for (_, f) in self.flows.iter() {
             if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble { .. }) {
-                sample_tcp_info(f.conn.as_raw_fd(), &mut self.tcp);
+                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
             }
         }
     }
@@ -549,7 +565,7 @@ impl Worker {
                     .schedule
                     .is_some_and(|s| Instant::now() >= s.measure_until)
             {
-                sample_tcp_info(f.conn.as_raw_fd(), &mut self.tcp);
+                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
             }
             let _ = self.poll.registry().deregister(f.conn.source());
         }
@@ -598,6 +614,7 @@ impl Worker {
                     entry.insert(ServerFlow {
                         conn,
                         parked: None,
+                        retrans_before: 0,
                         logic: Logic::Preamble {
                             buf: [0; PREAMBLE_LEN],
                             got: 0,

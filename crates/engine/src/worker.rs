@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, read_tcp_info, socket_buffers,
-    socket_congestion_control, thread_cpu_now, ProcessCpu, TcpInfoAggregator, Totals,
-    WorkerPlacement,
+    socket_congestion_control, socket_nodelay, thread_cpu_now, Environment, ProcessCpu,
+    TcpInfoAggregator, Totals, WorkerPlacement,
 };
 
 use crate::counters::Counters;
@@ -35,6 +35,8 @@ pub struct SocketFacts {
     pub sndbuf: Option<u32>,
     /// SO_RCVBUF as the kernel set it.
     pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY as read back (TCP only).
+    pub nodelay: Option<bool>,
 }
 
 impl SocketFacts {
@@ -50,7 +52,16 @@ impl SocketFacts {
             },
             sndbuf,
             rcvbuf,
+            nodelay: if tcp { socket_nodelay(fd) } else { None },
         }
+    }
+
+    /// Puts these facts in a side's environment record.
+    pub fn record(&self, env: &mut Environment) {
+        env.socket_congestion_control = self.cc.clone();
+        env.socket_sndbuf = self.sndbuf;
+        env.socket_rcvbuf = self.rcvbuf;
+        env.socket_nodelay = self.nodelay;
     }
 }
 
@@ -123,6 +134,13 @@ impl WindowClock {
         })
     }
 
+    /// Whether the window opens at `now` (its CPU not yet sampled): what a
+    /// worker reads to subtract from its window's figures (each connection's
+    /// retransmits so far) it reads then, before [`WindowClock::tick`].
+    pub fn opening(&self, schedule: &Schedule, now: Instant) -> bool {
+        self.cpu_start.is_none() && now >= schedule.measure_from
+    }
+
     /// Samples thread CPU when `now` crosses the window's edges. Returns true
     /// exactly once, when the window has just closed.
     pub fn tick(&mut self, schedule: &Schedule, now: Instant) -> bool {
@@ -187,9 +205,18 @@ pub fn poll_timeout(
     t
 }
 
-/// Reads TCP_INFO of `fd` into `agg`.
-pub fn sample_tcp_info(fd: RawFd, agg: &mut TcpInfoAggregator) {
-    if let Some(info) = read_tcp_info(fd) {
+/// Segments the TCP connection `fd` has retransmitted so far (0 when it is
+/// not TCP).
+pub fn retransmits_so_far(fd: RawFd) -> u32 {
+    read_tcp_info(fd).map_or(0, |i| i.total_retrans)
+}
+
+/// Reads TCP_INFO of `fd` into `agg`, its retransmits counted from `before`
+/// (what [`retransmits_so_far`] read when the window opened; 0 for a
+/// connection opened since), so that warm-up and connect are not in them.
+pub fn sample_tcp_info(fd: RawFd, before: u32, agg: &mut TcpInfoAggregator) {
+    if let Some(mut info) = read_tcp_info(fd) {
+        info.total_retrans = info.total_retrans.saturating_sub(before);
         agg.add(&info);
     }
 }

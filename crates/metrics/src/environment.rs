@@ -46,6 +46,7 @@ pub fn capture_environment(local_addr: Option<IpAddr>, command_line: Vec<String>
         tcp_wmem: sysctl("tcp_wmem"),
         socket_sndbuf: None,
         socket_rcvbuf: None,
+        socket_nodelay: None,
         linkperf_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line,
     }

@@ -285,6 +285,9 @@ pub struct Environment {
     pub socket_sndbuf: Option<u32>,
     /// SO_RCVBUF of a data socket, as the kernel set it.
     pub socket_rcvbuf: Option<u32>,
+    /// TCP_NODELAY of a data socket, as read back from it (TCP only).
+    #[serde(default)]
+    pub socket_nodelay: Option<bool>,
     /// linkperf version.
     pub linkperf_version: String,
     /// The command line that started this side.

@@ -39,6 +39,11 @@ pub fn socket_congestion_control(fd: RawFd) -> Option<String> {
     socket::congestion_control(fd)
 }
 
+/// Whether TCP_NODELAY is on; `None` if `fd` is not a TCP socket.
+pub fn socket_nodelay(fd: RawFd) -> Option<bool> {
+    socket::nodelay(fd)
+}
+
 /// The socket's (SO_SNDBUF, SO_RCVBUF) as the kernel set them.
 pub fn socket_buffers(fd: RawFd) -> (Option<u32>, Option<u32>) {
     socket::buffers(fd)

@@ -431,11 +431,15 @@ const SETTINGS: &[(&str, Setting)] = &[
 
 /// "2 threads, pinned to 0,1, busy-poll".
 fn placement(p: &Placement) -> String {
-    let mut s = format!(
-        "{} thread{}",
-        p.threads,
-        if p.threads == 1 { "" } else { "s" }
-    );
+    let mut s = if p.threads == Placement::OWN_THREADS {
+        "the server's default threads (one per CPU)".to_string()
+    } else {
+        format!(
+            "{} thread{}",
+            p.threads,
+            if p.threads == 1 { "" } else { "s" }
+        )
+    };
     if let Some(a) = &p.affinity {
         s.push_str(&format!(", pinned to {a}"));
     }

@@ -85,6 +85,7 @@ pub fn environment(kernel: &str, mtu: u32) -> Environment {
         tcp_wmem: None,
         socket_sndbuf: None,
         socket_rcvbuf: None,
+        socket_nodelay: None,
         linkperf_version: "0.1.0".into(),
         command_line: vec!["linkperf".into()],
     }

@@ -17,21 +17,63 @@ pub enum Received {
     Closed,
 }
 
+/// With no packet from the peer for this long, the kernel asks whether it is
+/// still there (a TCP keepalive probe), then again every
+/// [`KEEPALIVE_INTERVAL`]. A control connection is silent for the whole of a
+/// test, so only these show that the other host has not gone away.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(1);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+const KEEPALIVE_PROBES: u32 = 3;
+/// Past this long without an acknowledgment from the peer (of data or of a
+/// keepalive probe), the kernel gives the connection up: a peer whose host
+/// vanished, or whose path was cut, without a word ends the session within
+/// about 4-5 s, and its resources are freed.
+const PEER_SILENCE: Duration = Duration::from_secs(4);
+
 /// Framed blocking I/O on a control connection.
 pub struct Channel {
     stream: TcpStream,
     decoder: FrameDecoder,
     buf: Vec<u8>,
+    silent: bool,
 }
 
 impl Channel {
     /// Wraps a connected stream; frames over `max_frame` bytes are refused.
     pub fn new(stream: TcpStream, max_frame: usize) -> Self {
         let _ = stream.set_nodelay(true);
+        let s = socket2::SockRef::from(&stream);
+        let probes = socket2::TcpKeepalive::new()
+            .with_time(KEEPALIVE_IDLE)
+            .with_interval(KEEPALIVE_INTERVAL)
+            .with_retries(KEEPALIVE_PROBES);
+        let _ = s.set_tcp_keepalive(&probes);
+        let _ = s.set_tcp_user_timeout(Some(PEER_SILENCE));
         Channel {
             stream,
             decoder: FrameDecoder::new(max_frame),
             buf: vec![0; 16 * 1024],
+            silent: false,
+        }
+    }
+
+    /// Whether the connection ended because the peer stopped answering (no
+    /// acknowledgment for [`PEER_SILENCE`]: its host or the path went away),
+    /// rather than by a close or a reset.
+    pub fn silent(&self) -> bool {
+        self.silent
+    }
+
+    /// How the peer went, for a message: `closed the control connection` or
+    /// that its host stopped answering.
+    pub fn how_it_went(&self) -> String {
+        if self.silent {
+            format!(
+                "stopped answering (nothing from its host for {}s: the host or the path to it went away)",
+                PEER_SILENCE.as_secs()
+            )
+        } else {
+            "closed the control connection".into()
         }
     }
 
@@ -64,13 +106,12 @@ impl Channel {
             match self.stream.read(&mut self.buf) {
                 Ok(0) => return Ok(Received::Closed),
                 Ok(n) => self.decoder.feed(&self.buf[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return Ok(Received::Timeout)
+                // The read's own timeout (SO_RCVTIMEO) is EAGAIN.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Received::Timeout),
+                // ETIMEDOUT: the kernel gave the connection up, its peer silent.
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                    self.silent = true;
+                    return Ok(Received::Closed);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)

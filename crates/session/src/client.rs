@@ -87,6 +87,16 @@ pub struct Outcome {
     pub failure: Option<String>,
 }
 
+impl Target {
+    /// Whether the server's address is one of this host's (loopback, or an
+    /// address a socket here can bind to); `None` when it does not resolve.
+    /// Unix sockets reach only such a server.
+    pub fn is_this_host(&self) -> Option<bool> {
+        let ip = resolve(self).ok()?.ip();
+        Some(ip.is_loopback() || std::net::UdpSocket::bind((ip, 0)).is_ok())
+    }
+}
+
 fn resolve(target: &Target) -> Result<SocketAddr, SessionError> {
     let with_port = if target.address.parse::<IpAddr>().is_ok() {
         // A bare IP (v4 or v6) has no port.
@@ -151,7 +161,8 @@ impl Client {
                 "no {waiting_for} from the server within {timeout:?}"
             ))),
             Ok(Received::Closed) => Err(SessionError::Control(format!(
-                "the server closed the control connection before {waiting_for}"
+                "the server {} before {waiting_for}",
+                self.ch.how_it_went()
             ))),
             Err(e) => Err(SessionError::Control(e.to_string())),
         }
@@ -324,7 +335,10 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
                 Err(e) => format!("the server sent a bad control message mid-test: {e}"),
             },
             Ok(Received::Closed) => {
-                "the server closed the control connection in the middle of the test".into()
+                format!(
+                    "the server {} in the middle of the test",
+                    c.ch.how_it_went()
+                )
             }
             Err(e) => format!("the control connection failed mid-test: {e}"),
         };
@@ -362,9 +376,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         req.command_line.clone(),
     );
     if let Some(s) = &agg.socket {
-        env.socket_congestion_control = s.cc.clone();
-        env.socket_sndbuf = s.sndbuf;
-        env.socket_rcvbuf = s.rcvbuf;
+        s.record(&mut env);
     }
     let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
     if let Some(stop) = server_stop {

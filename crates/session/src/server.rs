@@ -294,12 +294,12 @@ impl Session<'_> {
         }
         let _session = Held(&self.state.sessions);
         let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
-            ClientMessage::Test { spec, placement } => (spec, placement),
+            ClientMessage::Test { spec, placement } => (spec, own_threads(placement)),
             ClientMessage::Profile {
                 profile,
                 placement,
                 client_ports,
-            } => return self.profile(profile, placement, client_ports),
+            } => return self.profile(profile, own_threads(placement), client_ports),
             other => return Err(out_of_order("test", &other)),
         };
         self.check(&spec, &placement)?;
@@ -499,6 +499,12 @@ impl Session<'_> {
                     Ok(other) => break Err(out_of_order("finished", &other)),
                     Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
                 },
+                Ok(Received::Closed) if self.ch.silent() => {
+                    break Err(fail(
+                        ErrorCode::Aborted,
+                        "client vanished mid-test: its host stopped answering",
+                    ))
+                }
                 Ok(Received::Closed) => {
                     break Err(fail(ErrorCode::Aborted, "client vanished mid-test"))
                 }
@@ -527,9 +533,7 @@ impl Session<'_> {
         let cpu = side_cpu(process, method, &system, window_s);
         let mut env = self.environment();
         if let Some(s) = &agg.socket {
-            env.socket_congestion_control = s.cc.clone();
-            env.socket_sndbuf = s.sndbuf;
-            env.socket_rcvbuf = s.rcvbuf;
+            s.record(&mut env);
         }
         let report: SideReport =
             agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
@@ -572,4 +576,16 @@ fn wire_fail(e: WireError) -> Fail {
         ),
         e => fail(ErrorCode::Malformed, e.to_string()),
     }
+}
+
+/// A placement whose `threads` is 0 ([`Placement::OWN_THREADS`]) gets this
+/// host's default, one worker per CPU this process may use: a client that was
+/// not told how many server workers to ask for leaves it to the server, whose
+/// CPUs it does not know.
+fn own_threads(mut placement: Placement) -> Placement {
+    if placement.threads == Placement::OWN_THREADS {
+        placement.threads = std::thread::available_parallelism()
+            .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024));
+    }
+    placement
 }

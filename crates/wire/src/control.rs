@@ -389,6 +389,7 @@ mod tests {
             tcp_wmem: Some("4096 16384 4194304".into()),
             socket_sndbuf: Some(425_984),
             socket_rcvbuf: Some(131_072),
+            socket_nodelay: Some(true),
             linkperf_version: "0.1.0".into(),
             command_line: vec![
                 "linkperf".into(),

@@ -73,7 +73,9 @@ impl SocketOptions {
 /// How one side runs its event-loop workers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
-    /// Number of event-loop worker threads; every user is carried by one of them.
+    /// Number of event-loop worker threads; every user is carried by one of
+    /// them. In the server's placement a client sends, [`Placement::OWN_THREADS`]
+    /// (0) leaves it to the server: one per CPU of its host.
     pub threads: u32,
     /// CPUs the workers are pinned to, worker i on `cpus[i % len]`; `None` leaves them free.
     pub affinity: Option<CpuList>,
@@ -82,6 +84,9 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// The server's `threads` when the client leaves the count to the server.
+    pub const OWN_THREADS: u32 = 0;
+
     /// `threads` workers, free to run anywhere, sleeping when idle.
     pub fn with_threads(threads: u32) -> Self {
         Placement {

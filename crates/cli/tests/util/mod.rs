@@ -42,13 +42,27 @@ pub struct Server {
 impl Server {
     /// `linkperf serve --port P` plus `extra`, once its control port accepts.
     pub fn start(extra: &[&str]) -> Server {
+        Server::start_under(&[], extra)
+    }
+
+    /// [`Server::start`] run by the program and arguments of `under` (e.g.
+    /// `taskset -c 0`), when not empty.
+    pub fn start_under(under: &[&str], extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let log = dir.path().join("serve.log");
         let mut why = String::new();
         // The free port may be taken between probing and binding: try again.
         for _ in 0..5 {
             let port = free_port();
-            let mut child = Command::new(BIN)
+            let mut command = match under.split_first() {
+                Some((program, args)) => {
+                    let mut c = Command::new(program);
+                    c.args(args).arg(BIN);
+                    c
+                }
+                None => Command::new(BIN),
+            };
+            let mut child = command
                 .args(["serve", "--port", &port.to_string()])
                 .args(extra)
                 .stdin(Stdio::null())

@@ -461,9 +461,7 @@ pub fn run_client(
         req.command_line.clone(),
     );
     if let Some(s) = &agg.socket {
-        env.socket_congestion_control = s.cc.clone();
-        env.socket_sndbuf = s.sndbuf;
-        env.socket_rcvbuf = s.rcvbuf;
+        s.record(&mut env);
     }
     let congestion = agg.socket.as_ref().and_then(|s| s.cc.clone());
     let client = agg.into_report(window_s, cpu, req.placement.busy_poll);

@@ -103,6 +103,23 @@ fn sol_socket_u32(fd: RawFd, option: libc::c_int) -> Option<u32> {
     u32::try_from(value).ok()
 }
 
+/// TCP_NODELAY of a TCP socket; `None` for another kind.
+pub(crate) fn nodelay(fd: RawFd) -> Option<bool> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `value` is a writable c_int and `len` its size.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(value != 0)
+}
+
 /// SO_SNDBUF and SO_RCVBUF as the kernel set them (double what was asked).
 pub(crate) fn buffers(fd: RawFd) -> (Option<u32>, Option<u32>) {
     (

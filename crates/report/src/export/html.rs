@@ -517,6 +517,10 @@ impl Page<'_> {
                 e.socket_rcvbuf
                     .map_or_else(|| "-".into(), |b| b.to_string())
             }),
+            ("socket TCP_NODELAY", |e| {
+                e.socket_nodelay
+                    .map_or_else(|| "-".into(), |on| if on { "on" } else { "off" }.into())
+            }),
             ("linkperf version", |e| e.linkperf_version.clone()),
         ];
         for (name, get) in fields {

@@ -178,9 +178,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         req.command_line.clone(),
     );
     if let Some(s) = &out.socket {
-        env.socket_congestion_control = s.cc.clone();
-        env.socket_sndbuf = s.sndbuf;
-        env.socket_rcvbuf = s.rcvbuf;
+        s.record(&mut env);
     }
     let mut client = out.side_report(cpu, req.client.busy_poll, true);
     if let Err(e) = &driven {
@@ -242,9 +240,10 @@ fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<
         Ok(Received::Timeout) => Err(format!(
             "the server did not end transaction {txn} within {STOP_TIMEOUT:?}"
         )),
-        Ok(Received::Closed) => {
-            Err("the server closed the control connection in the middle of the test".into())
-        }
+        Ok(Received::Closed) => Err(format!(
+            "the server {} in the middle of the test",
+            c.ch.how_it_went()
+        )),
         Err(e) => Err(format!("the control connection failed mid-test: {e}")),
     }
 }

@@ -239,9 +239,7 @@ impl Session<'_> {
         );
         let mut env = self.environment();
         if let Some(s) = &out.socket {
-            env.socket_congestion_control = s.cc.clone();
-            env.socket_sndbuf = s.sndbuf;
-            env.socket_rcvbuf = s.rcvbuf;
+            s.record(&mut env);
         }
         let report = out.side_report(cpu, placement.busy_poll, true);
         if aborted {
