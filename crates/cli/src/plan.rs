@@ -194,7 +194,8 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
             }
         }
     }
-    let embedded = target.is_none();
+    // A profile that names its hosts runs on their servers, not an embedded one.
+    let embedded = target.is_none() && profile_parts.iter().all(|(host, _)| host.is_none());
     let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;
     Ok(RunPlan {
         request: RunRequest {

@@ -76,21 +76,25 @@ fn assert_close(what: &str, a: u64, b: u64, slack: u64) {
 
 /// Everything every successful run must show.
 /// The system-wide busy counter this host offers, found here without
-/// linkperf's code: the root cgroup's `cpuacct.usage` (v1), else its
-/// `cpu.stat` (v2), else `/proc/stat`.
+/// linkperf's code: the root cgroup's `cpuacct.usage` (v1: a hierarchy root
+/// has `cgroup.sane_behavior`), else its `cpu.stat` (v2: a root has
+/// `cgroup.controllers` and no `cgroup.type`, which a container's namespace
+/// root has), else `/proc/stat`.
 fn precise_busy_method() -> &'static str {
-    let v1 = [
-        "/sys/fs/cgroup/cpuacct/cpuacct.usage",
-        "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage",
-        "/sys/fs/cgroup/cpuacct.usage",
-    ];
-    if v1
-        .iter()
-        .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.trim().parse::<u64>().is_ok()))
-    {
-        "cgroup_v1_cpuacct"
-    } else if std::fs::read_to_string("/sys/fs/cgroup/cpu.stat")
-        .is_ok_and(|t| t.contains("usage_usec"))
+    let number =
+        |p: &str| std::fs::read_to_string(p).is_ok_and(|t| t.trim().parse::<u64>().is_ok());
+    let exists = |p: &str| std::path::Path::new(p).exists();
+    for dir in ["/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpu,cpuacct"] {
+        if exists(&format!("{dir}/cgroup.sane_behavior")) && number(&format!("{dir}/cpuacct.usage"))
+        {
+            return "cgroup_v1_cpuacct";
+        }
+    }
+    let v2_root =
+        exists("/sys/fs/cgroup/cgroup.controllers") && !exists("/sys/fs/cgroup/cgroup.type");
+    if v2_root
+        && std::fs::read_to_string("/sys/fs/cgroup/cpu.stat")
+            .is_ok_and(|t| t.contains("usage_usec"))
     {
         "cgroup_v2_cpu_stat"
     } else {
@@ -648,7 +652,7 @@ fn control_decoder_survives_malformed_input() {
     error_reply(&replies, "too_large");
 
     // Another protocol version.
-    for version in [0, 2, 99] {
+    for version in [0, 1, 3, 99] {
         let replies = exchange(&server, &hello(version), false);
         assert_eq!(
             replies.len(),
@@ -659,12 +663,15 @@ fn control_decoder_survives_malformed_input() {
     }
 
     // A valid hello, then `start` before any test.
-    let mut bytes = hello(1);
+    let mut bytes = hello(linkperf_wire::PROTOCOL_VERSION);
     bytes.extend(frame(br#"{"type":"start"}"#));
     let replies = exchange(&server, &bytes, false);
     assert_eq!(replies.len(), 2, "{replies:?}");
     assert_eq!(text(&replies[0], "/type"), "welcome");
-    assert_eq!(int(&replies[0], "/protocol_version"), 1);
+    assert_eq!(
+        int(&replies[0], "/protocol_version"),
+        u64::from(linkperf_wire::PROTOCOL_VERSION)
+    );
     error_reply(&replies, "out_of_order");
 
     // Valid JSON of the wrong shape.

@@ -684,6 +684,8 @@ impl Worker {
             Ok(c) => {
                 let f = &mut self.flows[i];
                 f.conn = Some(c);
+                // A new connection counts its retransmits from its connect.
+                f.retrans_before = 0;
                 f.stage = Stage::Connecting;
                 if let Logic::Crr(rr) = &mut f.logic {
                     rr.restart_at(now);

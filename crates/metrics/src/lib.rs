@@ -29,6 +29,6 @@ pub use placement::{current_cpu, current_thread_allowed_cpus, pin_current_thread
 pub use record::*;
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
-    read_tcp_info, socket_buffers, socket_congestion_control, socket_nodelay, TcpInfoAggregator,
-    TcpInfoSnapshot,
+    read_tcp_info, since_last_ack, socket_buffers, socket_congestion_control, socket_nodelay,
+    TcpInfoAggregator, TcpInfoSnapshot,
 };

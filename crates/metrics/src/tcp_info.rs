@@ -34,6 +34,14 @@ pub fn read_tcp_info(fd: RawFd) -> Option<TcpInfoSnapshot> {
     })
 }
 
+/// How long ago the TCP connection `fd` last received an acknowledgment from
+/// its peer (`tcpi_last_ack_recv`); `None` if it is not a TCP socket. With
+/// keepalive on, the peer's kernel answers a probe every interval, so this
+/// stays under the interval while the peer's host is there and reachable.
+pub fn since_last_ack(fd: RawFd) -> Option<std::time::Duration> {
+    socket::tcp_info(fd).map(|f| std::time::Duration::from_millis(u64::from(f.last_ack_recv_ms)))
+}
+
 /// The socket's congestion control algorithm (TCP_CONGESTION), e.g. `cubic`.
 pub fn socket_congestion_control(fd: RawFd) -> Option<String> {
     socket::congestion_control(fd)

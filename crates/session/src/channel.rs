@@ -20,15 +20,14 @@ pub enum Received {
 /// With no packet from the peer for this long, the kernel asks whether it is
 /// still there (a TCP keepalive probe), then again every
 /// [`KEEPALIVE_INTERVAL`]. A control connection is silent for the whole of a
-/// test, so only these show that the other host has not gone away.
+/// test, so only the answers to these show that the other host is still
+/// there: see [`Channel::since_last_ack`].
 const KEEPALIVE_IDLE: Duration = Duration::from_secs(1);
 const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
-const KEEPALIVE_PROBES: u32 = 3;
-/// Past this long without an acknowledgment from the peer (of data or of a
-/// keepalive probe), the kernel gives the connection up: a peer whose host
-/// vanished, or whose path was cut, without a word ends the session within
-/// about 4-5 s, and its resources are freed.
-const PEER_SILENCE: Duration = Duration::from_secs(4);
+/// Unanswered probes before the kernel itself gives the connection up: a
+/// backstop (about half a minute). Whether a silent peer is gone is decided
+/// sooner by whoever watches, with more than this connection to go by.
+const KEEPALIVE_PROBES: u32 = 30;
 
 /// Framed blocking I/O on a control connection.
 pub struct Channel {
@@ -48,7 +47,6 @@ impl Channel {
             .with_interval(KEEPALIVE_INTERVAL)
             .with_retries(KEEPALIVE_PROBES);
         let _ = s.set_tcp_keepalive(&probes);
-        let _ = s.set_tcp_user_timeout(Some(PEER_SILENCE));
         Channel {
             stream,
             decoder: FrameDecoder::new(max_frame),
@@ -57,24 +55,22 @@ impl Channel {
         }
     }
 
-    /// Whether the connection ended because the peer stopped answering (no
-    /// acknowledgment for [`PEER_SILENCE`]: its host or the path went away),
-    /// rather than by a close or a reset.
-    pub fn silent(&self) -> bool {
-        self.silent
-    }
-
     /// How the peer went, for a message: `closed the control connection` or
     /// that its host stopped answering.
-    pub fn how_it_went(&self) -> String {
+    pub fn how_it_went(&self) -> &'static str {
         if self.silent {
-            format!(
-                "stopped answering (nothing from its host for {}s: the host or the path to it went away)",
-                PEER_SILENCE.as_secs()
-            )
+            "stopped answering (nothing came from its host: the host or the path to it went away)"
         } else {
-            "closed the control connection".into()
+            "closed the control connection"
         }
+    }
+
+    /// How long ago the peer's host last acknowledged anything on this
+    /// connection (data, or a keepalive probe: one a second while it is
+    /// there); `None` where TCP_INFO cannot tell.
+    pub fn since_last_ack(&self) -> Option<Duration> {
+        use std::os::fd::AsRawFd;
+        linkperf_metrics::since_last_ack(self.stream.as_raw_fd())
     }
 
     /// The underlying stream.

@@ -473,12 +473,16 @@ impl Session<'_> {
         // Watch the control connection until the client is done.
         let deadline = schedule.drain_until + FINISH_GRACE;
         let mut aborted = false;
+        let mut liveness = Liveness::new(Instant::now());
         let outcome: Result<(), Fail> = loop {
             if self.state.shutting_down() {
                 self.state.aborted.fetch_add(1, Ordering::AcqRel);
                 break Err(shutting_down());
             }
             if let Some(e) = self.over_byte_limit(&live) {
+                break Err(e);
+            }
+            if let Some(e) = liveness.gone(&self.ch, &live, Instant::now()) {
                 break Err(e);
             }
             if Instant::now() > deadline {
@@ -499,14 +503,11 @@ impl Session<'_> {
                     Ok(other) => break Err(out_of_order("finished", &other)),
                     Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
                 },
-                Ok(Received::Closed) if self.ch.silent() => {
+                Ok(Received::Closed) => {
                     break Err(fail(
                         ErrorCode::Aborted,
-                        "client vanished mid-test: its host stopped answering",
+                        format!("client vanished mid-test: it {}", self.ch.how_it_went()),
                     ))
-                }
-                Ok(Received::Closed) => {
-                    break Err(fail(ErrorCode::Aborted, "client vanished mid-test"))
                 }
                 Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
                 Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
@@ -575,6 +576,55 @@ fn wire_fail(e: WireError) -> Fail {
             format!("{e} (this server's --max-frame)"),
         ),
         e => fail(ErrorCode::Malformed, e.to_string()),
+    }
+}
+
+/// A client counts as gone mid-test when nothing at all has come from its
+/// host for this long.
+const PEER_SILENCE: Duration = Duration::from_secs(3);
+
+/// Whether a client is still there mid-test. Its control connection is
+/// silent during a test but for keepalive probes, which its kernel answers
+/// every second; its data connections move while their traffic flows. The
+/// client is gone (its host turned off, its path cut) when neither has shown
+/// anything for [`PEER_SILENCE`]: then the session ends and frees what it
+/// holds, without waiting for the end of the test. A lossy path still moves
+/// data, and one probe answered in three keeps the control connection alive,
+/// so it is not taken for a gone client.
+struct Liveness {
+    bytes: u64,
+    moved: Instant,
+}
+
+impl Liveness {
+    fn new(now: Instant) -> Self {
+        Liveness {
+            bytes: 0,
+            moved: now,
+        }
+    }
+
+    /// The failure that ends the session, once the client is gone.
+    fn gone(&mut self, ch: &Channel, live: &LiveStats, now: Instant) -> Option<Fail> {
+        let t = live.totals();
+        let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
+        if bytes != self.bytes {
+            self.bytes = bytes;
+            self.moved = now;
+            return None;
+        }
+        let data = now.saturating_duration_since(self.moved);
+        let control = ch.since_last_ack()?;
+        (data >= PEER_SILENCE && control >= PEER_SILENCE).then(|| {
+            fail(
+                ErrorCode::Aborted,
+                format!(
+                    "client vanished mid-test: nothing from its host for {} s, on its data \
+                     connections or its control connection",
+                    PEER_SILENCE.as_secs()
+                ),
+            )
+        })
     }
 }
 

@@ -17,7 +17,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::{encode_frame, WireError};
 
 /// Version of the control protocol this build speaks. Both ends must speak the same.
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 2: a server placement whose `threads` is 0 leaves the count to the server
+/// (one worker per CPU of its host); version 1 servers refused it.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -649,10 +652,10 @@ mod tests {
     #[test]
     fn golden_hello_and_start() {
         let hello = ClientMessage::Hello {
-            protocol_version: 1,
+            protocol_version: 2,
             client_version: "0.1.0".into(),
         };
-        let json = br#"{"type":"hello","protocol_version":1,"client_version":"0.1.0"}"#;
+        let json = br#"{"type":"hello","protocol_version":2,"client_version":"0.1.0"}"#;
         let mut frame = (json.len() as u32).to_be_bytes().to_vec();
         frame.extend_from_slice(json);
         assert_eq!(encode_client(&hello), frame);
@@ -738,7 +741,7 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":1}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":2}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
@@ -750,20 +753,20 @@ mod tests {
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v2 = WireError::VersionMismatch {
+        let v3 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 2,
+            theirs: 3,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":2,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":2}"#,
-            r#"{"protocol_version":2,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":3,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":3}"#,
+            r#"{"protocol_version":3,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v2.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v3.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":2,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v2));
+            r#"{"type":"welcome","protocol_version":3,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v3));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
@@ -782,11 +785,11 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":1,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":2,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 1,
+                protocol_version: 2,
                 client_version: "0.2.0".into()
             })
         );
@@ -800,11 +803,11 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":1,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":2,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 1,
+                protocol_version: 2,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,

@@ -12,6 +12,7 @@ pub(crate) struct TcpInfoFields {
     pub rttvar_us: u32,
     pub snd_cwnd: u32,
     pub snd_mss: u32,
+    pub last_ack_recv_ms: u32,
 }
 
 /// Bytes of `struct tcp_info` that must come back for the fields to mean anything:
@@ -53,6 +54,7 @@ pub(crate) fn tcp_info(fd: RawFd) -> Option<TcpInfoFields> {
         rttvar_us: info.tcpi_rttvar,
         snd_cwnd: info.tcpi_snd_cwnd,
         snd_mss: info.tcpi_snd_mss,
+        last_ack_recv_ms: info.tcpi_last_ack_recv,
     })
 }
 

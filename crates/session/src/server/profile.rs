@@ -13,7 +13,7 @@ use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Reserved, Session};
+use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Liveness, Reserved, Session};
 use super::{FINISH_GRACE, WATCH_INTERVAL};
 use crate::channel::{Received, RecvError};
 
@@ -153,11 +153,15 @@ impl Session<'_> {
         let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
         let mut ended: Option<usize> = None;
+        let mut liveness = Liveness::new(Instant::now());
         let outcome: Result<(), Fail> = loop {
             if self.state.shutting_down() {
                 break Err(shutting_down());
             }
             if let Some(e) = self.over_byte_limit(&live) {
+                break Err(e);
+            }
+            if let Some(e) = liveness.gone(&self.ch, &live, Instant::now()) {
                 break Err(e);
             }
             if Instant::now() > deadline {
@@ -219,7 +223,10 @@ impl Session<'_> {
                     Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
                 },
                 Ok(Received::Closed) => {
-                    break Err(fail(ErrorCode::Aborted, "client vanished mid-test"))
+                    break Err(fail(
+                        ErrorCode::Aborted,
+                        format!("client vanished mid-test: it {}", self.ch.how_it_went()),
+                    ))
                 }
                 Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
                 Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
