@@ -155,6 +155,28 @@ pub fn plan_profile(
     Ok(ProfilePlan { whole, parts })
 }
 
+/// A Unix-socket test needs its server on this host: refused when `--server`
+/// (each of a list) is not an address of this host. One that does not
+/// resolve fails when it is connected to.
+pub fn unix_reaches(spec: &TestSpec, target: Option<&Target>) -> anyhow::Result<()> {
+    let (Protocol::Unix, Some(t)) = (spec.protocol, target) else {
+        return Ok(());
+    };
+    for address in t.address.split(',').map(str::trim) {
+        let one = Target {
+            address: address.to_string(),
+            ..t.clone()
+        };
+        if one.is_this_host() == Some(false) {
+            anyhow::bail!(
+                "--protocol unix needs the server on this host, and {address} is not an \
+                 address of this host: Unix sockets do not cross hosts (use tcp or udp)"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Builds the plan of `linkperf run`; errors are usage errors.
 pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
     let mut profile_parts = Vec::new();
@@ -177,23 +199,7 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
     };
     spec.validate()?;
     let target = target(&a.target)?;
-    if spec.protocol == Protocol::Unix {
-        if let Some(t) = &target {
-            for address in t.address.split(',').map(str::trim) {
-                let one = Target {
-                    address: address.to_string(),
-                    ..t.clone()
-                };
-                // One that does not resolve fails when it is connected to.
-                if one.is_this_host() == Some(false) {
-                    anyhow::bail!(
-                        "--protocol unix needs the server on this host, and {address} is not an \
-                         address of this host: Unix sockets do not cross hosts (use tcp or udp)"
-                    );
-                }
-            }
-        }
-    }
+    unix_reaches(&spec, target.as_ref())?;
     // A profile that names its hosts runs on their servers, not an embedded one.
     let embedded = target.is_none() && profile_parts.iter().all(|(host, _)| host.is_none());
     let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;

@@ -19,7 +19,7 @@ use linkperf_workload::{
 };
 
 use crate::args::SuiteArgs;
-use crate::plan::{placements, process_method, target, PlacementOverrides};
+use crate::plan::{placements, process_method, target, unix_reaches, PlacementOverrides};
 use crate::progress::Progress;
 use crate::run::embedded_server;
 use crate::table::render_summary;
@@ -89,6 +89,8 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         t.spec
             .validate()
             .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
+        unix_reaches(&t.spec, target_addr.as_ref())
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
         let (client, server) = placements(&a.placement, &overrides(t), embedded)
             .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
         requests.push(RunRequest {

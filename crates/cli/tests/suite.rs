@@ -1492,6 +1492,17 @@ fn every_suite_file_error_exits_2_naming_the_file_and_the_line() {
         assert!(run_lines(&out).is_empty(), "{bad:?} ran: {out}");
     }
     assert!(s.strays().is_empty(), "{:?}", s.strays());
+
+    // A Unix-socket test, and a server that is not an address of this host
+    // (nothing is sent to it): refused before anything runs, naming the test.
+    let u = Study::new("[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\nprotocol = \"unix\"\n");
+    let (code, out, err) = suite(&[u.file(), "--server", "198.18.0.1:9", "--out", u.out()]);
+    assert_eq!(code, 2, "stdout {out} stderr {err}");
+    assert!(
+        err.contains("rr1c-1x1--1--unix") && err.contains("needs the server on this host"),
+        "{err}"
+    );
+    assert!(run_lines(&out).is_empty() && !u.out.exists(), "{out}");
 }
 
 // ---------------------------------------------------------------------------
