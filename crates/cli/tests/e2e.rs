@@ -1034,15 +1034,19 @@ fn results_document_uses_the_issue_names() {
         ));
     }
 
-    // The client's host.
-    let env = at(&doc, "/environment/client");
-    for f in ["/hostname", "/kernel", "/cpu_model"] {
-        assert!(!text(env, f).is_empty(), "environment.client{f} is empty");
+    // Both hosts, each as it described itself.
+    for side in ["client", "server"] {
+        let e = at(&doc, &format!("/environment/{side}"));
+        for f in ["/hostname", "/kernel", "/cpu_model"] {
+            assert!(!text(e, f).is_empty(), "environment.{side}{f} is empty");
+        }
+        assert!(int(e, "/cpu_count") >= 1);
+        assert_eq!(text(e, "/interface"), "lo");
+        assert!(int(e, "/mtu") > 0);
+        assert_eq!(text(e, "/linkperf_version"), env!("CARGO_PKG_VERSION"));
     }
-    assert!(int(env, "/cpu_count") >= 1);
-    assert_eq!(text(env, "/interface"), "lo");
-    assert!(int(env, "/mtu") > 0);
-    assert_eq!(text(env, "/linkperf_version"), env!("CARGO_PKG_VERSION"));
+    let env = at(&doc, "/environment/client");
+    let senv = at(&doc, "/environment/server");
     let cmd: Vec<&str> = at(env, "/command_line")
         .as_array()
         .unwrap()
@@ -1053,15 +1057,6 @@ fn results_document_uses_the_issue_names() {
         cmd.contains(&"run") && cmd.contains(&"e2e-names"),
         "{cmd:?}"
     );
-    // The server's host, as it described itself.
-    let senv = at(&doc, "/environment/server");
-    for f in ["/hostname", "/kernel", "/cpu_model"] {
-        assert!(!text(senv, f).is_empty(), "environment.server{f} is empty");
-    }
-    assert!(int(senv, "/cpu_count") >= 1);
-    assert_eq!(text(senv, "/interface"), "lo");
-    assert!(int(senv, "/mtu") > 0);
-    assert_eq!(text(senv, "/linkperf_version"), env!("CARGO_PKG_VERSION"));
     for e in [env, senv] {
         assert!(!text(e, "/socket_congestion_control").is_empty());
         assert!(int(e, "/socket_sndbuf") > 0 && int(e, "/socket_rcvbuf") > 0);

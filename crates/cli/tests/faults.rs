@@ -92,9 +92,14 @@ impl Control {
     }
 }
 
-/// A 1-user rr test of `duration`, one server worker.
+/// A 1x1 rr test of `users` and `duration` over TCP, one server worker.
 fn test_request(users: u32, duration: Duration) -> ClientMessage {
-    let mut spec = TestSpec::new("rr1c-1x1".parse().unwrap(), Protocol::Tcp, users, duration);
+    test_request_over(Protocol::Tcp, users, duration)
+}
+
+/// [`test_request`] over `protocol`.
+fn test_request_over(protocol: Protocol, users: u32, duration: Duration) -> ClientMessage {
+    let mut spec = TestSpec::new("rr1c-1x1".parse().unwrap(), protocol, users, duration);
     spec.warmup = Duration::from_millis(100);
     ClientMessage::Test {
         spec,
@@ -146,6 +151,19 @@ fn serve_on(port: u16, extra: &[&str], log: &Path) -> Child {
         {
             return child;
         }
+        assert!(
+            Instant::now() < deadline,
+            "serve did not start: {}",
+            read(log)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until the serve logging to `log` says it listens (at most 5 s).
+fn listening(log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !read(log).contains("listening on") {
         assert!(
             Instant::now() < deadline,
             "serve did not start: {}",
@@ -419,9 +437,18 @@ fn a_client_with_a_key_uses_a_server_without_one() {
 /// A session past its handshake whose 1-user test (of `duration`) the server
 /// accepted: the control connection, the data ports and the data token.
 fn accepted_test(server: &Server, duration: Duration) -> (Control, Vec<u16>, DataToken) {
+    accepted_test_over(server, Protocol::Tcp, duration)
+}
+
+/// [`accepted_test`] over `protocol`.
+fn accepted_test_over(
+    server: &Server,
+    protocol: Protocol,
+    duration: Duration,
+) -> (Control, Vec<u16>, DataToken) {
     let mut c = Control::connect(server.port());
     c.hello();
-    c.send(&test_request(1, duration));
+    c.send(&test_request_over(protocol, 1, duration));
     match c.recv(Duration::from_secs(10)) {
         Some(ServerMessage::Accepted {
             data_ports, token, ..
@@ -572,25 +599,7 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
 fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
     let _g = shared();
     let server = Server::start(&[]);
-    let mut c = Control::connect(server.port());
-    c.hello();
-    let mut spec = TestSpec::new(
-        "rr1c-1x1".parse().unwrap(),
-        Protocol::Udp,
-        1,
-        Duration::from_secs(5),
-    );
-    spec.warmup = Duration::from_millis(100);
-    c.send(&ClientMessage::Test {
-        spec,
-        placement: Placement::with_threads(1),
-    });
-    let (ports, token) = match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Accepted {
-            data_ports, token, ..
-        }) => (data_ports, token),
-        other => panic!("expected accepted, got {other:?}"),
-    };
+    let (mut c, ports, token) = accepted_test_over(&server, Protocol::Udp, Duration::from_secs(5));
     let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
     let request = |seq: u64| {
         let mut d = [0x5a_u8; UDP_HEADER_LEN + 1];
@@ -983,15 +992,7 @@ fn serving_beyond_loopback_without_a_key_warns_loudly() {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("unshare --net linkperf serve");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !read(&log).contains("listening on") {
-            assert!(
-                Instant::now() < deadline,
-                "serve did not start: {}",
-                read(&log)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        listening(&log);
         let _ = child.kill();
         let _ = child.wait();
         read(&log)
@@ -1501,15 +1502,7 @@ impl Lab {
             .spawn()
             .expect("ip netns exec linkperf serve");
         self.serve = Some(serve);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !read(&log).contains("listening on") {
-            assert!(
-                Instant::now() < deadline,
-                "serve did not start: {}",
-                read(&log)
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        listening(&log);
         log
     }
 

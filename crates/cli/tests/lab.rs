@@ -307,11 +307,17 @@ fn run_with(p: &Value, serve: &Serve, workload: &str, options: &[&str]) -> Value
     args.extend(options);
     args.extend(["--json", json.to_str().unwrap()]);
     let out = Command::new("ip").args(&args).output().unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+    ok_results(&out, &json, &format!("{workload} through {ns}"), serve)
+}
+
+/// The results document at `json` of a `linkperf run` that ended as `out`,
+/// checked for a successful exit and an ok run (`what`: the run, for the log).
+fn ok_results(out: &std::process::Output, json: &Path, what: &str, serve: &Serve) -> Value {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap_or_default())
         .unwrap_or(Value::Null);
     assert!(
         out.status.success() && text(&doc, "/tests/0/runs/0/status") == "ok",
-        "{workload} through {ns}: {}\nstdout: {}\nstderr: {}\nserver: {}",
+        "{what}: {}\nstdout: {}\nstderr: {}\nserver: {}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
@@ -549,14 +555,7 @@ fn retransmits_of_the_warm_up_are_not_in_the_window() {
     std::thread::sleep(Duration::from_millis(500));
     wire("1gbit", "131072", "5ms");
     let out = run.wait_with_output().unwrap();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
-        .unwrap_or(Value::Null);
-    assert!(
-        out.status.success() && text(&doc, "/tests/0/runs/0/status") == "ok",
-        "{}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let doc = ok_results(&out, &json, "rr 1000x1 with a lossy warm-up", &serve);
     let all = retrans_segs(cns) - before;
     let window = int(&doc, "/tests/0/runs/0/client/tcp_info/retransmits");
     eprintln!("retransmits: {all} over the run (the namespace's count), {window} in the window");
