@@ -102,6 +102,16 @@ fn precise_busy_method() -> &'static str {
     }
 }
 
+/// Users the workers of `side` in run `r` carried, summed over its workers.
+fn flows_carried(r: &Value, side: &str) -> u64 {
+    at(r, &format!("/{side}/workers"))
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| int(w, "/flows"))
+        .sum()
+}
+
 fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u64) {
     assert_eq!(text(doc, "/schema"), "linkperf/results/v1");
     assert_eq!(at(doc, "/tests").as_array().unwrap().len(), 1);
@@ -486,12 +496,7 @@ fn a_thousand_users_all_connect() {
     assert_eq!(int(r, "/server/connections"), 1000);
     assert!(int(r, "/client/transactions") > 0);
     for side in ["client", "server"] {
-        let flows: u64 = at(r, &format!("/{side}/workers"))
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| int(w, "/flows"))
-            .sum();
+        let flows = flows_carried(r, side);
         assert_eq!(flows, 1000, "{side} workers carry every user");
     }
 }
@@ -858,12 +863,7 @@ fn one_server_runs_two_clients_tests_at_once() {
         let r = at(&doc, "/tests/0/runs/0");
         assert_eq!(text(r, "/status"), "ok");
         for side in ["client", "server"] {
-            let flows: u64 = at(r, &format!("/{side}/workers"))
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|w| int(w, "/flows"))
-                .sum();
+            let flows = flows_carried(r, side);
             assert_eq!(
                 flows,
                 u64::from(users),
