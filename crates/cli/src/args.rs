@@ -229,6 +229,10 @@ pub struct RunArgs {
     /// UDP: time after which an unanswered transaction counts as lost.
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub udp_timeout: Duration,
+    /// UDP: the run is suspect when more than PCT % of its transactions are lost
+    /// (e.g. 1 or 0.5%; default: loss is reported, not judged).
+    #[arg(long, value_name = "PCT", value_parser = parse_max_loss)]
+    pub max_loss: Option<f64>,
     /// Label of this configuration in the results document.
     #[arg(long, default_value = "linkperf")]
     pub label: String,
@@ -267,6 +271,19 @@ pub struct SuiteArgs {
     /// Run each test's repeats back to back instead of the whole matrix once, then again.
     #[arg(long)]
     pub no_interleave: bool,
+    /// Run a suspect run again at once, up to N times, before the next test
+    /// (default: the suite file's `retry_suspect`, else 2). Retries do not count
+    /// toward --repeat; the suspect runs stay in the results, left out of the statistics.
+    #[arg(long, value_name = "N")]
+    pub retry_suspect: Option<u32>,
+    /// UDP: a run is suspect when more than PCT % of its transactions are lost
+    /// (default: the suite file's `max_loss`, else loss is reported, not judged).
+    #[arg(long, value_name = "PCT", value_parser = parse_max_loss)]
+    pub max_loss: Option<f64>,
+    /// Other tests run on this host at the same time by design (the lab's --pairs):
+    /// host noise is not judged here, and suspect runs are not retried.
+    #[arg(long, hide = true)]
+    pub shared_host: bool,
     /// The results document, rewritten atomically after every run.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
@@ -282,6 +299,11 @@ pub struct SuiteArgs {
     /// One plain line per finished run, no progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--max-loss PCT`: a percentage, kept as a fraction.
+fn parse_max_loss(s: &str) -> Result<f64, String> {
+    linkperf_workload::parse_percent(s)
 }
 
 #[cfg(test)]

@@ -72,6 +72,13 @@ pub struct LabRunArgs {
     /// Runs of every test (overrides the suite's).
     #[arg(long)]
     pub repeat: Option<u32>,
+    /// Run a suspect run again at once, up to N times (as `suite --retry-suspect`;
+    /// with --pairs above 1 suspect runs are not retried, so that the pairs stay in step).
+    #[arg(long, value_name = "N")]
+    pub retry_suspect: Option<u32>,
+    /// UDP: a run is suspect when more than PCT % of its transactions are lost.
+    #[arg(long, value_name = "PCT")]
+    pub max_loss: Option<String>,
     /// Client/server pairs through the same link at once; results per pair and aggregated.
     #[arg(long, default_value_t = 1)]
     pub pairs: u32,
@@ -399,6 +406,12 @@ fn suite_options(a: &LabRunArgs) -> Vec<String> {
     if let Some(r) = a.repeat {
         v.extend(["--repeat".into(), r.to_string()]);
     }
+    if let Some(r) = a.retry_suspect {
+        v.extend(["--retry-suspect".into(), r.to_string()]);
+    }
+    if let Some(m) = &a.max_loss {
+        v.extend(["--max-loss".into(), m.clone()]);
+    }
     v
 }
 
@@ -593,7 +606,8 @@ impl RunContext<'_> {
                 .map(|f| ResultsDocument::load(f))
                 .collect::<Result<Vec<_>, _>>()
                 .context("failed to read a pair's results")?;
-            let agg = aggregate(name, self.command_line, &docs)?;
+            let labels: Vec<String> = (1..=docs.len()).map(|k| format!("pair{k}")).collect();
+            let agg = aggregate(name, self.command_line, &docs, &labels)?;
             agg.save(&all)
                 .with_context(|| format!("failed to write {}", all.display()))?;
             for f in &files {
@@ -671,6 +685,10 @@ impl RunContext<'_> {
         args.extend(suite_options(self.args));
         if pairs > 1 {
             args.push("--quiet".into());
+            // The pairs load one host together: each pair's host noise is the
+            // others' traffic, judged on the aggregate; and a retry would put
+            // one pair out of step with the others.
+            args.push("--shared-host".into());
         }
         let mut cmd = netns_command(&p.client_ns, self.exe, &args);
         cmd.stdin(Stdio::null()).process_group(0);

@@ -53,21 +53,13 @@ impl Progress {
         }
     }
 
-    /// Run `k` (0-based among the pending) starts; its warmup and window
-    /// together last `traffic`.
-    pub fn start_run(
-        &mut self,
-        k: usize,
-        name: &str,
-        run: u32,
-        repeat: u32,
-        traffic: Duration,
-        live: Arc<LiveStats>,
-    ) {
+    /// Run `k` (0-based among the pending), shown as `head` (`NAME run 2/3`,
+    /// `… retry 1`), starts; its warmup and window together last `traffic`.
+    pub fn start_run(&mut self, k: usize, head: &str, traffic: Duration, live: Arc<LiveStats>) {
         self.stop_ticker();
         let Some(bar) = self.bar.clone() else { return };
         let eta: Duration = self.estimates.iter().skip(k).sum();
-        let head = format!("{name} run {run}/{repeat}");
+        let head = head.to_string();
         bar.set_message(format!("{head}  ETA {}", fmt_eta(eta)));
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();

@@ -7,11 +7,15 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use linkperf_results::{derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, TestConfig};
+use linkperf_results::{
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
+    TestConfig,
+};
 use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 
 use crate::args::RunArgs;
 use crate::plan::{plan_run, RunPlan};
+use crate::suite::Judging;
 use crate::table::render_run;
 use crate::UsageError;
 
@@ -90,9 +94,19 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         &a.label,
         server_label,
         &command_line,
+        judging(&a, false),
     );
     drop(embedded);
     report_one(&a, &doc, code, err)
+}
+
+/// How `run`'s runs are judged: `shared` when other client groups share
+/// this host at the same time.
+fn judging(a: &RunArgs, shared: bool) -> Judging {
+    Judging {
+        max_loss: a.max_loss,
+        shared_host: shared,
+    }
 }
 
 /// Prints the one run of `doc`, saves it with `--json`, and turns a run that
@@ -126,16 +140,20 @@ fn one_run(
     label: &str,
     server_label: String,
     command_line: &[String],
+    judging: Judging,
 ) -> (ResultsDocument, ExitCode, Option<String>) {
     let spec = request.spec.clone();
-    let config = TestConfig::from_spec(
+    let mut config = TestConfig::from_spec(
         &spec,
         server_label,
         request.client.clone(),
         request.server.clone(),
     );
+    config.max_loss = judging
+        .max_loss
+        .filter(|_| spec.protocol == linkperf_workload::Protocol::Udp);
     let mut doc = ResultsDocument::new(label.to_string(), command_line.to_vec());
-    let (run, envs) = crate::suite::execute(target, request, 1);
+    let (run, envs) = crate::suite::execute(target, request, 1, judging);
     // A run that never started has no environments; its error says why.
     let err = envs
         .is_none()
@@ -144,7 +162,8 @@ fn one_run(
         doc.environment.client = Some(client);
         doc.environment.server = server;
     }
-    let code = if run.status == RunStatus::Ok {
+    // A suspect run ran: it says why it is not to be believed, and exits 0.
+    let code = if run.status.completed() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -220,7 +239,14 @@ fn run_profile_plan(
             request.spec.users
         );
     }
-    let (doc, code, err) = one_run(&target, &request, &a.label, label, &command_line);
+    let (doc, code, err) = one_run(
+        &target,
+        &request,
+        &a.label,
+        label,
+        &command_line,
+        judging(a, false),
+    );
     drop(embedded);
     report_one(a, &doc, code, err)
 }
@@ -270,7 +296,11 @@ fn run_groups(
             request.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
             let label = a.label.clone();
             let command_line = command_line.clone();
-            std::thread::spawn(move || one_run(&target, &request, &label, server, &command_line))
+            // The groups share this host: its noise is judged on their aggregate.
+            let judging = judging(a, true);
+            std::thread::spawn(move || {
+                one_run(&target, &request, &label, server, &command_line, judging)
+            })
         })
         .collect();
     let mut docs = Vec::new();
@@ -303,14 +333,8 @@ fn run_groups(
             t.name = name.clone();
         }
     }
-    let mut agg = linkperf_lab::aggregate(&a.label, &command_line, &parts)
+    let agg = linkperf_lab::aggregate(&a.label, &command_line, &parts, &servers)
         .map_err(|e| anyhow::anyhow!("failed to aggregate: {e}"))?;
-    for t in &mut agg.tests {
-        if t.spec != whole.spec {
-            t.spec = whole.spec.clone();
-            t.workload = linkperf_results::WorkloadInfo::from_spec(&whole.spec);
-        }
-    }
     let test = &agg.tests[0];
     crate::emit(&format!(
         "all {} servers together:\n{}",
@@ -444,13 +468,34 @@ fn run_iperf3(
                 // First, so it is read before any error the client saw.
                 client.error_samples.insert(0, s.to_string());
             }
-            let mut r = derive_run(1, rfc3339(o.started), client, None);
-            let code = if o.aborted {
+            let mut r = derive_run(1, rfc3339(o.started), &spec, client, None);
+            if o.aborted {
                 r.status = RunStatus::Aborted;
                 r.error = Some("interrupted".into());
-                ExitCode::from(1)
-            } else {
+            }
+            // A stock server on this host is CPU nobody here accounts for:
+            // its host's noise cannot be judged.
+            let this_host = Target {
+                address: server.to_string(),
+                default_port: linkperf_iperf3::DEFAULT_PORT,
+                auth_key: None,
+            }
+            .is_this_host()
+            .unwrap_or(true);
+            let hosts = (!this_host).then(|| hosts_of_run(&r, Some(&o.client_environment), None));
+            judge_run(
+                &mut r,
+                &Judge {
+                    spec: &spec,
+                    interrupted: o.aborted,
+                    hosts,
+                    max_loss: a.max_loss,
+                },
+            );
+            let code = if r.status.completed() {
                 ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
             };
             (r, code, None)
         }

@@ -11,11 +11,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use linkperf_engine::LiveStats;
 use linkperf_results::{
-    derive_run, failed_run, rfc3339, ResultsDocument, RunStatus, SuiteRecord, TestConfig,
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
+    SuiteRecord, TestConfig,
 };
 use linkperf_session::{run_profile, run_test, ProfileRequest, RunRequest, Target};
 use linkperf_workload::{
-    builtin_suite, builtin_suites, parse_suite, run_order, Suite, SuiteTest, Workload,
+    builtin_suite, builtin_suites, parse_suite, run_order, Protocol, Suite, SuiteTest, Workload,
 };
 
 use crate::args::SuiteArgs;
@@ -27,6 +28,10 @@ use crate::UsageError;
 
 /// Most repeats of one test.
 const MAX_REPEAT: u32 = 1000;
+/// Times a suspect run is run again at once, unless told otherwise.
+const DEFAULT_RETRY_SUSPECT: u32 = 2;
+/// Most retries of one suspect run.
+const MAX_RETRY_SUSPECT: u32 = 100;
 
 fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
@@ -81,6 +86,24 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         )));
     }
     let interleave = !a.no_interleave;
+    // Siblings running at once must stay in step: a retry would put this
+    // one out of it.
+    let retry_suspect = if a.shared_host {
+        0
+    } else {
+        a.retry_suspect
+            .or(suite.retry_suspect)
+            .unwrap_or(DEFAULT_RETRY_SUSPECT)
+    };
+    if retry_suspect > MAX_RETRY_SUSPECT {
+        return Err(usage(format!(
+            "--retry-suspect must be at most {MAX_RETRY_SUSPECT}, got {retry_suspect}"
+        )));
+    }
+    let judging = Judging {
+        max_loss: a.max_loss.or(suite.max_loss),
+        shared_host: a.shared_host,
+    };
     let target_addr = target(&a.target).map_err(|e| usage(format!("{e:#}")))?;
     let embedded = target_addr.is_none();
     // Everything is checked before anything runs.
@@ -126,12 +149,15 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .iter()
         .zip(&requests)
         .map(|(t, r)| {
-            let c = TestConfig::from_spec(
+            let mut c = TestConfig::from_spec(
                 &t.spec,
                 server_label.clone(),
                 r.client.clone(),
                 r.server.clone(),
             );
+            c.max_loss = judging
+                .max_loss
+                .filter(|_| t.spec.protocol == Protocol::Udp);
             (t.name(), c)
         })
         .collect();
@@ -207,44 +233,68 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         ));
     }
     let mut failures = 0usize;
+    let mut suspects = 0usize;
+    let mut retries = 0usize;
     let mut interrupted = false;
-    for (k, &(ti, run_no)) in pending.iter().enumerate() {
-        if cancel.load(Ordering::Acquire) {
-            interrupted = true;
-            break;
-        }
+    'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
         let test = &suite.tests[ti];
         let name = test.name();
-        let mut req = requests[ti].clone();
-        req.cancel = Some(cancel.clone());
-        let live = Arc::new(LiveStats::new(req.client.threads as usize));
-        req.live = Some(live.clone());
-        let traffic = test.spec.warmup + test.spec.duration;
-        progress.start_run(k, &name, run_no, repeat, traffic, live);
-        let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
-        let (run, outcome_env) = execute(&target_addr, &req, run_index);
-        if let Some((client_env, server_env)) = outcome_env {
-            doc.environment.client.get_or_insert(client_env);
-            if let Some(s) = server_env {
-                doc.environment.server.get_or_insert(s);
-            }
-        }
-        let status = run.status;
-        let line = progress_line(&name, run_no, repeat, &run);
-        doc.push_run(&test.spec, configs[ti].1.clone(), run);
-        doc.refresh_summaries();
-        doc.suite = Some(record.clone());
-        if let Some(out) = &a.out {
-            doc.save(out)
-                .with_context(|| format!("failed to save results to {}", out.display()))?;
-        }
-        progress.finish_run(&line)?;
-        match status {
-            RunStatus::Ok => {}
-            RunStatus::Failed => failures += 1,
-            RunStatus::Aborted => {
+        // A suspect run is run again at once, before the next test.
+        let mut retry_of: Option<u32> = None;
+        for attempt in 0..=retry_suspect {
+            if cancel.load(Ordering::Acquire) {
                 interrupted = true;
-                break;
+                break 'runs;
+            }
+            let mut req = requests[ti].clone();
+            req.cancel = Some(cancel.clone());
+            let live = Arc::new(LiveStats::new(req.client.threads as usize));
+            req.live = Some(live.clone());
+            let traffic = test.spec.warmup + test.spec.duration;
+            let head = if attempt > 0 {
+                format!("{name} run {run_no}/{repeat} retry {attempt}")
+            } else {
+                format!("{name} run {run_no}/{repeat}")
+            };
+            progress.start_run(k, &head, traffic, live);
+            let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
+            let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
+            run.retry_of = retry_of;
+            if let Some((client_env, server_env)) = outcome_env {
+                doc.environment.client.get_or_insert(client_env);
+                if let Some(s) = server_env {
+                    doc.environment.server.get_or_insert(s);
+                }
+            }
+            let status = run.status;
+            let line = progress_line(&name, run_no, repeat, &run);
+            doc.push_run(&test.spec, configs[ti].1.clone(), run);
+            doc.refresh_summaries();
+            doc.suite = Some(record.clone());
+            if let Some(out) = &a.out {
+                doc.save(out)
+                    .with_context(|| format!("failed to save results to {}", out.display()))?;
+            }
+            progress.finish_run(&line)?;
+            match status {
+                RunStatus::Ok => break,
+                RunStatus::Suspect => {
+                    suspects += 1;
+                    if attempt < retry_suspect {
+                        retries += 1;
+                        retry_of = retry_of.or(Some(run_index));
+                        continue;
+                    }
+                    break;
+                }
+                RunStatus::Failed => {
+                    failures += 1;
+                    break;
+                }
+                RunStatus::Aborted => {
+                    interrupted = true;
+                    break 'runs;
+                }
             }
         }
     }
@@ -262,6 +312,12 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
         return Ok(ExitCode::from(1));
     }
+    if suspects > 0 {
+        eprintln!(
+            "linkperf: {suspects} suspect run{} ({retries} retried at once); they are kept in the results and left out of the statistics: see each run's status_reasons",
+            if suspects == 1 { "" } else { "s" }
+        );
+    }
     if failures > 0 {
         eprintln!("linkperf: {failures} run(s) failed; see the table and the results document");
         return Ok(ExitCode::from(1));
@@ -269,10 +325,14 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs that count as done for `name`: the ok ones.
+/// Runs that count as done for `name`: its completed runs (ok or suspect)
+/// that are not retries of another.
 fn completed(doc: &ResultsDocument, name: &str) -> usize {
     doc.find_test(name).map_or(0, |t| {
-        t.runs.iter().filter(|r| r.status == RunStatus::Ok).count()
+        t.runs
+            .iter()
+            .filter(|r| r.status.completed() && r.retry_of.is_none())
+            .count()
     })
 }
 
@@ -285,13 +345,25 @@ type Environments = (
     Option<linkperf_metrics::Environment>,
 );
 
+/// How the runs of a test are judged beyond their own figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judging {
+    /// `--max-loss` as a fraction.
+    pub max_loss: Option<f64>,
+    /// Other tests share this host at the same time by design: its CPU noise
+    /// is judged on their aggregate, not here.
+    pub shared_host: bool,
+}
+
 /// One run: the measured run (aborted or failed when it did not finish whole,
-/// keeping what the client measured), or the failure recorded as such; and the
-/// two hosts' environments when the test started.
+/// keeping what the client measured), or the failure recorded as such, each
+/// direction counted at its receiver and every check made; and the two hosts'
+/// environments when the test started.
 pub fn execute(
     target: &Target,
     req: &RunRequest,
     index: u32,
+    judging: Judging,
 ) -> (linkperf_results::Run, Option<Environments>) {
     let started = SystemTime::now();
     let outcome = match &req.spec.workload {
@@ -309,11 +381,18 @@ pub fn execute(
         ),
         _ => run_test(target, req),
     };
+    // Ctrl-C seen anywhere in the run, even after its window: it is not a
+    // run to believe as complete.
+    let cancelled = req
+        .cancel
+        .as_ref()
+        .is_some_and(|c| c.load(Ordering::Acquire));
     match outcome {
         Ok(o) => {
             let envs = (o.client_environment.clone(), o.server_environment.clone());
-            let mut r = derive_run(index, rfc3339(o.started), o.client, o.server);
-            if o.aborted {
+            let mut r = derive_run(index, rfc3339(o.started), &req.spec, o.client, o.server);
+            let interrupted = o.aborted || cancelled;
+            if interrupted {
                 r.status = RunStatus::Aborted;
                 r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
             // The server's reason comes first: when it stopped the test (a
@@ -322,12 +401,30 @@ pub fn execute(
                 r.status = RunStatus::Failed;
                 r.error = Some(e);
             }
+            let hosts =
+                (!judging.shared_host).then(|| hosts_of_run(&r, Some(&envs.0), envs.1.as_ref()));
+            judge_run(
+                &mut r,
+                &Judge {
+                    spec: &req.spec,
+                    interrupted,
+                    hosts,
+                    max_loss: judging.max_loss,
+                },
+            );
             (r, Some(envs))
         }
-        Err(e) => (
-            failed_run(index, rfc3339(started), RunStatus::Failed, e.to_string()),
-            None,
-        ),
+        Err(e) => {
+            let status = if cancelled {
+                RunStatus::Aborted
+            } else {
+                RunStatus::Failed
+            };
+            (
+                failed_run(index, rfc3339(started), status, e.to_string()),
+                None,
+            )
+        }
     }
 }
 
@@ -366,6 +463,13 @@ fn open_document(
         return Ok(doc);
     }
     let mut doc = ResultsDocument::load(out).map_err(|e| usage(format!("cannot resume: {e}")))?;
+    if doc.schema == linkperf_results::SCHEMA_V1 {
+        return Err(usage(format!(
+            "cannot resume: {} was written by an earlier linkperf ({}), whose upload throughput was counted at the sender and whose runs were not checked; its runs would not compare with new ones: start a new file",
+            out.display(),
+            linkperf_results::SCHEMA_V1
+        )));
+    }
     let Some(old) = &doc.suite else {
         return Err(usage(format!(
             "cannot resume: {} was not written by linkperf suite",
@@ -386,7 +490,7 @@ fn open_document(
         let Some(t) = doc.find_test(name) else {
             continue;
         };
-        if t.runs.iter().any(|r| r.status == RunStatus::Ok) && &t.config != now {
+        if t.runs.iter().any(|r| r.status.completed()) && &t.config != now {
             return Err(usage(format!(
                 "cannot resume: test {name} in {} ran {}; run with the options it was run with, or choose another --out",
                 out.display(),
@@ -395,12 +499,25 @@ fn open_document(
         }
     }
     // A different --repeat is fine: the runs still missing are added.
-    // Runs that did not complete are run again; renumber what stays. A test
-    // left without runs is recorded as it runs now.
+    // Runs that did not complete are run again; renumber what stays (a
+    // suspect run is complete: kept, not run again). A test left without
+    // runs is recorded as it runs now.
     for t in &mut doc.tests {
-        t.runs.retain(|r| r.status == RunStatus::Ok);
+        t.runs.retain(|r| r.status.completed());
+        let renumbered: Vec<(u32, u32)> = t
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.run, i as u32 + 1))
+            .collect();
         for (i, r) in t.runs.iter_mut().enumerate() {
             r.run = i as u32 + 1;
+            r.retry_of = r.retry_of.and_then(|old| {
+                renumbered
+                    .iter()
+                    .find(|(was, _)| *was == old)
+                    .map(|(_, now)| *now)
+            });
         }
         if t.runs.is_empty() {
             if let Some((_, now)) = configs.iter().find(|(n, _)| *n == t.name) {
@@ -440,23 +557,29 @@ fn config_change(then: &TestConfig, now: &TestConfig) -> String {
 fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::Run) -> String {
     let status = match run.status {
         RunStatus::Ok => "ok",
+        RunStatus::Suspect => "SUSPECT",
         RunStatus::Failed => "FAILED",
         RunStatus::Aborted => "aborted",
     };
-    // A run that did not complete says why, even when it measured something.
-    let why = match (run.status, &run.error) {
-        (RunStatus::Ok, _) | (_, None) => String::new(),
-        (_, Some(e)) => format!("; {e}"),
+    let retry = run
+        .retry_of
+        .map(|n| format!(" (retry of run {n})"))
+        .unwrap_or_default();
+    // A run that is not ok says why, even when it measured something.
+    let why = if run.status == RunStatus::Ok || run.status_reasons.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", run.status_reasons.join("; "))
     };
     match (&run.throughput, &run.transaction_time_us) {
         (Some(t), Some(l)) => format!(
-            "{name} run {run_no}/{repeat}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors{why} [{status}]",
+            "{name} run {run_no}/{repeat}{retry}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors{why} [{status}]",
             t.bytes_per_s * 8.0 / 1e9,
             t.transactions_per_s,
             l.mean,
             run.errors
         ),
-        _ => format!("{name} run {run_no}/{repeat}: [{status}] {}", run.error.clone().unwrap_or_default()),
+        _ => format!("{name} run {run_no}/{repeat}{retry}: [{status}] {}", run.error.clone().unwrap_or_default()),
     }
 }
 

@@ -56,14 +56,96 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
     if let Some(e) = &run.error {
         let _ = writeln!(s, "  error          {e}");
     }
+    // Why a run that measured is not to be believed, one check a line.
+    if run.status == linkperf_results::RunStatus::Suspect {
+        for r in &run.status_reasons {
+            let _ = writeln!(s, "  SUSPECT        {r}");
+        }
+    }
     if let Some(t) = &run.throughput {
+        let sender = |c: linkperf_results::Counter| match c {
+            linkperf_results::Counter::Receiver => "",
+            linkperf_results::Counter::Sender => " as sent",
+        };
         let _ = writeln!(
             s,
-            "  throughput     {} (sent {}, received {}), {:.0} transactions/s",
+            "  throughput     {} (client→server {}{}, server→client {}{}), {:.0} transactions/s",
             rate(t.bytes_per_s),
             rate(t.tx_bytes_per_s),
+            sender(t.counted_at.client_to_server),
             rate(t.rx_bytes_per_s),
+            sender(t.counted_at.server_to_client),
             t.transactions_per_s
+        );
+    }
+    if let Some(p) = &run.payload {
+        // Bytes written but not yet read when the window closed: the sender's
+        // count would have claimed them as carried.
+        for (dir, d) in [
+            ("client→server", &p.client_to_server),
+            ("server→client", &p.server_to_client),
+        ] {
+            if let (Some(received), Some(in_flight)) = (d.received, d.in_flight) {
+                // A few bytes either way are the two windows' offset (each
+                // side opens its own when it starts); what matters is what
+                // the sender claimed beyond that.
+                if in_flight > 0 && in_flight as f64 > d.sent as f64 / 1000.0 {
+                    let _ = writeln!(
+                        s,
+                        "  in flight      {dir}: {} B written, {received} B read in the window ({in_flight} B not yet read at its close)",
+                        d.sent
+                    );
+                }
+            }
+        }
+    }
+    if let Some(f) = run.flows.filter(|f| f.unfair()) {
+        let _ = writeln!(
+            s,
+            "  flows          {} flows unevenly served ({}): min {:.0}, p10 {:.0}, median {:.0}, max {:.0}; {} with no progress; Jain's index {}",
+            f.flows,
+            f.measure,
+            f.min,
+            f.p10,
+            f.median,
+            f.max,
+            f.no_progress,
+            f.jain.map_or("n/a".to_string(), |j| format!("{j:.3}"))
+        );
+    }
+    if let Some(l) = &run.loss {
+        let _ = writeln!(
+            s,
+            "  loss           {} of {} transactions unanswered ({:.2} %)",
+            l.lost,
+            l.lost + l.answered,
+            l.rate * 100.0
+        );
+    }
+    if run.parts.len() > 1 {
+        let users: u32 = run.parts.iter().map(|p| p.users).sum();
+        let each: Vec<String> = run
+            .parts
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {} user{} {}{}",
+                    p.label,
+                    p.users,
+                    if p.users == 1 { "" } else { "s" },
+                    p.bytes_per_s.map_or("-".to_string(), rate),
+                    if p.status == linkperf_results::RunStatus::Ok {
+                        String::new()
+                    } else {
+                        format!(" [{}]", p.status.word())
+                    }
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  parts          {users} users in all: {}",
+            each.join("; ")
         );
     }
     if let Some(l) = &run.transaction_time_us {
@@ -203,7 +285,12 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
             .iter()
             .filter(|r| r.status == linkperf_results::RunStatus::Ok)
             .count();
-        let failed = t.runs.len() - ok;
+        let suspect = t
+            .runs
+            .iter()
+            .filter(|r| r.status == linkperf_results::RunStatus::Suspect)
+            .count();
+        let failed = t.runs.len() - ok - suspect;
         let summary = t.summary.as_ref();
         let metric = |k: &str| summary.and_then(|s| s.metrics.get(k)).map(|m| m.mean);
         let gbit = metric("throughput.bytes_per_s").map(|b| format!("{:.3}", b * 8.0 / 1e9));
@@ -233,6 +320,9 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let mut notes = Vec::new();
         if summary.is_some_and(|s| s.unstable) {
             notes.push("UNSTABLE".to_string());
+        }
+        if suspect > 0 {
+            notes.push(format!("{suspect} suspect excluded"));
         }
         if failed > 0 {
             notes.push(format!("{failed} not ok"));

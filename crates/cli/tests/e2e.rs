@@ -9,7 +9,9 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{at, exclusive, fds_and_threads, int, num, run, run_json, shared, text, Server};
+use util::{
+    assert_measured, at, exclusive, fds_and_threads, int, num, run, run_json, shared, text, Server,
+};
 
 /// Every load: short window, shorter warm-up.
 const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
@@ -113,7 +115,7 @@ fn flows_carried(r: &Value, side: &str) -> u64 {
 }
 
 fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u64) {
-    assert_eq!(text(doc, "/schema"), "linkperf/results/v1");
+    assert_eq!(text(doc, "/schema"), "linkperf/results/v2");
     assert_eq!(at(doc, "/tests").as_array().unwrap().len(), 1);
     assert_eq!(text(doc, "/tests/0/name"), name);
     assert_eq!(text(doc, "/tests/0/workload/direction"), direction);
@@ -122,20 +124,67 @@ fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u6
     let runs = at(doc, "/tests/0/runs").as_array().unwrap();
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
-    assert_eq!(text(r, "/status"), "ok", "run: {r}");
-    assert!(r.get("error").is_none(), "an ok run has no error: {r}");
+    assert_measured(r, name);
+    assert!(r.get("error").is_none(), "a measured run has no error: {r}");
+    // Every check made, in order.
+    let names: Vec<&str> = at(r, "/checks")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| text(c, "/name"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "littles_law",
+            "stalled_interval",
+            "cpu_window",
+            "flow_progress",
+            "host_noise",
+            "interrupted",
+            "udp_loss"
+        ]
+    );
 
-    // Throughput, derived from the client's window counts.
+    // Throughput: each direction from what its receiver read in the window,
+    // the senders' counts beside them.
     assert!(num(r, "/throughput/bytes_per_s") > 0.0);
     assert!(num(r, "/throughput/transactions_per_s") > 0.0);
+    assert_eq!(
+        text(r, "/throughput/counted_at/client_to_server"),
+        "receiver"
+    );
+    assert_eq!(
+        text(r, "/throughput/counted_at/server_to_client"),
+        "receiver"
+    );
     let window = num(r, "/client/window_s");
     assert!(window > 0.0);
-    let (tx, rx, txn) = (
-        int(r, "/client/tx_bytes"),
-        int(r, "/client/rx_bytes"),
-        int(r, "/client/transactions"),
+    // Received: client to server by the server, server to client by the client.
+    let (tx, rx) = (int(r, "/server/rx_bytes"), int(r, "/client/rx_bytes"));
+    assert_eq!(
+        int(r, "/payload/client_to_server/sent"),
+        int(r, "/client/tx_bytes")
     );
+    assert_eq!(int(r, "/payload/client_to_server/received"), tx);
+    assert_eq!(
+        int(r, "/payload/server_to_client/sent"),
+        int(r, "/server/tx_bytes")
+    );
+    assert_eq!(int(r, "/payload/server_to_client/received"), rx);
+    let kind = text(doc, "/tests/0/workload/kind");
+    let txn = match (kind, direction) {
+        ("stream", "client_to_server") => int(r, "/server/transactions"),
+        ("stream", "bidirectional") => {
+            (tx + rx) / int(doc, "/tests/0/workload/message_bytes").max(1)
+        }
+        _ => int(r, "/client/transactions"),
+    };
     assert!(txn > 0, "no transactions: {r}");
+    // Every user made progress, and the flows say how evenly.
+    let flows = at(r, "/flows");
+    assert_eq!(int(flows, "/flows"), users, "{flows}");
+    assert_eq!(int(flows, "/no_progress"), 0, "{flows}");
     let same = |ptr: &str, want: f64| {
         let got = num(r, ptr);
         assert!(
@@ -146,7 +195,9 @@ fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u6
     same("/throughput/tx_bytes_per_s", tx as f64 / window);
     same("/throughput/rx_bytes_per_s", rx as f64 / window);
     same("/throughput/bytes_per_s", (tx + rx) as f64 / window);
-    same("/throughput/transactions_per_s", txn as f64 / window);
+    if !(kind == "stream" && direction == "bidirectional") {
+        same("/throughput/transactions_per_s", txn as f64 / window);
+    }
 
     // Transaction time: a sorted distribution.
     let l = at(r, "/transaction_time_us");
@@ -221,11 +272,12 @@ fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u6
         );
     }
 
-    // Intervals: non-empty, the derived ones are the client's, and they add up
-    // to the window.
+    // Intervals: non-empty, each direction its receiver's seconds, and they
+    // add up to the window.
     let ints = at(r, "/intervals").as_array().unwrap();
     assert!(!ints.is_empty(), "no intervals");
     let raw = at(r, "/client/intervals").as_array().unwrap();
+    let server_raw = at(r, "/server/intervals").as_array().unwrap();
     assert_eq!(ints.len(), raw.len());
     let sum = |ptr: &str| ints.iter().map(|i| int(i, ptr)).sum::<u64>();
     assert_eq!(
@@ -238,11 +290,16 @@ fn check_run(doc: &Value, name: &str, protocol: &str, direction: &str, users: u6
         rx,
         "interval rx_bytes add up to the window"
     );
-    assert_eq!(sum("/transactions"), txn, "interval transactions add up");
+    if !(kind == "stream" && direction != "server_to_client") {
+        assert_eq!(sum("/transactions"), txn, "interval transactions add up");
+    }
     for (i, (d, w)) in ints.iter().zip(raw).enumerate() {
-        for f in ["/tx_bytes", "/rx_bytes", "/transactions"] {
-            assert_eq!(int(d, f), int(w, f), "intervals[{i}]{f}");
-        }
+        assert_eq!(int(d, "/rx_bytes"), int(w, "/rx_bytes"), "intervals[{i}]");
+        assert_eq!(
+            int(d, "/tx_bytes"),
+            int(&server_raw[i], "/rx_bytes"),
+            "intervals[{i}]"
+        );
     }
 
     // Both sides reported; errors add up.
@@ -522,7 +579,7 @@ fn ten_thousand_users_run_on_a_few_workers() {
         ],
     );
     let r = at(&doc, "/tests/0/runs/0");
-    assert_eq!(text(r, "/status"), "ok", "{r}");
+    assert_measured(r, "10,000 users");
     assert_eq!(int(r, "/client/connections"), 10_000);
     assert_eq!(int(r, "/server/connections"), 10_000);
     assert!(int(r, "/client/transactions") > 0);
@@ -657,7 +714,8 @@ fn control_decoder_survives_malformed_input() {
     error_reply(&replies, "too_large");
 
     // Another protocol version.
-    for version in [0, 1, 3, 99] {
+    let ours = linkperf_wire::PROTOCOL_VERSION;
+    for version in [0, ours - 1, ours + 1, 99] {
         let replies = exchange(&server, &hello(version), false);
         assert_eq!(
             replies.len(),
@@ -861,7 +919,8 @@ fn one_server_runs_two_clients_tests_at_once() {
         );
         let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         let r = at(&doc, "/tests/0/runs/0");
-        assert_eq!(text(r, "/status"), "ok");
+        // Two tests on one host at once: each is the other's noise.
+        assert_measured(r, "one of two tests at once");
         for side in ["client", "server"] {
             let flows = flows_carried(r, side);
             assert_eq!(
@@ -1018,8 +1077,9 @@ fn results_document_uses_the_issue_names() {
     );
     assert!(at(r, "/intervals").is_array());
     assert!(at(r, "/errors").is_u64());
-    // The process figures derive from the client's own counts.
-    let payload = (int(r, "/client/tx_bytes") + int(r, "/client/rx_bytes")) as f64;
+    // The process figures derive from the payload as received.
+    let payload = (int(r, "/payload/client_to_server/received")
+        + int(r, "/payload/server_to_client/received")) as f64;
     let cpu = num(r, "/cpu/client/process_s");
     let txn = int(r, "/client/transactions") as f64;
     if cpu > 0.0 {
@@ -1306,7 +1366,7 @@ fn mix_end_to_end(protocol: &str) {
     let doc = load(&server, "mix:200x200*1,200x8k*3", protocol, 8, extra);
     assert_eq!(text(&doc, "/tests/0/workload/kind"), "mix");
     let r = at(&doc, "/tests/0/runs/0");
-    assert_eq!(text(r, "/status"), "ok");
+    assert_measured(r, "mix");
     let (c, s) = (at(r, "/client/totals"), at(r, "/server/totals"));
     // Both ends draw the same sizes for every transaction: what one sent, the other received.
     assert_close(
@@ -1394,4 +1454,73 @@ fn several_servers_run_at_once_and_aggregate() {
     // Each server saw only its own group.
     assert_eq!(int(&each[0], "/tests/0/runs/0/server/connections"), 2);
     assert_eq!(int(&each[1], "/tests/0/runs/0/server/connections"), 2);
+}
+
+// ---------------------------------------------------------------------------
+// Host noise: other work on the CPUs a test measures.
+// ---------------------------------------------------------------------------
+
+/// A busy loop pinned to CPU 0 beside a test pinned to CPU 0 takes about
+/// half that CPU from the test: the run is suspect for host noise, and says
+/// how much of the host went to other work.
+#[test]
+fn a_cpu_hog_beside_a_pinned_test_is_host_noise() {
+    let _g = exclusive();
+    let mut hog = std::process::Command::new("taskset")
+        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
+        .spawn()
+        .expect("taskset (util-linux) runs a busy loop");
+    // It runs once it has used some CPU.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace()
+            .collect();
+        fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0)
+    };
+    while ticks(hog.id()) < 5 {
+        assert!(Instant::now() < deadline, "the busy loop does not run");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (code, out, err, doc) = run_json(&[
+        "run",
+        "--quiet",
+        "--workload",
+        "rr1c-1x1",
+        "--users",
+        "1",
+        "--threads",
+        "1",
+        "--server-threads",
+        "1",
+        "--affinity",
+        "0",
+        "--server-affinity",
+        "0",
+        "--duration",
+        "2s",
+        "--warmup",
+        "300ms",
+    ]);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    assert_eq!(code, 0, "a suspect run still ran: {out}\n{err}");
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(text(r, "/status"), "suspect", "{r}");
+    let noise = at(r, "/checks")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "host_noise")
+        .unwrap();
+    assert_eq!(text(noise, "/status"), "fail", "{noise}");
+    assert!(num(noise, "/value") > num(noise, "/bound"), "{noise}");
+    assert!(text(noise, "/detail").contains("this host"), "{noise}");
+    assert!(
+        out.contains("SUSPECT        host_noise: "),
+        "the table says why: {out}"
+    );
 }

@@ -258,7 +258,7 @@ fn the_right_key_authenticates_from_the_flag_or_the_environment() {
     args.extend(TIMING);
     let (code, _, err, doc) = run_json(&args);
     assert_eq!(code, 0, "{err}\nserver: {}", server.log());
-    assert_eq!(text(first_run(&doc), "/status"), "ok");
+    util::assert_measured(first_run(&doc), "authenticated");
 
     // The same key, with the whitespace around it different, from the environment.
     let same = key_file(
@@ -570,7 +570,8 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
     assert!(status.success(), "{status}: {err}");
     let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let r = first_run(&doc);
-    assert_eq!(util::text(r, "/status"), "ok", "{r}");
+    // The stop is this test's own doing: what it asserts is the count.
+    util::assert_measured(r, "600 ms without answers");
     // Each user lost the transaction in flight when the server stopped, and
     // the ones after it until the server came back: about 6 each.
     let lost = util::int(r, "/errors");
@@ -1262,11 +1263,18 @@ users = 3
             "1".into(),
             "--out".into(),
             out.to_str().unwrap().into(),
+            // One run per test, whatever a busy host makes of its checks.
+            "--retry-suspect".into(),
+            "0".into(),
         ];
         if resume {
             a.push("--resume".into());
         }
         a
+    };
+    // A run that completed: ok, or suspect on a busy host.
+    let completed = |statuses: Vec<String>| {
+        statuses.len() == 1 && (statuses[0] == "ok" || statuses[0] == "suspect")
     };
     let args = suite_args(false);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -1302,10 +1310,10 @@ users = 3
             .map(|r| r["status"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(
-        status(&doc, "rr1c-1x1--1"),
-        ["ok"],
-        "the completed test is kept"
+    assert!(
+        completed(status(&doc, "rr1c-1x1--1")),
+        "the completed test is kept: {:?}",
+        status(&doc, "rr1c-1x1--1")
     );
     assert_eq!(status(&doc, "rr1c-1x1--2"), ["failed"]);
     assert_eq!(
@@ -1326,7 +1334,11 @@ users = 3
     );
     let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     for name in ["rr1c-1x1--1", "rr1c-1x1--2", "rr1c-1x1--3"] {
-        assert_eq!(status(&doc, name), ["ok"], "{name}");
+        assert!(
+            completed(status(&doc, name)),
+            "{name}: {:?}",
+            status(&doc, name)
+        );
     }
     let _ = serve.kill();
     let _ = serve.wait();
@@ -1363,7 +1375,7 @@ fn a_thousand_garbage_or_silent_connections_do_not_stop_a_real_test() {
         &["--users", "2", "--duration", "1s", "--warmup", "200ms"],
     );
     assert_eq!(code, 0, "{err}\nserver: {}", server.log());
-    assert_eq!(text(first_run(&doc), "/status"), "ok");
+    util::assert_measured(first_run(&doc), "beside a thousand hostile connections");
     drop(hostile);
     let mut server = server;
     assert!(server.is_running());

@@ -315,8 +315,25 @@ fn run_with(p: &Value, serve: &Serve, workload: &str, options: &[&str]) -> Value
 fn ok_results(out: &std::process::Output, json: &Path, what: &str, serve: &Serve) -> Value {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap_or_default())
         .unwrap_or(Value::Null);
+    // Measured whole: ok, or suspect for nothing but a busy host (the lab's
+    // tests run beside others).
+    let status = doc
+        .pointer("/tests/0/runs/0/status")
+        .and_then(Value::as_str);
+    let failed: Vec<&str> = doc
+        .pointer("/tests/0/runs/0/checks")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter(|c| c["status"] == "fail")
+                .filter_map(|c| c["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    let measured = status == Some("ok")
+        || (status == Some("suspect") && failed.iter().all(|c| util::BUSY_HOST_CHECKS.contains(c)));
     assert!(
-        out.status.success() && text(&doc, "/tests/0/runs/0/status") == "ok",
+        out.status.success() && measured,
         "{what}: {}\nstdout: {}\nstderr: {}\nserver: {}",
         out.status,
         String::from_utf8_lossy(&out.stdout),
@@ -768,7 +785,7 @@ fn test_rate(doc: &Value, name: &str, field: &str) -> f64 {
         .iter()
         .find(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("no test {name}"));
-    assert_eq!(t["runs"][0]["status"], "ok", "{name}: {}", t["runs"][0]);
+    util::assert_measured(&t["runs"][0], name);
     num(t, &format!("/runs/0/throughput/{field}"))
 }
 
@@ -878,12 +895,30 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
         assert_eq!(d["link"]["capacity_bits_per_s"], 1e9);
         assert_eq!(d["link"]["commands"][0], "ip netns add lp-t-pairs-sedge");
     }
-    for test in ["rr1c-200x1000--1", "str-writex30k--1"] {
+    // The aggregate's tests carry both pairs' users: 1 + 1.
+    for (test, whole) in [
+        ("rr1c-200x1000--1", "rr1c-200x1000--2"),
+        ("str-writex30k--1", "str-writex30k--2"),
+    ] {
+        let t = all["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == whole)
+            .unwrap_or_else(|| panic!("no test {whole} in the aggregate"));
+        assert_eq!(t["workload"]["users"], 2);
+        let parts = t["runs"][0]["parts"].as_array().unwrap();
+        assert_eq!(parts.len(), 2, "{t}");
+        assert_eq!(
+            (&parts[0]["label"], &parts[0]["users"]),
+            (&"pair1".into(), &1.into())
+        );
+        assert_eq!(parts[1]["label"], "pair2");
         for field in ["bytes_per_s", "transactions_per_s"] {
             let (a, b, sum) = (
                 test_rate(&p1, test, field),
                 test_rate(&p2, test, field),
-                test_rate(&all, test, field),
+                test_rate(&all, whole, field),
             );
             assert!(a > 0.0 && b > 0.0, "{test} {field}: {a} {b}");
             assert!(
@@ -893,7 +928,7 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
         }
     }
     // Both pairs' streams crossed one 1 Gbit/s wire: together they stay under it.
-    let s = test_rate(&all, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9;
+    let s = test_rate(&all, "str-writex30k--2", "bytes_per_s") * 8.0 / 1e9;
     let (s1, s2) = (
         test_rate(&p1, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9,
         test_rate(&p2, "str-writex30k--1", "bytes_per_s") * 8.0 / 1e9,
@@ -908,8 +943,12 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
         stdout.contains("linkperf lab: t-pairs, 2 pairs through one link"),
         "{stdout}"
     );
-    for test in ["rr1c-200x1000--1", "str-writex30k--1"] {
+    for (each, whole) in [
+        ("rr1c-200x1000--1", "rr1c-200x1000--2"),
+        ("str-writex30k--1", "str-writex30k--2"),
+    ] {
         for (who, d) in [("pair 1", &p1), ("pair 2", &p2), ("together", &all)] {
+            let test = if who == "together" { whole } else { each };
             let line = stdout
                 .lines()
                 .find(|l| l.starts_with(test) && l.contains(&format!("  {who}  ")))
@@ -1097,4 +1136,64 @@ fn has_setpriv() -> bool {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// The study's uploads at 250 users over a link shaped to 1 Gbit/s: counted
+/// where they arrive, they never read more than the link carries (counted at
+/// the sender they read 1.18 Gbit/s: bytes still in socket buffers when the
+/// window closed). The difference is kept, as what was in flight.
+#[test]
+fn uploads_of_250_users_over_a_1_gbit_link_read_at_most_the_link() {
+    let Some(_g) = lab_lock("250 uploads") else {
+        return;
+    };
+    let _c = Cleanup("t-up250".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("up250.toml");
+    std::fs::write(
+        &suite,
+        "name = \"up250\"\nduration = \"3s\"\nwarmup = \"1s\"\nretry_suspect = 0\n\
+         [[test]]\nworkload = \"str-readx30k\"\nusers = 250\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth-1g,name=t-up250",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let doc = load(&out.join("t-up250.json"));
+    let r = &doc["tests"][0]["runs"][0];
+    util::assert_measured(r, "250 uploads");
+    let up = num(r, "/throughput/tx_bytes_per_s") * 8.0;
+    eprintln!(
+        "250 uploads over veth-1g: {:.3} Gbit/s received; {} B sent, {} B received, {} B in flight",
+        up / 1e9,
+        r["payload"]["client_to_server"]["sent"],
+        r["payload"]["client_to_server"]["received"],
+        r["payload"]["client_to_server"]["in_flight"]
+    );
+    assert!(up <= 1e9, "{:.3} Gbit/s over a 1 Gbit/s link", up / 1e9);
+    assert!(up > 0.5e9, "only {:.3} Gbit/s", up / 1e9);
+    assert_eq!(
+        text(r, "/throughput/counted_at/client_to_server"),
+        "receiver"
+    );
+    let sent = int(r, "/payload/client_to_server/sent");
+    let received = int(r, "/payload/client_to_server/received");
+    assert_eq!(received, int(r, "/server/rx_bytes"));
+    assert_eq!(
+        r["payload"]["client_to_server"]["in_flight"]
+            .as_i64()
+            .unwrap(),
+        sent as i64 - received as i64
+    );
+    assert_eq!(int(r, "/flows/flows"), 250);
+    assert_eq!(int(r, "/flows/no_progress"), 0, "{}", r["flows"]);
+    assert_gone("t-up250");
 }

@@ -77,12 +77,7 @@ fn profile(file: &str, extra: &[&str]) -> Value {
         code, 0,
         "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}"
     );
-    assert_eq!(
-        text(&doc, "/tests/0/runs/0/status"),
-        "ok",
-        "linkperf {args:?}: {}",
-        at(&doc, "/tests/0/runs/0")
-    );
+    util::assert_measured(at(&doc, "/tests/0/runs/0"), &format!("linkperf {args:?}"));
     doc
 }
 
@@ -862,7 +857,7 @@ fn variables_come_from_var_before_the_environment() {
     // --var wins (the last one given); the rest comes from the environment.
     assert_eq!(text(&doc, "/tests/0/name"), "profile-vars-env--2");
     let r = the_run(&doc);
-    assert_eq!(text(r, "/status"), "ok");
+    util::assert_measured(r, "profile");
     assert_mirrored(r);
     assert_clean(r, 2);
     assert_txn(r, 1, 4, 4 * 9, 4 * 9);
@@ -938,7 +933,7 @@ fn a_profile_naming_two_hosts_runs_on_both_at_once_and_aggregates_them() {
         read_json(&dir.path().join("out-server2.json")),
     ];
     assert_eq!(text(&all, "/tests/0/name"), "profile-two-hosts--5");
-    assert_eq!(text(&all, "/tests/0/runs/0/status"), "ok");
+    util::assert_measured(at(&all, "/tests/0/runs/0"), "all hosts together");
     // The first group ran on the first host, the second on the second.
     for (doc, (server, users, iterations, tx, rx)) in each
         .iter()
@@ -950,7 +945,7 @@ fn a_profile_naming_two_hosts_runs_on_both_at_once_and_aggregates_them() {
             format!("profile-two-hosts--{users}")
         );
         let r = the_run(doc);
-        assert_eq!(text(r, "/status"), "ok");
+        util::assert_measured(r, "profile");
         assert_mirrored(r);
         assert_clean(r, users);
         assert_txn(r, 1, iterations, iterations * tx, iterations * rx);
@@ -1170,7 +1165,7 @@ fn a_suite_runs_a_profile_with_its_vars() {
     let doc = read_json(&out);
     assert_eq!(text(&doc, "/tests/0/name"), "profile-vars-suite--2");
     let r = the_run(&doc);
-    assert_eq!(text(r, "/status"), "ok");
+    util::assert_measured(r, "profile");
     assert_mirrored(r);
     assert_clean(r, 2);
     assert_txn(r, 1, 6, 600, 600);

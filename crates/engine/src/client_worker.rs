@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{TcpInfoAggregator, Totals};
+use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
@@ -70,8 +70,6 @@ struct Flow {
     stage: Stage,
     logic: Logic,
     seq: u64,
-    /// Whole-life counts of this flow alone.
-    totals: Totals,
     /// Its connection's retransmits when the window opened (0 for one
     /// opened since).
     retrans_before: u32,
@@ -165,10 +163,14 @@ impl Worker {
                 stage: Stage::Queued,
                 logic: new_logic(&spec.workload, spec.protocol, fid),
                 seq: 0,
-                totals: Totals::default(),
                 retrans_before: 0,
             })
             .collect();
+        // Flow i counts in slot i.
+        let mut counters = Counters::new(true);
+        for f in &flows {
+            counters.add_flow(f.id);
+        }
         let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
         Worker {
             _id: id,
@@ -185,7 +187,7 @@ impl Worker {
             open: 0,
             timers: BinaryHeap::new(),
             bufs: Buffers::new(largest),
-            counters: Counters::new(true),
+            counters,
             clock,
             tcp: TcpInfoAggregator::new(),
             connections: 0,
@@ -350,6 +352,7 @@ impl Worker {
 
     fn report(&mut self) -> WorkerReport {
         let (cpu, placement) = self.clock.finish(self.flows.len() as u32);
+        let flow_totals = self.counters.flow_totals();
         WorkerReport {
             counters: std::mem::replace(&mut self.counters, Counters::new(false)),
             cpu,
@@ -357,7 +360,7 @@ impl Worker {
             tcp: std::mem::take(&mut self.tcp),
             connections: self.connections,
             socket: self.socket.take(),
-            flow_totals: self.flows.iter().map(|f| (f.id, f.totals)).collect(),
+            flow_totals,
         }
     }
 
@@ -731,18 +734,12 @@ impl Worker {
         if self.flows[i].stage != Stage::Open {
             return now;
         }
-        let before = self.counters.totals;
         let mut now = now;
         let outcome = match self.flows[i].logic {
             Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule, &mut now),
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
         };
-        let after = self.counters.totals;
-        let t = &mut self.flows[i].totals;
-        t.tx_bytes += after.tx_bytes - before.tx_bytes;
-        t.rx_bytes += after.rx_bytes - before.rx_bytes;
-        t.transactions += after.transactions - before.transactions;
         match outcome {
             Io::Blocked => return now,
             Io::Again => {
@@ -795,7 +792,7 @@ impl Worker {
                     match conn.write(&self.bufs.write[..n]) {
                         Ok(0) => return Io::Eof,
                         Ok(k) => {
-                            self.counters.tx(k, *now);
+                            self.counters.tx(i, k, *now);
                             rr.wrote(k);
                             if matches!(rr.want(), Want::Read(_)) {
                                 // The request is out. Edge-triggered readiness reports the
@@ -830,7 +827,7 @@ impl Worker {
                         Ok(k) => {
                             *now = Instant::now();
                             let now = *now;
-                            self.counters.rx(k, now);
+                            self.counters.rx(i, k, now);
                             let stop = crr || schedule.phase(now) >= Phase::Draining;
                             let Some(done) = rr.read(k, now, stop) else {
                                 if self.blocking {
@@ -840,7 +837,7 @@ impl Worker {
                                 }
                                 continue;
                             };
-                            self.counters.transactions(1, done.took, now);
+                            self.counters.transactions(i, 1, done.took, now);
                             if crr {
                                 f.stage = Stage::AwaitClose;
                                 // The server closes after its response; wait for that.
@@ -893,7 +890,7 @@ impl Worker {
                     self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
                     match sock.send(&self.bufs.write[..len]) {
                         Ok(_) => {
-                            self.counters.tx(n, Instant::now());
+                            self.counters.tx(i, n, Instant::now());
                             rr.wrote(n);
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
@@ -914,10 +911,10 @@ impl Worker {
                         }
                         let now = Instant::now();
                         let payload = k - UDP_HEADER_LEN;
-                        self.counters.rx(payload, now);
+                        self.counters.rx(i, payload, now);
                         let stop = schedule.phase(now) >= Phase::Draining;
                         if let Some(done) = rr.read(payload.max(1), now, stop) {
-                            self.counters.transactions(1, done.took, now);
+                            self.counters.transactions(i, 1, done.took, now);
                             f.seq += 1;
                             if !stop {
                                 self.timers.push(Reverse((now + udp_timeout, i, f.seq)));
@@ -940,7 +937,7 @@ impl Worker {
         let (Logic::Stream(halves), Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
             return Io::Blocked;
         };
-        match halves.drive(conn, &mut self.bufs, &mut self.counters, Some(&schedule)) {
+        match halves.drive(conn, &mut self.bufs, &mut self.counters, i, Some(&schedule)) {
             StreamIo::Blocked => Io::Blocked,
             StreamIo::Again => Io::Again,
             StreamIo::PeerClosed {

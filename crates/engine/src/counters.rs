@@ -1,9 +1,11 @@
 //! What one worker counts: window totals, whole-life totals, per-second
-//! intervals, and transaction times. The worker passes the time in.
+//! intervals, transaction times, and each flow's own counts. The worker passes
+//! the time in, and says which of its flows (a slot from [`Counters::add_flow`])
+//! each count belongs to.
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{Interval, LatencyRecorder, Totals};
+use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
 use crate::schedule::Schedule;
 
@@ -16,6 +18,16 @@ struct Bucket {
     rx: u64,
     txns: u64,
 }
+
+/// One flow's counts: in the window, and over its whole life.
+#[derive(Debug, Clone, Copy, Default)]
+struct FlowSlot {
+    window: FlowCount,
+    totals: Totals,
+}
+
+/// A flow's place in a worker's [`Counters`].
+pub type FlowSlotId = usize;
 
 /// One worker's counters for one test.
 #[derive(Debug)]
@@ -43,6 +55,8 @@ pub struct Counters {
     current_until: Instant,
     /// A few distinct error messages.
     pub error_samples: Vec<String>,
+    /// Each flow's own counts, by slot.
+    flows: Vec<FlowSlot>,
 }
 
 impl Counters {
@@ -64,7 +78,27 @@ impl Counters {
             current_from: now,
             current_until: now,
             error_samples: Vec::new(),
+            flows: Vec::new(),
         }
+    }
+
+    /// A slot for flow `flow`, for the counts of its traffic. A flow that
+    /// comes back (a connect-per-transaction flow's next connection) should
+    /// be given the slot it had: [`Counters::flow_slot`] finds it.
+    pub fn add_flow(&mut self, flow: u32) -> FlowSlotId {
+        self.flows.push(FlowSlot {
+            window: FlowCount {
+                flow,
+                ..FlowCount::default()
+            },
+            totals: Totals::default(),
+        });
+        self.flows.len() - 1
+    }
+
+    /// Flows with a slot here.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
     }
 
     /// Sets the schedule that defines the window.
@@ -100,38 +134,80 @@ impl Counters {
         self.buckets.get_mut(idx)
     }
 
-    /// `n` payload bytes written at `now`.
-    pub fn tx(&mut self, n: usize, now: Instant) {
+    /// `n` payload bytes written by the flow in `slot` at `now`.
+    pub fn tx(&mut self, slot: FlowSlotId, n: usize, now: Instant) {
         let n = n as u64;
         self.totals.tx_bytes += n;
-        if let Some(b) = self.bucket(now) {
+        let inside = if let Some(b) = self.bucket(now) {
             b.tx += n;
             self.tx_bytes += n;
+            true
+        } else {
+            false
+        };
+        if let Some(f) = self.flows.get_mut(slot) {
+            f.totals.tx_bytes += n;
+            if inside {
+                f.window.tx_bytes += n;
+            }
         }
     }
 
-    /// `n` payload bytes read at `now`.
-    pub fn rx(&mut self, n: usize, now: Instant) {
+    /// `n` payload bytes read by the flow in `slot` at `now`.
+    pub fn rx(&mut self, slot: FlowSlotId, n: usize, now: Instant) {
         let n = n as u64;
         self.totals.rx_bytes += n;
-        if let Some(b) = self.bucket(now) {
+        let inside = if let Some(b) = self.bucket(now) {
             b.rx += n;
             self.rx_bytes += n;
+            true
+        } else {
+            false
+        };
+        if let Some(f) = self.flows.get_mut(slot) {
+            f.totals.rx_bytes += n;
+            if inside {
+                f.window.rx_bytes += n;
+            }
         }
     }
 
-    /// `count` transactions completed at `now`, each taking `took`.
-    pub fn transactions(&mut self, count: u64, took: Duration, now: Instant) {
+    /// `count` transactions of the flow in `slot` completed at `now`, each
+    /// taking `took`.
+    pub fn transactions(&mut self, slot: FlowSlotId, count: u64, took: Duration, now: Instant) {
         self.totals.transactions += count;
         let record = self.record_latency;
-        if let Some(b) = self.bucket(now) {
+        let inside = if let Some(b) = self.bucket(now) {
             b.txns += count;
             self.transactions += count;
             if record {
                 let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
                 self.latency.record_n_ns(ns, count);
             }
+            true
+        } else {
+            false
+        };
+        if let Some(f) = self.flows.get_mut(slot) {
+            f.totals.transactions += count;
+            if inside {
+                f.window.transactions += count;
+            }
         }
+    }
+
+    /// Each flow's counts in the window, a flow with several slots (in
+    /// several workers) added up.
+    pub fn flow_counts(&self) -> FlowCounts {
+        FlowCounts::from_counts(self.flows.iter().map(|f| f.window).collect())
+    }
+
+    /// Each flow's whole-life counts, by flow id, in slot order.
+    pub fn flow_totals(&self) -> Vec<(u32, Totals)> {
+        self.flows
+            .iter()
+            .map(|f| (f.window.flow, f.totals))
+            .collect()
     }
 
     /// One error: counted if it happens inside the window (like every other
@@ -177,6 +253,7 @@ impl Counters {
         if self.schedule.is_none() {
             self.schedule = other.schedule;
         }
+        self.flows.extend_from_slice(&other.flows);
     }
 
     /// The per-second intervals of the window.
@@ -220,11 +297,13 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Counters::new(true);
         c.set_schedule(sched(t0));
-        c.tx(10, t0);
-        c.tx(20, t0 + Duration::from_millis(1100));
-        c.rx(5, t0 + Duration::from_millis(3400));
-        c.rx(7, t0 + Duration::from_millis(3600));
+        let f = c.add_flow(7);
+        c.tx(f, 10, t0);
+        c.tx(f, 20, t0 + Duration::from_millis(1100));
+        c.rx(f, 5, t0 + Duration::from_millis(3400));
+        c.rx(f, 7, t0 + Duration::from_millis(3600));
         c.transactions(
+            f,
             2,
             Duration::from_micros(3),
             t0 + Duration::from_millis(2100),
@@ -239,6 +318,16 @@ mod tests {
             }
         );
         assert_eq!(c.latency.count(), 2);
+        assert_eq!(
+            c.flow_counts().as_slice(),
+            &[FlowCount {
+                flow: 7,
+                transactions: 2,
+                tx_bytes: 20,
+                rx_bytes: 5
+            }]
+        );
+        assert_eq!(c.flow_totals(), vec![(7, c.totals)]);
         let iv = c.intervals();
         assert_eq!(iv.len(), 3);
         assert_eq!(
@@ -271,7 +360,7 @@ mod tests {
                 _ => x % 5_000_000_000,
             };
             let now = t0 + Duration::from_nanos(ns);
-            c.tx(1, now);
+            c.tx(usize::MAX, 1, now);
             if now >= s.measure_from && now < s.measure_until {
                 let idx = ((now - s.measure_from).as_secs() as usize).min(2);
                 expected[idx] += 1;
@@ -294,8 +383,12 @@ mod tests {
         let mut b = Counters::new(false);
         a.set_schedule(sched(t0));
         b.set_schedule(sched(t0));
-        a.tx(1, t0 + Duration::from_millis(1500));
-        b.tx(2, t0 + Duration::from_millis(1500));
+        let fa = a.add_flow(0);
+        let fb = b.add_flow(1);
+        let fb2 = b.add_flow(0);
+        a.tx(fa, 1, t0 + Duration::from_millis(1500));
+        b.tx(fb, 2, t0 + Duration::from_millis(1500));
+        b.rx(fb2, 4, t0 + Duration::from_millis(1500));
         b.error(t0 + Duration::from_millis(1500), || "reset".into());
         b.error(t0 + Duration::from_millis(1600), || "reset".into());
         a.merge(&b);
@@ -303,5 +396,15 @@ mod tests {
         assert_eq!(a.errors, 2);
         assert_eq!(a.error_samples, vec!["reset".to_string()]);
         assert_eq!(a.intervals()[0].tx_bytes, 3);
+        let flows = a.flow_counts();
+        assert_eq!(flows.len(), 2, "flow 0's two slots are one flow");
+        assert_eq!(
+            (
+                flows.get(0).unwrap().tx_bytes,
+                flows.get(0).unwrap().rx_bytes
+            ),
+            (1, 4)
+        );
+        assert_eq!(flows.get(1).unwrap().tx_bytes, 2);
     }
 }

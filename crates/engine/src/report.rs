@@ -71,6 +71,8 @@ impl Aggregate {
             connections: self.connections,
             error_samples: c.error_samples.clone(),
             profile: None,
+            latency_histogram: c.latency.encode_histogram(),
+            flows: c.flow_counts(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The server side of a test: one listener (or UDP socket) per worker, flows
 //! that answer requests or stream, and counters of what the server itself saw.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -15,7 +15,7 @@ use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
-use crate::counters::Counters;
+use crate::counters::{Counters, FlowSlotId};
 use crate::flow::{RrServer, Want};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
@@ -94,6 +94,8 @@ struct ServerFlow {
     /// Its connection's retransmits when the window opened (0 for one
     /// accepted since).
     retrans_before: u32,
+    /// Where its traffic is counted (set once its preamble names the flow).
+    slot: FlowSlotId,
 }
 
 enum Source {
@@ -120,8 +122,8 @@ struct Worker {
     schedule: Option<Schedule>,
     tcp: TcpInfoAggregator,
     connections: u64,
-    flows_seen: u32,
-    udp_flows: HashSet<u32>,
+    /// Each flow's counting slot, by flow id.
+    slots: HashMap<u32, FlowSlotId>,
     udp_peer: Option<IpAddr>,
     socket: Option<SocketFacts>,
     index: usize,
@@ -245,8 +247,7 @@ impl ServerTest {
                         schedule: None,
                         tcp: TcpInfoAggregator::new(),
                         connections: 0,
-                        flows_seen: 0,
-                        udp_flows: HashSet::new(),
+                        slots: HashMap::new(),
                         udp_peer,
                         socket: None,
                         index: w,
@@ -433,7 +434,8 @@ impl Worker {
         if let Some(live) = &self.live {
             live.publish(self.index, &self.counters.totals);
         }
-        let (cpu, placement) = self.clock.finish(self.flows_seen);
+        let flows = u32::try_from(self.counters.flow_count()).unwrap_or(u32::MAX);
+        let (cpu, placement) = self.clock.finish(flows);
         WorkerReport {
             counters: self.counters,
             cpu,
@@ -615,6 +617,7 @@ impl Worker {
                         conn,
                         parked: None,
                         retrans_before: 0,
+                        slot: usize::MAX,
                         logic: Logic::Preamble {
                             buf: [0; PREAMBLE_LEN],
                             got: 0,
@@ -655,11 +658,21 @@ impl Worker {
             let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
                 continue;
             };
-            if h.tag != tag {
+            if h.tag != tag || h.flow >= self.spec.users {
                 continue;
             }
+            let slot = match self.slots.get(&h.flow) {
+                Some(&s) => s,
+                None => {
+                    // A UDP user has no connection; count its flow when first seen.
+                    self.connections += 1;
+                    let s = self.counters.add_flow(h.flow);
+                    self.slots.insert(h.flow, s);
+                    s
+                }
+            };
             let now = Instant::now();
-            self.counters.rx(n - UDP_HEADER_LEN, now);
+            self.counters.rx(slot, n - UDP_HEADER_LEN, now);
             let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
             let len = UDP_HEADER_LEN + resp;
             if len > self.bufs.write.len() {
@@ -670,13 +683,8 @@ impl Worker {
             self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
             if sock.send_to(&self.bufs.write[..len], from).is_ok() {
                 let now = Instant::now();
-                self.counters.tx(resp, now);
-                self.counters.transactions(1, Duration::ZERO, now);
-            }
-            if self.udp_flows.insert(h.flow) {
-                // A UDP user has no connection; count its flow when first seen.
-                self.connections += 1;
-                self.flows_seen += 1;
+                self.counters.tx(slot, resp, now);
+                self.counters.transactions(slot, 1, Duration::ZERO, now);
             }
             if self.socket.is_none() {
                 self.socket = Some(SocketFacts::read(
@@ -724,12 +732,21 @@ impl Worker {
         let Ok(p) = Preamble::decode(buf) else {
             return Io::Close;
         };
-        if p.token != self.token {
+        // The client numbers its users from 0: any other flow is not one of
+        // this test's, whatever token it shows.
+        if p.token != self.token || p.flow >= self.spec.users {
             return Io::Close;
         }
         f.logic = new_logic(&self.spec.workload, p.flow);
+        f.slot = match self.slots.get(&p.flow) {
+            Some(&s) => s,
+            None => {
+                let s = self.counters.add_flow(p.flow);
+                self.slots.insert(p.flow, s);
+                s
+            }
+        };
         self.preambles -= 1;
-        self.flows_seen += 1;
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(
                 f.conn.as_raw_fd(),
@@ -749,6 +766,7 @@ impl Worker {
             return Io::Close;
         };
         let conn = &mut f.conn;
+        let slot = f.slot;
         // A single flow's blocking socket: a read or write that moved only
         // part of a message returns to the loop (its intervals, its window
         // edges) before the next part.
@@ -769,7 +787,7 @@ impl Worker {
                                 Ok(m) => {
                                     let now = Instant::now();
                                     self.last_read = Some(now);
-                                    self.counters.rx(m, now);
+                                    self.counters.rx(slot, m, now);
                                     if !rr.read(m) && blocking {
                                         return Io::Blocked;
                                     }
@@ -788,9 +806,9 @@ impl Worker {
                                 Ok(m) => {
                                     // The response goes out right after its request's read.
                                     let now = self.last_read.unwrap_or_else(Instant::now);
-                                    self.counters.tx(m, now);
+                                    self.counters.tx(slot, m, now);
                                     if rr.wrote(m) {
-                                        self.counters.transactions(1, Duration::ZERO, now);
+                                        self.counters.transactions(slot, 1, Duration::ZERO, now);
                                         if crr {
                                             // Connect-per-transaction: the server closes first.
                                             return Io::Close;
@@ -825,6 +843,7 @@ impl Worker {
                     conn,
                     &mut self.bufs,
                     &mut self.counters,
+                    slot,
                     self.schedule.as_ref(),
                 ) {
                     StreamIo::Blocked => Io::Blocked,

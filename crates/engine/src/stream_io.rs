@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use linkperf_workload::StreamDirection;
 
-use crate::counters::Counters;
+use crate::counters::{Counters, FlowSlotId};
 use crate::flow::{StreamRx, StreamTx, Want};
 use crate::schedule::{Phase, Schedule};
 use crate::transport::Conn;
@@ -73,7 +73,8 @@ impl StreamHalves {
         }
     }
 
-    /// Drives the stream on `conn`. The sender runs only once `schedule` is set,
+    /// Drives the stream on `conn`, counting into `counters` as the flow in
+    /// `slot`. The sender runs only once `schedule` is set,
     /// and stops at the first message boundary after the window closes. Every
     /// message, sent or received, is one transaction.
     pub fn drive(
@@ -81,6 +82,7 @@ impl StreamHalves {
         conn: &mut Conn,
         bufs: &mut Buffers,
         counters: &mut Counters,
+        slot: FlowSlotId,
         schedule: Option<&Schedule>,
     ) -> StreamIo {
         let mut eof = false;
@@ -99,11 +101,11 @@ impl StreamHalves {
                 Ok(k) => {
                     budget = budget.saturating_sub(k);
                     let now = Instant::now();
-                    counters.rx(k, now);
+                    counters.rx(slot, k, now);
                     if let Some(rx) = self.rx.as_mut() {
                         let (n, each) = rx.read(k, now);
                         if n > 0 {
-                            counters.transactions(n, each, now);
+                            counters.transactions(slot, n, each, now);
                         }
                     }
                     if k < bufs.read.len() {
@@ -134,10 +136,10 @@ impl StreamHalves {
                             Ok(k) => {
                                 budget = budget.saturating_sub(k);
                                 let now = Instant::now();
-                                counters.tx(k, now);
+                                counters.tx(slot, k, now);
                                 let stop = schedule.phase(now) >= Phase::Draining;
                                 if let Some(done) = tx.wrote(k, now, stop) {
-                                    counters.transactions(1, done.took, now);
+                                    counters.transactions(slot, 1, done.took, now);
                                 }
                             }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

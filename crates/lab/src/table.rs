@@ -82,6 +82,7 @@ pub fn pairs_table(name: &str, together: &ResultsDocument, pairs: &[ResultsDocum
     let w = together
         .tests
         .iter()
+        .chain(pairs.iter().flat_map(|p| &p.tests))
         .map(|t| t.name.len())
         .max()
         .unwrap_or(4)
@@ -102,13 +103,24 @@ pub fn pairs_table(name: &str, together: &ResultsDocument, pairs: &[ResultsDocum
         "{:<w$}  {:<who$}  {:>8}  {:>14}",
         "test", "", "Gbit/s", "transactions/s"
     );
-    for t in &together.tests {
+    // The aggregate's tests are the pairs' in the same order, named after
+    // all their users together (`--2` for two pairs of 1 user).
+    for (i, t) in together.tests.iter().enumerate() {
+        let per_pair = pairs
+            .first()
+            .and_then(|p| p.tests.get(i))
+            .map_or(t.name.as_str(), |p| p.name.as_str());
         for (row, d) in &rows {
-            let gbit = mean_of(d, &t.name, |x| x.bytes_per_s)
+            let test = if std::ptr::eq(*d, together) {
+                t.name.as_str()
+            } else {
+                per_pair
+            };
+            let gbit = mean_of(d, test, |x| x.bytes_per_s)
                 .map_or_else(|| "-".to_string(), |b| format!("{:.3}", b * 8.0 / 1e9));
-            let tps = mean_of(d, &t.name, |x| x.transactions_per_s)
+            let tps = mean_of(d, test, |x| x.transactions_per_s)
                 .map_or_else(|| "-".to_string(), |x| format!("{x:.0}"));
-            let _ = writeln!(s, "{:<w$}  {row:<who$}  {gbit:>8}  {tps:>14}", t.name);
+            let _ = writeln!(s, "{test:<w$}  {row:<who$}  {gbit:>8}  {tps:>14}");
         }
     }
     s.push('\n');
@@ -145,6 +157,7 @@ mod tests {
                 tx_bytes_per_s: 0.0,
                 rx_bytes_per_s: gbit * 1e9 / 8.0,
                 transactions_per_s: tps,
+                counted_at: linkperf_results::CountedAt::receivers(),
             });
             d.push_run(&spec, cfg.clone(), r);
         }

@@ -284,6 +284,8 @@ pub fn side_cpu(
         proc_stat: system.proc_stat,
         cpus: online_cpus(),
         window_s,
+        opened_late_s: None,
+        closed_late_s: None,
     }
 }
 

@@ -47,6 +47,9 @@ pub fn capture_environment(local_addr: Option<IpAddr>, command_line: Vec<String>
         socket_sndbuf: None,
         socket_rcvbuf: None,
         socket_nodelay: None,
+        boot_id: procfs::read_text("/proc/sys/kernel/random/boot_id")
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty()),
         linkperf_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line,
     }

@@ -1,8 +1,14 @@
 //! Transaction-time histograms.
 
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
 use crate::LatencySummary;
+
+/// Largest encoded histogram a report may carry (a histogram of 3 significant
+/// figures spanning 1 ns to 13 days is a few tens of KiB).
+const MAX_ENCODED: usize = 1 << 20;
 
 /// Significant figures kept by the histogram: values are exact to 0.1%.
 const SIGFIG: u8 = 3;
@@ -82,6 +88,56 @@ impl LatencyRecorder {
     /// Transactions recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
+    }
+
+    /// The histogram in a compact text form for a side's report: standard
+    /// base64 of HdrHistogram's V2 encoding (uncompressed), values in
+    /// nanoseconds; `None` when nothing was recorded. Any HdrHistogram
+    /// implementation reads it (`docs/results-schema.md`).
+    pub fn encode_histogram(&self) -> Option<String> {
+        if self.count() == 0 {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        V2Serializer::new().serialize(&self.hist, &mut bytes).ok()?;
+        Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// A recorder holding what a report's `summary` and its encoded
+    /// `histogram` describe, to merge with others: the exact mean, minimum and
+    /// maximum come from the summary, the distribution from the histogram.
+    pub fn from_report(summary: &LatencySummary, histogram: &str) -> Result<Self, String> {
+        if histogram.len() > MAX_ENCODED {
+            return Err(format!(
+                "an encoded histogram of {} bytes is larger than {MAX_ENCODED}",
+                histogram.len()
+            ));
+        }
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(histogram)
+            .map_err(|e| format!("the histogram is not base64: {e}"))?;
+        let decoded: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| format!("the histogram does not decode: {e:?}"))?;
+        // A decoded histogram keeps the range it was sent with; one that
+        // grows as values come keeps merges with wider ones exact.
+        let mut hist = LatencyRecorder::new().hist;
+        hist.add(&decoded)
+            .map_err(|e| format!("the histogram does not merge: {e:?}"))?;
+        if hist.len() != summary.count {
+            return Err(format!(
+                "the histogram holds {} values, its summary {}",
+                hist.len(),
+                summary.count
+            ));
+        }
+        let ns = |us: f64| (us * 1e3).round().clamp(0.0, u64::MAX as f64) as u64;
+        Ok(LatencyRecorder {
+            hist,
+            sum_ns: (summary.mean * 1e3 * summary.count as f64).round().max(0.0) as u128,
+            min_ns: ns(summary.min),
+            max_ns: ns(summary.max),
+        })
     }
 
     /// The distribution in microseconds, `None` if nothing was recorded.
@@ -181,6 +237,53 @@ mod tests {
         assert_eq!(s.min, 0.001);
         assert_eq!(s.max, u64::MAX as f64 / 1e3);
         assert!(s.p999 <= s.max);
+    }
+
+    #[test]
+    fn merging_encoded_histograms_gives_the_percentiles_of_all_values() {
+        // Two sides of very different speed: the merged median is neither's.
+        let mut fast = LatencyRecorder::new();
+        let mut slow = LatencyRecorder::new();
+        let mut all = LatencyRecorder::new();
+        for us in 1..=1000u64 {
+            fast.record_ns(us * 1000);
+            all.record_ns(us * 1000);
+        }
+        for us in 1001..=3000u64 {
+            slow.record_ns(us * 1000);
+            all.record_ns(us * 1000);
+        }
+        let mut merged = LatencyRecorder::from_report(
+            &fast.summary().unwrap(),
+            &fast.encode_histogram().unwrap(),
+        )
+        .unwrap();
+        merged.merge(
+            &LatencyRecorder::from_report(
+                &slow.summary().unwrap(),
+                &slow.encode_histogram().unwrap(),
+            )
+            .unwrap(),
+        );
+        let (m, a) = (merged.summary().unwrap(), all.summary().unwrap());
+        assert_eq!(m.count, 3000);
+        assert!(close(m.p50, a.p50, 1e-9), "{} {}", m.p50, a.p50);
+        assert!(close(m.p99, a.p99, 1e-9));
+        assert!(close(m.mean, a.mean, 1e-9));
+        assert_eq!((m.min, m.max), (a.min, a.max));
+        assert!(LatencyRecorder::new().encode_histogram().is_none());
+    }
+
+    #[test]
+    fn a_bad_or_inconsistent_histogram_is_refused() {
+        let mut r = LatencyRecorder::new();
+        r.record_ns(5000);
+        let s = r.summary().unwrap();
+        assert!(LatencyRecorder::from_report(&s, "not base64!").is_err());
+        assert!(LatencyRecorder::from_report(&s, "AAAA").is_err());
+        let mut other = s;
+        other.count = 2;
+        assert!(LatencyRecorder::from_report(&other, &r.encode_histogram().unwrap()).is_err());
     }
 
     #[test]

@@ -9,6 +9,7 @@
 mod cpu;
 mod environment;
 mod error;
+mod flows;
 mod latency;
 mod limits;
 mod placement;
@@ -23,9 +24,14 @@ pub use cpu::{
 };
 pub use environment::capture_environment;
 pub use error::MetricsError;
+pub use flows::{
+    FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,
+};
 pub use latency::LatencyRecorder;
 pub use limits::{peak_rss_bytes, raise_fd_limit};
-pub use placement::{current_cpu, current_thread_allowed_cpus, pin_current_thread};
+pub use placement::{
+    current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
+};
 pub use record::*;
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{

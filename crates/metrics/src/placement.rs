@@ -29,6 +29,16 @@ pub fn current_thread_allowed_cpus() -> Vec<usize> {
     affinity::get_current_thread().unwrap_or_default()
 }
 
+/// Asks for real-time (FIFO, lowest) priority for the calling thread, where
+/// the process may have it, so that it runs as soon as it wakes even when
+/// every CPU is busy. For threads that sleep but for brief moments that must
+/// be on time (sampling CPU at a window's edges); a thread that computes must
+/// never ask for it. Returns whether it was granted; without the privilege
+/// the thread simply keeps its ordinary priority.
+pub fn prefer_realtime_current_thread() -> bool {
+    affinity::set_current_thread_fifo(1).is_ok()
+}
+
 /// The CPU the calling thread is running on now (sched_getcpu), `None` if unknown.
 pub fn current_cpu() -> Option<usize> {
     affinity::current_cpu()

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::FlowCounts;
+
 /// Transaction-time distribution, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
@@ -98,6 +100,15 @@ pub struct SideCpu {
     pub cpus: u32,
     /// Wall-clock length of the window the CPU was measured over, in seconds.
     pub window_s: f64,
+    /// When the CPU was sampled at the window's opening, in seconds after the
+    /// traffic window opened (negative: before it). Absent in files written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opened_late_s: Option<f64>,
+    /// When the CPU was sampled at the window's close, in seconds after the
+    /// traffic window closed (negative: before it, as when a run is cut short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_late_s: Option<f64>,
 }
 
 /// One per-second sample of a side's traffic.
@@ -197,6 +208,15 @@ pub struct SideReport {
     /// (the client's side of a profile run only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileReport>,
+    /// The transaction-time histogram behind `latency`, in its compact text
+    /// form ([`crate::LatencyRecorder::encode_histogram`]), so that the runs
+    /// of several sides merge into exact percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<String>,
+    /// What each flow this side carried moved in the window, in a compact
+    /// text form ([`FlowCounts`]).
+    #[serde(default, skip_serializing_if = "FlowCounts::is_empty")]
+    pub flows: FlowCounts,
 }
 
 /// What a profile run measured, per transaction element and per flowop type.
@@ -288,6 +308,11 @@ pub struct Environment {
     /// TCP_NODELAY of a data socket, as read back from it (TCP only).
     #[serde(default)]
     pub socket_nodelay: Option<bool>,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): two sides with
+    /// the same one ran on the same host (and share its CPUs), whatever their
+    /// namespaces call themselves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// linkperf version.
     pub linkperf_version: String,
     /// The command line that started this side.

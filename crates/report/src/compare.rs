@@ -18,6 +18,8 @@ pub enum Verdict {
     Same,
     /// Some headline metrics better, others worse.
     Mixed,
+    /// No clean (`ok`) run on at least one side: nothing to judge.
+    NoData,
 }
 
 impl Verdict {
@@ -47,6 +49,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::Same => "same",
             Verdict::Mixed => "mixed",
+            Verdict::NoData => "no_data",
         }
     }
 }
@@ -147,7 +150,9 @@ impl TestComparison {
 pub struct NotCompared {
     /// The test's name.
     pub name: String,
-    /// Why, e.g. "no ok run in hs".
+    /// Always [`Verdict::NoData`]: never better, worse or the same.
+    pub verdict: Verdict,
+    /// Why, e.g. "no clean run in hs (2 suspect runs excluded)".
     pub reason: String,
 }
 
@@ -162,6 +167,10 @@ pub struct VerdictCounts {
     pub worse: usize,
     /// Tests with better and worse headline metrics.
     pub mixed: usize,
+    /// Tests in both files with no clean run on a side (not in
+    /// [`total`](Self::total)).
+    #[serde(default)]
+    pub no_data: usize,
 }
 
 impl VerdictCounts {
@@ -174,12 +183,13 @@ impl VerdictCounts {
                 Verdict::Same => c.same += 1,
                 Verdict::Worse => c.worse += 1,
                 Verdict::Mixed => c.mixed += 1,
+                Verdict::NoData => c.no_data += 1,
             }
         }
         c
     }
 
-    /// Every test counted.
+    /// Every test compared (those with no data left out).
     pub fn total(&self) -> usize {
         self.better + self.same + self.worse + self.mixed
     }
@@ -200,6 +210,8 @@ pub struct CandidateComparison {
     pub only_in_candidate: Vec<String>,
     /// Tests in both files without an ok run on one side.
     pub not_compared: Vec<NotCompared>,
+    /// Suspect runs of the tests in both files, left out (base and candidate).
+    pub suspect_excluded: u32,
     /// Verdict counts over [`tests`](Self::tests).
     pub counts: VerdictCounts,
     /// "hs is better in 33 of 45 tests, about the same in 2, worse in 10."
@@ -238,19 +250,32 @@ pub fn compare_tests(
     let headline = Metric::headline(side);
     let mut tests = Vec::new();
     let mut not_compared = Vec::new();
+    let mut suspect_excluded = 0u32;
     for b in &base.tests {
         let Some(c) = cand.test(&b.name) else {
             continue;
         };
+        suspect_excluded += b.suspect_runs + c.suspect_runs;
         let missing = [(b, &base.label), (c, &cand.label)]
             .into_iter()
             .filter(|(t, _)| t.ok_runs == 0)
-            .map(|(_, label)| label.as_str())
+            .map(|(t, label)| {
+                if t.suspect_runs > 0 {
+                    format!(
+                        "{label} ({} suspect run{} excluded)",
+                        t.suspect_runs,
+                        if t.suspect_runs == 1 { "" } else { "s" }
+                    )
+                } else {
+                    label.to_string()
+                }
+            })
             .collect::<Vec<_>>();
         if !missing.is_empty() {
             not_compared.push(NotCompared {
                 name: b.name.clone(),
-                reason: format!("no ok run in {}", missing.join(" and ")),
+                verdict: Verdict::NoData,
+                reason: format!("no clean run in {}", missing.join(" and ")),
             });
             continue;
         }
@@ -319,8 +344,19 @@ pub fn compare_tests(
         .filter(|t| base.test(&t.name).is_none())
         .map(|t| t.name.clone())
         .collect();
-    let counts = VerdictCounts::of(tests.iter().map(|t| t.verdict));
-    let summary = summary_sentence(&cand.label, &counts);
+    let mut counts = VerdictCounts::of(tests.iter().map(|t| t.verdict));
+    counts.no_data = not_compared.len();
+    let mut summary = summary_sentence(&cand.label, &counts);
+    if suspect_excluded > 0 {
+        summary.push_str(&format!(
+            " {suspect_excluded} suspect run{} excluded.",
+            if suspect_excluded == 1 {
+                " was"
+            } else {
+                "s were"
+            }
+        ));
+    }
     let method_note = method_note(&tests, threshold_pct);
     CandidateComparison {
         base: base.label.clone(),
@@ -329,6 +365,7 @@ pub fn compare_tests(
         only_in_base,
         only_in_candidate,
         not_compared,
+        suspect_excluded,
         counts,
         summary,
         method_note,
@@ -340,7 +377,17 @@ pub fn compare_tests(
 fn summary_sentence(candidate: &str, c: &VerdictCounts) -> String {
     let total = c.total();
     if total == 0 {
-        return format!("{candidate} has no test in common with the base that could be compared.");
+        let why = if c.no_data > 0 {
+            format!(
+                " ({} in common had no clean run on a side: verdict no data)",
+                c.no_data
+            )
+        } else {
+            String::new()
+        };
+        return format!(
+            "{candidate} has no test in common with the base that could be compared{why}."
+        );
     }
     let tests = if total == 1 { "test" } else { "tests" };
     let mut s = format!(
@@ -351,6 +398,12 @@ fn summary_sentence(candidate: &str, c: &VerdictCounts) -> String {
         s.push_str(&format!(
             ", mixed in {} (some headline metrics better, others worse)",
             c.mixed
+        ));
+    }
+    if c.no_data > 0 {
+        s.push_str(&format!(
+            "; {} more with no data (no clean run on a side)",
+            c.no_data
         ));
     }
     s.push('.');
@@ -408,6 +461,7 @@ mod tests {
             same: 2,
             worse: 10,
             mixed: 0,
+            no_data: 0,
         };
         assert_eq!(
             summary_sentence("hs", &c),
@@ -418,6 +472,7 @@ mod tests {
             same: 0,
             worse: 0,
             mixed: 0,
+            no_data: 0,
         };
         assert_eq!(
             summary_sentence("hs", &c),
@@ -428,6 +483,7 @@ mod tests {
             same: 2,
             worse: 10,
             mixed: 3,
+            no_data: 0,
         };
         assert!(summary_sentence("hs", &c).starts_with(
             "hs is better in 30 of 45 tests, about the same in 2, worse in 10, mixed in 3"

@@ -66,6 +66,9 @@ pub struct Consistency {
     pub unstable: Vec<FlaggedTest>,
     /// Tests with failed or aborted runs.
     pub failed: Vec<FlaggedTest>,
+    /// Tests with suspect runs (a validity check failed), left out.
+    #[serde(default)]
+    pub suspect: Vec<FlaggedTest>,
     /// Tests with a metric that some ok runs have and others lack (it is
     /// left out of the test).
     pub incomplete: Vec<FlaggedTest>,
@@ -73,6 +76,9 @@ pub struct Consistency {
     pub environment: Vec<EnvDifference>,
     /// Notes on the link capacity (a path faster than the capacity given).
     pub capacity: Vec<String>,
+    /// Files whose uploads were counted at the sender (v1 files, foreign servers).
+    #[serde(default)]
+    pub counting: Vec<String>,
     /// Where instability cannot be judged: tests with a single ok run, whose
     /// variation is unknown (`None` when every test was repeated).
     pub stability_unjudged: Option<String>,
@@ -83,9 +89,11 @@ impl Consistency {
     pub fn is_empty(&self) -> bool {
         self.unstable.is_empty()
             && self.failed.is_empty()
+            && self.suspect.is_empty()
             && self.incomplete.is_empty()
             && self.environment.is_empty()
             && self.capacity.is_empty()
+            && self.counting.is_empty()
             && self.stability_unjudged.is_none()
     }
 }
@@ -174,15 +182,24 @@ pub(crate) fn flag_tests(figures: &FileFigures, c: &mut Consistency) {
                 reason: format!("{}: left out of this test", each.join("; ")),
             });
         }
-        if t.ok_runs < t.runs {
-            c.failed.push(FlaggedTest {
+        if t.suspect_runs > 0 {
+            c.suspect.push(FlaggedTest {
                 label: figures.label.clone(),
                 test: t.name.clone(),
                 reason: format!(
-                    "{} of {} runs failed or aborted",
-                    t.runs - t.ok_runs,
-                    t.runs
+                    "{} of {} runs suspect, left out ({})",
+                    t.suspect_runs,
+                    t.runs,
+                    t.suspect_reasons.join("; ")
                 ),
+            });
+        }
+        let not_completed = t.runs - t.ok_runs - t.suspect_runs;
+        if not_completed > 0 {
+            c.failed.push(FlaggedTest {
+                label: figures.label.clone(),
+                test: t.name.clone(),
+                reason: format!("{} of {} runs failed or aborted", not_completed, t.runs),
             });
         }
     }

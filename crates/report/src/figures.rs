@@ -55,6 +55,10 @@ pub struct TestFigures {
     pub runs: u32,
     /// Runs that completed (`ok`); the statistics are over these.
     pub ok_runs: u32,
+    /// Suspect runs (a validity check failed), left out of the statistics.
+    pub suspect_runs: u32,
+    /// The distinct reasons of the suspect runs (checks that failed).
+    pub suspect_reasons: Vec<String>,
     /// Whether the throughput of the ok runs varied by more than the results
     /// document's instability threshold (coefficient of variation over 5%).
     pub unstable: bool,
@@ -113,6 +117,26 @@ impl TestFigures {
             users: test.workload.users,
             runs: u32::try_from(test.runs.len()).unwrap_or(u32::MAX),
             ok_runs: u32::try_from(ok.len()).unwrap_or(u32::MAX),
+            suspect_runs: u32::try_from(
+                test.runs
+                    .iter()
+                    .filter(|r| r.status == RunStatus::Suspect)
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
+            suspect_reasons: {
+                let mut reasons: Vec<String> = Vec::new();
+                for r in test.runs.iter().filter(|r| r.status == RunStatus::Suspect) {
+                    for why in &r.status_reasons {
+                        // The check's name says enough: its figures differ per run.
+                        let name = why.split(':').next().unwrap_or(why).to_string();
+                        if !reasons.contains(&name) {
+                            reasons.push(name);
+                        }
+                    }
+                }
+                reasons
+            },
             unstable: test.is_unstable(),
             throughput_cv,
             metrics,

@@ -284,6 +284,11 @@ impl Report {
             flag_tests(f, &mut consistency);
         }
         consistency.stability_unjudged = stability_unjudged(&figures);
+        for (s, label) in sources.iter().zip(&labels) {
+            if let Some(note) = sender_counted(label, s.doc) {
+                consistency.counting.push(note);
+            }
+        }
         for (s, label) in sources.iter().zip(&labels).skip(1) {
             consistency.environment.extend(environment_differences(
                 (&labels[0], sources[0].doc),
@@ -505,4 +510,40 @@ fn join_and(items: &[&str]) -> String {
         [one] => one.to_string(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
+}
+
+/// What a file's throughput counted at the sender, if any of its ok runs did
+/// (files of `linkperf/results/v1`, runs against a foreign server): those
+/// figures include bytes still in flight when the window closed.
+fn sender_counted(label: &str, doc: &linkperf_results::ResultsDocument) -> Option<String> {
+    use linkperf_results::{Counter, RunStatus};
+    let counted: Vec<&str> = doc
+        .tests
+        .iter()
+        .filter(|t| {
+            t.runs.iter().any(|r| {
+                r.status == RunStatus::Ok
+                    && r.throughput
+                        .is_some_and(|th| th.counted_at.client_to_server == Counter::Sender)
+                    && t.workload.direction != linkperf_workload::Direction::ServerToClient
+            })
+        })
+        .map(|t| t.name.as_str())
+        .collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let why = if doc.schema == linkperf_results::SCHEMA_V1 {
+        format!("the file is {}", linkperf_results::SCHEMA_V1)
+    } else {
+        "its server did not report what it received".to_string()
+    };
+    Some(format!(
+        "Counted at the sender: the client-to-server throughput of {} in {label} ({why}), which includes bytes still in flight when the window closed; a receiver-counted file may read lower for the same path.",
+        if counted.len() > 4 {
+            format!("{} tests", counted.len())
+        } else {
+            counted.join(", ")
+        }
+    ))
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use linkperf_metrics::{Environment, LatencySummary};
 use linkperf_results::{
-    failed_run, Efficiency, ResultsDocument, Run, RunStatus, TestConfig, Throughput,
+    failed_run, CountedAt, Efficiency, ResultsDocument, Run, RunStatus, TestConfig, Throughput,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
@@ -44,6 +44,7 @@ pub fn run(n: u32, f: Fig) -> Run {
         tx_bytes_per_s: f.bytes / 4.0,
         rx_bytes_per_s: f.bytes * 3.0 / 4.0,
         transactions_per_s: f.bytes / 1000.0,
+        counted_at: CountedAt::receivers(),
     });
     r.transaction_time_us = Some(LatencySummary {
         count: 1000,
@@ -86,6 +87,7 @@ pub fn environment(kernel: &str, mtu: u32) -> Environment {
         socket_sndbuf: None,
         socket_rcvbuf: None,
         socket_nodelay: None,
+        boot_id: None,
         linkperf_version: "0.1.0".into(),
         command_line: vec!["linkperf".into()],
     }

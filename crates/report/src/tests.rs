@@ -615,13 +615,13 @@ fn a_headline_metric_one_ok_run_lacks_is_said_beside_the_verdict() {
         .collect();
     assert!(!rows.is_empty());
     assert!(
-        rows.iter().all(|l| l.ends_with(&format!(",{note}"))),
+        rows.iter().all(|l| l.ends_with(&format!(",{note},0,0"))),
         "{csv}"
     );
     assert!(
         csv.lines()
             .filter(|l| l.contains(",rr1c-1x1--10,"))
-            .all(|l| l.ends_with(",false,")),
+            .all(|l| l.ends_with(",false,,0,0")),
         "{csv}"
     );
     // The one-file CSV counts the runs each metric is missing from.
@@ -827,11 +827,94 @@ fn unmatched_and_uncomparable_tests_are_listed() {
     assert_eq!(c.only_in_candidate, vec!["str-readx30k--1"]);
     assert_eq!(c.not_compared.len(), 1);
     assert_eq!(c.not_compared[0].name, "rr1c-1x1--1--udp");
-    assert_eq!(c.not_compared[0].reason, "no ok run in b");
+    assert_eq!(c.not_compared[0].reason, "no clean run in b");
+    assert_eq!(c.not_compared[0].verdict, crate::Verdict::NoData);
+    assert_eq!(c.counts.no_data, 1);
     assert_eq!(c.counts.total(), 1);
     assert_eq!(r.consistency.failed.len(), 1);
     // The UDP workload is its own workload, named with its protocol.
     assert!(r.workloads.iter().any(|w| w.title == "rr1c-1x1--udp"));
+}
+
+#[test]
+fn suspect_runs_are_left_out_and_a_test_without_a_clean_run_has_no_data() {
+    let (mut base, mut cand) = (document("a"), document("b"));
+    add(
+        &mut base,
+        "rr1c-1x1",
+        1,
+        &[fig(100.0, 10.0, 1.0), fig(100.0, 10.0, 1.0)],
+    );
+    add(
+        &mut cand,
+        "rr1c-1x1",
+        1,
+        &[fig(900.0, 10.0, 1.0), fig(150.0, 10.0, 1.0)],
+    );
+    add(&mut base, "rr1c-1x1", 10, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut cand, "rr1c-1x1", 10, &[fig(100.0, 10.0, 1.0)]);
+    // The candidate's 900 at 1 user was a stall's artefact: suspect.
+    let r0 = &mut cand.tests[0].runs[0];
+    r0.status = RunStatus::Suspect;
+    r0.status_reasons = vec!["littles_law: 0.089".into()];
+    // At 10 users every candidate run is suspect.
+    cand.tests[1].runs[0].status = RunStatus::Suspect;
+    cand.tests[1].runs[0].status_reasons = vec!["stalled_interval: 0 %".into()];
+    let r = compare(&base, &[&cand], Options::default());
+    let c = &r.comparisons[0];
+    let t = c.test("rr1c-1x1--1").unwrap();
+    assert_eq!(t.candidate_runs, 1, "the suspect run is left out");
+    let th = t.metric(crate::Metric::Throughput).unwrap();
+    assert!((th.judgement.relative_pct - 50.0).abs() < 1e-9, "{th:?}");
+    assert_eq!(c.not_compared.len(), 1);
+    assert_eq!(c.not_compared[0].verdict, crate::Verdict::NoData);
+    assert_eq!(
+        c.not_compared[0].reason,
+        "no clean run in b (1 suspect run excluded)"
+    );
+    assert_eq!(c.suspect_excluded, 2);
+    assert!(
+        c.summary.ends_with(" 2 suspect runs were excluded."),
+        "{}",
+        c.summary
+    );
+    assert!(c.summary.contains("more with no data"), "{}", c.summary);
+    assert_eq!(r.consistency.suspect.len(), 2);
+    assert!(r.consistency.suspect[0].reason.contains("littles_law"));
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(md.contains("Suspect runs: b rr1c-1x1--1"), "{md}");
+    assert!(md.contains("No data: rr1c-1x1--10"), "{md}");
+    let csv = crate::CsvExporter.render(&r).unwrap();
+    assert!(
+        csv.lines()
+            .any(|l| l.contains(",rr1c-1x1--10,") && l.contains(",no_data,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn uploads_counted_at_the_sender_are_said_so() {
+    let (mut base, mut cand) = (document("old"), document("new"));
+    add(&mut base, "str-readx30k", 1, &[fig(100.0, 10.0, 1.0)]);
+    add(&mut cand, "str-readx30k", 1, &[fig(100.0, 10.0, 1.0)]);
+    base.schema = linkperf_results::SCHEMA_V1.into();
+    base.tests[0].runs[0]
+        .throughput
+        .as_mut()
+        .unwrap()
+        .counted_at = linkperf_results::CountedAt::v1();
+    let r = compare(&base, &[&cand], Options::default());
+    assert_eq!(
+        r.consistency.counting.len(),
+        1,
+        "{:?}",
+        r.consistency.counting
+    );
+    let note = &r.consistency.counting[0];
+    assert!(
+        note.starts_with("Counted at the sender: the client-to-server throughput of str-readx30k--1 in old (the file is linkperf/results/v1)"),
+        "{note}"
+    );
 }
 
 #[test]

@@ -1,38 +1,58 @@
 //! Computing a [`Run`]'s figures from what the two sides measured. Pure
 //! functions: no clock, no I/O.
 //!
-//! Every rate is over the client's measurement window. A rate over a zero window
-//! is 0; an efficiency over zero CPU time or zero transactions is `None`. No
-//! figure is ever NaN or infinite (JSON cannot carry them).
+//! Every rate is over the client's measurement window. Each direction's bytes
+//! are counted at its receiver: client to server by the server, server to
+//! client by the client. Only where the receiver did not report (a foreign
+//! server) does the sender's count stand in, and [`Throughput::counted_at`]
+//! says so. A rate over a zero window is 0; an efficiency over zero CPU time
+//! or zero transactions is `None`. No figure is ever NaN or infinite (JSON
+//! cannot carry them).
 
-use linkperf_metrics::{Interval, SideCpu, SideReport};
+use linkperf_metrics::{FlowCounts, FlowMeasure, FlowStats, Interval, SideCpu, SideReport};
+use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
-use crate::{CpuPair, Efficiency, IntervalRate, Run, RunStatus, Throughput};
+use crate::{
+    CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, IntervalRate, Payload, Run, RunStatus,
+    Throughput,
+};
 
 /// Microseconds in a second.
 const US_PER_S: f64 = 1e6;
 
-/// The run of a test whose window completed: status `ok`, its figures derived
-/// from the client's report and the server's (when the server reported).
+/// The run of `spec` whose window completed: status `ok` (until checked, see
+/// [`crate::judge_run`]), its figures derived from the client's report and
+/// the server's (when the server reported).
 pub fn derive_run(
     run: u32,
     started: String,
+    spec: &TestSpec,
     client: SideReport,
     server: Option<SideReport>,
 ) -> Run {
+    let carried = Carried::of(spec, &client, server.as_ref());
+    let intervals = receiver_intervals(spec, &client, server.as_ref());
     Run {
         run,
         started,
         status: RunStatus::Ok,
         error: None,
-        throughput: Some(throughput(&client)),
+        status_reasons: Vec::new(),
+        retry_of: None,
+        throughput: Some(carried.throughput(client.window_s)),
+        payload: Some(carried.payload),
+        flows: flow_stats(spec, &client, server.as_ref()),
+        loss: (spec.protocol == Protocol::Udp && !is_stream(spec))
+            .then(|| crate::checks::udp_loss_of(&client)),
+        checks: Vec::new(),
+        parts: Vec::new(),
         transaction_time_us: client.latency,
         cpu: Some(CpuPair {
             client: client.cpu,
             server: server.as_ref().map(|s| s.cpu),
         }),
-        efficiency: Some(efficiency(&client, server.as_ref())),
-        intervals: client.intervals.iter().map(interval_rate).collect(),
+        efficiency: Some(efficiency(&carried, &client, server.as_ref())),
+        intervals,
         errors: client
             .errors
             .saturating_add(server.as_ref().map_or(0, |s| s.errors)),
@@ -49,8 +69,15 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         run,
         started,
         status,
+        status_reasons: vec![error.clone()],
         error: Some(error),
+        retry_of: None,
         throughput: None,
+        payload: None,
+        flows: None,
+        loss: None,
+        checks: Vec::new(),
+        parts: Vec::new(),
         transaction_time_us: None,
         cpu: None,
         efficiency: None,
@@ -62,22 +89,171 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
     }
 }
 
-/// Payload rates over the client's window.
-fn throughput(client: &SideReport) -> Throughput {
-    let w = client.window_s;
-    Throughput {
-        bytes_per_s: rate(payload(client), w),
-        tx_bytes_per_s: rate(client.tx_bytes as f64, w),
-        rx_bytes_per_s: rate(client.rx_bytes as f64, w),
-        transactions_per_s: rate(client.transactions as f64, w),
+fn is_stream(spec: &TestSpec) -> bool {
+    matches!(spec.workload, Workload::Stream { .. })
+}
+
+/// What the window carried, each direction from its receiver where it can be.
+struct Carried {
+    payload: Payload,
+    counted_at: CountedAt,
+    /// Client to server, as counted (received, else sent).
+    up: u64,
+    /// Server to client, as counted.
+    down: u64,
+    transactions: f64,
+}
+
+impl Carried {
+    fn of(spec: &TestSpec, client: &SideReport, server: Option<&SideReport>) -> Self {
+        let dir = |sent: u64, received: Option<u64>| DirectionBytes {
+            sent,
+            received,
+            in_flight: received.map(|r| sent as i64 - r as i64),
+        };
+        let payload = Payload {
+            client_to_server: dir(client.tx_bytes, server.map(|s| s.rx_bytes)),
+            server_to_client: dir(
+                server.map_or(client.rx_bytes, |s| s.tx_bytes),
+                Some(client.rx_bytes),
+            ),
+        };
+        // Without the server's report, the client's own count of what it sent
+        // is all there is for uploads.
+        let counted_at = if server.is_some() {
+            CountedAt::receivers()
+        } else {
+            CountedAt {
+                client_to_server: Counter::Sender,
+                server_to_client: Counter::Receiver,
+            }
+        };
+        let up = server.map_or(client.tx_bytes, |s| s.rx_bytes);
+        let down = client.rx_bytes;
+        let transactions = match (&spec.workload, server) {
+            // Messages whole at their receiver.
+            (Workload::Stream { direction, message }, Some(s)) => match direction {
+                StreamDirection::Up => s.transactions as f64,
+                StreamDirection::Down => client.transactions as f64,
+                StreamDirection::Bidir => (up + down) as f64 / message.0.max(1) as f64,
+            },
+            // Round trips, complete when the client has read the response.
+            _ => client.transactions as f64,
+        };
+        Carried {
+            payload,
+            counted_at,
+            up,
+            down,
+            transactions,
+        }
+    }
+
+    fn throughput(&self, window_s: f64) -> Throughput {
+        Throughput {
+            bytes_per_s: rate((self.up + self.down) as f64, window_s),
+            tx_bytes_per_s: rate(self.up as f64, window_s),
+            rx_bytes_per_s: rate(self.down as f64, window_s),
+            transactions_per_s: rate(self.transactions, window_s),
+            counted_at: self.counted_at,
+        }
     }
 }
 
-/// CPU efficiency of both sides for the payload and transactions the client
-/// counted in its window.
-fn efficiency(client: &SideReport, server: Option<&SideReport>) -> Efficiency {
-    let bytes = payload(client);
-    let txns = client.transactions as f64;
+/// The run's per-second samples, each direction from its receiver: the
+/// server's intervals for client to server, the client's for server to
+/// client (the client's alone where the server sent none that line up).
+fn receiver_intervals(
+    spec: &TestSpec,
+    client: &SideReport,
+    server: Option<&SideReport>,
+) -> Vec<IntervalRate> {
+    let server_iv = server
+        .map(|s| &s.intervals)
+        .filter(|iv| iv.len() == client.intervals.len());
+    client
+        .intervals
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let s = server_iv.and_then(|iv| iv.get(k));
+            let up = s.map_or(c.tx_bytes, |s| s.rx_bytes);
+            let transactions = match (&spec.workload, s) {
+                (Workload::Stream { direction, message }, Some(s)) => match direction {
+                    StreamDirection::Up => s.transactions,
+                    StreamDirection::Down => c.transactions,
+                    StreamDirection::Bidir => (up + c.rx_bytes) / message.0.max(1),
+                },
+                _ => c.transactions,
+            };
+            interval_rate(&Interval {
+                start_s: c.start_s,
+                length_s: c.length_s,
+                tx_bytes: up,
+                rx_bytes: c.rx_bytes,
+                transactions,
+            })
+        })
+        .collect()
+}
+
+/// The distribution over the test's users of what each flow achieved:
+/// transactions for request/response (as the client completed them),
+/// received bytes for streams (at whichever side received them). A user with
+/// no counts at all counts as 0. `None` for a profile, or when the sides
+/// carried no per-flow counts (a foreign server).
+pub fn flow_stats(
+    spec: &TestSpec,
+    client: &SideReport,
+    server: Option<&SideReport>,
+) -> Option<FlowStats> {
+    let users = spec.users as usize;
+    if users == 0 || matches!(spec.workload, Workload::Profile { .. }) {
+        return None;
+    }
+    let mut values = vec![0u64; users];
+    let add =
+        |values: &mut Vec<u64>, counts: &FlowCounts, f: fn(&linkperf_metrics::FlowCount) -> u64| {
+            for c in counts.as_slice() {
+                if let Some(v) = values.get_mut(c.flow as usize) {
+                    *v = v.saturating_add(f(c));
+                }
+            }
+        };
+    let measure = match &spec.workload {
+        Workload::Stream { direction, .. } => {
+            let received_by_server =
+                matches!(direction, StreamDirection::Up | StreamDirection::Bidir);
+            let received_by_client =
+                matches!(direction, StreamDirection::Down | StreamDirection::Bidir);
+            if received_by_server {
+                let s = server.filter(|s| !s.flows.is_empty())?;
+                add(&mut values, &s.flows, |c| c.rx_bytes);
+            }
+            if received_by_client {
+                if client.flows.is_empty() {
+                    return None;
+                }
+                add(&mut values, &client.flows, |c| c.rx_bytes);
+            }
+            FlowMeasure::ReceivedBytes
+        }
+        _ => {
+            if client.flows.is_empty() {
+                return None;
+            }
+            add(&mut values, &client.flows, |c| c.transactions);
+            FlowMeasure::Transactions
+        }
+    };
+    FlowStats::of(measure, &values)
+}
+
+/// CPU efficiency of both sides for the payload the window carried (as
+/// received) and the transactions the client counted.
+fn efficiency(carried: &Carried, client: &SideReport, server: Option<&SideReport>) -> Efficiency {
+    let bytes = (carried.up + carried.down) as f64;
+    let txns = carried.transactions;
     let server_cpu: Option<&SideCpu> = server.map(|s| &s.cpu);
     let per_cpu_s = |cpu_s: f64| ratio(bytes, cpu_s);
     let us_per_txn = |cpu_s: f64| {
@@ -112,11 +288,6 @@ fn interval_rate(i: &Interval) -> IntervalRate {
     }
 }
 
-/// Payload the client moved in its window, both directions.
-fn payload(client: &SideReport) -> f64 {
-    client.tx_bytes as f64 + client.rx_bytes as f64
-}
-
 /// `amount / seconds`, or 0 when there is no (valid) time to divide by.
 fn rate(amount: f64, seconds: f64) -> f64 {
     ratio(amount, seconds).unwrap_or(0.0)
@@ -139,6 +310,17 @@ mod tests {
 
     use super::*;
 
+    /// `derive_run` for a 1-user request/response test.
+    fn rr_run(n: u32, started: String, client: SideReport, server: Option<SideReport>) -> Run {
+        let spec = linkperf_workload::TestSpec::new(
+            "rr:200x1000".parse().unwrap(),
+            linkperf_workload::Protocol::Tcp,
+            1,
+            std::time::Duration::from_secs(2),
+        );
+        crate::derive_run(n, started, &spec, client, server)
+    }
+
     fn cpu(process_s: f64, system_busy_s: f64) -> SideCpu {
         SideCpu {
             process_s,
@@ -151,6 +333,8 @@ mod tests {
             proc_stat: ProcStatBreakdown::default(),
             cpus: 4,
             window_s: 2.0,
+            opened_late_s: None,
+            closed_late_s: None,
         }
     }
 
@@ -202,6 +386,8 @@ mod tests {
             connections: 1,
             error_samples: Vec::new(),
             profile: None,
+            latency_histogram: None,
+            flows: Default::default(),
         }
     }
 
@@ -214,8 +400,12 @@ mod tests {
         // window 2 s, tx 2000, rx 4000, 100 transactions; client process 0.5 s,
         // server process 0.25 s; client host busy 1.0 s, server host busy 2.0 s.
         let client = side(2.0, 2000, 4000, 100, cpu(0.5, 1.0));
-        let server = side(2.0, 4000, 2000, 100, cpu(0.25, 2.0));
-        let run = derive_run(
+        let mut server = side(2.0, 4000, 2000, 100, cpu(0.25, 2.0));
+        // The server read what the client wrote, second by second.
+        for i in &mut server.intervals {
+            std::mem::swap(&mut i.tx_bytes, &mut i.rx_bytes);
+        }
+        let run = rr_run(
             3,
             "2024-05-01T10:00:00Z".into(),
             client.clone(),
@@ -271,7 +461,7 @@ mod tests {
     #[test]
     fn zero_cpu_or_zero_transactions_give_none() {
         let client = side(2.0, 2000, 4000, 100, cpu(0.0, 0.0));
-        let run = derive_run(
+        let run = rr_run(
             1,
             String::new(),
             client,
@@ -280,9 +470,7 @@ mod tests {
         assert_eq!(run.efficiency, Some(Efficiency::default()));
 
         let client = side(2.0, 0, 0, 0, cpu(0.5, 1.0));
-        let e = derive_run(1, String::new(), client, None)
-            .efficiency
-            .unwrap();
+        let e = rr_run(1, String::new(), client, None).efficiency.unwrap();
         assert_eq!(
             e.client_bytes_per_cpu_s,
             Some(0.0),
@@ -297,7 +485,7 @@ mod tests {
 
     #[test]
     fn without_a_server_report_server_figures_are_none() {
-        let run = derive_run(
+        let run = rr_run(
             1,
             String::new(),
             side(2.0, 2000, 4000, 100, cpu(0.5, 1.0)),
@@ -331,7 +519,7 @@ mod tests {
             rx_bytes: 5,
             transactions: 1,
         }];
-        let run = derive_run(1, String::new(), client, None);
+        let run = rr_run(1, String::new(), client, None);
         let t = run.throughput.unwrap();
         assert_eq!(
             (
@@ -399,5 +587,55 @@ mod tests {
         assert_eq!(v["intervals"], serde_json::json!([]));
         let back: Run = serde_json::from_value(v).unwrap();
         assert_eq!(back, run);
+    }
+
+    #[test]
+    fn uploads_are_counted_by_what_the_server_received() {
+        // The study's veth-1g str-readx30k at 250 users: the client wrote
+        // 443 MB into its sockets, the server read 358 MB, over 3 s.
+        let spec = linkperf_workload::TestSpec::new(
+            "str-readx30k".parse().unwrap(),
+            linkperf_workload::Protocol::Tcp,
+            250,
+            std::time::Duration::from_secs(3),
+        );
+        let mut client = side(3.0, 443_000_000, 0, 14_420, cpu(0.5, 1.0));
+        client.intervals.clear();
+        let mut server = side(3.0, 0, 358_000_000, 11_653, cpu(0.4, 1.0));
+        server.intervals.clear();
+        server.flows = linkperf_metrics::FlowCounts::from_counts(
+            (0..250)
+                .map(|f| linkperf_metrics::FlowCount {
+                    flow: f,
+                    transactions: 46,
+                    tx_bytes: 0,
+                    rx_bytes: 358_000_000 / 250,
+                })
+                .collect(),
+        );
+        let run = derive_run(1, String::new(), &spec, client.clone(), Some(server));
+        let t = run.throughput.unwrap();
+        assert!(close(t.tx_bytes_per_s, 358e6 / 3.0));
+        assert!(t.tx_bytes_per_s * 8.0 < 1e9, "at most the 1 Gbit/s link");
+        assert_eq!(t.counted_at, crate::CountedAt::receivers());
+        assert!(
+            close(t.transactions_per_s, 11_653.0 / 3.0),
+            "messages whole at the server"
+        );
+        let p = run.payload.unwrap();
+        assert_eq!(p.client_to_server.sent, 443_000_000);
+        assert_eq!(p.client_to_server.received, Some(358_000_000));
+        assert_eq!(p.client_to_server.in_flight, Some(85_000_000));
+        let f = run.flows.unwrap();
+        assert_eq!(f.measure, linkperf_metrics::FlowMeasure::ReceivedBytes);
+        assert_eq!((f.flows, f.no_progress), (250, 0));
+        assert_eq!(f.jain, Some(1.0));
+        // Without the server's report only the sender's count is there, and
+        // the run says so.
+        let run = derive_run(1, String::new(), &spec, client, None);
+        let t = run.throughput.unwrap();
+        assert!(close(t.tx_bytes_per_s, 443e6 / 3.0));
+        assert_eq!(t.counted_at.client_to_server, crate::Counter::Sender);
+        assert!(run.flows.is_none(), "no per-flow counts of the receiver");
     }
 }

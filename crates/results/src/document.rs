@@ -1,4 +1,4 @@
-//! The results document, schema `linkperf/results/v1`: one file per
+//! The results document, schema `linkperf/results/v2`: one file per
 //! configuration under test (its label), holding every test and every run of it.
 //!
 //! The field names are a contract with every tool that reads these files (the
@@ -11,13 +11,20 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{Environment, LatencySummary, SideCpu, SideReport, TcpInfoSummary};
+use linkperf_metrics::{
+    Environment, FlowStats, LatencySummary, SideCpu, SideReport, TcpInfoSummary,
+};
 use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};
 
 use crate::{rfc3339, summarize, TestSummary};
 
-/// The schema this build writes and reads.
-pub const SCHEMA: &str = "linkperf/results/v1";
+/// The schema this build writes (it also reads [`SCHEMA_V1`]).
+pub const SCHEMA: &str = "linkperf/results/v2";
+
+/// The first schema: its upload throughput (client to server) was counted
+/// at the sender, and its runs carry no checks. Still read; see
+/// `docs/results-schema.md`.
+pub const SCHEMA_V1: &str = "linkperf/results/v1";
 
 /// Everything measured for one configuration under test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -265,6 +272,11 @@ pub struct TestConfig {
     /// How long a UDP transaction waited for its response, seconds (UDP only).
     #[serde(default)]
     pub udp_timeout_s: Option<f64>,
+    /// The largest share of lost UDP transactions a run may have and pass its
+    /// `udp_loss` check (`--max-loss`, a fraction: 0.01 is 1 %); `None`: loss
+    /// is reported, not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_loss: Option<f64>,
 }
 
 impl TestConfig {
@@ -287,20 +299,54 @@ impl TestConfig {
             mss: spec.socket.mss,
             udp_timeout_s: (spec.protocol == Protocol::Udp)
                 .then_some(spec.udp_timeout.as_secs_f64()),
+            max_loss: None,
         }
     }
 }
 
-/// How a run ended.
+/// How a run ended. From worst to best: `failed`, `aborted`, `suspect`, `ok`
+/// (the order of [`RunStatus::severity`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    /// The window completed and both sides reported.
+    /// The window completed, both sides reported, and every check passed.
     Ok,
+    /// The window completed but a check says the measurement is not to be
+    /// believed (a stall, a broken window, a noisy host, ...): kept with its
+    /// figures and `status_reasons`, left out of statistics and comparisons.
+    Suspect,
     /// The run was interrupted (by the user, or a deadline) before it completed.
     Aborted,
     /// The run could not be carried out; `error` says why.
     Failed,
+}
+
+impl RunStatus {
+    /// How bad it is: `ok` 0, `suspect` 1, `aborted` 2, `failed` 3.
+    pub fn severity(self) -> u8 {
+        match self {
+            RunStatus::Ok => 0,
+            RunStatus::Suspect => 1,
+            RunStatus::Aborted => 2,
+            RunStatus::Failed => 3,
+        }
+    }
+
+    /// The word for it: `ok`, `suspect`, `aborted`, `failed`.
+    pub fn word(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Suspect => "suspect",
+            RunStatus::Aborted => "aborted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Whether the run completed its window (`ok` or `suspect`): what
+    /// `--resume` keeps.
+    pub fn completed(self) -> bool {
+        matches!(self, RunStatus::Ok | RunStatus::Suspect)
+    }
 }
 
 /// One run of a test.
@@ -321,9 +367,39 @@ pub struct Run {
     /// Why the run failed or was aborted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Payload rates over the client's window.
+    /// Why the run is not `ok`, one sentence per failed check (and the error
+    /// of a failed or aborted run first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_reasons: Vec<String>,
+    /// The run this one repeats because that one was suspect (its `run`
+    /// number); absent for a run of its own. Retries do not count toward a
+    /// suite's repeats.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<u32>,
+    /// Payload rates over the client's window, each direction counted by its
+    /// receiver (see [`Throughput::counted_at`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throughput: Option<Throughput>,
+    /// Payload bytes of the window per direction: what the sender wrote, what
+    /// the receiver read, and the difference (bytes still in flight, in socket
+    /// buffers and on the wire, when the window closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Payload>,
+    /// How evenly the users were served: the distribution of one figure over
+    /// the test's flows (transactions for request/response, bytes received
+    /// for streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<FlowStats>,
+    /// UDP request/response: transactions lost (unanswered within the
+    /// timeout) and their share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<Loss>,
+    /// The validity checks, in a fixed order (see [`crate::CheckName`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<crate::Check>,
+    /// An aggregate's parts: what each server (or lab pair) carried.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
     /// Transaction-time distribution in microseconds, as the client measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transaction_time_us: Option<LatencySummary>,
@@ -351,8 +427,9 @@ pub struct Run {
     pub server: Option<SideReport>,
 }
 
-/// Payload rates over the client's measurement window. `tx` is what the client
-/// wrote (client to server), `rx` what it read (server to client).
+/// Payload rates over the client's measurement window. `tx` is the client to
+/// server direction, `rx` the server to client direction; each is counted
+/// where it is true, at its receiver (`counted_at` says where it was).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
     /// Payload bytes per second, both directions together.
@@ -361,8 +438,108 @@ pub struct Throughput {
     pub tx_bytes_per_s: f64,
     /// Payload bytes per second, server to client.
     pub rx_bytes_per_s: f64,
-    /// Transactions completed per second.
+    /// Transactions completed per second (request/response: as the client
+    /// completed them; streams: messages whole at their receiver).
     pub transactions_per_s: f64,
+    /// Where each direction's bytes were counted. Absent in
+    /// `linkperf/results/v1` files, which counted client to server at the
+    /// sender (the client) and server to client at the receiver (the client).
+    #[serde(default = "CountedAt::v1")]
+    pub counted_at: CountedAt,
+}
+
+/// Which side counted a direction's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counter {
+    /// The side that read them: what the path delivered.
+    Receiver,
+    /// The side that wrote them: includes bytes still in flight when the
+    /// window closed (only where the receiver could not report).
+    Sender,
+}
+
+/// Where each direction's bytes of a [`Throughput`] were counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountedAt {
+    /// Client to server (`tx_bytes_per_s`).
+    pub client_to_server: Counter,
+    /// Server to client (`rx_bytes_per_s`).
+    pub server_to_client: Counter,
+}
+
+impl CountedAt {
+    /// What a `linkperf/results/v1` file's throughput was: the client counted
+    /// both directions, so uploads at their sender.
+    pub fn v1() -> Self {
+        CountedAt {
+            client_to_server: Counter::Sender,
+            server_to_client: Counter::Receiver,
+        }
+    }
+
+    /// Both directions at their receivers.
+    pub fn receivers() -> Self {
+        CountedAt {
+            client_to_server: Counter::Receiver,
+            server_to_client: Counter::Receiver,
+        }
+    }
+}
+
+/// Payload bytes of one direction over the window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirectionBytes {
+    /// Written by the sender in its window.
+    pub sent: u64,
+    /// Read by the receiver in its window (`None` when the receiver did not
+    /// report, e.g. a foreign server).
+    #[serde(default)]
+    pub received: Option<u64>,
+    /// `sent − received`: bytes written but not yet read when the windows
+    /// closed (in socket buffers and on the wire). Negative when the
+    /// receiver's window began before the sender's and read bytes written
+    /// before it.
+    #[serde(default)]
+    pub in_flight: Option<i64>,
+}
+
+/// Payload bytes of the window, per direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Payload {
+    /// Client to server.
+    pub client_to_server: DirectionBytes,
+    /// Server to client.
+    pub server_to_client: DirectionBytes,
+}
+
+/// Lost UDP transactions of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Loss {
+    /// Transactions counted lost (no answer within the timeout).
+    pub lost: u64,
+    /// Transactions answered.
+    pub answered: u64,
+    /// `lost / (lost + answered)`, 0 to 1.
+    pub rate: f64,
+}
+
+/// What one part of an aggregate (one server of `run --server h1,h2`, one
+/// pair of the lab's `--pairs`) carried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// The server's address, or `pairK`.
+    pub label: String,
+    /// Its users.
+    pub users: u32,
+    /// Its status.
+    pub status: RunStatus,
+    /// Its payload bytes per second, both directions, as counted by its receivers.
+    #[serde(default)]
+    pub bytes_per_s: Option<f64>,
+    /// Its transactions per second.
+    #[serde(default)]
+    pub transactions_per_s: Option<f64>,
 }
 
 /// CPU time of each side over its window.

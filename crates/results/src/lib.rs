@@ -1,4 +1,4 @@
-//! linkperf's results document (schema `linkperf/results/v1`): the versioned
+//! linkperf's results document (schema `linkperf/results/v2`): the versioned
 //! serde types every exporter and comparison reads, the derivation of a run's
 //! figures (throughput, transaction time, CPU efficiency) from what the client
 //! and the server measured, the statistics of a test's repeated runs, and
@@ -10,6 +10,7 @@
 //! writers in `docs/results-schema.md`.
 #![warn(missing_docs)]
 
+mod checks;
 mod derive;
 mod document;
 mod error;
@@ -17,10 +18,16 @@ mod store;
 mod summary;
 mod timestamp;
 
-pub use derive::{derive_run, failed_run};
+pub use checks::{
+    checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
+    CPU_WINDOW_FLOOR_S, CPU_WINDOW_SHARE, HOST_NOISE_MAX, HOST_NOISE_MIN_WINDOW_S,
+    LITTLE_TOLERANCE, STALL_SHARE,
+};
+pub use derive::{derive_run, failed_run, flow_stats};
 pub use document::{
-    CpuPair, Efficiency, Environments, IntervalRate, LinkInfo, ResultsDocument, Run, RunStatus,
-    SuiteRecord, TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA,
+    CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, Environments, IntervalRate, LinkInfo,
+    Loss, Part, Payload, ResultsDocument, Run, RunStatus, SuiteRecord, TestConfig, TestResult,
+    Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
 pub use store::remove_stale_temp_files;

@@ -13,13 +13,14 @@ use std::path::Path;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use crate::{ResultsDocument, ResultsError, SCHEMA};
+use crate::{ResultsDocument, ResultsError, SCHEMA, SCHEMA_V1};
 
 /// What every version of the schema string starts with; the major version follows.
 const SCHEMA_PREFIX: &str = "linkperf/results/v";
 
-/// The major version this build reads and writes (the number in [`SCHEMA`]).
-const SCHEMA_MAJOR: u32 = 1;
+/// The major version this build writes (the number in [`SCHEMA`]); it reads
+/// this one and every one before it down to 1.
+const SCHEMA_MAJOR: u32 = 2;
 
 /// Ends the name of every temporary file a save writes.
 const TEMP_SUFFIX: &str = ".linkperf-tmp";
@@ -252,7 +253,9 @@ fn check_schema(value: &Value, origin: &str) -> Result<(), ResultsError> {
             )))
         }
     };
-    if found == SCHEMA {
+    // A v1 file reads as v2: its throughput's `counted_at` (absent there)
+    // then says that its uploads were counted at the sender.
+    if found == SCHEMA || found == SCHEMA_V1 {
         return Ok(());
     }
     let Some(major) = found.strip_prefix(SCHEMA_PREFIX) else {
@@ -299,7 +302,18 @@ mod tests {
     use linkperf_workload::{Placement, Protocol, TestSpec};
 
     use super::*;
-    use crate::{derive_run, failed_run, RunStatus, TestConfig};
+
+    /// `derive_run` for a 1-user request/response test.
+    fn rr_run(n: u32, started: String, client: SideReport, server: Option<SideReport>) -> Run {
+        let spec = linkperf_workload::TestSpec::new(
+            "rr:200x1000".parse().unwrap(),
+            linkperf_workload::Protocol::Tcp,
+            1,
+            std::time::Duration::from_secs(2),
+        );
+        crate::derive_run(n, started, &spec, client, server)
+    }
+    use crate::{failed_run, Run, RunStatus, TestConfig};
 
     #[test]
     fn only_dead_processes_temp_files_of_the_same_path_are_removed() {
@@ -376,6 +390,8 @@ mod tests {
             },
             cpus: 4,
             window_s: 2.0,
+            opened_late_s: None,
+            closed_late_s: None,
         }
     }
 
@@ -423,6 +439,8 @@ mod tests {
             connections: 1,
             error_samples: Vec::new(),
             profile: None,
+            latency_histogram: None,
+            flows: Default::default(),
         }
     }
 
@@ -454,7 +472,7 @@ mod tests {
             Placement::with_threads(1),
             Placement::with_threads(1),
         );
-        let ok = derive_run(
+        let ok = rr_run(
             1,
             "2024-05-01T10:00:00Z".into(),
             report(0.5, true),
@@ -611,13 +629,35 @@ mod tests {
         let err = load_err(&write(
             dir.path(),
             "new.json",
-            br#"{"schema": "linkperf/results/v2", "whatever": []}"#,
+            br#"{"schema": "linkperf/results/v3", "whatever": []}"#,
         ));
         assert!(err.contains("new.json"), "{err}");
         assert!(
-            err.contains("was written by a newer linkperf (schema linkperf/results/v2); this build reads linkperf/results/v1"),
+            err.contains("was written by a newer linkperf (schema linkperf/results/v3); this build reads linkperf/results/v2"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_v1_file_loads_and_says_its_uploads_were_counted_at_the_sender() {
+        let mut value = serde_json::to_value(sample()).unwrap();
+        value["schema"] = "linkperf/results/v1".into();
+        // v1 had no counted_at, payload, checks or flows.
+        for run in value["tests"][0]["runs"].as_array_mut().unwrap() {
+            let run = run.as_object_mut().unwrap();
+            for gone in ["payload", "checks", "flows", "status_reasons"] {
+                run.remove(gone);
+            }
+            if let Some(t) = run.get_mut("throughput").and_then(|t| t.as_object_mut()) {
+                t.remove("counted_at");
+            }
+        }
+        let doc = ResultsDocument::from_json(&value.to_string(), "v1.json").unwrap();
+        assert_eq!(doc.schema, crate::SCHEMA_V1);
+        let t = doc.tests[0].runs[0].throughput.unwrap();
+        assert_eq!(t.counted_at, crate::CountedAt::v1());
+        assert_eq!(t.counted_at.client_to_server, crate::Counter::Sender);
+        assert_eq!(t.counted_at.server_to_client, crate::Counter::Receiver);
     }
 
     #[test]
@@ -760,7 +800,7 @@ mod tests {
         }
         has("/environment/client/hostname");
         has("/environment/server");
-        assert_eq!(value["schema"], "linkperf/results/v1");
+        assert_eq!(value["schema"], "linkperf/results/v2");
 
         let test = "/tests/0";
         for f in ["name", "workload", "config", "spec", "runs"] {
@@ -810,6 +850,12 @@ mod tests {
             "throughput/tx_bytes_per_s",
             "throughput/rx_bytes_per_s",
             "throughput/transactions_per_s",
+            "throughput/counted_at/client_to_server",
+            "throughput/counted_at/server_to_client",
+            "payload/client_to_server/sent",
+            "payload/client_to_server/received",
+            "payload/client_to_server/in_flight",
+            "payload/server_to_client/sent",
             "transaction_time_us/mean",
             "transaction_time_us/p50",
             "transaction_time_us/p90",

@@ -28,8 +28,13 @@ const THROUGHPUT_KEY: &str = "throughput.bytes_per_s";
 /// Statistics of one test over its `ok` runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSummary {
-    /// Number of `ok` runs summarised (failed and aborted runs are left out).
+    /// Number of `ok` runs summarised (suspect, failed and aborted runs are
+    /// left out).
     pub runs: u32,
+    /// Suspect runs left out of the statistics (a check failed: see each
+    /// run's `status_reasons`).
+    #[serde(default)]
+    pub suspect_runs: u32,
     /// Statistics of each figure, keyed by its dotted path in a run (e.g.
     /// `throughput.bytes_per_s`, `cpu.server.softirq_s`); a figure is here only
     /// when every summarised run has it.
@@ -155,8 +160,14 @@ pub fn summarize(test: &TestResult) -> Option<TestSummary> {
         })
         .collect();
     let throughput_cv = metrics.get(THROUGHPUT_KEY).and_then(|s| s.cv);
+    let suspect = test
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Suspect)
+        .count();
     Some(TestSummary {
         runs: u32::try_from(ok.len()).unwrap_or(u32::MAX),
+        suspect_runs: u32::try_from(suspect).unwrap_or(u32::MAX),
         unstable: throughput_cv.is_some_and(|cv| cv > UNSTABLE_CV),
         throughput_cv,
         metrics,
@@ -185,6 +196,8 @@ mod tests {
             proc_stat: ProcStatBreakdown::default(),
             cpus: 4,
             window_s: 10.0,
+            opened_late_s: None,
+            closed_late_s: None,
         }
     }
 
@@ -202,6 +215,7 @@ mod tests {
         );
         run.error = None;
         run.throughput = Some(Throughput {
+            counted_at: crate::CountedAt::receivers(),
             bytes_per_s,
             tx_bytes_per_s: bytes_per_s / 4.0,
             rx_bytes_per_s: bytes_per_s * 3.0 / 4.0,

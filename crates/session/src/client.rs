@@ -366,11 +366,21 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         nominal
     };
     let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-    let system = window.map(|w| w.system).unwrap_or_else(|| {
-        let s = linkperf_metrics::system_cpu_now();
-        linkperf_metrics::system_cpu_between(&s, &s)
-    });
-    let cpu = side_cpu(process, method, &system, sampled_s);
+    let mut cpu = match &window {
+        Some(w) => side_cpu(process, method, &w.system, sampled_s),
+        None => {
+            let s = linkperf_metrics::system_cpu_now();
+            side_cpu(
+                process,
+                method,
+                &linkperf_metrics::system_cpu_between(&s, &s),
+                0.0,
+            )
+        }
+    };
+    if let Some(w) = &window {
+        w.mark(&mut cpu);
+    }
     let mut env = capture_environment(
         agg.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
         req.command_line.clone(),

@@ -19,6 +19,27 @@ pub struct WindowCpu {
     pub system: SystemCpuDelta,
     /// Seconds between the two samples.
     pub window_s: f64,
+    /// Seconds from the window's opening to the first sample.
+    pub opened_late_s: f64,
+    /// Seconds from the window's close to the second sample (negative when
+    /// the run was cut short).
+    pub closed_late_s: f64,
+}
+
+impl WindowCpu {
+    /// Records where the samples fell in `cpu`.
+    pub fn mark(&self, cpu: &mut linkperf_metrics::SideCpu) {
+        cpu.opened_late_s = Some(self.opened_late_s);
+        cpu.closed_late_s = Some(self.closed_late_s);
+    }
+}
+
+/// Seconds from `edge` to `at`, negative when `at` is earlier.
+fn late(at: Instant, edge: Instant) -> f64 {
+    match at.checked_duration_since(edge) {
+        Some(d) => d.as_secs_f64(),
+        None => -(edge - at).as_secs_f64(),
+    }
 }
 
 /// A sampling thread; dropping the stop sender (or sending) ends the window early.
@@ -28,10 +49,14 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling at `schedule`'s window edges.
+    /// Starts sampling at `schedule`'s window edges. The sampling thread asks
+    /// for real-time priority where the process may have it (it sleeps but
+    /// for the two samples), so that on a busy host it still samples at the
+    /// edges rather than when the scheduler next gets round to it.
     pub fn spawn(schedule: Schedule) -> Sampler {
         let (stop, rx) = mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
+            linkperf_metrics::prefer_realtime_current_thread();
             let wait = |until: Instant| -> bool {
                 // true if stopped early
                 let left = until.saturating_duration_since(Instant::now());
@@ -43,11 +68,14 @@ impl Sampler {
             let t0 = Instant::now();
             let (p0, s0): (ProcessCpu, SystemCpuSample) = (process_cpu_now(), system_cpu_now());
             let _ = wait(schedule.measure_until);
+            let t1 = Instant::now();
             let (p1, s1) = (process_cpu_now(), system_cpu_now());
             Some(WindowCpu {
                 process: p1.since(&p0),
                 system: system_cpu_between(&s0, &s1),
-                window_s: t0.elapsed().as_secs_f64(),
+                window_s: t1.saturating_duration_since(t0).as_secs_f64(),
+                opened_late_s: late(t0, schedule.measure_from),
+                closed_late_s: late(t1, schedule.measure_until),
             })
         });
         Sampler { stop, handle }

@@ -527,11 +527,21 @@ impl Session<'_> {
             _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
         };
         let window_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-        let system = window.map(|w| w.system).unwrap_or_else(|| {
-            let s = linkperf_metrics::system_cpu_now();
-            linkperf_metrics::system_cpu_between(&s, &s)
-        });
-        let cpu = side_cpu(process, method, &system, window_s);
+        let mut cpu = match &window {
+            Some(w) => side_cpu(process, method, &w.system, window_s),
+            None => {
+                let s = linkperf_metrics::system_cpu_now();
+                side_cpu(
+                    process,
+                    method,
+                    &linkperf_metrics::system_cpu_between(&s, &s),
+                    0.0,
+                )
+            }
+        };
+        if let Some(w) = &window {
+            w.mark(&mut cpu);
+        }
         let mut env = self.environment();
         if let Some(s) = &agg.socket {
             s.record(&mut env);

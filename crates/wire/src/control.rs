@@ -20,7 +20,13 @@ use crate::{encode_frame, WireError};
 ///
 /// 2: a server placement whose `threads` is 0 leaves the count to the server
 /// (one worker per CPU of its host); version 1 servers refused it.
-pub const PROTOCOL_VERSION: u32 = 2;
+///
+/// 3: the server's report carries its per-flow counts and its histogram
+/// (the client counts uploads by what the server received, and merges
+/// histograms), its CPU samples' distance from the window's edges, and the
+/// server's boot id in its environment; data connections and UDP datagrams
+/// naming a flow beyond the test's users are refused.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -393,6 +399,7 @@ mod tests {
             socket_sndbuf: Some(425_984),
             socket_rcvbuf: Some(131_072),
             socket_nodelay: Some(true),
+            boot_id: None,
             linkperf_version: "0.1.0".into(),
             command_line: vec![
                 "linkperf".into(),
@@ -454,6 +461,8 @@ mod tests {
                 },
                 cpus: 16,
                 window_s: 10.000_213_457,
+                opened_late_s: None,
+                closed_late_s: None,
             },
             tcp_info: Some(TcpInfoSummary {
                 flows: 50,
@@ -477,6 +486,8 @@ mod tests {
             connections: 50,
             error_samples: vec!["flow 7: connection reset by peer (os error 104)".into()],
             profile: None,
+            latency_histogram: None,
+            flows: Default::default(),
         }
     }
 
@@ -741,32 +752,32 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":2}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":3}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
         malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
-        malformed_client(br#"{"type":"welcome","protocol_version":2}"#);
-        malformed_server(br#"{"type":"hello","protocol_version":2}"#);
+        malformed_client(br#"{"type":"welcome","protocol_version":4}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":3}"#);
         malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
     }
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v3 = WireError::VersionMismatch {
+        let v4 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 3,
+            theirs: 4,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":3,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":3}"#,
-            r#"{"protocol_version":3,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":4,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":4}"#,
+            r#"{"protocol_version":4,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v3.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v4.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":3,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v3));
+            r#"{"type":"welcome","protocol_version":4,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v4));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
@@ -785,11 +796,11 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":2,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":3,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 2,
+                protocol_version: 3,
                 client_version: "0.2.0".into()
             })
         );
@@ -803,11 +814,11 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":2,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":3,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 2,
+                protocol_version: 3,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,
@@ -817,8 +828,28 @@ mod tests {
 
     #[test]
     fn an_hour_of_results_fits_in_a_default_frame() {
+        // An hour of seconds, the most users a server takes (20,000), each
+        // with an hour's counts, and a histogram spanning 1 µs to an hour.
+        let mut report = report(3600, 64);
+        report.flows = linkperf_metrics::FlowCounts::from_counts(
+            (0..20_000u32)
+                .map(|f| linkperf_metrics::FlowCount {
+                    flow: f,
+                    transactions: 40_000_000 + u64::from(f),
+                    tx_bytes: 400_000_000_000 + u64::from(f),
+                    rx_bytes: 400_000_000_000 - u64::from(f),
+                })
+                .collect(),
+        );
+        let mut h = linkperf_metrics::LatencyRecorder::new();
+        let mut ns = 1_000u64;
+        while ns < 3_600_000_000_000 {
+            h.record_n_ns(ns, 1 + ns % 97);
+            ns += ns / 300 + 1;
+        }
+        report.latency_histogram = h.encode_histogram();
         let msg = ServerMessage::Results {
-            report: report(3600, 64),
+            report,
             environment: environment(),
         };
         let frame = encode_server(&msg);

@@ -64,6 +64,8 @@ const BUILTINS: [Builtin; 4] = [
 /// The built-in suite called `name`, if there is one.
 pub fn builtin_suite(name: &str) -> Option<Suite> {
     BUILTINS.iter().find(|b| b.name == name).map(|b| Suite {
+        retry_suspect: None,
+        max_loss: None,
         name: b.name.to_string(),
         description: b.description.to_string(),
         repeat: b.repeat,

@@ -24,7 +24,7 @@ pub use builtin::{builtin_suite, builtin_suites, STUDY_USERS, STUDY_WORKLOADS};
 pub use cpus::CpuList;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
-pub use size::Bytes;
+pub use size::{parse_percent, Bytes};
 pub use spec::{
     Placement, Protocol, SocketOptions, TestSpec, MAX_TEST_TIME, MAX_UDP_PAYLOAD, MAX_USERS,
     UDP_HEADER_BYTES,

@@ -124,3 +124,33 @@ mod tests {
         }
     }
 }
+
+/// A percentage as a fraction: `"1%"`, `"1.5"` and `"0.25 %"` are 0.01, 0.015
+/// and 0.0025. It must lie in [0, 100].
+pub fn parse_percent(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
+    let pct: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a percentage (e.g. 1 or 0.5%)"))?;
+    if !(0.0..=100.0).contains(&pct) {
+        return Err(format!("'{text}' is not between 0 and 100 %"));
+    }
+    Ok(pct / 100.0)
+}
+
+#[cfg(test)]
+mod percent_tests {
+    use super::parse_percent;
+
+    #[test]
+    fn percentages_read_as_fractions() {
+        assert_eq!(parse_percent("1%"), Ok(0.01));
+        assert_eq!(parse_percent(" 50 "), Ok(0.5));
+        assert_eq!(parse_percent("0.5 %"), Ok(0.005));
+        assert!(parse_percent("101").is_err());
+        assert!(parse_percent("-1%").is_err());
+        assert!(parse_percent("lots").is_err());
+        assert!(parse_percent("NaN").is_err());
+    }
+}

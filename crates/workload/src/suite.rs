@@ -67,6 +67,12 @@ pub struct Suite {
     pub repeat: u32,
     /// The tests, in the order a single pass runs them.
     pub tests: Vec<SuiteTest>,
+    /// How many times a suspect run is run again at once, unless the
+    /// command line says otherwise (`retry_suspect` in a suite file).
+    pub retry_suspect: Option<u32>,
+    /// The largest share of lost UDP transactions a run may have and pass
+    /// its check, 0 to 1 (`max_loss` in a suite file); `None`: not judged.
+    pub max_loss: Option<f64>,
 }
 
 /// What the fingerprint covers: the name and the tests, not the description
@@ -280,6 +286,8 @@ mod tests {
 
     fn suite() -> Suite {
         Suite {
+            retry_suspect: None,
+            max_loss: None,
             name: "s".into(),
             description: "d".into(),
             repeat: 1,

@@ -22,6 +22,14 @@ use crate::{
 /// Measurement window of a test whose file sets none (as `linkperf run`).
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
+/// A share TOML may give as a number or as text: `max_loss = 0.5` or `"0.5%"`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FloatOrText {
+    Float(f64),
+    Text(String),
+}
+
 /// A value TOML may give as a number or as text: `sndbuf = 262144` or `"256k"`,
 /// `affinity = 2` or `"0-3"`.
 #[derive(Debug)]
@@ -133,6 +141,8 @@ table_with_settings! {
         name: Option<Spanned<String>>,
         description: Option<String>,
         repeat: Option<Spanned<u32>>,
+        retry_suspect: Option<Spanned<u32>>,
+        max_loss: Option<Spanned<FloatOrText>>,
         matrix: Option<Vec<Spanned<RawMatrix>>>,
         test: Option<Vec<Spanned<RawTest>>>,
         profile: Option<Vec<Spanned<RawProfile>>>,
@@ -276,10 +286,25 @@ pub fn parse_suite(text: &str, origin: &str) -> Result<Suite, SuiteError> {
     }
     file.check_unique(&placed)?;
 
+    let max_loss = match &raw.max_loss {
+        None => None,
+        Some(v) => {
+            let text = match v.get_ref() {
+                FloatOrText::Float(n) => n.to_string(),
+                FloatOrText::Text(t) => t.clone(),
+            };
+            Some(
+                crate::parse_percent(&text)
+                    .map_err(|e| file.value(v.span(), format!("max_loss: {e}")))?,
+            )
+        }
+    };
     Ok(Suite {
         name,
         description: raw.description.unwrap_or_default().trim().to_string(),
         repeat,
+        retry_suspect: raw.retry_suspect.as_ref().map(|r| *r.get_ref()),
+        max_loss,
         tests: placed.into_iter().map(|p| p.test).collect(),
     })
 }

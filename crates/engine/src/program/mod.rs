@@ -140,12 +140,15 @@ pub struct ProgramOutcome {
 
 impl ProgramOutcome {
     /// This side's record, with `cpu` as measured around the run; the
-    /// per-element report is attached when `with_profile`.
+    /// per-element report is attached when `with_profile`. The bytes read
+    /// are those its read flowops took: what was read only to be thrown
+    /// away between transactions (the other side's writes past the end of a
+    /// timed transaction) is in `totals` alone.
     pub fn side_report(&self, cpu: SideCpu, busy_poll: bool, with_profile: bool) -> SideReport {
         SideReport {
             window_s: self.window_s,
             tx_bytes: self.totals.tx_bytes,
-            rx_bytes: self.totals.rx_bytes,
+            rx_bytes: self.totals.rx_bytes.saturating_sub(self.stats.drained),
             transactions: self.totals.transactions,
             errors: self.stats.errors,
             totals: self.totals,
@@ -158,6 +161,8 @@ impl ProgramOutcome {
             connections: self.stats.connections,
             error_samples: self.stats.error_samples.clone(),
             profile: with_profile.then(|| self.report.clone()),
+            latency_histogram: self.stats.latency.encode_histogram(),
+            flows: Default::default(),
         }
     }
 }

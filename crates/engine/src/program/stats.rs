@@ -54,6 +54,9 @@ pub struct Stats {
     pub types: Vec<Tally>,
     /// Whole-run totals (every byte, including what was drained).
     pub totals: Totals,
+    /// Bytes read and thrown away between transactions (in `totals`, but
+    /// not read by any read flowop).
+    pub drained: u64,
     /// Failed operations.
     pub errors: u64,
     /// Every iteration's time.
@@ -74,6 +77,7 @@ impl Stats {
             txns: (0..slots).map(|_| Tally::default()).collect(),
             types: (0..TYPES).map(|_| Tally::default()).collect(),
             totals: Totals::default(),
+            drained: 0,
             errors: 0,
             latency: LatencyRecorder::new(),
             buckets: Vec::new(),
@@ -129,6 +133,7 @@ impl Stats {
     /// side wrote past the end of a timed transaction).
     pub fn drained(&mut self, n: u64, now: Instant) {
         self.totals.rx_bytes += n;
+        self.drained += n;
         if let Some(b) = self.bucket(now) {
             b.1 += n;
         }
@@ -191,6 +196,7 @@ impl Stats {
         self.totals.tx_bytes += o.totals.tx_bytes;
         self.totals.rx_bytes += o.totals.rx_bytes;
         self.totals.transactions += o.totals.transactions;
+        self.drained += o.drained;
         self.errors += o.errors;
         self.latency.merge(&o.latency);
         // Buckets are relative to each worker's start; all start together

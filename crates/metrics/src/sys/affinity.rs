@@ -87,6 +87,22 @@ pub(crate) fn current_cpu() -> Option<usize> {
     usize::try_from(cpu).ok()
 }
 
+/// Puts the calling thread in the real-time FIFO class at priority `priority`
+/// (`sched_setscheduler` with pid 0 acts on the calling thread). Fails with
+/// `EPERM` where the process may not (no CAP_SYS_NICE, no RLIMIT_RTPRIO).
+pub(crate) fn set_current_thread_fifo(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param for the call's duration.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::{Report, ReportError};
 pub struct CsvExporter;
 
 /// Columns of a comparison.
-const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable,verdict_note";
+const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable,verdict_note,base_suspect_runs,candidate_suspect_runs";
 
 /// Columns of a one-file report.
 const SINGLE_COLUMNS: &str =
@@ -64,9 +64,23 @@ impl Exporter for CsvExporter {
                             t.candidate_runs.to_string(),
                             t.unstable.to_string(),
                             field(&t.verdict_note().unwrap_or_default()),
+                            suspect(report, &c.base, &t.name).to_string(),
+                            suspect(report, &c.candidate, &t.name).to_string(),
                         ];
                         let _ = writeln!(out, "{}", row.join(","));
                     }
+                }
+                // A test with no clean run on a side: its verdict and why,
+                // no metric.
+                for n in &c.not_compared {
+                    let mut row = vec![field(&c.base), field(&c.candidate), field(&n.name)];
+                    row.extend(std::iter::repeat_n(String::new(), 13));
+                    row.push(n.verdict.word().to_string());
+                    row.extend(std::iter::repeat_n(String::new(), 3));
+                    row.push(field(&n.reason));
+                    row.push(suspect(report, &c.base, &n.name).to_string());
+                    row.push(suspect(report, &c.candidate, &n.name).to_string());
+                    let _ = writeln!(out, "{}", row.join(","));
                 }
             }
         } else {
@@ -122,6 +136,16 @@ impl Exporter for CsvExporter {
     }
 }
 
+/// The suspect runs of test `name` in the file labelled `label`.
+fn suspect(report: &Report, label: &str, name: &str) -> u32 {
+    report
+        .figures
+        .iter()
+        .find(|f| f.label == label)
+        .and_then(|f| f.test(name))
+        .map_or(0, |t| t.suspect_runs)
+}
+
 /// A text field, quoted when it holds a comma, a quote or a line break (RFC 4180).
 fn field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
@@ -155,14 +179,14 @@ mod tests {
         assert_eq!(
             lines[1..4],
             [
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false,",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false,",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false,",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false,,0,0",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false,,0,0",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false,,0,0",
             ]
         );
         assert_eq!(
             lines[15],
-            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false,"
+            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false,,0,0"
         );
         // Every row has as many fields as the header.
         let columns = COMPARISON_COLUMNS.split(',').count();

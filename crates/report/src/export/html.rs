@@ -59,6 +59,7 @@ h3 { font-size: 18px; margin: 22px 0 8px; }
 .better { background: var(--better); color: var(--better-ink); }
 .worse { background: var(--worse); color: var(--worse-ink); }
 .mixed { background: var(--mixed); color: var(--mixed-ink); }
+.nodata { background: #eee; color: #555; }
 .same { color: var(--same-ink); }
 .chip.same { background: #e8e8e8; }
 .method { font-size: 14px; color: #444; margin: 4px 0; }
@@ -124,6 +125,7 @@ fn verdict_class(v: Verdict) -> &'static str {
         Verdict::Worse => "worse",
         Verdict::Same => "same",
         Verdict::Mixed => "mixed",
+        Verdict::NoData => "nodata",
     }
 }
 
@@ -203,8 +205,8 @@ impl Page<'_> {
             let _ = writeln!(self.out, "<p class=\"sentence\">{}</p>", esc(&c.summary));
             let _ = writeln!(
                 self.out,
-                "<div class=\"chips\"><span class=\"chip better\">better {}</span><span class=\"chip same\">same {}</span><span class=\"chip worse\">worse {}</span><span class=\"chip mixed\">mixed {}</span><span class=\"chip same\">{} tests compared</span></div>",
-                n.better, n.same, n.worse, n.mixed, n.total()
+                "<div class=\"chips\"><span class=\"chip better\">better {}</span><span class=\"chip same\">same {}</span><span class=\"chip worse\">worse {}</span><span class=\"chip mixed\">mixed {}</span><span class=\"chip nodata\">no data {}</span><span class=\"chip same\">{} tests compared</span></div>",
+                n.better, n.same, n.worse, n.mixed, n.no_data, n.total()
             );
             let _ = writeln!(self.out, "<p class=\"method\">{}</p>", esc(&c.method_note));
         }

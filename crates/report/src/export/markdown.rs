@@ -57,6 +57,12 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
     for t in &c.failed {
         lines.push(format!("Failed runs: {} {}: {}", t.label, t.test, t.reason));
     }
+    for t in &c.suspect {
+        lines.push(format!(
+            "Suspect runs: {} {}: {}",
+            t.label, t.test, t.reason
+        ));
+    }
     for t in &c.incomplete {
         lines.push(format!(
             "Incomplete runs: {} {}: {}",
@@ -64,6 +70,7 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
         ));
     }
     lines.extend(c.capacity.iter().cloned());
+    lines.extend(c.counting.iter().cloned());
     for cmp in &report.comparisons {
         if !cmp.only_in_base.is_empty() {
             lines.push(format!(
@@ -80,7 +87,7 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
             ));
         }
         for n in &cmp.not_compared {
-            lines.push(format!("Not compared: {}: {}", n.name, n.reason));
+            lines.push(format!("No data: {}: {}", n.name, n.reason));
         }
     }
     lines
@@ -102,19 +109,20 @@ fn comparison(report: &Report, s: &mut String) {
     );
     let _ = writeln!(
         s,
-        "| candidate | better | same | worse | mixed | compared |"
+        "| candidate | better | same | worse | mixed | no data | compared |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
     for c in &report.comparisons {
         let n = &c.counts;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             c.candidate,
             n.better,
             n.same,
             n.worse,
             n.mixed,
+            n.no_data,
             n.total()
         );
     }
@@ -314,9 +322,9 @@ hs is better in 1 of 2 tests, about the same in 1, worse in 0.
 No repeated runs: a difference counts when it is larger than 2%; with a single run no significance test is possible (run the suites with --repeat 3 for one).
 Verdicts come from throughput, mean transaction time and server CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the noise.
 
-| candidate | better | same | worse | mixed | compared |
-|---|---:|---:|---:|---:|---:|
-| hs | 1 | 1 | 0 | 0 | 2 |
+| candidate | better | same | worse | mixed | no data | compared |
+|---|---:|---:|---:|---:|---:|---:|
+| hs | 1 | 1 | 0 | 0 | 0 | 2 |
 
 ## Consistency
 

@@ -1,0 +1,1053 @@
+//! Every run is checked before it is believed. Pure functions over a run's
+//! figures and the two sides' reports: no clock, no I/O.
+//!
+//! The checks tell a measurement fault (the number is not to be believed: a
+//! stall, CPU sampled over another window than the traffic, a noisy host, an
+//! interrupted run) from a finding about the path (loss, retransmits, a
+//! saturated link), which is reported as a figure and never makes a run
+//! suspect unless the user set a bound (`--max-loss`). Each bound and its
+//! reasoning is in `docs/results-schema.md`.
+
+use serde::{Deserialize, Serialize};
+
+use linkperf_metrics::{Environment, SideCpu, SideReport};
+use linkperf_workload::{Protocol, TestSpec, Workload};
+
+use crate::{Run, RunStatus};
+
+/// Little's law for a closed loop without think time: every user always has
+/// one transaction in flight, so throughput × mean transaction time equals the
+/// users. A measurement that departs from it by more than this share counted
+/// transactions that did not happen or missed ones that did (a stall whose
+/// transactions ended after the window).
+pub const LITTLE_TOLERANCE: f64 = 0.05;
+
+/// A whole second whose received payload is below this share of the run's
+/// median second is a stall (and one at 0 always is).
+pub const STALL_SHARE: f64 = 0.20;
+
+/// The CPU must be sampled within this share of the window of the traffic
+/// window's edges...
+pub const CPU_WINDOW_SHARE: f64 = 0.01;
+/// ... or within this many seconds, whichever is larger (a sample takes a few
+/// hundred microseconds; a scheduler's tick is up to 10 ms).
+pub const CPU_WINDOW_FLOOR_S: f64 = 0.010;
+
+/// Busy CPU time on a host that neither side of the test accounts for (nor
+/// the network stack's softirq work), plus the time the hypervisor stole, as
+/// a share of the host's CPU time over the window. Above it, other work
+/// competed with the test for the CPUs it measured.
+pub const HOST_NOISE_MAX: f64 = 0.10;
+
+/// `/proc/stat` counts in ticks of 1/100 s (USER_HZ, 100 on every Linux ABI):
+/// each of a window's two samples may be off by up to a tick per CPU.
+const PROC_STAT_TICK_S: f64 = 0.01;
+
+/// Shortest window whose host noise is judged: below it the ticks' own
+/// uncertainty is a tenth of the host's time on two CPUs.
+pub const HOST_NOISE_MIN_WINDOW_S: f64 = 1.0;
+
+/// The checks, in the order a run lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckName {
+    /// Throughput × mean transaction time = users (closed-loop request/response).
+    LittlesLaw,
+    /// No whole second far below the run's median second.
+    StalledInterval,
+    /// CPU sampled at the traffic window's edges, on both sides.
+    CpuWindow,
+    /// Every flow made progress.
+    FlowProgress,
+    /// The host was quiet enough.
+    HostNoise,
+    /// The run completed and moved something.
+    Interrupted,
+    /// UDP loss within the user's bound.
+    UdpLoss,
+}
+
+impl CheckName {
+    /// The name as written in the results.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckName::LittlesLaw => "littles_law",
+            CheckName::StalledInterval => "stalled_interval",
+            CheckName::CpuWindow => "cpu_window",
+            CheckName::FlowProgress => "flow_progress",
+            CheckName::HostNoise => "host_noise",
+            CheckName::Interrupted => "interrupted",
+            CheckName::UdpLoss => "udp_loss",
+        }
+    }
+}
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckStatus {
+    /// Within its bound.
+    Pass,
+    /// Outside its bound.
+    Fail,
+    /// Does not apply to this run (`detail` says why).
+    NotApplicable,
+}
+
+/// One validity check of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Which check.
+    pub name: CheckName,
+    /// Its outcome.
+    pub status: CheckStatus,
+    /// What was measured (its unit is in `detail`), when there is a figure.
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// The bound the value is held to, when there is one.
+    #[serde(default)]
+    pub bound: Option<f64>,
+    /// In words: what was found, or why the check does not apply.
+    pub detail: String,
+}
+
+impl Check {
+    fn new(
+        name: CheckName,
+        status: CheckStatus,
+        value: Option<f64>,
+        bound: Option<f64>,
+        detail: String,
+    ) -> Self {
+        Check {
+            name,
+            status,
+            value,
+            bound,
+            detail,
+        }
+    }
+
+    fn na(name: CheckName, why: impl Into<String>) -> Self {
+        Check::new(name, CheckStatus::NotApplicable, None, None, why.into())
+    }
+
+    fn judged(name: CheckName, pass: bool, value: f64, bound: f64, detail: String) -> Self {
+        let status = if pass {
+            CheckStatus::Pass
+        } else {
+            CheckStatus::Fail
+        };
+        Check::new(name, status, finite(value), finite(bound), detail)
+    }
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+/// What the checks need beyond the run itself.
+#[derive(Debug, Clone)]
+pub struct Judge<'a> {
+    /// The test.
+    pub spec: &'a TestSpec,
+    /// The run was interrupted (Ctrl-C, the server stopping it, a deadline).
+    pub interrupted: bool,
+    /// The hosts the test ran on, with the CPU its processes used on each
+    /// ([`host_cpus`]); `None` when the test's own CPU cannot be told from
+    /// other work on them: other tests share the hosts by design at the same
+    /// time (one pair of the lab's `--pairs`, one client group of several:
+    /// their noise is judged on the aggregate instead), or a foreign server
+    /// (a stock iperf3) runs on the client's host.
+    pub hosts: Option<Vec<HostCpu>>,
+    /// The largest loss rate (0 to 1) a UDP run may have, if the user set one.
+    pub max_loss: Option<f64>,
+}
+
+/// One host of a test: its CPU counters over the window (from any side that
+/// ran there) and the process CPU of every side of the test that ran there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostCpu {
+    /// How to name it: `this host`, `the client's host`, `the server's host`.
+    pub label: String,
+    /// One side's CPU record taken on it (its /proc/stat breakdown is the host's).
+    pub cpu: SideCpu,
+    /// The sides' process CPU on it, summed, seconds.
+    pub processes_s: f64,
+    /// The window its counters cover, seconds.
+    pub window_s: f64,
+}
+
+/// The hosts of one run's two sides.
+pub fn hosts_of_run(
+    run: &Run,
+    client_env: Option<&Environment>,
+    server_env: Option<&Environment>,
+) -> Vec<HostCpu> {
+    let mut sides = Vec::new();
+    if let Some(c) = &run.client {
+        sides.push(("client", c, client_env));
+    }
+    if let Some(s) = &run.server {
+        sides.push(("server", s, server_env));
+    }
+    host_cpus(&sides)
+}
+
+/// The hosts of a test's sides (`(role, report, environment)`, role `client`
+/// or `server`), those with the same boot id taken as one host. A side whose
+/// host does not say its boot id is a host of its own.
+pub fn host_cpus(sides: &[(&str, &SideReport, Option<&Environment>)]) -> Vec<HostCpu> {
+    let mut hosts: Vec<(Option<String>, Vec<&str>, HostCpu)> = Vec::new();
+    for (role, report, env) in sides {
+        let boot = env.and_then(|e| e.boot_id.clone());
+        match hosts.iter_mut().find(|h| boot.is_some() && h.0 == boot) {
+            Some(h) => {
+                h.2.processes_s += report.cpu.process_s;
+                if !h.1.contains(role) {
+                    h.1.push(role);
+                }
+            }
+            None => hosts.push((
+                boot,
+                vec![role],
+                HostCpu {
+                    label: String::new(),
+                    cpu: report.cpu,
+                    processes_s: report.cpu.process_s,
+                    window_s: report.window_s,
+                },
+            )),
+        }
+    }
+    let single = hosts.len() == 1;
+    hosts
+        .into_iter()
+        .map(|(_, roles, mut h)| {
+            h.label = if single || roles.len() > 1 {
+                "this host".to_string()
+            } else {
+                format!("the {}'s host", roles[0])
+            };
+            h
+        })
+        .collect()
+}
+
+/// Checks `run` and sets its status: an `ok` run with a failed check becomes
+/// `suspect`; `failed` and `aborted` runs keep their status. The reasons of
+/// every failed check go in `status_reasons`, after the error if there is one.
+pub fn judge_run(run: &mut Run, j: &Judge<'_>) {
+    run.checks = checks(run, j);
+    let failed: Vec<String> = run
+        .checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail)
+        .map(|c| format!("{}: {}", c.name.as_str(), c.detail))
+        .collect();
+    if run.status == RunStatus::Ok && !failed.is_empty() {
+        run.status = RunStatus::Suspect;
+    }
+    if j.interrupted && run.status.severity() < RunStatus::Aborted.severity() {
+        run.status = RunStatus::Aborted;
+        if run.error.is_none() {
+            run.error = Some("interrupted".into());
+        }
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    if run.status != RunStatus::Ok {
+        if let Some(e) = &run.error {
+            reasons.push(e.clone());
+        }
+    }
+    reasons.extend(failed);
+    run.status_reasons = reasons;
+}
+
+/// Every check of `run`, in [`CheckName`] order.
+pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
+    vec![
+        littles_law(run, j),
+        stalled_interval(run),
+        cpu_window(run),
+        flow_progress(run),
+        host_noise(run, j),
+        interrupted(run, j),
+        udp_loss(run, j),
+    ]
+}
+
+fn is_profile(spec: &TestSpec) -> bool {
+    matches!(spec.workload, Workload::Profile { .. })
+}
+
+fn littles_law(run: &Run, j: &Judge<'_>) -> Check {
+    let name = CheckName::LittlesLaw;
+    match &j.spec.workload {
+        Workload::Rr { .. } | Workload::Mix { .. } => {}
+        Workload::Crr { .. } => {
+            return Check::na(
+                name,
+                "connect-per-transaction flows spend time connecting and closing outside their transactions",
+            )
+        }
+        Workload::Stream { .. } => return Check::na(name, "streams are not a closed loop"),
+        Workload::Profile { .. } => {
+            return Check::na(name, "a profile's users may think and wait between transactions")
+        }
+    }
+    let Some(client) = &run.client else {
+        return Check::na(name, "nothing was measured");
+    };
+    let window = client.window_s;
+    let users = f64::from(j.spec.users.max(1));
+    if window <= 0.0 {
+        return Check::na(name, "the window has no length");
+    }
+    let (txns, mean_s) = match &client.latency {
+        Some(l) => (l.count as f64, l.mean / 1e6),
+        None => (0.0, 0.0),
+    };
+    // A lost UDP transaction occupied its user for the timeout.
+    let lost = if j.spec.protocol == Protocol::Udp {
+        client.errors as f64
+    } else {
+        0.0
+    };
+    let timeout_s = j.spec.udp_timeout.as_secs_f64();
+    let in_flight = (txns * mean_s + lost * timeout_s) / window;
+    let ratio = in_flight / users;
+    // A transaction straddling either edge of the window is counted whole or
+    // not at all: up to about one transaction time per window either way.
+    let longest_s = mean_s.max(if lost > 0.0 { timeout_s } else { 0.0 });
+    let bound = LITTLE_TOLERANCE + longest_s / window;
+    let pass = (ratio - 1.0).abs() <= bound;
+    Check::judged(
+        name,
+        pass,
+        ratio,
+        bound,
+        format!(
+            "throughput × mean transaction time / users = {ratio:.3} ({:.0} transactions/s × {:.1} µs{} over {} user{}); a closed loop keeps it within ±{:.1} % of 1",
+            txns / window,
+            mean_s * 1e6,
+            if lost > 0.0 {
+                format!(", {lost:.0} lost at {:.0} ms", timeout_s * 1e3)
+            } else {
+                String::new()
+            },
+            j.spec.users,
+            if j.spec.users == 1 { "" } else { "s" },
+            bound * 100.0
+        ),
+    )
+}
+
+fn stalled_interval(run: &Run) -> Check {
+    let name = CheckName::StalledInterval;
+    // Whole seconds only: the last may be a fraction of one.
+    let seconds: Vec<(f64, u64)> = run
+        .intervals
+        .iter()
+        .filter(|i| i.length_s >= 0.999)
+        .map(|i| (i.start_s, i.tx_bytes + i.rx_bytes))
+        .collect();
+    if seconds.len() < 2 {
+        return Check::na(name, "fewer than two whole seconds in the window");
+    }
+    let mut sorted: Vec<u64> = seconds.iter().map(|s| s.1).collect();
+    sorted.sort_unstable();
+    let median = sorted[(sorted.len() - 1) / 2] as f64;
+    let (worst_at, worst) = seconds
+        .iter()
+        .copied()
+        .min_by_key(|s| s.1)
+        .unwrap_or((0.0, 0));
+    let share = if median > 0.0 {
+        worst as f64 / median
+    } else {
+        0.0
+    };
+    let pass = worst > 0 && share >= STALL_SHARE;
+    Check::judged(
+        name,
+        pass,
+        share,
+        STALL_SHARE,
+        format!(
+            "the slowest second (from {worst_at:.0} s) moved {worst} payload bytes, {:.0} % of the median second's {median:.0}; each must reach {:.0} % and none may be empty",
+            share * 100.0,
+            STALL_SHARE * 100.0
+        ),
+    )
+}
+
+/// How far a side's CPU samples were from the traffic window's edges,
+/// seconds (the worse edge), if it says.
+fn cpu_offset(cpu: &SideCpu, window: f64) -> f64 {
+    match (cpu.opened_late_s, cpu.closed_late_s) {
+        (Some(a), Some(b)) => a.abs().max(b.abs()),
+        _ => (cpu.window_s - window).abs(),
+    }
+}
+
+fn cpu_window(run: &Run) -> Check {
+    let name = CheckName::CpuWindow;
+    let (Some(cpu), Some(client)) = (&run.cpu, &run.client) else {
+        return Check::na(name, "no CPU was measured");
+    };
+    let window = client.window_s;
+    let bound = (CPU_WINDOW_SHARE * window).max(CPU_WINDOW_FLOOR_S);
+    let mut sides = vec![("client", cpu_offset(&cpu.client, window))];
+    if let (Some(s), Some(server)) = (&cpu.server, &run.server) {
+        sides.push(("server", cpu_offset(s, server.window_s)));
+    }
+    let (side, worst) =
+        sides
+            .iter()
+            .copied()
+            .fold(("client", 0.0f64), |a, b| if b.1 > a.1 { b } else { a });
+    Check::judged(
+        name,
+        worst <= bound,
+        worst,
+        bound,
+        format!(
+            "the {side}'s CPU was sampled {:.1} ms from the traffic window's edge (at most {:.1} ms: 1 % of the window or 10 ms)",
+            worst * 1e3,
+            bound * 1e3
+        ),
+    )
+}
+
+fn flow_progress(run: &Run) -> Check {
+    let name = CheckName::FlowProgress;
+    let Some(f) = &run.flows else {
+        return Check::na(
+            name,
+            "no per-flow counts (a profile, or a side that does not report them)",
+        );
+    };
+    let stuck = f64::from(f.no_progress);
+    Check::judged(
+        name,
+        f.no_progress == 0,
+        stuck,
+        0.0,
+        format!(
+            "{} of {} flows moved nothing in the window ({})",
+            f.no_progress, f.flows, f.measure
+        ),
+    )
+}
+
+/// One host's busy time outside the test's processes and softirq, and its
+/// stolen time, as a share of its CPU time; with the two figures behind it.
+fn noise_of(h: &HostCpu) -> Option<(f64, f64, f64)> {
+    let cpus = f64::from(h.cpu.cpus.max(1));
+    let capacity = cpus * h.window_s;
+    if capacity <= 0.0 {
+        return None;
+    }
+    let p = &h.cpu.proc_stat;
+    // What the ticks cannot tell apart is not counted against the host.
+    let uncertainty = 2.0 * PROC_STAT_TICK_S * cpus;
+    let other = (p.busy_s() - p.softirq_s - h.processes_s - uncertainty).max(0.0);
+    Some(((other + p.steal_s) / capacity, other, p.steal_s))
+}
+
+fn host_noise(run: &Run, j: &Judge<'_>) -> Check {
+    let name = CheckName::HostNoise;
+    let Some(hosts) = &j.hosts else {
+        return Check::na(
+            name,
+            "the host's other work cannot be told from the test's (other tests share it by design and are judged on their aggregate, or a foreign server runs on it)",
+        );
+    };
+    if run.cpu.is_none() {
+        return Check::na(name, "no CPU was measured");
+    }
+    let window = run.client.as_ref().map_or(0.0, |c| c.window_s);
+    if window < HOST_NOISE_MIN_WINDOW_S {
+        return Check::na(
+            name,
+            format!(
+                "a window of {window:.3} s is too short for /proc/stat's 10 ms ticks (at least {HOST_NOISE_MIN_WINDOW_S} s)"
+            ),
+        );
+    }
+    let worst = hosts
+        .iter()
+        .filter_map(|h| noise_of(h).map(|n| (h, n)))
+        .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
+    let Some((host, (share, other, steal))) = worst else {
+        return Check::na(name, "no host's CPU could be judged");
+    };
+    Check::judged(
+        name,
+        share <= HOST_NOISE_MAX,
+        share,
+        HOST_NOISE_MAX,
+        format!(
+            "on {}, {other:.2} CPU-s busy outside the test's processes and softirq and {steal:.2} s stolen: {:.1} % of its CPU time (at most {:.0} %)",
+            host.label,
+            share * 100.0,
+            HOST_NOISE_MAX * 100.0
+        ),
+    )
+}
+
+fn interrupted(run: &Run, j: &Judge<'_>) -> Check {
+    let name = CheckName::Interrupted;
+    if j.interrupted || run.status == RunStatus::Aborted {
+        return Check::new(
+            name,
+            CheckStatus::Fail,
+            None,
+            None,
+            "the run was interrupted before its window completed".into(),
+        );
+    }
+    if run.status == RunStatus::Failed && run.client.is_none() {
+        return Check::na(name, "the run did not take place");
+    }
+    let moved = run.payload.map_or(0, |p| {
+        p.client_to_server
+            .received
+            .unwrap_or(p.client_to_server.sent)
+            .saturating_add(
+                p.server_to_client
+                    .received
+                    .unwrap_or(p.server_to_client.sent),
+            )
+    });
+    let txns = run.client.as_ref().map_or(0, |c| c.transactions)
+        + run.server.as_ref().map_or(0, |s| s.transactions);
+    let pass = moved > 0 || txns > 0;
+    Check::new(
+        name,
+        if pass {
+            CheckStatus::Pass
+        } else {
+            CheckStatus::Fail
+        },
+        Some(moved as f64),
+        None,
+        if pass {
+            format!("the window completed; {moved} payload bytes received")
+        } else {
+            "the window completed with no transaction and no byte received".into()
+        },
+    )
+}
+
+fn udp_loss(run: &Run, j: &Judge<'_>) -> Check {
+    let name = CheckName::UdpLoss;
+    if j.spec.protocol != Protocol::Udp || is_profile(j.spec) {
+        return Check::na(name, "not a UDP workload");
+    }
+    let Some(loss) = &run.loss else {
+        return Check::na(name, "nothing was measured");
+    };
+    match j.max_loss {
+        None => Check::new(
+            name,
+            CheckStatus::Pass,
+            Some(loss.rate),
+            None,
+            format!(
+                "{} of {} transactions lost ({:.2} %); no --max-loss set: reported, not judged",
+                loss.lost,
+                loss.lost + loss.answered,
+                loss.rate * 100.0
+            ),
+        ),
+        Some(max) => Check::judged(
+            name,
+            loss.rate <= max,
+            loss.rate,
+            max,
+            format!(
+                "{} of {} transactions lost ({:.2} %; at most {:.2} % by --max-loss)",
+                loss.lost,
+                loss.lost + loss.answered,
+                loss.rate * 100.0,
+                max * 100.0
+            ),
+        ),
+    }
+}
+
+/// The loss of a UDP run from its client's report: each error of a UDP
+/// client is a transaction that went unanswered.
+pub(crate) fn udp_loss_of(client: &SideReport) -> crate::Loss {
+    let lost = client.errors;
+    let answered = client.transactions;
+    let total = lost + answered;
+    crate::Loss {
+        lost,
+        answered,
+        rate: if total == 0 {
+            0.0
+        } else {
+            lost as f64 / total as f64
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use linkperf_metrics::{
+        BusyMethod, FlowCount, FlowCounts, Interval, LatencySummary, ProcStatBreakdown,
+        ProcessMethod, Totals,
+    };
+    use linkperf_workload::{Protocol, TestSpec};
+
+    use super::*;
+    use crate::derive_run;
+
+    fn spec(w: &str, p: Protocol, users: u32) -> TestSpec {
+        TestSpec::new(w.parse().unwrap(), p, users, Duration::from_secs(3))
+    }
+
+    fn cpu(process_s: f64, busy_s: f64) -> SideCpu {
+        SideCpu {
+            process_s,
+            process_user_s: process_s / 2.0,
+            process_system_s: process_s / 2.0,
+            process_method: ProcessMethod::RusageThreadSum,
+            system_busy_s: busy_s,
+            system_busy_method: BusyMethod::ProcStat,
+            softirq_s: 0.0,
+            proc_stat: ProcStatBreakdown {
+                user_s: busy_s / 2.0,
+                system_s: busy_s / 2.0,
+                ..Default::default()
+            },
+            cpus: 2,
+            window_s: 3.0,
+            opened_late_s: Some(0.001),
+            closed_late_s: Some(0.002),
+        }
+    }
+
+    /// A side of a 3 s window with `per_second` transactions (2 payload bytes
+    /// each) in each second, `users` flows sharing them, a mean transaction
+    /// time of `mean_us`.
+    fn side(per_second: [u64; 3], users: u32, mean_us: f64, cpu: SideCpu) -> SideReport {
+        let txns: u64 = per_second.iter().sum();
+        SideReport {
+            window_s: 3.0,
+            tx_bytes: txns,
+            rx_bytes: txns,
+            transactions: txns,
+            errors: 0,
+            totals: Totals {
+                tx_bytes: txns,
+                rx_bytes: txns,
+                transactions: txns,
+            },
+            latency: (txns > 0).then_some(LatencySummary {
+                count: txns,
+                mean: mean_us,
+                p50: mean_us,
+                p90: mean_us,
+                p99: mean_us,
+                p999: mean_us,
+                min: mean_us,
+                max: mean_us,
+            }),
+            intervals: per_second
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| Interval {
+                    start_s: i as f64,
+                    length_s: 1.0,
+                    tx_bytes: n,
+                    rx_bytes: n,
+                    transactions: n,
+                })
+                .collect(),
+            cpu,
+            tcp_info: None,
+            workers: Vec::new(),
+            busy_poll: false,
+            connections: u64::from(users),
+            error_samples: Vec::new(),
+            profile: None,
+            latency_histogram: None,
+            flows: FlowCounts::from_counts(
+                (0..users)
+                    .map(|f| FlowCount {
+                        flow: f,
+                        transactions: txns / u64::from(users),
+                        tx_bytes: txns / u64::from(users),
+                        rx_bytes: txns / u64::from(users),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    fn one_host_env() -> Environment {
+        Environment {
+            boot_id: Some("b00t".into()),
+            ..Environment::default()
+        }
+    }
+
+    fn judged(spec: &TestSpec, client: SideReport, server: SideReport, interrupted: bool) -> Run {
+        let mut run = derive_run(1, String::new(), spec, client, Some(server));
+        let env = one_host_env();
+        let hosts = hosts_of_run(&run, Some(&env), Some(&env));
+        judge_run(
+            &mut run,
+            &Judge {
+                spec,
+                interrupted,
+                hosts: Some(hosts),
+                max_loss: None,
+            },
+        );
+        run
+    }
+
+    fn check(run: &Run, name: CheckName) -> &Check {
+        run.checks.iter().find(|c| c.name == name).unwrap()
+    }
+
+    #[test]
+    fn a_clean_closed_loop_passes_every_check() {
+        // 25 users, 40 µs each: 625,000 transactions/s keep 25 in flight.
+        let s = spec("rr1c-1x1", Protocol::Tcp, 25);
+        let per = [625_000, 625_000, 625_000];
+        let run = judged(
+            &s,
+            side(per, 25, 40.0, cpu(1.0, 2.2)),
+            side(per, 25, 0.0, cpu(1.0, 2.2)),
+            false,
+        );
+        assert_eq!(run.status, RunStatus::Ok, "{:#?}", run.checks);
+        assert!(run.status_reasons.is_empty());
+        assert_eq!(run.checks.len(), 7);
+        let l = check(&run, CheckName::LittlesLaw);
+        assert!((l.value.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(
+            check(&run, CheckName::UdpLoss).status,
+            CheckStatus::NotApplicable
+        );
+    }
+
+    #[test]
+    fn the_studys_stalled_run_is_suspect_by_littles_law_and_its_stall() {
+        // veth rr1c-1x1 at 25 users: 32,189 transactions in the first second,
+        // none after, a mean of 207 µs: 10,730/s × 207 µs is 2.2 users of 25.
+        let s = spec("rr1c-1x1", Protocol::Tcp, 25);
+        let per = [32_189, 0, 0];
+        let run = judged(
+            &s,
+            side(per, 25, 207.0, cpu(0.3, 0.7)),
+            side(per, 25, 0.0, cpu(0.3, 0.7)),
+            false,
+        );
+        assert_eq!(run.status, RunStatus::Suspect);
+        let l = check(&run, CheckName::LittlesLaw);
+        assert_eq!(l.status, CheckStatus::Fail);
+        assert!((l.value.unwrap() - 32_189.0 / 3.0 * 207e-6 / 25.0).abs() < 1e-6);
+        assert_eq!(
+            check(&run, CheckName::StalledInterval).status,
+            CheckStatus::Fail
+        );
+        assert!(run
+            .status_reasons
+            .iter()
+            .any(|r| r.starts_with("littles_law: ")));
+        assert!(run
+            .status_reasons
+            .iter()
+            .any(|r| r.starts_with("stalled_interval: ")));
+    }
+
+    #[test]
+    fn a_slow_second_is_a_stall_a_busy_one_is_not() {
+        let s = spec("rr1c-1x1", Protocol::Tcp, 1);
+        // 1 user at 100 µs: 10,000/s. A second at 19 % of the median stalls.
+        let run = judged(
+            &s,
+            side(
+                [10_000, 1_900, 10_000],
+                1,
+                100.0 * 3.0 * 10_000.0 / 21_900.0,
+                cpu(0.5, 1.1),
+            ),
+            side([10_000, 1_900, 10_000], 1, 0.0, cpu(0.5, 1.1)),
+            false,
+        );
+        let c = check(&run, CheckName::StalledInterval);
+        assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
+        assert!((c.value.unwrap() - 0.19).abs() < 1e-9);
+        let run = judged(
+            &s,
+            side(
+                [10_000, 2_100, 10_000],
+                1,
+                100.0 * 3.0 * 10_000.0 / 22_100.0,
+                cpu(0.5, 1.1),
+            ),
+            side([10_000, 2_100, 10_000], 1, 0.0, cpu(0.5, 1.1)),
+            false,
+        );
+        assert_eq!(
+            check(&run, CheckName::StalledInterval).status,
+            CheckStatus::Pass
+        );
+    }
+
+    #[test]
+    fn cpu_sampled_late_breaks_the_window() {
+        let s = spec("stream-up:30k", Protocol::Tcp, 1);
+        let mut late = cpu(0.5, 1.1);
+        // 5.04 s of CPU for a 3 s test: the close sampled 2 s late.
+        late.closed_late_s = Some(2.04);
+        let run = judged(
+            &s,
+            side([100, 100, 100], 1, 10.0, cpu(0.5, 1.1)),
+            side([100, 100, 100], 1, 0.0, late),
+            false,
+        );
+        let c = check(&run, CheckName::CpuWindow);
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.detail.contains("server"), "{}", c.detail);
+        assert_eq!(c.bound, Some(0.03));
+        // Files without the sample instants: the window lengths are compared.
+        let mut old = cpu(0.5, 1.1);
+        old.opened_late_s = None;
+        old.closed_late_s = None;
+        old.window_s = 3.005;
+        let run = judged(
+            &s,
+            side([100, 100, 100], 1, 10.0, old),
+            side([100, 100, 100], 1, 0.0, cpu(0.5, 1.1)),
+            false,
+        );
+        assert_eq!(check(&run, CheckName::CpuWindow).status, CheckStatus::Pass);
+    }
+
+    #[test]
+    fn other_work_on_the_host_is_noise_the_tests_own_is_not() {
+        let s = spec("rr1c-1x1", Protocol::Tcp, 1);
+        let per = [10_000, 10_000, 10_000];
+        // One host: 2 CPUs × 3 s; the sides' processes 1.0 + 1.0 s, busy 2.4 s.
+        let quiet = judged(
+            &s,
+            side(per, 1, 100.0, cpu(1.0, 2.4)),
+            side(per, 1, 0.0, cpu(1.0, 2.4)),
+            false,
+        );
+        let c = check(&quiet, CheckName::HostNoise);
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+        // 0.4 s unaccounted, less 2 ticks × 2 CPUs the counters cannot tell.
+        assert!((c.value.unwrap() - 0.36 / 6.0).abs() < 1e-9, "{c:?}");
+        // A hog on the host: busy 5.5 s of which the test's 2.
+        let busy = judged(
+            &s,
+            side(per, 1, 100.0, cpu(1.0, 5.5)),
+            side(per, 1, 0.0, cpu(1.0, 5.5)),
+            false,
+        );
+        let c = check(&busy, CheckName::HostNoise);
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.detail.contains("this host"), "{}", c.detail);
+        assert_eq!(busy.status, RunStatus::Suspect);
+        // Two hosts: each side's own process against its own host.
+        let mut run = derive_run(
+            1,
+            String::new(),
+            &s,
+            side(per, 1, 100.0, cpu(1.0, 2.4)),
+            Some(side(per, 1, 0.0, cpu(1.0, 2.4))),
+        );
+        let hosts = hosts_of_run(&run, None, None);
+        assert_eq!(hosts.len(), 2);
+        assert_eq!(hosts[1].label, "the server's host");
+        judge_run(
+            &mut run,
+            &Judge {
+                spec: &s,
+                interrupted: false,
+                hosts: Some(hosts),
+                max_loss: None,
+            },
+        );
+        let c = check(&run, CheckName::HostNoise);
+        assert_eq!(
+            c.status,
+            CheckStatus::Fail,
+            "1.4 s of 6 on each host: {c:?}"
+        );
+        // Shared by design: not judged.
+        let mut run = derive_run(
+            1,
+            String::new(),
+            &s,
+            side(per, 1, 100.0, cpu(1.0, 5.5)),
+            None,
+        );
+        judge_run(
+            &mut run,
+            &Judge {
+                spec: &s,
+                interrupted: false,
+                hosts: None,
+                max_loss: None,
+            },
+        );
+        assert_eq!(
+            check(&run, CheckName::HostNoise).status,
+            CheckStatus::NotApplicable
+        );
+    }
+
+    #[test]
+    fn nothing_moved_or_interrupted_is_never_ok() {
+        let s = spec("rr1c-200x1000", Protocol::Tcp, 4);
+        let run = judged(
+            &s,
+            side([0, 0, 0], 4, 0.0, cpu(0.0, 0.1)),
+            side([0, 0, 0], 4, 0.0, cpu(0.0, 0.1)),
+            false,
+        );
+        assert_ne!(run.status, RunStatus::Ok);
+        assert_eq!(
+            check(&run, CheckName::Interrupted).status,
+            CheckStatus::Fail
+        );
+        assert_eq!(
+            check(&run, CheckName::FlowProgress).status,
+            CheckStatus::Fail
+        );
+        let per = [1000, 1000, 1000];
+        let run = judged(
+            &s,
+            side(per, 4, 4.0 * 3.0 / 3000.0 * 1e6, cpu(0.5, 1.2)),
+            side(per, 4, 0.0, cpu(0.5, 1.2)),
+            true,
+        );
+        assert_eq!(run.status, RunStatus::Aborted);
+        assert_eq!(run.error.as_deref(), Some("interrupted"));
+        assert_eq!(run.status_reasons[0], "interrupted");
+        assert_eq!(
+            check(&run, CheckName::Interrupted).status,
+            CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn a_flow_without_progress_fails_its_check() {
+        let s = spec("rr1c-1x1", Protocol::Tcp, 3);
+        let per = [30_000, 30_000, 30_000];
+        let mut client = side(per, 3, 3.0 / 30_000.0 * 1e6, cpu(0.5, 1.2));
+        // Flow 2 never reported: it counts as 0.
+        client.flows = FlowCounts::from_counts(vec![
+            FlowCount {
+                flow: 0,
+                transactions: 45_000,
+                tx_bytes: 1,
+                rx_bytes: 1,
+            },
+            FlowCount {
+                flow: 1,
+                transactions: 45_000,
+                tx_bytes: 1,
+                rx_bytes: 1,
+            },
+        ]);
+        let run = judged(&s, client, side(per, 3, 0.0, cpu(0.5, 1.2)), false);
+        let f = run.flows.unwrap();
+        assert_eq!(
+            (f.flows, f.no_progress, f.min, f.max),
+            (3, 1, 0.0, 45_000.0)
+        );
+        assert_eq!(
+            check(&run, CheckName::FlowProgress).status,
+            CheckStatus::Fail
+        );
+    }
+
+    #[test]
+    fn udp_loss_is_reported_and_judged_only_against_a_bound() {
+        let s = spec("rr1c-1x1", Protocol::Udp, 1);
+        let per = [1000, 1000, 1000];
+        let mut client = side(per, 1, 900.0, cpu(0.5, 1.2));
+        client.errors = 100; // 100 lost at 250 ms: 25 s of a user's time... over 3 s
+        let mut run = derive_run(
+            1,
+            String::new(),
+            &s,
+            client,
+            Some(side(per, 1, 0.0, cpu(0.5, 1.2))),
+        );
+        let loss = run.loss.unwrap();
+        assert_eq!((loss.lost, loss.answered), (100, 3000));
+        for (max, status) in [
+            (None, CheckStatus::Pass),
+            (Some(0.05), CheckStatus::Pass),
+            (Some(0.01), CheckStatus::Fail),
+        ] {
+            judge_run(
+                &mut run,
+                &Judge {
+                    spec: &s,
+                    interrupted: false,
+                    hosts: None,
+                    max_loss: max,
+                },
+            );
+            let c = check(&run, CheckName::UdpLoss);
+            assert_eq!(c.status, status, "{max:?}: {c:?}");
+            assert!((c.value.unwrap() - 100.0 / 3100.0).abs() < 1e-12);
+        }
+        // A lost transaction's timeout is its time in Little's law.
+        let l = check(&run, CheckName::LittlesLaw);
+        let expected = (3000.0 * 900e-6 + 100.0 * 0.25) / 3.0;
+        assert!((l.value.unwrap() - expected).abs() < 1e-9, "{l:?}");
+    }
+
+    #[test]
+    fn streams_and_connect_per_transaction_skip_littles_law() {
+        for w in ["str-readx30k", "crr:64x64"] {
+            let s = spec(w, Protocol::Tcp, 2);
+            let per = [100, 100, 100];
+            let run = judged(
+                &s,
+                side(per, 2, 10.0, cpu(0.5, 1.2)),
+                side(per, 2, 0.0, cpu(0.5, 1.2)),
+                false,
+            );
+            assert_eq!(
+                check(&run, CheckName::LittlesLaw).status,
+                CheckStatus::NotApplicable,
+                "{w}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_window_too_short_for_the_ticks_is_not_judged_for_noise() {
+        let s = spec("rr1c-1x1", Protocol::Tcp, 1);
+        let per = [10_000, 10_000, 10_000];
+        let mut c = side(per, 1, 100.0, cpu(0.001, 0.01));
+        let mut v = side(per, 1, 0.0, cpu(0.001, 0.01));
+        // 5 ms of window: one tick of /proc/stat is twice the host's time.
+        for r in [&mut c, &mut v] {
+            r.window_s = 0.005;
+            r.cpu.window_s = 0.005;
+        }
+        let run = judged(&s, c, v, false);
+        let n = check(&run, CheckName::HostNoise);
+        assert_eq!(n.status, CheckStatus::NotApplicable, "{n:?}");
+        assert!(n.detail.contains("too short"), "{}", n.detail);
+    }
+}
