@@ -801,6 +801,73 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     }
 }
 
+/// Regression: `-d 5` was refused ("time unit needed"). A bare number is
+/// seconds, as iperf3's `-t 10` and netperf's `-l 10`, in every duration
+/// option: the server's limits and timeouts, the test's times, a suite's.
+#[test]
+fn a_bare_number_is_seconds_in_every_duration_option() {
+    let _g = shared();
+    let server = Server::start(&[
+        "--max-duration",
+        "60",
+        "--handshake-timeout",
+        "5",
+        "--control-timeout",
+        "5",
+        "--start-timeout",
+        "30",
+    ]);
+    let addr = server.addr();
+    let args = [
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "-w",
+        "rr:1x1",
+        "--protocol",
+        "udp",
+        "-d",
+        "1",
+        "--warmup",
+        "0",
+        "--udp-timeout",
+        "0.5",
+    ];
+    let (code, out, err, doc) = run_json(&args);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let spec = at(&doc, "/tests/0/spec");
+    for (key, secs, nanos) in [
+        ("duration", 1, 0),
+        ("warmup", 0, 0),
+        ("udp_timeout", 0, 500_000_000),
+    ] {
+        assert_eq!(int(spec, &format!("/{key}/secs")), secs, "{key}: {spec}");
+        assert_eq!(int(spec, &format!("/{key}/nanos")), nanos, "{key}: {spec}");
+    }
+    // The server reads its limits the same way: 2 s is over `--max-duration 1`.
+    let strict = Server::start(&["--max-duration", "1"]);
+    let addr = strict.addr();
+    let (code, _, err) = run(&["run", "--server", &addr, "-d", "2", "--warmup", "0"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--max-duration of 1s"), "{err}");
+    // A suite's: the same plan as with units.
+    let plan = |d: &str, w: &str| {
+        let (code, out, err) = run(&[
+            "suite",
+            "quick",
+            "--dry-run",
+            "--duration",
+            d,
+            "--warmup",
+            w,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(plan("2", "0"), plan("2s", "0s"));
+}
+
 // ---------------------------------------------------------------------------
 // 9. A client that vanishes mid-test.
 // ---------------------------------------------------------------------------
