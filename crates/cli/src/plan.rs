@@ -177,6 +177,16 @@ pub fn unix_reaches(spec: &TestSpec, target: Option<&Target>) -> anyhow::Result<
     Ok(())
 }
 
+/// What this host must have for `spec`'s data sockets: its congestion
+/// control (the server checks its own host).
+pub fn usable_here(spec: &TestSpec) -> anyhow::Result<()> {
+    if let Some(cc) = &spec.socket.cc {
+        linkperf_metrics::check_congestion_control(cc)
+            .map_err(|e| anyhow::anyhow!("--cc {cc}: on this host, {e}"))?;
+    }
+    Ok(())
+}
+
 /// Builds the plan of `linkperf run`; errors are usage errors.
 pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
     let mut profile_parts = Vec::new();
@@ -198,6 +208,7 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         spec
     };
     spec.validate()?;
+    usable_here(&spec)?;
     let target = target(&a.target)?;
     unix_reaches(&spec, target.as_ref())?;
     // A profile that names its hosts runs on their servers, not an embedded one.

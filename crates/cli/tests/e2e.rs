@@ -765,7 +765,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -775,6 +775,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
         (&["--frobnicate"], "--frobnicate"),
+        (&["--cc", "no/such"], "is not a name"),
         // Not an address of this host (nothing is sent to it).
         (
             &["--protocol", "unix", "--server", "198.18.0.1:9"],
@@ -866,6 +867,67 @@ fn a_bare_number_is_seconds_in_every_duration_option() {
         out
     };
     assert_eq!(plan("2", "0"), plan("2s", "0s"));
+}
+
+/// Regression: `--cc nosuchcc` failed the test with "No such file or
+/// directory (os error 2)", printed twice, exit 1. This host is checked
+/// before anything runs, and the error lists what it has.
+#[test]
+fn a_congestion_control_this_host_lacks_is_refused_before_anything_runs() {
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("never.json");
+    let json = json.to_str().unwrap();
+    // Port 9 refuses: a check made by connecting would fail otherwise.
+    for server in [&["--server", "127.0.0.1:9"][..], &[]] {
+        let mut args = vec!["run", "--cc", "nosuchcc", "--json", json];
+        args.extend(server);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: stdout {out} stderr {err}");
+        let says = "--cc nosuchcc: on this host, congestion control 'nosuchcc' is not available";
+        assert_eq!(err.matches(says).count(), 1, "once: {err}");
+        for cc in available.split_whitespace() {
+            assert!(err.contains(cc), "the error lists {cc}: {err}");
+        }
+        assert!(out.is_empty(), "nothing ran: {out}");
+        assert!(!std::path::Path::new(json).exists(), "nothing was written");
+    }
+}
+
+/// A server refuses a test whose congestion control its host lacks, naming
+/// the ones it has (a client on another host cannot check them).
+#[test]
+fn a_server_refuses_a_congestion_control_its_host_lacks() {
+    use linkperf_wire::{encode_client, ClientMessage, PROTOCOL_VERSION};
+    use linkperf_workload::{Placement, Protocol, TestSpec};
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let server = Server::start(&[]);
+    let mut spec = TestSpec::new(
+        "stream-up:16k".parse().unwrap(),
+        Protocol::Tcp,
+        1,
+        Duration::from_secs(1),
+    );
+    spec.socket.cc = Some("nosuchcc".into());
+    let mut bytes = hello(PROTOCOL_VERSION);
+    bytes.extend(encode_client(&ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(1),
+    }));
+    let replies = exchange(&server, &bytes, true);
+    let e = error_reply(&replies, "refused");
+    let message = text(&e, "/message");
+    assert!(
+        message.starts_with(
+            "on the server's host, congestion control 'nosuchcc' is not available (available: "
+        ),
+        "{message}"
+    );
+    for cc in available.split_whitespace() {
+        assert!(message.contains(cc), "the refusal lists {cc}: {message}");
+    }
 }
 
 // ---------------------------------------------------------------------------
