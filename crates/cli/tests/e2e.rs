@@ -765,7 +765,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -775,6 +775,12 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
         (&["--frobnicate"], "--frobnicate"),
+        // Regression: a lookup failure with exit 1.
+        (
+            &["--server", "127.0.0.1:abc"],
+            "'127.0.0.1:abc' is not a server address: 'abc' is not a port",
+        ),
+        (&["--iperf3-server", "h:x"], "'x' is not a port"),
         (&["--cc", "no/such"], "is not a name"),
         // Not an address of this host (nothing is sent to it).
         (
@@ -784,7 +790,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     ];
     for (bad, says) in cases {
         let mut args = vec!["run", "--json", json];
-        if !bad.contains(&"--server") {
+        if !bad.contains(&"--server") && !bad.contains(&"--iperf3-server") {
             args.extend(["--server", "127.0.0.1:9"]);
         }
         args.extend(bad);
@@ -928,6 +934,68 @@ fn a_server_refuses_a_congestion_control_its_host_lacks() {
     for cc in available.split_whitespace() {
         assert!(message.contains(cc), "the refusal lists {cc}: {message}");
     }
+}
+
+/// `linkperf run --server ADDR` against what is there, to the end: exit
+/// code, stderr, and how long it took.
+fn run_against(addr: &str) -> (i32, String, Duration) {
+    let t0 = Instant::now();
+    let (code, _, err) = run(&["run", "--server", addr, "-d", "1", "--warmup", "0"]);
+    (code, err, t0.elapsed())
+}
+
+/// Regression: an HTTP server at `--server` gave "control frame of
+/// 1213486160 bytes exceeds the limit" ("HTTP" read as a length).
+#[test]
+fn a_server_that_speaks_http_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let http = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        // What a web server does with a request line it cannot parse.
+        let mut buf = [0u8; 512];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let (code, err, took) = run_against(&addr);
+    http.join().unwrap();
+    assert_eq!(code, 1, "a test that did not run: {err}");
+    assert!(
+        err.contains(&format!(
+            "reach a linkperf server at {addr}: this port speaks HTTP, not linkperf \
+             (it answered \"HTTP/1.1 400 Bad Request\")"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("exceeds the limit"), "{err}");
+    assert!(
+        took < Duration::from_secs(10),
+        "told from its answer, not a timeout: {took:?}"
+    );
+}
+
+/// Regression: a stock `iperf3 -s` at `--server` gave "no welcome within
+/// 15s": its one state byte after the (hello read as a) cookie says iperf3.
+#[test]
+fn a_server_that_speaks_iperf3_is_named_with_the_option_for_it() {
+    util::iperf3::require_iperf3();
+    let iperf3 = util::iperf3::StockServer::start();
+    let addr = iperf3.addr();
+    let (code, err, took) = run_against(&addr);
+    assert_eq!(code, 1, "a test that did not run: {err}");
+    assert!(
+        err.contains(&format!(
+            "reach a linkperf server at {addr}: this port speaks iperf3, not linkperf: to test \
+             against an iperf3 server, use --iperf3-server {addr}"
+        )),
+        "{err}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "told from its answer, not a timeout: {took:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------
