@@ -143,7 +143,9 @@ pub struct ServeArgs {
 /// Where the server is.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// Server to test against (HOST or HOST:PORT); for `run`, also a comma-separated list (h1,h2,h3): one client group per server at once, aggregated. Without it, a server is started in-process on loopback.
+    /// Server to test against (HOST or HOST:PORT), or a comma-separated list (h1,h2,h3): one
+    /// client group per server at once, aggregated. Without it, a server is started in-process
+    /// on loopback.
     #[arg(long)]
     pub server: Option<String>,
     /// Control port when --server has none.
@@ -185,7 +187,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
     pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
-    /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
+    /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE,
+    /// mix:REQxRESP*W,... (request/response, each transaction's sizes drawn from the weighted
+    /// entries: mix:200x200*1,200x8k*3). Sizes take k, m (powers of 1024).
     #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]
     pub workload: Workload,
     /// Run a uperf profile (XML) instead of a workload: its groups' users run its
@@ -247,6 +251,10 @@ pub struct RunArgs {
 
 /// `linkperf suite`.
 #[derive(Debug, Args)]
+#[command(mut_arg("server", |a| a.help(
+    "Server to test against (HOST or HOST:PORT; one server, a list is for `run`). \
+     Without it, a server is started in-process on loopback"
+)))]
 pub struct SuiteArgs {
     /// A built-in suite (uperf45, tunnel, interconnect, quick) or a suite file (TOML).
     #[arg(required_unless_present = "list")]

@@ -808,6 +808,73 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     }
 }
 
+/// `--help` and the README say the same of the workloads, the durations and
+/// the quick suite (they had drifted: no `mix:` in --help, a "one-minute"
+/// suite that takes half a minute).
+#[test]
+fn help_and_readme_agree() {
+    let readme = include_str!("../../../README.md");
+    let help = |args: &[&str]| {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out
+    };
+    let run_help = help(&["run", "--help"]);
+    for form in [
+        "rr:REQxRESP",
+        "crr:REQxRESP",
+        "stream-up:SIZE",
+        "stream-down:SIZE",
+        "stream-bidir:SIZE",
+        "mix:REQxRESP*W",
+    ] {
+        assert!(run_help.contains(form), "run --help lacks {form}");
+        assert!(readme.contains(form), "the README lacks {form}");
+    }
+    for (args, options) in [
+        (
+            &["run", "--help"][..],
+            &["--duration", "--warmup", "--udp-timeout"][..],
+        ),
+        (&["suite", "--help"], &["--duration", "--warmup"]),
+        (&["lab", "run", "--help"], &["--duration", "--warmup"]),
+        (
+            &["serve", "--help"],
+            &[
+                "--max-duration",
+                "--handshake-timeout",
+                "--control-timeout",
+                "--start-timeout",
+            ],
+        ),
+    ] {
+        let text = help(args);
+        for option in options {
+            let at = text
+                .find(&format!("{option} <"))
+                .unwrap_or_else(|| panic!("{args:?}: no {option}"));
+            let own = &text[at..];
+            let own = &own[..own[1..].find("\n      -").map_or(own.len(), |i| i + 1)];
+            assert!(
+                own.contains("bare number of seconds"),
+                "{args:?} {option}: {own}"
+            );
+        }
+    }
+    assert!(readme.contains("a bare number of seconds: `-d 10` is 10 s"));
+    let list = help(&["suite", "--list"]);
+    let quick = list
+        .lines()
+        .find_map(|l| l.strip_prefix("quick"))
+        .expect("the quick suite is listed");
+    let what = quick.trim().split(':').next().unwrap();
+    assert!(
+        readme.contains(&format!("`quick` ({what}"))
+            && readme.contains(&format!("# the main job: {what}")),
+        "the README calls the quick suite what --list does ({what})"
+    );
+}
+
 /// Regression: `-d 5` was refused ("time unit needed"). A bare number is
 /// seconds, as iperf3's `-t 10` and netperf's `-l 10`, in every duration
 /// option: the server's limits and timeouts, the test's times, a suite's.
