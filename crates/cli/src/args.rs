@@ -35,9 +35,9 @@ pub enum Command {
     Report(Box<crate::compare::ReportArgs>),
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))?;
-    Ok(d)
+/// Every duration option: `30s`, `500ms`, `2m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    linkperf_workload::parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -92,7 +92,7 @@ pub struct ServeArgs {
     /// Control port.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Longest test accepted (warmup + duration).
+    /// Longest test accepted (warmup + duration): 1h, 30m, or a bare number of seconds.
     #[arg(long, default_value = "1h", value_parser = parse_duration)]
     pub max_duration: Duration,
     /// Most sessions served at once.
@@ -111,13 +111,16 @@ pub struct ServeArgs {
     /// Largest control message accepted (e.g. 1m).
     #[arg(long, default_value = "1m", value_parser = parse_bytes)]
     pub max_frame: u64,
-    /// Time a new control connection has to say hello and authenticate; slower ones are dropped.
+    /// Time a new control connection has to say hello and authenticate; slower ones are
+    /// dropped (10s, 500ms, or a bare number of seconds).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub handshake_timeout: Duration,
-    /// Time a session past its handshake may stay silent before its test request.
+    /// Time a session past its handshake may stay silent before its test request (10s,
+    /// or a bare number of seconds).
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub control_timeout: Duration,
-    /// Time a client has, once its test is accepted, to connect its users and start.
+    /// Time a client has, once its test is accepted, to connect its users and start (2m,
+    /// or a bare number of seconds).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub start_timeout: Duration,
     /// Most control connections in their handshake at once; more are refused at once.
@@ -140,7 +143,9 @@ pub struct ServeArgs {
 /// Where the server is.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// Server to test against (HOST or HOST:PORT); for `run`, also a comma-separated list (h1,h2,h3): one client group per server at once, aggregated. Without it, a server is started in-process on loopback.
+    /// Server to test against (HOST or HOST:PORT), or a comma-separated list (h1,h2,h3): one
+    /// client group per server at once, aggregated. Without it, a server is started in-process
+    /// on loopback.
     #[arg(long)]
     pub server: Option<String>,
     /// Control port when --server has none.
@@ -182,7 +187,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
     pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
-    /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE.
+    /// or rr:REQxRESP, crr:REQxRESP, stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE,
+    /// mix:REQxRESP*W,... (request/response, each transaction's sizes drawn from the weighted
+    /// entries: mix:200x200*1,200x8k*3). Sizes take k, m (powers of 1024).
     #[arg(long, short, default_value = "rr1c-1x1", value_parser = parse_workload)]
     pub workload: Workload,
     /// Run a uperf profile (XML) instead of a workload: its groups' users run its
@@ -202,10 +209,11 @@ pub struct RunArgs {
     /// Concurrent users, each a flow with its own connection.
     #[arg(long, short, default_value_t = 1)]
     pub users: u32,
-    /// Length of the measurement window.
+    /// Length of the measurement window: 30s, 500ms, 2m, or a bare number of seconds (-d 10).
     #[arg(long, short, default_value = "10s", value_parser = parse_duration)]
     pub duration: Duration,
-    /// Time before the window, excluded from every metric.
+    /// Time before the window, excluded from every metric (2s, 500ms, or a bare number of
+    /// seconds; 0 for none).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub warmup: Duration,
     /// Where each side's workers run.
@@ -226,7 +234,8 @@ pub struct RunArgs {
     /// TCP maximum segment size.
     #[arg(long)]
     pub mss: Option<u32>,
-    /// UDP: time after which an unanswered transaction counts as lost.
+    /// UDP: time after which an unanswered transaction counts as lost (250ms, or a bare
+    /// number of seconds).
     #[arg(long, default_value = "250ms", value_parser = parse_duration)]
     pub udp_timeout: Duration,
     /// UDP: the run is suspect when more than PCT % of its transactions are lost
@@ -246,6 +255,10 @@ pub struct RunArgs {
 
 /// `linkperf suite`.
 #[derive(Debug, Args)]
+#[command(mut_arg("server", |a| a.help(
+    "Server to test against (HOST or HOST:PORT; one server, a list is for `run`). \
+     Without it, a server is started in-process on loopback"
+)))]
 pub struct SuiteArgs {
     /// A built-in suite (uperf45, tunnel, interconnect, quick) or a suite file (TOML).
     #[arg(required_unless_present = "list")]
@@ -290,10 +303,11 @@ pub struct SuiteArgs {
     /// Continue the suite recorded in --out, skipping completed runs.
     #[arg(long, requires = "out")]
     pub resume: bool,
-    /// Measurement window of every test (overrides the suite's).
+    /// Measurement window of every test, overriding the suite's: 30s, 500ms, 2m, or a bare
+    /// number of seconds.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Warmup of every test (overrides the suite's).
+    /// Warmup of every test, overriding the suite's (2s, or a bare number of seconds; 0 for none).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// One plain line per finished run, no progress bar.

@@ -21,16 +21,13 @@ use linkperf_lab::sys::{interrupt, netns_command, Host};
 use linkperf_lab::{aggregate, Catalog, Lab, LabError, LinkRecord, Pair, Record, Topology};
 use linkperf_results::ResultsDocument;
 
+use crate::args::parse_duration;
 use crate::UsageError;
 
 /// How long `linkperf serve` may take to listen.
 const SERVE_READY: Duration = Duration::from_secs(10);
 /// How often running children are checked.
 const POLL: Duration = Duration::from_millis(50);
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 30s, 500ms, 2m)"))
-}
 
 /// `linkperf lab`.
 #[derive(Debug, clap::Args)]
@@ -63,10 +60,11 @@ pub struct LabRunArgs {
     /// The suite to run through each configuration (a built-in one or a suite file).
     #[arg(long)]
     pub suite: String,
-    /// Measurement window of every test (overrides the suite's).
+    /// Measurement window of every test, overriding the suite's: 30s, 500ms, 2m, or a bare
+    /// number of seconds.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Warmup of every test (overrides the suite's).
+    /// Warmup of every test, overriding the suite's (2s, or a bare number of seconds; 0 for none).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
     /// Runs of every test (overrides the suite's).

@@ -2,7 +2,7 @@
 //! placement, where the server is. Nothing here runs anything.
 
 use linkperf_metrics::ProcessMethod;
-use linkperf_session::{AuthKey, RunRequest, Target};
+use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
 use linkperf_workload::{CpuList, Placement, Protocol, SocketOptions, TestSpec};
 
@@ -27,8 +27,27 @@ pub fn default_threads() -> u32 {
 }
 
 /// The server from `--server`/`--port` with the key of `--auth-key`, or `None`
-/// for the embedded one. A key file that cannot be used is an input error.
+/// for the embedded one. An address that cannot be one, a list of servers
+/// (for `run` only, see [`run_target`]) or a key file that cannot be used is
+/// an input error.
 pub fn target(t: &TargetArgs) -> anyhow::Result<Option<Target>> {
+    if let Some(s) = t.server.as_deref().filter(|s| s.contains(',')) {
+        anyhow::bail!(
+            "--server {s}: a suite runs against one server; a list of servers (h1,h2) is for \
+             `linkperf run`"
+        );
+    }
+    run_target(t)
+}
+
+/// [`target`] for `linkperf run`, whose `--server` may be a comma-separated
+/// list: every address in it is checked.
+pub fn run_target(t: &TargetArgs) -> anyhow::Result<Option<Target>> {
+    if let Some(s) = &t.server {
+        for address in s.split(',') {
+            parse_address(address, t.port).map_err(|e| anyhow::anyhow!("--server: {e}"))?;
+        }
+    }
     let auth_key = t.auth_key.as_deref().map(AuthKey::from_file).transpose()?;
     Ok(t.server.as_ref().map(|s| Target {
         address: s.clone(),
@@ -177,6 +196,16 @@ pub fn unix_reaches(spec: &TestSpec, target: Option<&Target>) -> anyhow::Result<
     Ok(())
 }
 
+/// What this host must have for `spec`'s data sockets: its congestion
+/// control (the server checks its own host).
+pub fn usable_here(spec: &TestSpec) -> anyhow::Result<()> {
+    if let Some(cc) = &spec.socket.cc {
+        linkperf_metrics::check_congestion_control(cc)
+            .map_err(|e| anyhow::anyhow!("--cc {cc}: on this host, {e}"))?;
+    }
+    Ok(())
+}
+
 /// Builds the plan of `linkperf run`; errors are usage errors.
 pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPlan> {
     let mut profile_parts = Vec::new();
@@ -198,7 +227,12 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         spec
     };
     spec.validate()?;
-    let target = target(&a.target)?;
+    usable_here(&spec)?;
+    if let Some(s) = &a.iperf3_server {
+        parse_address(s, linkperf_iperf3::DEFAULT_PORT)
+            .map_err(|e| anyhow::anyhow!("--iperf3-server: {e}"))?;
+    }
+    let target = run_target(&a.target)?;
     unix_reaches(&spec, target.as_ref())?;
     // A profile that names its hosts runs on their servers, not an embedded one.
     let embedded = target.is_none() && profile_parts.iter().all(|(host, _)| host.is_none());

@@ -823,7 +823,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -833,6 +833,13 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
         (&["--frobnicate"], "--frobnicate"),
+        // Regression: a lookup failure with exit 1.
+        (
+            &["--server", "127.0.0.1:abc"],
+            "'127.0.0.1:abc' is not a server address: 'abc' is not a port",
+        ),
+        (&["--iperf3-server", "h:x"], "'x' is not a port"),
+        (&["--cc", "no/such"], "is not a name"),
         // Not an address of this host (nothing is sent to it).
         (
             &["--protocol", "unix", "--server", "198.18.0.1:9"],
@@ -841,7 +848,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     ];
     for (bad, says) in cases {
         let mut args = vec!["run", "--json", json];
-        if !bad.contains(&"--server") {
+        if !bad.contains(&"--server") && !bad.contains(&"--iperf3-server") {
             args.extend(["--server", "127.0.0.1:9"]);
         }
         args.extend(bad);
@@ -857,6 +864,263 @@ fn cli_misuse_exits_2_with_a_clear_message() {
             "{bad:?} wrote results"
         );
     }
+}
+
+/// `--help` and the README say the same of the workloads, the durations and
+/// the quick suite (they had drifted: no `mix:` in --help, a "one-minute"
+/// suite that takes half a minute).
+#[test]
+fn help_and_readme_agree() {
+    let readme = include_str!("../../../README.md");
+    let help = |args: &[&str]| {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        out
+    };
+    let run_help = help(&["run", "--help"]);
+    for form in [
+        "rr:REQxRESP",
+        "crr:REQxRESP",
+        "stream-up:SIZE",
+        "stream-down:SIZE",
+        "stream-bidir:SIZE",
+        "mix:REQxRESP*W",
+    ] {
+        assert!(run_help.contains(form), "run --help lacks {form}");
+        assert!(readme.contains(form), "the README lacks {form}");
+    }
+    for (args, options) in [
+        (
+            &["run", "--help"][..],
+            &["--duration", "--warmup", "--udp-timeout"][..],
+        ),
+        (&["suite", "--help"], &["--duration", "--warmup"]),
+        (&["lab", "run", "--help"], &["--duration", "--warmup"]),
+        (
+            &["serve", "--help"],
+            &[
+                "--max-duration",
+                "--handshake-timeout",
+                "--control-timeout",
+                "--start-timeout",
+            ],
+        ),
+    ] {
+        let text = help(args);
+        for option in options {
+            let at = text
+                .find(&format!("{option} <"))
+                .unwrap_or_else(|| panic!("{args:?}: no {option}"));
+            let own = &text[at..];
+            let own = &own[..own[1..].find("\n      -").map_or(own.len(), |i| i + 1)];
+            assert!(
+                own.contains("bare number of seconds"),
+                "{args:?} {option}: {own}"
+            );
+        }
+    }
+    assert!(readme.contains("a bare number of seconds: `-d 10` is 10 s"));
+    let list = help(&["suite", "--list"]);
+    let quick = list
+        .lines()
+        .find_map(|l| l.strip_prefix("quick"))
+        .expect("the quick suite is listed");
+    let what = quick.trim().split(':').next().unwrap();
+    assert!(
+        readme.contains(&format!("`quick` ({what}"))
+            && readme.contains(&format!("# the main job: {what}")),
+        "the README calls the quick suite what --list does ({what})"
+    );
+}
+
+/// Regression: `-d 5` was refused ("time unit needed"). A bare number is
+/// seconds, as iperf3's `-t 10` and netperf's `-l 10`, in every duration
+/// option: the server's limits and timeouts, the test's times, a suite's.
+#[test]
+fn a_bare_number_is_seconds_in_every_duration_option() {
+    let _g = shared();
+    let server = Server::start(&[
+        "--max-duration",
+        "60",
+        "--handshake-timeout",
+        "5",
+        "--control-timeout",
+        "5",
+        "--start-timeout",
+        "30",
+    ]);
+    let addr = server.addr();
+    let args = [
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "-w",
+        "rr:1x1",
+        "--protocol",
+        "udp",
+        "-d",
+        "1",
+        "--warmup",
+        "0",
+        "--udp-timeout",
+        "0.5",
+    ];
+    let (code, out, err, doc) = run_json(&args);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    let spec = at(&doc, "/tests/0/spec");
+    for (key, secs, nanos) in [
+        ("duration", 1, 0),
+        ("warmup", 0, 0),
+        ("udp_timeout", 0, 500_000_000),
+    ] {
+        assert_eq!(int(spec, &format!("/{key}/secs")), secs, "{key}: {spec}");
+        assert_eq!(int(spec, &format!("/{key}/nanos")), nanos, "{key}: {spec}");
+    }
+    // The server reads its limits the same way: 2 s is over `--max-duration 1`.
+    let strict = Server::start(&["--max-duration", "1"]);
+    let addr = strict.addr();
+    let (code, _, err) = run(&["run", "--server", &addr, "-d", "2", "--warmup", "0"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--max-duration of 1s"), "{err}");
+    // A suite's: the same plan as with units.
+    let plan = |d: &str, w: &str| {
+        let (code, out, err) = run(&[
+            "suite",
+            "quick",
+            "--dry-run",
+            "--duration",
+            d,
+            "--warmup",
+            w,
+        ]);
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    assert_eq!(plan("2", "0"), plan("2s", "0s"));
+}
+
+/// Regression: `--cc nosuchcc` failed the test with "No such file or
+/// directory (os error 2)", printed twice, exit 1. This host is checked
+/// before anything runs, and the error lists what it has.
+#[test]
+fn a_congestion_control_this_host_lacks_is_refused_before_anything_runs() {
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("never.json");
+    let json = json.to_str().unwrap();
+    // Port 9 refuses: a check made by connecting would fail otherwise.
+    for server in [&["--server", "127.0.0.1:9"][..], &[]] {
+        let mut args = vec!["run", "--cc", "nosuchcc", "--json", json];
+        args.extend(server);
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: stdout {out} stderr {err}");
+        let says = "--cc nosuchcc: on this host, congestion control 'nosuchcc' is not available";
+        assert_eq!(err.matches(says).count(), 1, "once: {err}");
+        for cc in available.split_whitespace() {
+            assert!(err.contains(cc), "the error lists {cc}: {err}");
+        }
+        assert!(out.is_empty(), "nothing ran: {out}");
+        assert!(!std::path::Path::new(json).exists(), "nothing was written");
+    }
+}
+
+/// A server refuses a test whose congestion control its host lacks, naming
+/// the ones it has (a client on another host cannot check them).
+#[test]
+fn a_server_refuses_a_congestion_control_its_host_lacks() {
+    use linkperf_wire::{encode_client, ClientMessage, PROTOCOL_VERSION};
+    use linkperf_workload::{Placement, Protocol, TestSpec};
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let server = Server::start(&[]);
+    let mut spec = TestSpec::new(
+        "stream-up:16k".parse().unwrap(),
+        Protocol::Tcp,
+        1,
+        Duration::from_secs(1),
+    );
+    spec.socket.cc = Some("nosuchcc".into());
+    let mut bytes = hello(PROTOCOL_VERSION);
+    bytes.extend(encode_client(&ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(1),
+    }));
+    let replies = exchange(&server, &bytes, true);
+    let e = error_reply(&replies, "refused");
+    let message = text(&e, "/message");
+    assert!(
+        message.starts_with(
+            "on the server's host, congestion control 'nosuchcc' is not available (available: "
+        ),
+        "{message}"
+    );
+    for cc in available.split_whitespace() {
+        assert!(message.contains(cc), "the refusal lists {cc}: {message}");
+    }
+}
+
+/// `linkperf run --server ADDR` against what is there, to the end: exit
+/// code, stderr, and how long it took.
+fn run_against(addr: &str) -> (i32, String, Duration) {
+    let t0 = Instant::now();
+    let (code, _, err) = run(&["run", "--server", addr, "-d", "1", "--warmup", "0"]);
+    (code, err, t0.elapsed())
+}
+
+/// Regression: an HTTP server at `--server` gave "control frame of
+/// 1213486160 bytes exceeds the limit" ("HTTP" read as a length).
+#[test]
+fn a_server_that_speaks_http_is_named_as_such() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let http = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        // What a web server does with a request line it cannot parse.
+        let mut buf = [0u8; 512];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let (code, err, took) = run_against(&addr);
+    http.join().unwrap();
+    assert_eq!(code, 1, "a test that did not run: {err}");
+    assert!(
+        err.contains(&format!(
+            "reach a linkperf server at {addr}: this port speaks HTTP, not linkperf \
+             (it answered \"HTTP/1.1 400 Bad Request\")"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("exceeds the limit"), "{err}");
+    assert!(
+        took < Duration::from_secs(10),
+        "told from its answer, not a timeout: {took:?}"
+    );
+}
+
+/// Regression: a stock `iperf3 -s` at `--server` gave "no welcome within
+/// 15s": its one state byte after the (hello read as a) cookie says iperf3.
+#[test]
+fn a_server_that_speaks_iperf3_is_named_with_the_option_for_it() {
+    util::iperf3::require_iperf3();
+    let iperf3 = util::iperf3::StockServer::start();
+    let addr = iperf3.addr();
+    let (code, err, took) = run_against(&addr);
+    assert_eq!(code, 1, "a test that did not run: {err}");
+    assert!(
+        err.contains(&format!(
+            "reach a linkperf server at {addr}: this port speaks iperf3, not linkperf: to test \
+             against an iperf3 server, use --iperf3-server {addr}"
+        )),
+        "{err}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "told from its answer, not a timeout: {took:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------

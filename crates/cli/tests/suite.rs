@@ -1366,10 +1366,10 @@ fn every_suite_file_error_exits_2_naming_the_file_and_the_line() {
             "invalid duration '10 parsecs'",
         ),
         (
-            "duration without a unit",
-            format!("duration = \"5\"\n{valid}"),
+            "duration with an unknown unit",
+            format!("duration = \"5x\"\n{valid}"),
             Some(1),
-            "invalid duration '5'",
+            "invalid duration '5x'",
         ),
         (
             "not TOML",

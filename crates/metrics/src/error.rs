@@ -41,4 +41,14 @@ pub enum MetricsError {
         /// How to raise it.
         hint: String,
     },
+    /// This host's TCP cannot use a congestion control.
+    #[error("congestion control '{name}' {why} ({has})")]
+    CongestionControl {
+        /// The algorithm asked for.
+        name: String,
+        /// Why: not available, not allowed, ...
+        why: String,
+        /// The ones the host has.
+        has: String,
+    },
 }

@@ -6,6 +6,7 @@
 //! interval, Welch's t-test).
 #![warn(missing_docs)]
 
+mod congestion;
 mod cpu;
 mod environment;
 mod error;
@@ -18,6 +19,7 @@ mod stats;
 mod sys;
 mod tcp_info;
 
+pub use congestion::{check_congestion_control, congestion_controls, CongestionControls};
 pub use cpu::{
     online_cpus, process_cpu_now, side_cpu, system_busy_method, system_cpu_between, system_cpu_now,
     thread_cpu_now, ProcessCpu, SystemCpuDelta, SystemCpuSample,

@@ -19,7 +19,10 @@ use crate::sampler::Sampler;
 use crate::server::DRAIN;
 use crate::SessionError;
 
+mod address;
+mod foreign;
 mod profile;
+pub use address::parse_address;
 pub use profile::{run_profile, ProfileRequest};
 
 /// How long to wait for the server's answers during negotiation.
@@ -98,26 +101,8 @@ impl Target {
 }
 
 fn resolve(target: &Target) -> Result<SocketAddr, SessionError> {
-    let with_port = if target.address.parse::<IpAddr>().is_ok() {
-        // A bare IP (v4 or v6) has no port.
-        SocketAddr::new(
-            target
-                .address
-                .parse()
-                .unwrap_or(IpAddr::from([127, 0, 0, 1])),
-            target.default_port,
-        )
-        .to_string()
-    } else if target
-        .address
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        target.address.clone()
-    } else {
-        format!("{}:{}", target.address, target.default_port)
-    };
-    with_port
+    let (host, port) = parse_address(&target.address, target.default_port)?;
+    (host.as_str(), port)
         .to_socket_addrs()
         .map_err(|source| SessionError::Connect {
             addr: target.address.clone(),
@@ -187,6 +172,24 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
         protocol_version: PROTOCOL_VERSION,
         client_version: env!("CARGO_PKG_VERSION").into(),
     })?;
+    // Something other than a linkperf server may listen there: tell what.
+    let (host, port) = parse_address(&target.address, target.default_port)?;
+    let shown = address::join(&host, port);
+    match foreign::first_answer(c.ch.stream(), ANSWER_TIMEOUT) {
+        foreign::Answer::MayBeLinkperf => {}
+        foreign::Answer::Foreign(f) => {
+            return Err(SessionError::NotLinkperf {
+                what: f.explain(&shown),
+                addr: shown,
+            })
+        }
+        foreign::Answer::Silent => {
+            return Err(SessionError::Control(format!(
+                "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
+                 answers at once: is {shown} a linkperf server?)"
+            )))
+        }
+    }
     let (session, challenge) = match c.recv(ANSWER_TIMEOUT, "welcome")? {
         ServerMessage::Welcome {
             session, challenge, ..

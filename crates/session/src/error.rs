@@ -11,6 +11,22 @@ pub enum SessionError {
         /// Why.
         source: std::io::Error,
     },
+    /// The server's address cannot be one.
+    #[error("'{address}' is not a server address: {why}")]
+    Address {
+        /// The address as given.
+        address: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// What answers at the server's address is not a linkperf server.
+    #[error("reach a linkperf server at {addr}: {what}")]
+    NotLinkperf {
+        /// Where.
+        addr: String,
+        /// What answered instead, and what to do.
+        what: String,
+    },
     /// The control connection broke or timed out.
     #[error("talk to the server: {0}")]
     Control(String),

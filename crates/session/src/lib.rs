@@ -15,7 +15,9 @@ mod sampler;
 mod server;
 
 pub use auth::{AuthKey, KeyError};
-pub use client::{run_profile, run_test, Outcome, ProfileRequest, RunRequest, Target};
+pub use client::{
+    parse_address, run_profile, run_test, Outcome, ProfileRequest, RunRequest, Target,
+};
 pub use daemon::{
     Daemon, DaemonConfig, DaemonHandle, ServeSummary, Shutdown, DEFAULT_CONTROL_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION, DEFAULT_MAX_CONNECTIONS,

@@ -355,6 +355,10 @@ impl Session<'_> {
                 ),
             ));
         }
+        if let Some(cc) = &spec.socket.cc {
+            linkperf_metrics::check_congestion_control(cc)
+                .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;
+        }
         Ok(())
     }
 

@@ -37,7 +37,7 @@ struct Builtin {
 const BUILTINS: [Builtin; 4] = [
     Builtin {
         name: "quick",
-        description: "a one-minute health check: rr1c-1x1, rr1c-200x1000, str-readx30k, str-writex30k at 1 and 10 users, 2 s each",
+        description: "a half-minute health check: rr1c-1x1, rr1c-200x1000, str-readx30k, str-writex30k at 1 and 10 users, 2 s each",
         repeat: 1,
         tests: quick,
     },

@@ -11,6 +11,7 @@
 
 mod builtin;
 mod cpus;
+mod duration;
 mod error;
 mod mix;
 pub mod profile;
@@ -22,6 +23,7 @@ mod workload;
 
 pub use builtin::{builtin_suite, builtin_suites, STUDY_USERS, STUDY_WORKLOADS};
 pub use cpus::CpuList;
+pub use duration::parse_duration;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
 pub use size::{parse_percent, Bytes};

@@ -202,6 +202,9 @@ impl TestSpec {
                 ));
             }
         }
+        if let Some(cc) = &self.socket.cc {
+            check_cc_name(cc)?;
+        }
         if self.protocol != Protocol::Tcp && (self.socket.cc.is_some() || self.socket.mss.is_some())
         {
             return Err(WorkloadError::Invalid(format!(
@@ -213,10 +216,47 @@ impl TestSpec {
     }
 }
 
+/// Longest name of a TCP congestion control (the kernel's TCP_CA_NAME_MAX, less its NUL).
+const MAX_CC_NAME: usize = 15;
+
+/// A congestion control's name as the kernel names them (`cubic`, `bbr`,
+/// `highspeed`): checked before any host is asked for it.
+fn check_cc_name(cc: &str) -> Result<(), WorkloadError> {
+    let ok = !cc.is_empty()
+        && cc.len() <= MAX_CC_NAME
+        && cc
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(WorkloadError::Invalid(format!(
+            "congestion control {cc:?} is not a name: 1 to {MAX_CC_NAME} letters, digits, - or _ \
+             (e.g. cubic, bbr, reno)"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Bytes;
+
+    #[test]
+    fn a_congestion_control_is_a_kernel_name() {
+        let with_cc = |cc: &str| {
+            let mut s = spec("stream-up:16k", Protocol::Tcp, 1);
+            s.socket.cc = Some(cc.into());
+            s.validate()
+        };
+        for good in ["cubic", "bbr", "highspeed", "tcp_x-1", "abcdefghijklmno"] {
+            assert!(with_cc(good).is_ok(), "{good}");
+        }
+        for bad in ["", "../../etc", "a b", "abcdefghijklmnop", "cubic\0"] {
+            let e = with_cc(bad).unwrap_err().to_string();
+            assert!(e.contains("is not a name"), "{bad:?}: {e}");
+        }
+    }
 
     fn spec(w: &str, p: Protocol, users: u32) -> TestSpec {
         TestSpec::new(w.parse().unwrap(), p, users, Duration::from_secs(1))

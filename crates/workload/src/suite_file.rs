@@ -31,7 +31,7 @@ enum FloatOrText {
 }
 
 /// A value TOML may give as a number or as text: `sndbuf = 262144` or `"256k"`,
-/// `affinity = 2` or `"0-3"`.
+/// `affinity = 2` or `"0-3"`, `duration = 10` or `"10s"`.
 #[derive(Debug)]
 enum NumberOrText {
     Number(i64),
@@ -66,6 +66,10 @@ impl<'de> Deserialize<'de> for NumberOrText {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 Ok(NumberOrText::Text(v.to_string()))
             }
+            // `duration = 2.5`: the key's own parser judges the text.
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(NumberOrText::Text(v.to_string()))
+            }
         }
         d.deserialize_any(V)
     }
@@ -74,8 +78,8 @@ impl<'de> Deserialize<'de> for NumberOrText {
 /// The per-test setting keys, as one table gives them (any may be absent).
 #[derive(Debug, Clone, Copy)]
 struct Settings<'a> {
-    duration: Option<&'a Spanned<String>>,
-    warmup: Option<&'a Spanned<String>>,
+    duration: Option<&'a Spanned<NumberOrText>>,
+    warmup: Option<&'a Spanned<NumberOrText>>,
     threads: Option<&'a Spanned<u32>>,
     server_threads: Option<&'a Spanned<u32>>,
     affinity: Option<&'a Spanned<NumberOrText>>,
@@ -86,7 +90,7 @@ struct Settings<'a> {
     rcvbuf: Option<&'a Spanned<NumberOrText>>,
     cc: Option<&'a Spanned<String>>,
     mss: Option<&'a Spanned<u32>>,
-    udp_timeout: Option<&'a Spanned<String>>,
+    udp_timeout: Option<&'a Spanned<NumberOrText>>,
 }
 
 /// Declares a table that takes the per-test setting keys besides its own, so
@@ -98,8 +102,8 @@ macro_rules! table_with_settings {
         #[serde(deny_unknown_fields)]
         struct $name {
             $($field: $ty,)*
-            duration: Option<Spanned<String>>,
-            warmup: Option<Spanned<String>>,
+            duration: Option<Spanned<NumberOrText>>,
+            warmup: Option<Spanned<NumberOrText>>,
             threads: Option<Spanned<u32>>,
             server_threads: Option<Spanned<u32>>,
             affinity: Option<Spanned<NumberOrText>>,
@@ -110,7 +114,7 @@ macro_rules! table_with_settings {
             rcvbuf: Option<Spanned<NumberOrText>>,
             cc: Option<Spanned<String>>,
             mss: Option<Spanned<u32>>,
-            udp_timeout: Option<Spanned<String>>,
+            udp_timeout: Option<Spanned<NumberOrText>>,
         }
 
         impl $name {
@@ -406,28 +410,20 @@ impl FileCtx<'_> {
         }
     }
 
+    /// A duration key: `"30s"`, `"500ms"`, or a number of seconds (`10` or `"10"`).
     fn duration(
         &self,
-        value: Option<&Spanned<String>>,
+        value: Option<&Spanned<NumberOrText>>,
         key: &str,
     ) -> Result<Option<Duration>, SuiteError> {
         let Some(v) = value else { return Ok(None) };
-        let d = humantime::parse_duration(v.get_ref().trim()).map_err(|e| {
-            self.value(
-                v.span(),
-                format!(
-                    "invalid {key} '{}': {e} (examples: \"30s\", \"500ms\", \"2m\")",
-                    v.get_ref()
-                ),
-            )
-        })?;
+        let text = v.get_ref().text();
+        let d = crate::parse_duration(&text)
+            .map_err(|e| self.value(v.span(), format!("invalid {key} '{text}': {e}")))?;
         if d > crate::MAX_TEST_TIME {
             return Err(self.value(
                 v.span(),
-                format!(
-                    "{key} '{}' is longer than a test may last (7 days)",
-                    v.get_ref()
-                ),
+                format!("{key} '{text}' is longer than a test may last (7 days)"),
             ));
         }
         Ok(Some(d))
@@ -435,7 +431,7 @@ impl FileCtx<'_> {
 
     fn positive_duration(
         &self,
-        value: Option<&Spanned<String>>,
+        value: Option<&Spanned<NumberOrText>>,
         key: &str,
     ) -> Result<Option<Duration>, SuiteError> {
         let d = self.duration(value, key)?;
@@ -1028,9 +1024,9 @@ threads = 8
             "duration must be longer than zero",
         );
         assert_err(
-            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n\nduration = 10\n",
+            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n\nduration = \"ten\"\n",
             5,
-            "expected a string",
+            "invalid duration 'ten'",
         );
         assert_err(
             "udp_timeout = \"0ms\"\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n",
@@ -1041,6 +1037,29 @@ threads = 8
             "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\nwarmup = \"8days\"\n",
             4,
             "warmup '8days' is longer than a test may last (7 days)",
+        );
+    }
+
+    #[test]
+    fn a_bare_number_of_seconds_is_a_duration() {
+        for (value, d) in [
+            ("10", Duration::from_secs(10)),
+            ("\"10\"", Duration::from_secs(10)),
+            ("2.5", Duration::from_millis(2500)),
+            ("\"0.5\"", Duration::from_millis(500)),
+        ] {
+            let s = parse_suite(
+                &format!("duration = {value}\nwarmup = 0\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n"),
+                "x.toml",
+            )
+            .unwrap_or_else(|e| panic!("{value}: {e}"));
+            assert_eq!(s.tests[0].spec.duration, d, "{value}");
+            assert_eq!(s.tests[0].spec.warmup, Duration::ZERO, "{value}");
+        }
+        assert_err(
+            "[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\nudp_timeout = -1\n",
+            4,
+            "invalid udp_timeout '-1'",
         );
     }
 

@@ -13,7 +13,9 @@
 //! - Times leave this module in seconds (`f64`) or in the counter's own integer
 //!   unit (ticks, nanoseconds, microseconds), as each function says.
 //! - Thread-affecting calls ([`affinity`]) act on the calling thread only.
-//! - Socket calls ([`socket`]) take a raw descriptor they do not own and never close.
+//! - Socket calls ([`socket`]) take a raw descriptor they do not own and never close
+//!   it; the one probe that needs a socket of its own (whether a congestion control
+//!   can be set) opens it and closes it before returning.
 //!
 //! Modules: [`procfs`] (text files and their parsers), [`rusage`] (getrusage,
 //! rlimits, sysconf), [`affinity`] (sched_setaffinity, sched_getaffinity,

@@ -12,6 +12,10 @@ pub(crate) const PROC_CPUINFO: &str = "/proc/cpuinfo";
 pub(crate) const PROC_SELF_STATUS: &str = "/proc/self/status";
 /// The online CPUs as a list (`0-3,6`).
 pub(crate) const SYS_CPU_ONLINE: &str = "/sys/devices/system/cpu/online";
+/// The TCP congestion controls the kernel has loaded, space-separated.
+pub(crate) const TCP_AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+/// The ones a process without CAP_NET_ADMIN may set.
+pub(crate) const TCP_ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 
 /// A file's whole text, or `None` if it cannot be read (missing, no permission,
 /// not UTF-8).

@@ -1,5 +1,6 @@
 //! getsockopt on a descriptor the caller owns: TCP_INFO, TCP_CONGESTION,
-//! SO_SNDBUF and SO_RCVBUF. Nothing here closes or changes the socket.
+//! SO_SNDBUF and SO_RCVBUF. Nothing here closes or changes the caller's
+//! socket; [`try_congestion_control`] alone opens (and closes) one of its own.
 
 use std::mem::{offset_of, size_of};
 use std::os::fd::RawFd;
@@ -128,4 +129,34 @@ pub(crate) fn buffers(fd: RawFd) -> (Option<u32>, Option<u32>) {
         sol_socket_u32(fd, libc::SO_SNDBUF),
         sol_socket_u32(fd, libc::SO_RCVBUF),
     )
+}
+
+/// Sets TCP_CONGESTION to `name` on a fresh TCP socket of this process's own,
+/// closed again at once: whether this host lets this process use it (the
+/// kernel's own answer, module loading and permissions included).
+pub(crate) fn try_congestion_control(name: &str) -> std::io::Result<()> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // SAFETY: socket(2) takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened here and nothing else owns it.
+    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    let len = libc::socklen_t::try_from(name.len())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: `name` is `len` readable bytes; the kernel only reads them.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -7,8 +7,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontTransform;
 
-use super::font::font_status;
+use super::font::chart_font;
 use super::spec::{BarChart, Chart, ChartKind, LineChart};
+use super::text::TextBackend;
 use crate::ReportError;
 
 /// Font sizes, pixels: readable on a 1200 px page.
@@ -21,11 +22,11 @@ const LEGEND_SIZE: u32 = 19;
 impl Chart {
     /// The chart as an SVG document.
     pub fn svg(&self) -> Result<String, ReportError> {
-        font_status()?;
+        let font = chart_font()?;
         let mut out = String::new();
         {
-            let root =
-                SVGBackend::with_string(&mut out, (self.width, self.height)).into_drawing_area();
+            let svg = SVGBackend::with_string(&mut out, (self.width, self.height));
+            let root = TextBackend::measuring(svg, font).into_drawing_area();
             draw(self, &root).map_err(|e| self.error(e))?;
             root.present().map_err(|e| self.error(e))?;
         }
@@ -34,12 +35,12 @@ impl Chart {
 
     /// The chart as a PNG image.
     pub fn png(&self) -> Result<Vec<u8>, ReportError> {
-        font_status()?;
+        let font = chart_font()?;
         let (w, h) = (self.width as usize, self.height as usize);
         let mut rgb = vec![0u8; w * h * 3];
         {
-            let root =
-                BitMapBackend::with_buffer(&mut rgb, (self.width, self.height)).into_drawing_area();
+            let bitmap = BitMapBackend::with_buffer(&mut rgb, (self.width, self.height));
+            let root = TextBackend::drawing(bitmap, font).into_drawing_area();
             draw(self, &root).map_err(|e| self.error(e))?;
             root.present().map_err(|e| self.error(e))?;
         }

@@ -1,11 +1,13 @@
 //! The font the charts' text is laid out (and, in PNGs, drawn) with: a
 //! TrueType file found at run time, registered with plotters' ab_glyph
-//! backend as `sans-serif`. No fontconfig and no system library is involved,
+//! backend as `sans-serif` and laid out glyph by glyph in `text.rs`. No
+//! fontconfig and no system library is involved,
 //! so charts draw the same on a headless server as on a desktop.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use ab_glyph::FontRef;
 use plotters::style::{register_font, FontStyle};
 
 use crate::ReportError;
@@ -33,11 +35,20 @@ const FONT_FILES: &[&str] = &[
 ];
 
 /// The font registered for this process, or the files looked for.
-static FONT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static FONT: OnceLock<Result<(PathBuf, FontRef<'static>), String>> = OnceLock::new();
 
 /// The font file the charts use, registering it on first call; an error
 /// naming the files looked for when none could be loaded.
 pub fn font_status() -> Result<PathBuf, ReportError> {
+    chart_font_and_path().map(|(path, _)| path)
+}
+
+/// The font the charts' text is measured and drawn with (see `text.rs`).
+pub(super) fn chart_font() -> Result<FontRef<'static>, ReportError> {
+    chart_font_and_path().map(|(_, font)| font)
+}
+
+fn chart_font_and_path() -> Result<(PathBuf, FontRef<'static>), ReportError> {
     FONT.get_or_init(load)
         .clone()
         .map_err(|looked| ReportError::NoFont { looked })
@@ -52,7 +63,7 @@ fn candidates() -> Vec<PathBuf> {
         .collect()
 }
 
-fn load() -> Result<PathBuf, String> {
+fn load() -> Result<(PathBuf, FontRef<'static>), String> {
     let files = candidates();
     for path in &files {
         let Ok(bytes) = std::fs::read(path) else {
@@ -60,8 +71,11 @@ fn load() -> Result<PathBuf, String> {
         };
         // plotters keeps registered fonts for the life of the process.
         let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        let Ok(font) = FontRef::try_from_slice(bytes) else {
+            continue;
+        };
         if register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-            return Ok(path.clone());
+            return Ok((path.clone(), font));
         }
     }
     Err(files

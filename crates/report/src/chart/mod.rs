@@ -6,6 +6,7 @@
 mod draw;
 mod font;
 mod spec;
+mod text;
 
 pub use font::font_status;
 pub use spec::{charts, BarChart, BarSeries, Chart, ChartKind, LineChart, LinePoint, LineSeries};
