@@ -162,7 +162,8 @@ pub struct PlacementArgs {
     /// Client event-loop workers (default: number of CPUs).
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Server event-loop workers (default: number of CPUs).
+    /// Server event-loop workers (default: one per CPU of the server's host; a server
+    /// elsewhere counts its own).
     #[arg(long)]
     pub server_threads: Option<u32>,
     /// Pin the client's workers to these CPUs (e.g. 0 or 0-3,6).

@@ -20,7 +20,9 @@ use linkperf_workload::{
 };
 
 use crate::args::SuiteArgs;
-use crate::plan::{placements, process_method, target, unix_reaches, PlacementOverrides};
+use crate::plan::{
+    placements, process_method, target, unix_reaches, usable_here, PlacementOverrides,
+};
 use crate::progress::Progress;
 use crate::run::embedded_server;
 use crate::table::render_summary;
@@ -114,6 +116,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
         unix_reaches(&t.spec, target_addr.as_ref())
             .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        usable_here(&t.spec).map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
         let (client, server) = placements(&a.placement, &overrides(t), embedded)
             .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
         requests.push(RunRequest {

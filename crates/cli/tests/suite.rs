@@ -1997,3 +1997,20 @@ fn the_checks_stay_quiet_on_clean_runs() {
         }
     }
 }
+
+/// A congestion control this host lacks is refused before anything runs,
+/// naming the test, as `run --cc` is.
+#[test]
+fn a_congestion_control_this_host_lacks_stops_the_suite_before_it_runs() {
+    let s = Study::new(
+        "name = \"cc\"\nduration = \"300ms\"\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\ncc = \"nosuchcc\"\n",
+    );
+    let (code, out, err) = suite(&[s.file(), "--out", s.out()]);
+    assert_eq!(code, 2, "{out}\n{err}");
+    assert!(
+        err.contains("test rr1c-1x1--1") && err.contains("nosuchcc"),
+        "{err}"
+    );
+    assert!(err.contains("available"), "lists what the host has: {err}");
+    assert!(!s.out.exists(), "nothing ran, nothing was written");
+}
