@@ -104,6 +104,18 @@ pub struct ServeArgs {
     /// Most data connections (one per user) of all running tests together.
     #[arg(long, default_value_t = linkperf_session::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u64,
+    /// Most worker threads of all running tests together (default: 8 per CPU this
+    /// process may use, at least 16).
+    #[arg(long, value_name = "N")]
+    pub max_threads: Option<u64>,
+    /// Most file descriptors of all running tests together (default: what the
+    /// open-file limit leaves after the control connections' share).
+    #[arg(long, value_name = "N")]
+    pub max_descriptors: Option<u64>,
+    /// Most memory of all running tests together, e.g. 4g (default: half the host's
+    /// available memory).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub max_memory: Option<u64>,
     /// Most payload bytes (sent + received by the server) in one session; the server
     /// stops a test that passes it. 0: no limit.
     #[arg(long, default_value = "1024g", value_parser = parse_bytes)]
@@ -112,8 +124,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "1m", value_parser = parse_bytes)]
     pub max_frame: u64,
     /// Time a new control connection has to say hello and authenticate; slower ones are
-    /// dropped (10s, 500ms, or a bare number of seconds).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// dropped (5s, 500ms, or a bare number of seconds).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub handshake_timeout: Duration,
     /// Time a session past its handshake may stay silent before its test request (10s,
     /// or a bare number of seconds).
@@ -123,7 +135,8 @@ pub struct ServeArgs {
     /// or a bare number of seconds).
     #[arg(long, default_value = "120s", value_parser = parse_duration)]
     pub start_timeout: Duration,
-    /// Most control connections in their handshake at once; more are refused at once.
+    /// Most control connections in their handshake at once (a quarter of them from one
+    /// address); past it, the oldest is dropped for the new one.
     #[arg(long, default_value_t = linkperf_session::DEFAULT_MAX_HANDSHAKES)]
     pub max_handshakes: usize,
     /// Pre-shared key file: clients must prove they hold the same key (see docs/security.md).

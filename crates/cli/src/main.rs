@@ -8,6 +8,7 @@ mod lab;
 mod plan;
 mod progress;
 mod run;
+mod save;
 mod serve;
 mod suite;
 mod table;

@@ -34,6 +34,23 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // Room for the results, kept before anything runs (every client group's
+    // document and their aggregate, with --server h1,h2).
+    let groups = plan
+        .target
+        .as_ref()
+        .map_or(1, |t| t.address.split(',').count() as u64);
+    let saver = match &a.json {
+        Some(p) => Some(crate::save::Saver::new(
+            p,
+            linkperf_results::run_bytes(
+                2 * groups + 1,
+                u64::from(plan.request.spec.users),
+                plan.request.spec.duration.as_secs_f64(),
+            ),
+        )?),
+        None => None,
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
@@ -45,11 +62,11 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     plan.request.cancel = Some(cancel.clone());
     if let Some(server) = &a.iperf3_server {
-        return run_iperf3(&a, server, &plan.request, command_line);
+        return run_iperf3(&a, server, &plan.request, command_line, saver);
     }
 
     if !plan.profile_parts.is_empty() {
-        return run_profile_plan(&a, plan, command_line);
+        return run_profile_plan(&a, plan, command_line, saver);
     }
     // Several servers: one client group per server, all at once, aggregated.
     if let Some(t) = &plan.target {
@@ -62,7 +79,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
                 ))
                 .into());
             }
-            return run_many(&a, &plan.request, t, &servers, command_line);
+            return run_many(&a, &plan.request, t, &servers, command_line, saver);
         }
     }
     // Without --server: a daemon on loopback in this process.
@@ -97,7 +114,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         judging(&a, false),
     );
     drop(embedded);
-    report_one(&a, &doc, code, err)
+    report_one(&a, &doc, code, err, saver)
 }
 
 /// How `run`'s runs are judged: `shared` when other client groups share
@@ -116,14 +133,15 @@ fn report_one(
     doc: &ResultsDocument,
     code: ExitCode,
     err: Option<String>,
+    saver: Option<crate::save::Saver>,
 ) -> anyhow::Result<ExitCode> {
     let test = &doc.tests[0];
+    // Shown before it is saved: a save that fails cannot hide it.
     crate::emit(&render_run(test, &test.runs[0]))?;
-    if let Some(p) = &a.json {
-        doc.save(p)
-            .with_context(|| format!("failed to save results to {}", p.display()))?;
+    if let Some(mut saver) = saver {
+        saver.save(doc)?;
         if !a.quiet {
-            eprintln!("linkperf: results written to {}", p.display());
+            eprintln!("linkperf: results written to {}", saver.path().display());
         }
     }
     if let Some(e) = err {
@@ -179,6 +197,7 @@ fn run_profile_plan(
     a: &RunArgs,
     plan: RunPlan,
     command_line: Vec<String>,
+    saver: Option<crate::save::Saver>,
 ) -> anyhow::Result<ExitCode> {
     let hosts: Vec<&str> = plan
         .profile_parts
@@ -215,7 +234,7 @@ fn run_profile_plan(
                 (host.clone(), named(&host), request)
             })
             .collect();
-        return run_groups(a, &plan.request, groups, command_line);
+        return run_groups(a, &plan.request, groups, command_line, saver);
     }
     let host = plan.profile_parts[0].0.clone();
     let (embedded, target, label) = match (&plan.target, host) {
@@ -248,7 +267,7 @@ fn run_profile_plan(
         judging(a, false),
     );
     drop(embedded);
-    report_one(a, &doc, code, err)
+    report_one(a, &doc, code, err, saver)
 }
 
 /// `--server h1,h2,h3`: one client group per server, started together, each
@@ -260,6 +279,7 @@ fn run_many(
     first: &Target,
     servers: &[String],
     command_line: Vec<String>,
+    saver: Option<crate::save::Saver>,
 ) -> anyhow::Result<ExitCode> {
     let groups = servers
         .iter()
@@ -269,7 +289,7 @@ fn run_many(
             (s.clone(), target, request.clone())
         })
         .collect();
-    run_groups(a, request, groups, command_line)
+    run_groups(a, request, groups, command_line, saver)
 }
 
 /// Client groups (server label, target, request) started together, each
@@ -279,6 +299,7 @@ fn run_groups(
     whole: &RunRequest,
     groups: Vec<(String, Target, RunRequest)>,
     command_line: Vec<String>,
+    saver: Option<crate::save::Saver>,
 ) -> anyhow::Result<ExitCode> {
     let servers: Vec<String> = groups.iter().map(|(s, _, _)| s.clone()).collect();
     if !a.quiet {
@@ -341,13 +362,11 @@ fn run_groups(
         servers.len(),
         render_run(test, &test.runs[0])
     ))?;
-    if let Some(p) = &a.json {
-        agg.save(p)
-            .with_context(|| format!("failed to save results to {}", p.display()))?;
+    if let (Some(p), Some(mut saver)) = (&a.json, saver) {
+        saver.save(&agg)?;
         for (k, doc) in docs.iter().enumerate() {
-            let each = per_server_path(p, k + 1);
-            doc.save(&each)
-                .with_context(|| format!("failed to save results to {}", each.display()))?;
+            let mut each = crate::save::Saver::unreserved(&per_server_path(p, k + 1));
+            each.save(doc)?;
         }
         if !a.quiet {
             eprintln!(
@@ -403,6 +422,7 @@ pub fn embedded_server(
     cfg.max_users = linkperf_workload::MAX_USERS;
     // In-process, for this user alone: no limits beyond the test's own.
     cfg.max_connections = u64::MAX;
+    cfg.budget = linkperf_session::Budget::unlimited();
     cfg.max_bytes_per_session = None;
     let d = Daemon::bind(cfg)
         .context("failed to start the embedded server")?
@@ -425,6 +445,7 @@ fn run_iperf3(
     server: &str,
     req: &linkperf_session::RunRequest,
     command_line: Vec<String>,
+    saver: Option<crate::save::Saver>,
 ) -> anyhow::Result<ExitCode> {
     let spec = req.spec.clone();
     linkperf_iperf3::check_spec(&spec).map_err(|e| UsageError(format!("cannot {e}")))?;
@@ -511,11 +532,10 @@ fn run_iperf3(
     doc.push_run(&spec, config, run);
     let test = &doc.tests[0];
     crate::emit(&render_run(test, &test.runs[0]))?;
-    if let Some(p) = &a.json {
-        doc.save(p)
-            .with_context(|| format!("failed to save results to {}", p.display()))?;
+    if let Some(mut saver) = saver {
+        saver.save(&doc)?;
         if !a.quiet {
-            eprintln!("linkperf: results written to {}", p.display());
+            eprintln!("linkperf: results written to {}", saver.path().display());
         }
     }
     if let Some(e) = err {

@@ -76,9 +76,37 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     cfg.command_line = command_line;
     cfg.log = !a.quiet;
     let authenticated = cfg.auth_key.is_some();
-    // Every control connection and every data connection is a descriptor.
-    let wanted = a.max_handshakes as u64 + a.max_sessions as u64 + a.max_connections + 256;
+    // Every control connection and every data connection is a descriptor:
+    // as many as the host lets this process have, and the tests' budget is
+    // what that leaves after the control connections' share.
+    let wanted = a.max_handshakes as u64 + a.max_sessions as u64 + 3 * a.max_connections + 256;
     let _ = linkperf_metrics::raise_fd_limit(wanted);
+    for (flag, v) in [
+        ("--max-threads", a.max_threads),
+        ("--max-descriptors", a.max_descriptors),
+        ("--max-memory", a.max_memory),
+    ] {
+        if v == Some(0) {
+            return Err(usage(format!("{flag} must be more than 0")));
+        }
+    }
+    cfg.budget = linkperf_session::Budget::of_host(
+        a.max_connections,
+        linkperf_session::control_descriptors(a.max_handshakes, a.max_sessions),
+        linkperf_session::Overrides {
+            threads: a.max_threads,
+            descriptors: a.max_descriptors,
+            memory_bytes: a.max_memory,
+        },
+    );
+    if cfg.budget.descriptors == 0 {
+        return Err(usage(format!(
+            "the open-file limit ({}) leaves no descriptors for tests after {} for control connections: raise it (ulimit -n) or lower --max-handshakes",
+            linkperf_metrics::fd_limit().unwrap_or(0),
+            linkperf_session::control_descriptors(a.max_handshakes, a.max_sessions)
+        )));
+    }
+    cfg.limit_flag = Some(limit_flag);
 
     let daemon = Daemon::bind(cfg).map_err(|e| usage(format!("failed to {e}")))?;
     let bound = daemon.local_addr();
@@ -145,4 +173,19 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `serve` flag that sets a limit: named beside a refusal in the log.
+pub fn limit_flag(kind: linkperf_wire::LimitKind) -> &'static str {
+    use linkperf_wire::LimitKind as K;
+    match kind {
+        K::Users => "--max-users",
+        K::DurationS => "--max-duration",
+        K::Threads => "--max-threads",
+        K::Descriptors => "--max-descriptors",
+        K::MemoryBytes => "--max-memory",
+        K::Connections => "--max-connections",
+        K::Sessions => "--max-sessions",
+        K::BytesPerSession => "--max-bytes-per-session",
+    }
 }

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use anyhow::Context;
 use linkperf_engine::LiveStats;
 use linkperf_results::{
     derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
@@ -193,6 +192,27 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         return Ok(ExitCode::SUCCESS);
     }
 
+    // Room for every run this suite will add, kept before anything runs.
+    let pending_bytes: u64 = order
+        .iter()
+        .filter(|&&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
+        .map(|&(ti, _)| {
+            let spec = &suite.tests[ti].spec;
+            // Each run and its retries.
+            linkperf_results::run_bytes(
+                1 + u64::from(retry_suspect),
+                u64::from(spec.users),
+                spec.duration.as_secs_f64(),
+            )
+        })
+        .sum();
+    let mut saver = match &a.out {
+        Some(out) => {
+            let existing = std::fs::metadata(out).map_or(0, |m| m.len());
+            Some(crate::save::Saver::new(out, existing + pending_bytes)?)
+        }
+        None => None,
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
@@ -274,11 +294,11 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             doc.push_run(&test.spec, configs[ti].1.clone(), run);
             doc.refresh_summaries();
             doc.suite = Some(record.clone());
-            if let Some(out) = &a.out {
-                doc.save(out)
-                    .with_context(|| format!("failed to save results to {}", out.display()))?;
-            }
+            // Shown before it is saved: a save that fails cannot hide it.
             progress.finish_run(&line)?;
+            if let Some(saver) = &mut saver {
+                saver.save(&doc)?;
+            }
             match status {
                 RunStatus::Ok => break,
                 RunStatus::Suspect => {
@@ -304,11 +324,18 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     progress.done();
     drop(daemon);
     crate::emit(&render_summary(&doc))?;
+    if let Some(s) = saver.as_ref().filter(|s| s.fell_back()) {
+        eprintln!(
+            "linkperf: the results are in {} (the save to --out failed); continue with: {}",
+            s.path().display(),
+            crate::save::resume_command(&command_line, s.path())
+        );
+    }
     if interrupted {
-        let resume = match &a.out {
-            Some(out) => format!(
-                "resume with: linkperf suite {name} --out {} --resume (and the same options)",
-                out.display()
+        let resume = match &saver {
+            Some(s) => format!(
+                "resume with: {}",
+                crate::save::resume_command(&command_line, s.path())
             ),
             None => "nothing was saved: run with --out FILE to be able to resume".into(),
         };
@@ -424,10 +451,21 @@ pub fn execute(
                 RunStatus::Failed
             };
             (
-                failed_run(index, rfc3339(started), status, e.to_string()),
+                failed_run(index, rfc3339(started), status, describe(&e)),
                 None,
             )
         }
+    }
+}
+
+/// A session's error in words; a limit of the server's is named by the
+/// `serve` setting that sets it.
+fn describe(e: &linkperf_session::SessionError) -> String {
+    match e {
+        linkperf_session::SessionError::Refused { limit: Some(l), .. } => {
+            format!("{e} (the server's {})", crate::serve::limit_flag(l.kind))
+        }
+        _ => e.to_string(),
     }
 }
 

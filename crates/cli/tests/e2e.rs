@@ -982,7 +982,10 @@ fn a_bare_number_is_seconds_in_every_duration_option() {
     let addr = strict.addr();
     let (code, _, err) = run(&["run", "--server", &addr, "-d", "2", "--warmup", "0"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("--max-duration of 1s"), "{err}");
+    assert!(
+        err.contains("limit of 1 s") && err.contains("--max-duration"),
+        "{err}"
+    );
     // A suite's: the same plan as with units.
     let plan = |d: &str, w: &str| {
         let (code, out, err) = run(&[

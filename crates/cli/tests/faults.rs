@@ -26,7 +26,7 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
-use util::{exclusive, run, run_json, shared, spawn, text, Server, BIN};
+use util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text, Server, BIN};
 
 /// Every load: short window, shorter warmup.
 const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
@@ -110,7 +110,7 @@ fn test_request_over(protocol: Protocol, users: u32, duration: Duration) -> Clie
 /// The server's error: (code, message); panics on anything else.
 fn expect_error(m: Option<ServerMessage>) -> (String, String) {
     match m {
-        Some(ServerMessage::Error { code, message }) => (code.to_string(), message),
+        Some(ServerMessage::Error { code, message, .. }) => (code.to_string(), message),
         other => panic!("expected an error, got {other:?}"),
     }
 }
@@ -718,12 +718,22 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         "--max-connections",
         "5",
     ]);
-    let cases: [(&[&str], &str); 3] = [
-        (&["--users", "4"], "--max-users of 3"),
-        (&["--duration", "3s"], "--max-duration"),
-        (&["--users", "3", "--threads", "1"], ""),
+    // The server says the limit and its figures; the client names the
+    // server's setting.
+    let cases: [(&[&str], &str, &str); 3] = [
+        (
+            &["--users", "4"],
+            "4 users exceed this server's limit of 3 per test",
+            "(the server's --max-users)",
+        ),
+        (
+            &["--duration", "3s"],
+            "exceeds this server's limit of 2 s",
+            "(the server's --max-duration)",
+        ),
+        (&["--users", "3", "--threads", "1"], "", ""),
     ];
-    for (extra, says) in cases {
+    for (extra, says, flag) in cases {
         let (code, err, doc) = try_run(&server, extra);
         if says.is_empty() {
             assert_eq!(code, 0, "{extra:?}: {err}");
@@ -731,10 +741,14 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         }
         assert_eq!(code, 1, "{extra:?}: {err}");
         assert!(
-            err.contains(says) && err.contains("(limit)"),
+            err.contains(says) && err.contains("(limit)") && err.contains(flag),
             "{extra:?}: {err}"
         );
-        assert!(text(first_run(&doc), "/error").contains(says));
+        let recorded = text(first_run(&doc), "/error");
+        assert!(
+            recorded.contains(says) && recorded.contains(flag),
+            "{recorded}"
+        );
     }
 
     // Connections: a running 3-user test holds 3 of the 5; a second of 3 is refused.
@@ -760,7 +774,8 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
     let (code, err, _) = try_run(&server, &["--users", "3"]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("--max-connections of 5") && err.contains("3 in use"),
+        err.contains("needs 3 data connections, this server may hold 5 (3 in use by other tests)")
+            && err.contains("--max-connections"),
         "{err}"
     );
     // One more fits beside it.
@@ -819,13 +834,13 @@ fn bytes_per_session_limit_stops_the_test() {
     assert_eq!(text(r, "/status"), "failed");
     let e = text(r, "/error");
     assert!(
-        e.contains("--max-bytes-per-session of 20971520 bytes") && e.contains("(limit)"),
+        e.contains("past this server's limit of 20,971,520 per session") && e.contains("(limit)"),
         "{e}"
     );
     // What the client measured is kept.
     assert!(util::num(r, "/client/totals/tx_bytes") > 0.0, "{r}");
     assert!(
-        server.log().contains("max-bytes-per-session"),
+        server.log().contains("(its --max-bytes-per-session)"),
         "{}",
         server.log()
     );
@@ -862,7 +877,7 @@ fn bytes_per_session_limit_stops_a_profile_too() {
     let r = first_run(&doc);
     assert_eq!(text(r, "/status"), "failed", "{r}");
     assert!(
-        text(r, "/error").contains("--max-bytes-per-session of 20971520 bytes"),
+        text(r, "/error").contains("past this server's limit of 20,971,520 per session"),
         "{r}"
     );
 }
@@ -946,29 +961,54 @@ fn a_test_whose_times_overflow_is_refused_and_the_server_goes_on() {
     still_serves(&server);
 }
 
+/// Silent connections cannot lock clients out: when the handshake slots are
+/// full, the oldest is dropped for the new one, long before its timeout.
 #[test]
-fn handshakes_beyond_the_limit_are_refused_at_once_naming_the_flag() {
+fn silent_handshakes_cannot_lock_out_a_client_the_oldest_is_dropped() {
     let _g = shared();
-    let server = Server::start(&["--max-handshakes", "2", "--handshake-timeout", "5s"]);
-    // The readiness probes' sessions end first.
-    std::thread::sleep(Duration::from_millis(500));
-    let silent: Vec<Control> = (0..2).map(|_| Control::connect(server.port())).collect();
-    // Let the daemon take both before the third arrives.
-    std::thread::sleep(Duration::from_millis(300));
-    let start = Instant::now();
-    let mut third = Control::connect(server.port());
-    let (code, message) = expect_error(third.recv(Duration::from_secs(3)));
-    assert_eq!(code, "limit");
-    assert!(message.contains("--max-handshakes"), "{message}");
-    assert!(
-        start.elapsed() < Duration::from_secs(2),
-        "at once, not after a timeout"
-    );
-    // Once the silent ones are gone, handshakes are taken again.
-    drop(silent);
-    std::thread::sleep(Duration::from_millis(300));
-    let (code, err, _) = try_run(&server, &[]);
+    let server = Server::start(&["--max-handshakes", "2", "--handshake-timeout", "60s"]);
+    let silent: Vec<TcpStream> = (0..50)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
+        .collect();
+    // A real client gets through at once, though fifty stay silent.
+    let (code, err, doc) = try_run(&server, &[]);
     assert_eq!(code, 0, "{err}");
+    util::assert_measured(first_run(&doc), "beside fifty silent connections");
+    // The oldest silent one was dropped by the server, not by its timeout.
+    let mut first = &silent[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let started = Instant::now();
+    match first.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+        other => panic!("the oldest silent connection is still held: {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(30));
+    still_serves(&server);
+}
+
+/// Before its handshake a stranger may send a hello's worth: a frame
+/// announced longer than 4 KiB is refused at once, whatever `--max-frame`,
+/// with or without a key; after the handshake `--max-frame` holds.
+#[test]
+fn a_stranger_may_send_no_more_than_a_handshake_needs() {
+    let _g = shared();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "a pre-shared key of some length\n");
+    for extra in [vec![], vec!["--auth-key", key.to_str().unwrap()]] {
+        let server = Server::start(&extra);
+        let mut c = Control::connect(server.port());
+        // A 1 MiB frame announced, none of it sent.
+        c.stream.write_all(&(1u32 << 20).to_be_bytes()).unwrap();
+        let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+        assert_eq!(code, "too_large", "{message}");
+        assert!(message.contains("4096"), "{message}");
+        let (code, err, _) = try_run(&server, &extra);
+        assert_eq!(code, 0, "{err}");
+    }
 }
 
 /// `serve` beyond loopback without a key says so loudly. The daemon binds
@@ -1026,7 +1066,7 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
     let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
     assert_eq!(code, "refused");
     assert!(
-        message.contains("no start within 1s") && message.contains("--start-timeout"),
+        message.contains("no start within 1s of the test's acceptance"),
         "{message}"
     );
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
@@ -1745,4 +1785,217 @@ fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_serve
         "-q",
     ]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+// ---------------------------------------------------------------------------
+// A daemon that cannot be made to hoard: budgets charged at admission.
+// ---------------------------------------------------------------------------
+
+/// The server process's resident memory, bytes.
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// A raw test request with `threads` server workers.
+fn request(workload: &str, users: u32, threads: u32) -> ClientMessage {
+    let mut spec = TestSpec::new(
+        workload.parse().unwrap(),
+        Protocol::Tcp,
+        users,
+        Duration::from_secs(5),
+    );
+    spec.warmup = Duration::from_millis(100);
+    ClientMessage::Test {
+        spec,
+        placement: Placement::with_threads(threads),
+    }
+}
+
+/// The attack's request, 1,024 users on 1,024 server threads with 64 MiB
+/// responses, never started, is refused for its threads before anything is
+/// held; within the budget the same users on a few threads hold memory that
+/// does not grow with the message size; and a test that would need more
+/// descriptors than the server may use is refused with both figures.
+#[test]
+fn requests_are_charged_against_the_budget_before_anything_is_held() {
+    let _g = exclusive();
+    let server = Server::start(&["--max-threads", "24", "--max-descriptors", "6000"]);
+    let pid = server.pid();
+    let (fds0, threads0) = fds_and_threads(pid);
+    let rss0 = rss_bytes(pid);
+
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&request("rr:1x64m", 1024, 1024));
+    let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+    assert_eq!(code, "limit", "{message}");
+    assert_eq!(message, "needs 1,026 threads, this server may use 24");
+    let (fds, threads) = fds_and_threads(pid);
+    assert!(
+        fds <= fds0 + 2 && threads <= threads0 + 1,
+        "held {fds} fds, {threads} threads"
+    );
+
+    // 1,024 users on 8 threads, 64 MiB responses, accepted and never started:
+    // what it holds is charged, and is what 64 KiB responses would hold.
+    let mut held = Vec::new();
+    for workload in ["rr:1x64m", "rr:1x64k"] {
+        let mut c = Control::connect(server.port());
+        c.hello();
+        c.send(&request(workload, 1024, 8));
+        match c.recv(Duration::from_secs(10)) {
+            Some(ServerMessage::Accepted { .. }) => {}
+            other => panic!("{workload}: expected accepted, got {other:?}"),
+        }
+        held.push(c);
+    }
+    let (fds, threads) = fds_and_threads(pid);
+    let rss = rss_bytes(pid);
+    eprintln!(
+        "two accepted 1,024-user tests on 8 threads each hold {} fds, {} threads, {} MiB more",
+        fds - fds0,
+        threads - threads0,
+        (rss.saturating_sub(rss0)) >> 20
+    );
+    assert!(threads <= threads0 + 2 * (8 + 2), "{threads} threads");
+    // Two sessions of 8 workers: each worker's buffers are a few hundred KiB.
+    assert!(
+        rss.saturating_sub(rss0) < 64 << 20,
+        "{} MiB",
+        rss.saturating_sub(rss0) >> 20
+    );
+
+    // A third would pass the descriptors the server may use with the two:
+    // refused with the figures (each of the two charged 2,588).
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&request("rr1c-1x1", 2500, 2));
+    let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+    assert_eq!(code, "limit", "{message}");
+    assert_eq!(
+        message,
+        "needs 3,150 descriptors, this server may use 6,000 (5,176 in use by other tests)"
+    );
+    assert!(
+        server.log().contains("(its --max-descriptors)"),
+        "{}",
+        server.log()
+    );
+    drop(held);
+    still_serves(&server);
+}
+
+/// A test larger than what the server's open-file limit allows is refused
+/// before it starts, naming both figures (it reported `ok` with 466 users
+/// never served, when the server ran out of descriptors mid-test).
+#[test]
+fn a_test_larger_than_the_servers_descriptors_is_refused_before_it_starts() {
+    let _g = shared();
+    let server = Server::start_under(&["prlimit", "--nofile=2048"], &[]);
+    let (code, err, doc) = try_run(&server, &["--users", "2500", "--threads", "2"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("descriptors, this server may use") && err.contains("--max-descriptors"),
+        "{err}"
+    );
+    let r = first_run(&doc);
+    assert_eq!(text(r, "/status"), "failed", "{r}");
+    assert!(r.get("client").is_none(), "nothing ran: {r}");
+    still_serves(&server);
+}
+
+/// A token admits no more data connections at once than its test's users:
+/// a second connection for a flow, or one for a flow that is not the test's,
+/// is closed, and none of them is counted.
+#[test]
+fn a_token_admits_no_more_connections_than_its_users() {
+    let _g = shared();
+    let server = Server::start(&["--max-users", "1", "--max-connections", "10"]);
+    let (mut c, ports, token) = accepted_test(&server, Duration::from_millis(800));
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+    let mut user = with_preamble(data, token);
+    // 200 more with the valid token: as flow 0 again, or as flows 1..
+    let mut extra: Vec<TcpStream> = (0..200u32)
+        .map(|i| {
+            let mut s = TcpStream::connect(data).unwrap();
+            let p = Preamble {
+                token,
+                flow: i % 2,
+                seq: 0,
+            };
+            s.write_all(&p.encode()).unwrap();
+            s
+        })
+        .collect();
+    for (i, s) in extra.iter_mut().enumerate() {
+        assert!(
+            closed_within(s, Duration::from_secs(10)),
+            "connection {i} held"
+        );
+    }
+    assert!(
+        !closed_within(&mut user, Duration::from_millis(100)),
+        "the user's is kept"
+    );
+    // Run the 1-user test on the one connection, then ask for the results.
+    c.send(&ClientMessage::Start);
+    assert!(matches!(
+        c.recv(Duration::from_secs(10)),
+        Some(ServerMessage::Started)
+    ));
+    let t0 = Instant::now();
+    let mut buf = [0u8; 1];
+    while t0.elapsed() < Duration::from_millis(1500) {
+        user.write_all(&[1]).unwrap();
+        user.read_exact(&mut buf).unwrap();
+    }
+    c.send(&ClientMessage::Finished);
+    match c.recv(Duration::from_secs(30)) {
+        Some(ServerMessage::Results { report, .. }) => {
+            assert_eq!(report.connections, 1, "only the user's connection counts");
+            assert_eq!(report.flows.len(), 1);
+            assert!(report.transactions > 0);
+        }
+        other => panic!("expected results, got {other:?}"),
+    }
+}
+
+/// What the command line refuses, the server refuses too: a hand-made mix
+/// with a weight of 0, or more entries than a mix may have.
+#[test]
+fn the_server_refuses_the_mixes_the_command_line_refuses() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let entry = |weight| linkperf_workload::MixEntry {
+        request: linkperf_workload::Bytes(200),
+        response: linkperf_workload::Bytes(200),
+        weight,
+    };
+    for (entries, says) in [
+        (vec![entry(1), entry(0)], "weight 0"),
+        ((0..65).map(|_| entry(1)).collect(), "more than 64"),
+    ] {
+        let mut c = Control::connect(server.port());
+        c.hello();
+        let spec = TestSpec::new(
+            linkperf_workload::Workload::Mix { entries },
+            Protocol::Tcp,
+            1,
+            Duration::from_secs(1),
+        );
+        c.send(&ClientMessage::Test {
+            spec,
+            placement: Placement::with_threads(1),
+        });
+        let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
+        assert_eq!(code, "refused", "{message}");
+        assert!(message.contains(says), "{message}");
+    }
+    still_serves(&server);
 }

@@ -186,7 +186,7 @@ impl Worker {
             connecting: 0,
             open: 0,
             timers: BinaryHeap::new(),
-            bufs: Buffers::new(largest),
+            bufs: Buffers::new(largest, spec.protocol == Protocol::Udp),
             counters,
             clock,
             tcp: TcpInfoAggregator::new(),
@@ -874,7 +874,7 @@ impl Worker {
             match rr.want() {
                 Want::Write(n) => {
                     let len = UDP_HEADER_LEN + n;
-                    if len > self.bufs.write.len() {
+                    if len > self.bufs.datagram.len() {
                         return Io::Failed(io::Error::new(
                             io::ErrorKind::InvalidInput,
                             "request larger than a datagram",
@@ -887,8 +887,8 @@ impl Worker {
                         seq: rr.seq(),
                     }
                     .encode(&mut hdr);
-                    self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-                    match sock.send(&self.bufs.write[..len]) {
+                    self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+                    match sock.send(&self.bufs.datagram[..len]) {
                         Ok(_) => {
                             self.counters.tx(i, n, Instant::now());
                             rr.wrote(n);

@@ -28,4 +28,4 @@ pub use report::{aggregate, Aggregate};
 pub use schedule::{Phase, Schedule};
 pub use server::{ServerConfig, ServerTest};
 pub use transport::DataEndpoints;
-pub use worker::{SocketFacts, WorkerReport};
+pub use worker::{SocketFacts, WorkerReport, BUFFER_BYTES_PER_WORKER};

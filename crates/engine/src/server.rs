@@ -124,6 +124,13 @@ struct Worker {
     connections: u64,
     /// Each flow's counting slot, by flow id.
     slots: HashMap<u32, FlowSlotId>,
+    /// Whether each slot's flow has a connection open now: a flow holds at
+    /// most one at a time (a crr flow's next connection comes after the
+    /// server closed the last), so a token admits no more connections than
+    /// its test's users.
+    open: Vec<bool>,
+    /// Workers of this side: flow `i` is worker `i % workers`'s.
+    workers: usize,
     udp_peer: Option<IpAddr>,
     socket: Option<SocketFacts>,
     index: usize,
@@ -229,6 +236,7 @@ impl ServerTest {
                     let _ = ready_tx.send(Ok(()));
                     drop(ready_tx);
                     let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
+                    let udp = spec.protocol == Protocol::Udp;
                     let worker = Worker {
                         spec,
                         opts,
@@ -241,13 +249,15 @@ impl ServerTest {
                         flows: Slab::new(),
                         pending: VecDeque::new(),
                         preambles: 0,
-                        bufs: Buffers::new(largest),
+                        bufs: Buffers::new(largest, udp),
                         counters: Counters::new(false),
                         clock,
                         schedule: None,
                         tcp: TcpInfoAggregator::new(),
                         connections: 0,
                         slots: HashMap::new(),
+                        open: Vec::new(),
+                        workers: threads,
                         udp_peer,
                         socket: None,
                         index: w,
@@ -556,6 +566,8 @@ impl Worker {
             let mut f = self.flows.remove(k);
             if matches!(f.logic, Logic::Preamble { .. }) {
                 self.preambles -= 1;
+            } else if let Some(o) = self.open.get_mut(f.slot) {
+                *o = false;
             }
             // A flow that ends as the window closes (a single flow's client
             // closes right after its last transaction) is sampled now, before
@@ -626,7 +638,6 @@ impl Worker {
                     });
                     self.pending.push_back((deadline, k));
                     self.preambles += 1;
-                    self.connections += 1;
                     self.drive(k);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -658,7 +669,8 @@ impl Worker {
             let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
                 continue;
             };
-            if h.tag != tag || h.flow >= self.spec.users {
+            // Only this test's users, each on its own worker.
+            if h.tag != tag || !self.flow_is_mine(h.flow) {
                 continue;
             }
             let slot = match self.slots.get(&h.flow) {
@@ -668,6 +680,7 @@ impl Worker {
                     self.connections += 1;
                     let s = self.counters.add_flow(h.flow);
                     self.slots.insert(h.flow, s);
+                    self.open.push(true);
                     s
                 }
             };
@@ -675,13 +688,13 @@ impl Worker {
             self.counters.rx(slot, n - UDP_HEADER_LEN, now);
             let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
             let len = UDP_HEADER_LEN + resp;
-            if len > self.bufs.write.len() {
+            if len > self.bufs.datagram.len() {
                 continue;
             }
             let mut hdr = [0u8; UDP_HEADER_LEN];
             h.encode(&mut hdr);
-            self.bufs.write[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-            if sock.send_to(&self.bufs.write[..len], from).is_ok() {
+            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            if sock.send_to(&self.bufs.datagram[..len], from).is_ok() {
                 let now = Instant::now();
                 self.counters.tx(slot, resp, now);
                 self.counters.transactions(slot, 1, Duration::ZERO, now);
@@ -732,20 +745,28 @@ impl Worker {
         let Ok(p) = Preamble::decode(buf) else {
             return Io::Close;
         };
-        // The client numbers its users from 0: any other flow is not one of
-        // this test's, whatever token it shows.
-        if p.token != self.token || p.flow >= self.spec.users {
+        // The client numbers its users from 0 and sends user `i` to worker
+        // `i % workers`: any other flow is not one of this test's, whatever
+        // token it shows.
+        if p.token != self.token || !self.flow_is_mine(p.flow) {
             return Io::Close;
         }
-        f.logic = new_logic(&self.spec.workload, p.flow);
-        f.slot = match self.slots.get(&p.flow) {
+        let slot = match self.slots.get(&p.flow) {
             Some(&s) => s,
-            None => {
-                let s = self.counters.add_flow(p.flow);
-                self.slots.insert(p.flow, s);
-                s
-            }
+            None => self.add_slot(p.flow),
         };
+        // One connection per flow at a time: a second is not a user's.
+        if self.open[slot] {
+            return Io::Close;
+        }
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        f.logic = new_logic(&self.spec.workload, p.flow);
+        f.slot = slot;
+        self.open[slot] = true;
+        // A connection of the test: counted (junk and refused ones never are).
+        self.connections += 1;
         self.preambles -= 1;
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(
@@ -758,6 +779,19 @@ impl Worker {
             halves.start(Instant::now());
         }
         self.drive_flow(k)
+    }
+
+    /// Whether flow `flow` is one of this test's users carried by this worker.
+    fn flow_is_mine(&self, flow: u32) -> bool {
+        flow < self.spec.users && flow as usize % self.workers.max(1) == self.index
+    }
+
+    /// A counting slot for a flow seen for the first time.
+    fn add_slot(&mut self, flow: u32) -> FlowSlotId {
+        let s = self.counters.add_flow(flow);
+        self.slots.insert(flow, s);
+        self.open.push(false);
+        s
     }
 
     fn drive_flow(&mut self, k: usize) -> Io {

@@ -20,9 +20,15 @@ pub const WAKER: mio::Token = mio::Token(usize::MAX);
 /// Longest a worker sleeps before looking at its signals again.
 pub const MAX_SLEEP: Duration = Duration::from_millis(50);
 
-/// Size of the buffer payload is written from (and read into).
-const MAX_BUFFER: usize = 1 << 20;
-const MIN_BUFFER: usize = 64 * 1024;
+/// Bytes of payload written at most per write: every worker writes from one
+/// region of this size, shared by the whole process.
+const PAYLOAD_BYTES: usize = 1 << 20;
+/// Largest read scratch of a worker: what it reads into, whatever the
+/// messages' size (a larger message is read in parts).
+const MAX_SCRATCH: usize = 256 * 1024;
+const MIN_SCRATCH: usize = 64 * 1024;
+/// Largest UDP datagram, header included.
+const MAX_DATAGRAM: usize = 65_536;
 
 /// Facts read from one data socket, for the environment record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,25 +92,51 @@ pub struct WorkerReport {
     pub flow_totals: Vec<(u32, Totals)>,
 }
 
-/// Payload buffers of one worker.
+/// The payload every worker writes from: one read-only region for the whole
+/// process, so that a worker's memory does not grow with the messages' size.
+pub fn payload() -> &'static [u8] {
+    static PAYLOAD: std::sync::OnceLock<Box<[u8]>> = std::sync::OnceLock::new();
+    PAYLOAD.get_or_init(|| vec![0x5a; PAYLOAD_BYTES].into_boxed_slice())
+}
+
+/// Payload buffers of one worker: the shared payload it writes from, a
+/// bounded scratch it reads into, and, for UDP, room for one datagram.
 #[derive(Debug)]
 pub struct Buffers {
-    /// Written from.
-    pub write: Vec<u8>,
+    /// Written from (shared by every worker of the process).
+    pub write: &'static [u8],
     /// Read into.
     pub read: Vec<u8>,
+    /// A datagram being assembled (header and payload); empty for TCP.
+    pub datagram: Vec<u8>,
 }
 
 impl Buffers {
-    /// Buffers for messages up to `largest` bytes.
-    pub fn new(largest: usize) -> Self {
-        let n = largest.clamp(MIN_BUFFER, MAX_BUFFER);
+    /// Buffers for messages up to `largest` bytes, with room for a datagram
+    /// when `udp`. At most [`BUFFER_BYTES_PER_WORKER`] of the worker's own,
+    /// whatever `largest` is.
+    pub fn new(largest: usize, udp: bool) -> Self {
+        let scratch = if udp {
+            // A datagram is read whole.
+            largest.clamp(MIN_SCRATCH, MAX_DATAGRAM)
+        } else {
+            largest.clamp(MIN_SCRATCH, MAX_SCRATCH)
+        };
         Buffers {
-            write: vec![0x5a; n],
-            read: vec![0; n],
+            write: payload(),
+            read: vec![0; scratch],
+            datagram: if udp {
+                vec![0x5a; largest.min(MAX_DATAGRAM)]
+            } else {
+                Vec::new()
+            },
         }
     }
 }
+
+/// The most memory one worker's buffers hold, bytes (the shared payload
+/// aside): what a server charges a worker for its buffers.
+pub const BUFFER_BYTES_PER_WORKER: usize = MAX_SCRATCH + MAX_DATAGRAM;
 
 /// A worker's window bookkeeping: thread CPU at the window's edges, placement.
 #[derive(Debug)]

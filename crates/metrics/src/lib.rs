@@ -30,7 +30,7 @@ pub use flows::{
     FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,
 };
 pub use latency::LatencyRecorder;
-pub use limits::{peak_rss_bytes, raise_fd_limit};
+pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
 };

@@ -42,6 +42,29 @@ fn ulimit_hint(wanted: u64) -> String {
     )
 }
 
+/// The soft RLIMIT_NOFILE in force: the descriptors this process may hold.
+pub fn fd_limit() -> Option<u64> {
+    rusage::nofile_limit().ok().map(|(soft, _)| soft)
+}
+
+/// The host's `MemAvailable` (`/proc/meminfo`), bytes: memory that new work
+/// can take without swapping.
+pub fn memory_available_bytes() -> Option<u64> {
+    procfs::read_text("/proc/meminfo").and_then(|t| parse_mem_available(&t))
+}
+
+/// `MemAvailable:   123456 kB` of `/proc/meminfo`, in bytes.
+fn parse_mem_available(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let mut parts = line.split_whitespace().skip(1);
+    let n: u64 = parts.next()?.parse().ok()?;
+    match parts.next() {
+        Some("kB") => n.checked_mul(1024),
+        None => Some(n),
+        Some(_) => None,
+    }
+}
+
 /// Raises the soft RLIMIT_NOFILE to at least `wanted`, and the hard limit too when
 /// it is lower and the process may (root, or CAP_SYS_RESOURCE), up to the kernel's
 /// `fs.nr_open`. Never lowers a limit. Returns the soft limit now in force.
@@ -109,6 +132,16 @@ pub fn peak_rss_bytes() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mem_available_is_read_in_bytes() {
+        let text = "MemTotal:       24684136 kB\nMemFree:        21822400 kB\nMemAvailable:   23355804 kB\n";
+        assert_eq!(parse_mem_available(text), Some(23_355_804 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        assert_eq!(parse_mem_available("MemAvailable: x kB\n"), None);
+        assert!(memory_available_bytes().is_some_and(|b| b > 0));
+        assert!(fd_limit().is_some_and(|n| n > 0));
+    }
 
     #[test]
     fn plans_limit_changes() {

@@ -10,6 +10,19 @@ use thiserror::Error;
 /// chain printer shows them once.
 #[derive(Debug, Error)]
 pub enum ResultsError {
+    /// The file system has no room for what a run or suite will write.
+    #[error(
+        "keep room for the results in {}: {needed} bytes are needed and the file system has not that much ({error})",
+        dir.display()
+    )]
+    NoRoom {
+        /// Where the results go.
+        dir: std::path::PathBuf,
+        /// Bytes needed.
+        needed: u64,
+        /// What writing them said.
+        error: std::io::Error,
+    },
     /// The file to read does not exist.
     #[error("read results file {origin}: the file does not exist")]
     NotFound {

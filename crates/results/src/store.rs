@@ -23,7 +23,7 @@ const SCHEMA_PREFIX: &str = "linkperf/results/v";
 const SCHEMA_MAJOR: u32 = 2;
 
 /// Ends the name of every temporary file a save writes.
-const TEMP_SUFFIX: &str = ".linkperf-tmp";
+pub(crate) const TEMP_SUFFIX: &str = ".linkperf-tmp";
 
 /// A temporary file this old whose process does not run is left over; a
 /// save's own lives for the milliseconds of one write (and a process in
@@ -33,7 +33,7 @@ const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 /// The file's name as temporary files carry it: whole up to 64 bytes, else
 /// its first 40 characters, `~` and a hash of the whole (a temporary file's
 /// name must stay within the file system's 255 bytes).
-fn temp_stem(path: &Path) -> String {
+pub(crate) fn temp_stem(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

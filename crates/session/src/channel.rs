@@ -73,6 +73,11 @@ impl Channel {
         linkperf_metrics::since_last_ack(self.stream.as_raw_fd())
     }
 
+    /// Refuses frames over `max_frame` bytes from now on.
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.decoder.set_max_frame(max_frame);
+    }
+
     /// The underlying stream.
     pub fn stream(&self) -> &TcpStream {
         &self.stream

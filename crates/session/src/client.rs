@@ -136,9 +136,14 @@ impl Client {
                     code: ErrorCode::AuthFailed,
                     ..
                 } => Err(SessionError::AuthFailed),
-                ServerMessage::Error { code, message } => Err(SessionError::Refused {
+                ServerMessage::Error {
+                    code,
+                    message,
+                    limit,
+                } => Err(SessionError::Refused {
                     code: code.to_string(),
                     message,
+                    limit,
                 }),
                 m => Ok(m),
             },
@@ -330,7 +335,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         let stop = match c.ch.recv(WATCH_INTERVAL) {
             Ok(Received::Timeout) => continue,
             Ok(Received::Frame(f)) => match decode_server(&f) {
-                Ok(ServerMessage::Error { code, message }) => {
+                Ok(ServerMessage::Error { code, message, .. }) => {
                     server_aborted = code == ErrorCode::Aborted;
                     format!("the server stopped the test: {message} ({code})")
                 }

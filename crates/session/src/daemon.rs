@@ -3,26 +3,32 @@
 //!
 //! Limits and what they cost a stranger (see `docs/security.md`):
 //! - a control connection that has not finished its handshake (hello, and the
-//!   key's challenge–response when there is a key) holds a thread for at most
-//!   [`DaemonConfig::handshake_timeout`]; at most [`DaemonConfig::max_handshakes`]
-//!   of them at once, the rest are refused at once;
+//!   key's challenge–response when there is a key) holds a thread and at most
+//!   a 4 KiB frame for at most [`DaemonConfig::handshake_timeout`]; at most
+//!   [`DaemonConfig::max_handshakes`] of them at once, and a quarter of those
+//!   from one source address: past either, the oldest is dropped for the new
+//!   one, so silent connections cannot lock out clients that answer;
 //! - [`DaemonConfig::max_sessions`] counts sessions past their handshake, so
 //!   connections that never authenticate cannot take the slots of those that do;
-//! - a test is admitted only within [`DaemonConfig::max_duration`],
-//!   [`DaemonConfig::max_users`] and [`DaemonConfig::max_connections`] (data
-//!   connections of all running tests together, one per user), and stopped when
-//!   the server's own byte counters pass [`DaemonConfig::max_bytes_per_session`].
+//! - a test is admitted only within [`DaemonConfig::max_duration`] and
+//!   [`DaemonConfig::max_users`], and only if what its server side will hold
+//!   (threads, descriptors, memory, data connections: [`Cost`]) fits what the
+//!   running tests leave of [`DaemonConfig::budget`], charged before anything
+//!   is allocated and given back when it ends; it is stopped when the server's
+//!   own byte counters pass [`DaemonConfig::max_bytes_per_session`].
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::ProcessMethod;
-use linkperf_wire::{encode_server, ErrorCode, ServerMessage};
 
 use crate::auth::AuthKey;
+use crate::budget::{Budget, Ledger};
 use crate::server::serve_session;
 use crate::SessionError;
 
@@ -44,6 +50,9 @@ pub struct DaemonConfig {
     pub max_users: u32,
     /// Most data connections (one per user) of all running tests together.
     pub max_connections: u64,
+    /// What all running tests together may hold: threads, descriptors,
+    /// memory, data connections ([`Budget::of_host`] by default).
+    pub budget: Budget,
     /// Most payload bytes one session's server side may send and receive
     /// together; the test is stopped when its counters pass it. `None`: no limit.
     pub max_bytes_per_session: Option<u64>,
@@ -66,16 +75,21 @@ pub struct DaemonConfig {
     pub command_line: Vec<String>,
     /// Print one line per session to stderr.
     pub log: bool,
+    /// The setting that sets each limit, named beside a refusal in the log.
+    pub limit_flag: Option<fn(linkperf_wire::LimitKind) -> &'static str>,
 }
 
 /// Default of [`DaemonConfig::max_bytes_per_session`]: 1 TiB.
 pub const DEFAULT_MAX_BYTES_PER_SESSION: u64 = 1 << 40;
 /// Default of [`DaemonConfig::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: u64 = 50_000;
-/// Default of [`DaemonConfig::max_handshakes`].
-pub const DEFAULT_MAX_HANDSHAKES: usize = 4096;
-/// Default of [`DaemonConfig::handshake_timeout`].
-pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`DaemonConfig::max_handshakes`]: with the oldest evicted for a
+/// new one when full, a few hundred slots let every client that answers its
+/// challenge in a round trip through a flood of silent connections.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 256;
+/// Default of [`DaemonConfig::handshake_timeout`]: a client that holds the
+/// key answers in a round trip.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default of [`DaemonConfig::control_timeout`].
 pub const DEFAULT_CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default of [`DaemonConfig::start_timeout`].
@@ -91,6 +105,11 @@ impl DaemonConfig {
             max_handshakes: DEFAULT_MAX_HANDSHAKES,
             max_users: 20_000,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            budget: Budget::of_host(
+                DEFAULT_MAX_CONNECTIONS,
+                control_descriptors(DEFAULT_MAX_HANDSHAKES, 64),
+                Overrides::default(),
+            ),
             max_bytes_per_session: Some(DEFAULT_MAX_BYTES_PER_SESSION),
             max_frame: linkperf_wire::DEFAULT_MAX_FRAME,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
@@ -100,7 +119,127 @@ impl DaemonConfig {
             process_method: ProcessMethod::RusageSelf,
             command_line: Vec::new(),
             log: false,
+            limit_flag: None,
         }
+    }
+}
+
+/// Descriptors a daemon keeps for its control connections, out of the tests'
+/// budget: one per handshake slot and per session, and a few of its own.
+pub fn control_descriptors(max_handshakes: usize, max_sessions: usize) -> u64 {
+    max_handshakes as u64 + max_sessions as u64 + 32
+}
+
+/// What a daemon's operator sets instead of the host's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--max-threads`.
+    pub threads: Option<u64>,
+    /// `--max-descriptors`.
+    pub descriptors: Option<u64>,
+    /// `--max-memory`, bytes.
+    pub memory_bytes: Option<u64>,
+}
+
+impl Budget {
+    /// The budget of a daemon on this host: 8 threads per CPU it may use (at
+    /// least 16), the descriptors its RLIMIT_NOFILE leaves after `control`,
+    /// half the host's available memory, and `connections` data connections;
+    /// each replaced by `o`'s where set.
+    pub fn of_host(connections: u64, control: u64, o: Overrides) -> Budget {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        Budget {
+            threads: o.threads.unwrap_or((8 * cpus).max(16)),
+            descriptors: o.descriptors.unwrap_or_else(|| {
+                linkperf_metrics::fd_limit()
+                    .unwrap_or(1024)
+                    .saturating_sub(control)
+            }),
+            memory_bytes: o.memory_bytes.unwrap_or_else(|| {
+                linkperf_metrics::memory_available_bytes().map_or(1 << 30, |b| b / 2)
+            }),
+            connections,
+        }
+    }
+
+    /// No bound but the host's own (the embedded daemon, which serves its
+    /// own process alone).
+    pub fn unlimited() -> Budget {
+        Budget {
+            threads: u64::MAX,
+            descriptors: u64::MAX,
+            memory_bytes: u64::MAX,
+            connections: u64::MAX,
+        }
+    }
+}
+
+/// Control connections still in their handshake, oldest first.
+#[derive(Debug, Default)]
+pub(crate) struct Handshakes {
+    waiting: Mutex<VecDeque<Waiting>>,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    id: u64,
+    source: IpAddr,
+    /// A handle on its socket, to drop it.
+    stream: Option<TcpStream>,
+}
+
+/// Most handshakes one source address may hold: a quarter of the slots (at
+/// least 8).
+fn per_source(max_handshakes: usize) -> usize {
+    (max_handshakes / 4).max(8)
+}
+
+impl Handshakes {
+    /// Connection `id` from `source` begins its handshake. When that passes
+    /// `max` in all, or `per_source` of `source`'s, the oldest (of all, or of
+    /// that source) is dropped: its socket is shut down, which ends its
+    /// session's wait. Returns how many were dropped.
+    pub(crate) fn admit(
+        &self,
+        id: u64,
+        source: IpAddr,
+        stream: Option<TcpStream>,
+        max: usize,
+        per_source: usize,
+    ) -> usize {
+        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        let mut dropped = 0;
+        let mut evict = |w: &mut VecDeque<Waiting>, at: usize| {
+            if let Some(old) = w.remove(at) {
+                if let Some(s) = old.stream {
+                    let _ = s.shutdown(std::net::Shutdown::Both);
+                }
+                dropped += 1;
+            }
+        };
+        while w.iter().filter(|x| x.source == source).count() >= per_source {
+            let Some(at) = w.iter().position(|x| x.source == source) else {
+                break;
+            };
+            evict(&mut w, at);
+        }
+        while w.len() >= max.max(1) {
+            evict(&mut w, 0);
+        }
+        w.push_back(Waiting { id, source, stream });
+        dropped
+    }
+
+    /// Connection `id`'s handshake is over (done, or failed).
+    pub(crate) fn done(&self, id: u64) {
+        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
+        w.retain(|x| x.id != id);
+    }
+
+    /// Connections in their handshake now.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
@@ -112,30 +251,18 @@ pub(crate) struct DaemonState {
     pub threads: AtomicUsize,
     /// Control connections still in their handshake.
     pub handshaking: AtomicUsize,
+    /// The same, oldest first, to drop the oldest when full.
+    pub handshakes: Handshakes,
     /// Sessions past their handshake.
     pub sessions: AtomicUsize,
-    /// Data connections reserved by running tests.
-    pub connections: AtomicU64,
+    /// What running tests hold, charged against the budget.
+    pub ledger: Ledger,
     /// Tests aborted because the daemon shut down.
     pub aborted: AtomicUsize,
     pub shutdown: AtomicBool,
 }
 
 impl DaemonState {
-    /// Takes `n` from a counter if it stays within `max`; returns what was in use.
-    pub(crate) fn reserve_connections(&self, n: u64, max: u64) -> Result<(), u64> {
-        self.connections
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(n).filter(|total| *total <= max)
-            })
-            .map(|_| ())
-    }
-
-    /// Gives back `n` reserved data connections.
-    pub(crate) fn release_connections(&self, n: u64) {
-        self.connections.fetch_sub(n, Ordering::AcqRel);
-    }
-
     /// Takes a session slot if fewer than `max` are taken.
     pub(crate) fn take_session(&self, max: usize) -> bool {
         self.sessions
@@ -227,12 +354,19 @@ impl Daemon {
                 }
             };
             let state = self.state.clone();
-            if state.handshaking.load(Ordering::Acquire) >= config.max_handshakes {
-                refuse_now(stream, config.max_handshakes);
-                continue;
-            }
             let accepted = Instant::now();
             let id = state.next_session.fetch_add(1, Ordering::Relaxed) + 1;
+            // Full: the oldest handshake (of all, or of this source) makes room.
+            let source = stream
+                .peer_addr()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
+            state.handshakes.admit(
+                id,
+                source,
+                stream.try_clone().ok(),
+                config.max_handshakes,
+                per_source(config.max_handshakes),
+            );
             state.handshaking.fetch_add(1, Ordering::AcqRel);
             state.threads.fetch_add(1, Ordering::AcqRel);
             let config = config.clone();
@@ -248,6 +382,7 @@ impl Daemon {
             if spawned.is_err() {
                 state.handshaking.fetch_sub(1, Ordering::AcqRel);
                 state.threads.fetch_sub(1, Ordering::AcqRel);
+                state.handshakes.done(id);
             }
         }
         // Sessions see the flag within a fraction of a second, abort their
@@ -276,21 +411,6 @@ impl Daemon {
             handle,
         }
     }
-}
-
-/// Too many connections in their handshake: say so if the socket takes it at
-/// once, and close.
-fn refuse_now(stream: TcpStream, max: usize) {
-    use std::io::Write;
-    let _ = stream.set_nonblocking(true);
-    let frame = encode_server(&ServerMessage::Error {
-        code: ErrorCode::Limit,
-        message: format!(
-            "the server already has {max} connections waiting for their handshake \
-             (its --max-handshakes); try again later"
-        ),
-    });
-    let _ = (&stream).write(&frame);
 }
 
 impl Shutdown {
@@ -340,14 +460,50 @@ mod tests {
     use super::*;
 
     #[test]
-    fn connections_are_reserved_within_the_limit() {
-        let s = DaemonState::default();
-        assert_eq!(s.reserve_connections(60, 100), Ok(()));
-        assert_eq!(s.reserve_connections(50, 100), Err(60));
-        assert_eq!(s.reserve_connections(40, 100), Ok(()));
-        s.release_connections(60);
-        assert_eq!(s.reserve_connections(u64::MAX, 100), Err(40));
-        assert_eq!(s.connections.load(Ordering::Acquire), 40);
+    fn the_host_sets_the_budget_unless_told() {
+        let b = Budget::of_host(100, 300, Overrides::default());
+        assert!(b.threads >= 16);
+        assert_eq!(b.connections, 100);
+        assert!(b.memory_bytes > 0);
+        let fds = linkperf_metrics::fd_limit().unwrap();
+        assert_eq!(b.descriptors, fds.saturating_sub(300));
+        let o = Overrides {
+            threads: Some(4),
+            descriptors: Some(2048),
+            memory_bytes: Some(1 << 20),
+        };
+        let b = Budget::of_host(100, 300, o);
+        assert_eq!(
+            (b.threads, b.descriptors, b.memory_bytes),
+            (4, 2048, 1 << 20)
+        );
+    }
+
+    #[test]
+    fn a_full_handshake_table_drops_its_oldest_and_one_source_holds_a_share() {
+        let h = Handshakes::default();
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        // 4 slots, 2 per source.
+        assert_eq!(h.admit(1, a, None, 4, 2), 0);
+        assert_eq!(h.admit(2, a, None, 4, 2), 0);
+        assert_eq!(h.admit(3, a, None, 4, 2), 1, "a's oldest (1) goes");
+        assert_eq!(h.admit(4, b, None, 4, 2), 0);
+        assert_eq!(h.admit(5, b, None, 4, 2), 0);
+        assert_eq!(h.len(), 4);
+        let c: IpAddr = "10.0.0.3".parse().unwrap();
+        assert_eq!(
+            h.admit(6, c, None, 4, 2),
+            1,
+            "full: the oldest of all (2) goes"
+        );
+        h.done(3);
+        h.done(99);
+        assert_eq!(h.len(), 3);
+        let ids: Vec<u64> = h.waiting.lock().unwrap().iter().map(|w| w.id).collect();
+        assert_eq!(ids, [4, 5, 6]);
+        assert_eq!(per_source(256), 64);
+        assert_eq!(per_source(4), 8);
     }
 
     #[test]

@@ -37,6 +37,8 @@ pub enum SessionError {
         code: String,
         /// The server's words.
         message: String,
+        /// The limit the request met, when it was one.
+        limit: Option<linkperf_wire::LimitInfo>,
     },
     /// The server requires a key and this client has none.
     #[error(

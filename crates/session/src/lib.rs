@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod budget;
 mod channel;
 mod client;
 mod daemon;
@@ -15,12 +16,13 @@ mod sampler;
 mod server;
 
 pub use auth::{AuthKey, KeyError};
+pub use budget::{thousands, Budget, Cost, Limit};
 pub use client::{
     parse_address, run_profile, run_test, Outcome, ProfileRequest, RunRequest, Target,
 };
 pub use daemon::{
-    Daemon, DaemonConfig, DaemonHandle, ServeSummary, Shutdown, DEFAULT_CONTROL_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_HANDSHAKES, DEFAULT_START_TIMEOUT,
+    control_descriptors, Daemon, DaemonConfig, DaemonHandle, Overrides, ServeSummary, Shutdown,
+    DEFAULT_CONTROL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKES, DEFAULT_START_TIMEOUT,
 };
 pub use error::SessionError;

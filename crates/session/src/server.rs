@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
 use linkperf_wire::{
-    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage, WireError,
-    PROTOCOL_VERSION,
+    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
+    WireError, PROTOCOL_VERSION,
 };
 use linkperf_workload::{Placement, TestSpec};
 
 use crate::auth::new_challenge;
+use crate::budget::{Charge, Cost, Limit};
 use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState};
 use crate::sampler::Sampler;
@@ -46,6 +47,8 @@ struct Fail {
     message: String,
     /// More than the client is told, for the daemon's log.
     detail: Option<String>,
+    /// The limit a refused request met, with its figures.
+    limit: Option<Limit>,
 }
 
 fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
@@ -53,7 +56,35 @@ fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
         code,
         message: message.into(),
         detail: None,
+        limit: None,
     }
+}
+
+/// A request that met one of this server's limits.
+fn limit_fail(limit: Limit) -> Fail {
+    Fail {
+        code: ErrorCode::Limit,
+        message: limit.to_string(),
+        detail: None,
+        limit: Some(limit),
+    }
+}
+
+/// Largest control frame before the handshake is done: a hello or an
+/// answer to the challenge is a few hundred bytes.
+pub(crate) const PRE_AUTH_MAX_FRAME: usize = 4 * 1024;
+
+/// Most worker threads one test may ask for, whatever the budget.
+pub(crate) const MAX_TEST_THREADS: u32 = 1024;
+
+/// How long a client has, once its test is accepted, to connect its users
+/// and say `start`: what its own connect takes at most (20 s and 5 ms a
+/// user, see the client's `run_test`) and 5 s more, within the server's
+/// `start_timeout`. A session that never starts holds its charge no longer.
+pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
+    let per_user =
+        Duration::from_millis(5).saturating_mul(u32::try_from(users).unwrap_or(u32::MAX));
+    (Duration::from_secs(25) + per_user).min(cap)
 }
 
 /// Authentication failed; the client is told no more than that.
@@ -62,6 +93,7 @@ fn auth_failed(detail: impl Into<String>) -> Fail {
         code: ErrorCode::AuthFailed,
         message: "authentication failed".into(),
         detail: Some(detail.into()),
+        limit: None,
     }
 }
 
@@ -81,18 +113,6 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Data connections reserved for a test, given back when dropped.
-struct Reserved<'a> {
-    state: &'a DaemonState,
-    connections: u64,
-}
-
-impl Drop for Reserved<'_> {
-    fn drop(&mut self) {
-        self.state.release_connections(self.connections);
-    }
-}
-
 /// Serves one control connection to the end. Never panics on input.
 pub(crate) fn serve_session(
     stream: TcpStream,
@@ -107,18 +127,27 @@ pub(crate) fn serve_session(
         .unwrap_or_else(|_| "?".into());
     let mut s = Session {
         id,
-        ch: Channel::new(stream, config.max_frame),
+        // Before its handshake a peer is a stranger: it may send what a
+        // handshake needs and no more.
+        ch: Channel::new(stream, PRE_AUTH_MAX_FRAME.min(config.max_frame)),
         config,
         state,
         peer,
     };
-    match s.run(accepted) {
+    let outcome = s.run(accepted);
+    // Whatever became of it, it no longer waits for its handshake.
+    state.handshakes.done(id);
+    match outcome {
         Ok(name) => s.log(&format!("{name} done")),
         Err(f) => {
             let detail = f
                 .detail
                 .as_ref()
                 .map(|d| format!(": {d}"))
+                .or_else(|| {
+                    let (limit, name) = (f.limit?, config.limit_flag?);
+                    Some(format!(" (its {})", name(limit.kind)))
+                })
                 .unwrap_or_default();
             s.log(&format!("{}{detail} ({})", f.message, f.code));
             s.send_error(&f);
@@ -141,6 +170,7 @@ impl Session<'_> {
         let _ = self.ch.send(&encode_server(&ServerMessage::Error {
             code: f.code,
             message: f.message.clone(),
+            limit: f.limit.map(|l| l.info()),
         }));
     }
 
@@ -283,6 +313,8 @@ impl Session<'_> {
         let handshaking = Held(&self.state.handshaking);
         self.handshake(accepted)?;
         drop(handshaking);
+        self.state.handshakes.done(self.id);
+        self.ch.set_max_frame(self.config.max_frame);
         if !self.state.take_session(self.config.max_sessions) {
             return Err(fail(
                 ErrorCode::Limit,
@@ -302,64 +334,18 @@ impl Session<'_> {
             } => return self.profile(profile, own_threads(placement), client_ports),
             other => return Err(out_of_order("test", &other)),
         };
-        self.check(&spec, &placement)?;
-        let connections = u64::from(spec.users);
-        let max = self.config.max_connections;
-        if let Err(used) = self.state.reserve_connections(connections, max) {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "{connections} data connections would exceed this server's --max-connections of {max} \
-                     ({used} in use by other tests)"
-                ),
-            ));
-        }
-        let _reserved = Reserved {
-            state: self.state,
-            connections,
-        };
-        let name = spec.name();
-        self.log(&format!("running {name}"));
-        self.run_test(spec, placement)?;
-        Ok(name)
-    }
-
-    fn check(&self, spec: &TestSpec, placement: &Placement) -> Result<(), Fail> {
         spec.validate()
             .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
-        let total = spec.warmup + spec.duration;
-        if total > self.config.max_duration {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "test of {:?} (warmup + duration) exceeds this server's --max-duration of {:?}",
-                    total, self.config.max_duration
-                ),
-            ));
-        }
-        if spec.users > self.config.max_users {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "{} users exceed this server's --max-users of {}",
-                    spec.users, self.config.max_users
-                ),
-            ));
-        }
-        if placement.threads == 0 || placement.threads > 1024 {
-            return Err(fail(
-                ErrorCode::Refused,
-                format!(
-                    "server threads must be between 1 and 1024, got {}",
-                    placement.threads
-                ),
-            ));
-        }
         if let Some(cc) = &spec.socket.cc {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;
         }
-        Ok(())
+        let cost = Cost::workload(&spec, placement.threads);
+        let _charge = self.admit(spec.users, spec.warmup + spec.duration, &placement, cost)?;
+        let name = spec.name();
+        self.log(&format!("running {name}"));
+        self.run_test(spec, placement)?;
+        Ok(name)
     }
 
     /// The refusal once a running test has passed `--max-bytes-per-session`
@@ -369,13 +355,12 @@ impl Session<'_> {
         let t = live.totals();
         let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
         (bytes > max).then(|| {
-            fail(
-                ErrorCode::Limit,
-                format!(
-                    "the test passed this server's --max-bytes-per-session of {max} bytes \
-                     ({bytes} bytes sent and received); the server stopped it"
-                ),
-            )
+            limit_fail(Limit {
+                kind: LimitKind::BytesPerSession,
+                got: bytes,
+                max,
+                in_use: 0,
+            })
         })
     }
 
@@ -444,16 +429,14 @@ impl Session<'_> {
             let _ = server.finish();
             return Err(f);
         }
+        let wait = start_wait(u64::from(spec.users), self.config.start_timeout);
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!(
-                    "no start within {:?} (the server's --start-timeout)",
-                    self.config.start_timeout
-                ),
+                format!("no start within {wait:?} of the test's acceptance"),
             )
         };
-        match self.recv_until(Instant::now() + self.config.start_timeout, "start", late) {
+        match self.recv_until(Instant::now() + wait, "start", late) {
             Ok(ClientMessage::Start) => {}
             Ok(other) => {
                 server.abort();
@@ -559,6 +542,50 @@ impl Session<'_> {
             report,
             environment: env,
         })
+    }
+}
+
+impl<'a> Session<'a> {
+    /// Every limit a request (a workload test or a profile) must keep, in one
+    /// place: its users, its time, its threads, and what it will hold,
+    /// charged against what the running tests leave of the budget (given
+    /// back when the returned charge is dropped).
+    fn admit(
+        &self,
+        users: u32,
+        time: Duration,
+        placement: &Placement,
+        cost: Cost,
+    ) -> Result<Charge<'a>, Fail> {
+        if users > self.config.max_users {
+            return Err(limit_fail(Limit {
+                kind: LimitKind::Users,
+                got: u64::from(users),
+                max: u64::from(self.config.max_users),
+                in_use: 0,
+            }));
+        }
+        if time > self.config.max_duration {
+            return Err(limit_fail(Limit {
+                kind: LimitKind::DurationS,
+                got: time.as_secs_f64().ceil() as u64,
+                max: self.config.max_duration.as_secs(),
+                in_use: 0,
+            }));
+        }
+        if placement.threads == 0 || placement.threads > MAX_TEST_THREADS {
+            return Err(fail(
+                ErrorCode::Refused,
+                format!(
+                    "server threads must be between 1 and {MAX_TEST_THREADS}, got {}",
+                    placement.threads
+                ),
+            ));
+        }
+        self.state
+            .ledger
+            .charge(cost, &self.config.budget)
+            .map_err(limit_fail)
     }
 }
 

@@ -144,7 +144,47 @@ pub enum ServerMessage {
         code: ErrorCode,
         /// What happened, in words.
         message: String,
+        /// The limit a refused request met, with its figures (`code` is then
+        /// `limit`), so that a client can name the server's setting.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<LimitInfo>,
     },
+}
+
+/// Which of a server's limits a request met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// Users in one test.
+    Users,
+    /// Warm-up and duration of one test, seconds.
+    DurationS,
+    /// Threads of running tests.
+    Threads,
+    /// File descriptors of running tests.
+    Descriptors,
+    /// Memory of running tests, bytes.
+    MemoryBytes,
+    /// Data connections of running tests.
+    Connections,
+    /// Sessions served at once.
+    Sessions,
+    /// Payload bytes of one session.
+    BytesPerSession,
+}
+
+/// A limit a request met, as figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitInfo {
+    /// Which limit.
+    pub kind: LimitKind,
+    /// What the request needed.
+    pub got: u64,
+    /// The most the server allows.
+    pub max: u64,
+    /// What other tests held (for limits shared by all tests).
+    #[serde(default)]
+    pub in_use: u64,
 }
 
 /// The kind of failure in a [`ServerMessage::Error`].
@@ -653,11 +693,50 @@ mod tests {
             msgs.push(ServerMessage::Error {
                 code,
                 message: format!("failed: {code}"),
+                limit: None,
             });
         }
+        msgs.push(ServerMessage::Error {
+            code: ErrorCode::Limit,
+            message: "needs 3,150 descriptors, this server may use 2,048".into(),
+            limit: Some(LimitInfo {
+                kind: LimitKind::Descriptors,
+                got: 3150,
+                max: 2048,
+                in_use: 0,
+            }),
+        });
         for m in &msgs {
             server_round_trip(m);
         }
+    }
+
+    #[test]
+    fn golden_limit_error() {
+        let m = ServerMessage::Error {
+            code: ErrorCode::Limit,
+            message: "needs 3,150 descriptors, this server may use 2,048".into(),
+            limit: Some(LimitInfo {
+                kind: LimitKind::Descriptors,
+                got: 3150,
+                max: 2048,
+                in_use: 12,
+            }),
+        };
+        assert_eq!(
+            String::from_utf8(unframe(&encode_server(&m))).unwrap(),
+            r#"{"type":"error","code":"limit","message":"needs 3,150 descriptors, this server may use 2,048","limit":{"kind":"descriptors","got":3150,"max":2048,"in_use":12}}"#
+        );
+        // Without a limit the field is absent, as before it existed.
+        let plain = ServerMessage::Error {
+            code: ErrorCode::Refused,
+            message: "no".into(),
+            limit: None,
+        };
+        assert_eq!(
+            String::from_utf8(unframe(&encode_server(&plain))).unwrap(),
+            r#"{"type":"error","code":"refused","message":"no"}"#
+        );
     }
 
     #[test]
@@ -903,7 +982,7 @@ mod tests {
                     session: number,
                     challenge: challenge.clone(),
                 },
-                ServerMessage::Error { code: ErrorCode::AuthFailed, message: text.clone() },
+                ServerMessage::Error { code: ErrorCode::AuthFailed, message: text.clone(), limit: None },
             ] {
                 server_round_trip(&m);
             }

@@ -45,6 +45,12 @@ impl FrameDecoder {
         }
     }
 
+    /// Changes the largest payload accepted from the next frame on (a server
+    /// keeps it small until its peer has authenticated).
+    pub fn set_max_frame(&mut self, max_frame: usize) {
+        self.max = max_frame;
+    }
+
     /// Appends received bytes.
     pub fn feed(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);

@@ -48,11 +48,6 @@ pub fn parse_mix(s: &str, whole: &str) -> Result<Vec<MixEntry>, WorkloadError> {
             ),
             None => (part, 1),
         };
-        if weight == 0 || weight > MAX_MIX_WEIGHT {
-            return Err(bad(&format!(
-                "weight {weight} must be between 1 and {MAX_MIX_WEIGHT}"
-            )));
-        }
         let (req, resp) = sizes
             .split_once(['x', 'X'])
             .ok_or_else(|| bad(&format!("entry '{part}' is not REQxRESP[*WEIGHT]")))?;
@@ -62,10 +57,33 @@ pub fn parse_mix(s: &str, whole: &str) -> Result<Vec<MixEntry>, WorkloadError> {
             weight,
         });
     }
-    if entries.len() > MAX_MIX_ENTRIES {
-        return Err(bad(&format!("more than {MAX_MIX_ENTRIES} entries")));
-    }
+    check_entries(&entries).map_err(|why| bad(&why))?;
     Ok(entries)
+}
+
+/// The bounds every mix keeps, however it was made (parsed from a name, or
+/// received by a server on the wire): at least one and at most
+/// [`MAX_MIX_ENTRIES`] entries, each weight from 1 to [`MAX_MIX_WEIGHT`].
+pub fn check_entries(entries: &[MixEntry]) -> Result<(), String> {
+    if entries.is_empty() {
+        return Err("a mix needs at least one entry".into());
+    }
+    if entries.len() > MAX_MIX_ENTRIES {
+        return Err(format!(
+            "{} entries, more than {MAX_MIX_ENTRIES}",
+            entries.len()
+        ));
+    }
+    if let Some(e) = entries
+        .iter()
+        .find(|e| e.weight == 0 || e.weight > MAX_MIX_WEIGHT)
+    {
+        return Err(format!(
+            "weight {} must be between 1 and {MAX_MIX_WEIGHT}",
+            e.weight
+        ));
+    }
+    Ok(())
 }
 
 /// The sizes of every transaction of a request/response workload: fixed, or

@@ -242,6 +242,40 @@ mod tests {
     use super::*;
     use crate::Bytes;
 
+    /// What a server gets from the wire is held to the bounds the command
+    /// line's parser keeps: a mix with a weight of 0, or more entries than a
+    /// mix may have, is refused by the one validation both share.
+    #[test]
+    fn a_hand_made_mix_is_held_to_the_parsers_bounds() {
+        use crate::{Bytes, MixEntry, MAX_MIX_ENTRIES};
+        let entry = |weight| MixEntry {
+            request: Bytes(200),
+            response: Bytes(200),
+            weight,
+        };
+        let mix = |entries: Vec<MixEntry>| {
+            TestSpec::new(
+                Workload::Mix { entries },
+                Protocol::Tcp,
+                1,
+                Duration::from_secs(1),
+            )
+        };
+        assert!(mix(vec![entry(1), entry(3)]).validate().is_ok());
+        let e = mix(vec![entry(1), entry(0)])
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("weight 0"), "{e}");
+        let many = (0..=MAX_MIX_ENTRIES).map(|_| entry(1)).collect();
+        let e = mix(many).validate().unwrap_err().to_string();
+        assert!(e.contains("more than 64"), "{e}");
+        assert!(mix(vec![]).validate().is_err());
+        // The parser refuses the same, with the same words.
+        let e = "mix:200x200*0".parse::<Workload>().unwrap_err().to_string();
+        assert!(e.contains("weight 0"), "{e}");
+    }
+
     #[test]
     fn a_congestion_control_is_a_kernel_name() {
         let with_cc = |cc: &str| {

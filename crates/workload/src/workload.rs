@@ -190,11 +190,8 @@ impl Workload {
                 response.check_range("response", 1, MAX_MESSAGE)?;
             }
             Workload::Mix { entries } => {
-                if entries.is_empty() {
-                    return Err(WorkloadError::Invalid(
-                        "a mix needs at least one entry".into(),
-                    ));
-                }
+                crate::mix::check_entries(entries)
+                    .map_err(|why| WorkloadError::Invalid(format!("invalid mix: {why}")))?;
                 for e in entries {
                     e.request.check_range("request", 1, MAX_MESSAGE)?;
                     e.response.check_range("response", 1, MAX_MESSAGE)?;

@@ -33,8 +33,15 @@ const PENDING_BASE: usize = 1 << 48;
 const BUDGET: u32 = 64;
 /// Longest a new connection may take to send its preamble.
 const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections a worker lets wait for their preamble beyond twice the
+/// connections its users hold; past that, the oldest waiting is closed for
+/// each new one (as the workload server does: anyone may open one).
+const PREAMBLE_SLACK: usize = 64;
+/// Connections accepted for one user's connection slot and not yet taken by
+/// it (the next iteration's, arriving before the user reached it).
+const ACCEPTED_PER_SLOT: usize = 2;
 /// Largest single read or write.
-const MAX_CHUNK: usize = 1 << 20;
+const MAX_CHUNK: usize = 256 * 1024;
 
 /// One user's connection.
 #[derive(Debug)]
@@ -938,6 +945,10 @@ impl Worker {
             };
             match l.accept() {
                 Ok((mut stream, _)) => {
+                    // Connections that never present a preamble stay bounded.
+                    if self.pending.len() >= self.pending_cap() {
+                        self.evict_oldest_pending();
+                    }
                     let entry = self.pending.vacant_entry();
                     let key = entry.key();
                     if self
@@ -1006,6 +1017,14 @@ impl Worker {
         if u >= self.users.len() || c >= self.users[u].conns() {
             return;
         }
+        // No more than a user's connection can take: more are not a user's.
+        if self
+            .accepted
+            .get(&(u, c))
+            .is_some_and(|q| q.len() >= ACCEPTED_PER_SLOT)
+        {
+            return;
+        }
         if self
             .poll
             .registry()
@@ -1023,6 +1042,24 @@ impl Worker {
             .or_default()
             .push_back((txn, p.stream));
         self.drive(u);
+    }
+
+    /// How many accepted connections may wait for their preamble at once.
+    fn pending_cap(&self) -> usize {
+        let conns: usize = self.users.iter().map(|u| u.conns()).sum();
+        conns.saturating_mul(2).saturating_add(PREAMBLE_SLACK)
+    }
+
+    /// Closes the connection that has waited longest for its preamble.
+    fn evict_oldest_pending(&mut self) {
+        if let Some(key) = self
+            .pending
+            .iter()
+            .min_by_key(|(_, p)| p.since)
+            .map(|(k, _)| k)
+        {
+            self.drop_pending(key);
+        }
     }
 
     fn worker_index(&self) -> usize {

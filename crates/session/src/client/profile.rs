@@ -228,7 +228,7 @@ fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<
     match c.ch.recv(STOP_TIMEOUT) {
         Ok(Received::Frame(f)) => match decode_server(&f) {
             Ok(ServerMessage::TxnEnded { txn: t, written }) if t == txn => Ok(written),
-            Ok(ServerMessage::Error { code, message }) => {
+            Ok(ServerMessage::Error { code, message, .. }) => {
                 Err(format!("the server stopped the test: {message} ({code})"))
             }
             Ok(other) => Err(format!(

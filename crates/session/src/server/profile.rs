@@ -13,8 +13,9 @@ use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Liveness, Reserved, Session};
+use super::{fail, out_of_order, shutting_down, start_wait, wire_fail, Fail, Liveness, Session};
 use super::{FINISH_GRACE, WATCH_INTERVAL};
+use crate::budget::Cost;
 use crate::channel::{Received, RecvError};
 
 /// How long the server's users may take to stop at the client's count.
@@ -41,52 +42,12 @@ impl Session<'_> {
         if users == 0 {
             return Err(fail(ErrorCode::Refused, "the profile has no users"));
         }
-        if users > self.config.max_users {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "{users} users exceed this server's --max-users of {}",
-                    self.config.max_users
-                ),
-            ));
-        }
-        if placement.threads == 0 || placement.threads > 1024 {
-            return Err(fail(
-                ErrorCode::Refused,
-                format!(
-                    "server threads must be between 1 and 1024, got {}",
-                    placement.threads
-                ),
-            ));
-        }
-        let least = profile.least_time();
-        if least > self.config.max_duration {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "the profile's timed transactions take {least:?}, more than this server's \
-                     --max-duration of {:?}",
-                    self.config.max_duration
-                ),
-            ));
-        }
         let mirrored = mirror(&profile);
         let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let connections: u64 = compiled.connections();
-        let max = self.config.max_connections;
-        if let Err(used) = self.state.reserve_connections(connections, max) {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "{connections} data connections would exceed this server's --max-connections \
-                     of {max} ({used} in use by other tests)"
-                ),
-            ));
-        }
-        let _reserved = Reserved {
-            state: self.state,
-            connections,
-        };
+        let workers = u32::try_from(workers_for(placement.threads, &mirrored)).unwrap_or(u32::MAX);
+        let cost = Cost::profile(connections, workers);
+        let _charge = self.admit(users, profile.least_time(), &placement, cost)?;
         let name = format!("profile:{}--{users}", profile.name);
         self.log(&format!("running {name}"));
         let (token, bind_ip) = self.data_token()?;
@@ -131,16 +92,14 @@ impl Session<'_> {
         if let Err(f) = self.send(&accepted) {
             return stop(run, f);
         }
+        let wait = start_wait(connections, self.config.start_timeout);
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!(
-                    "no start within {:?} (the server's --start-timeout)",
-                    self.config.start_timeout
-                ),
+                format!("no start within {wait:?} of the test's acceptance"),
             )
         };
-        match self.recv_until(Instant::now() + self.config.start_timeout, "start", late) {
+        match self.recv_until(Instant::now() + wait, "start", late) {
             Ok(ClientMessage::Start) => {}
             Ok(other) => return stop(run, out_of_order("start", &other)),
             Err(f) => return stop(run, f),
