@@ -491,22 +491,19 @@ fn send(
                 if starting {
                     budget.start_block(blk as u64);
                 }
-                l.stats.bytes(n as u64, counting);
                 if let Some(p) = &mut l.pacer {
                     p.sent(n as u64);
                 }
                 match &l.sock {
                     Sock::Tcp(_) => {
+                        l.stats.bytes(n as u64, counting);
                         l.off += n;
                         if l.off >= blk {
                             l.off = 0;
                             l.stats.blocks += 1;
                         }
                     }
-                    Sock::Udp(_) => {
-                        l.stats.packets += 1;
-                        l.stats.blocks += 1;
-                    }
+                    Sock::Udp(_) => l.stats.datagram_sent(n as u64, counting),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
