@@ -326,17 +326,32 @@ pub struct StockServer {
     pub port: u16,
 }
 
-fn listening(port: u16) -> bool {
-    let hex = format!(":{port:04X} ");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && format!("{} ", cols[1]).contains(&hex) && cols[3] == "0A"
+/// True once process `pid` has a socket listening on TCP port `port` (not
+/// another process that took the port first).
+fn listening(pid: u32, port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    (cols.len() > 9 && cols[1].ends_with(&hex) && cols[3] == "0A")
+                        .then(|| format!("socket:[{}]", cols[9]))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten().any(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|t| inodes.iter().any(|i| t.as_os_str() == i.as_str()))
             })
-    })
+        })
+        .unwrap_or(false)
 }
 
 /// The queues of a TCP socket on 127.0.0.1 from /proc/net/tcp, by its two
@@ -379,28 +394,43 @@ pub fn read_by_server(port: u16, local: SocketAddr) -> bool {
 
 impl StockServer {
     /// Starts it and waits until it listens (without connecting: a connection
-    /// would be its one test).
+    /// would be its one test). A port taken between choosing it and binding
+    /// it (other programs run on the host too) makes it exit: then another.
     pub fn start() -> StockServer {
-        let port = free_port();
-        let child = Command::new("iperf3")
-            .args(["-s", "-1", "-J", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iperf3 -s");
-        let t0 = Instant::now();
-        while !listening(port) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "iperf3 -s did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
+        let mut why = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new("iperf3")
+                .args(["-s", "-1", "-J", "-p", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn iperf3 -s");
+            let t0 = Instant::now();
+            loop {
+                if listening(child.id(), port) {
+                    return StockServer {
+                        child: Some(child),
+                        port,
+                    };
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    let o = wait(child, "iperf3 -s");
+                    why = format!(
+                        "iperf3 -s -p {port} exited ({status}): {}{}",
+                        o.stdout, o.stderr
+                    );
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < SAY_DEADLINE,
+                    "iperf3 -s did not listen on {port} within {SAY_DEADLINE:?}"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
-        StockServer {
-            child: Some(child),
-            port,
-        }
+        panic!("iperf3 -s did not start: {why}");
     }
 
     /// `127.0.0.1:PORT`.
