@@ -10,11 +10,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SECS=${BENCH_SECONDS:-5}
 [[ $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SECONDS must be a whole number of seconds >= 1" >&2; exit 2; }
-# The 1-user rows move by several percent from one measurement to the next on a
-# shared machine: they run ROUNDS times, linkperf and sockperf alternating (in
-# turn first), and the table shows the medians and the geometric mean of the
-# rounds' ratios with its 95% interval: the target is met only when the whole
-# interval is at or above 1.0, and "parity" when the interval holds 1.0.
+# The 1-user rows and the iperf3-server row move by several percent from one
+# measurement to the next on a shared machine: they run ROUNDS times, linkperf
+# and its peer alternating (in turn first), and the table shows the medians and
+# the geometric mean of the rounds' ratios with its 95% interval: the target is
+# met only when the whole interval is at or above 1.0, and "parity" when the
+# interval holds 1.0.
 ROUNDS=${BENCH_ROUNDS:-5}
 [[ $ROUNDS =~ ^[1-9][0-9]?$ ]] || { echo "BENCH_ROUNDS must be a whole number from 1 to 99" >&2; exit 2; }
 # Best rr 1x1 transactions/s a peer tool reached at 250 users on a 2-core
@@ -62,6 +63,19 @@ trap 'exit 130' INT TERM
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# A port free for TCP and UDP both (`serve --iperf3` takes both).
+free_port_udp_too() {
+  python3 -c '
+import socket
+for _ in range(50):
+    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass'
 }
 
 # start_server LOG PORT CMD... : start a server in the background, wait until it listens.
@@ -211,10 +225,12 @@ def table(path, secs, ref):
 
     tps, gbit, cpg, us, mib = "{:,.0f}", "{:.2f}", "{:.3f}", "{:.2f}", "{:.1f}"
     rounds = []
-    for pin, label in (("free", "free"), ("cpu0", "CPU 0")):
+    def paired(key, metric, item, unit, f, names):
+        # Rounds of two measurements a few seconds apart, the tools in turn
+        # first: keys KEY.rN.lp.METRIC and KEY.rN.peer.METRIC.
         lp, peer, ratios = [], [], []
         for n in range(1, 100):
-            a, b = num(f"rr14.{pin}.r{n}.lp.tps"), num(f"rr14.{pin}.r{n}.peer.tps")
+            a, b = num(f"{key}.r{n}.lp.{metric}"), num(f"{key}.r{n}.peer.{metric}")
             if a is None and b is None:
                 break
             if isinstance(a, float):
@@ -223,16 +239,16 @@ def table(path, secs, ref):
                 peer.append(b)
             if isinstance(a, float) and isinstance(b, float):
                 ratios.append(a / b)
-            rounds.append(f"  rr 14x14 {label} round {n}: linkperf {fmt(a, tps)}, sockperf {fmt(b, tps)}"
+            rounds.append(f"  {item} round {n}: {names[0]} {fmt(a, f)}, {names[1]} {fmt(b, f)}"
                           + (f", ratio {a / b:.2f}" if isinstance(a, float) and isinstance(b, float) else ""))
         # A side with no figure shows what round 1 recorded for it (failed, skipped).
-        a = statistics.median(lp) if lp else f"rr14.{pin}.r1.lp.tps"
-        b = statistics.median(peer) if peer else f"rr14.{pin}.r1.peer.tps"
+        a = statistics.median(lp) if lp else f"{key}.r1.lp.{metric}"
+        b = statistics.median(peer) if peer else f"{key}.r1.peer.{metric}"
         n = max(len(lp), len(peer))
         of = f"median of {n}" if n else "median"
-        row(f"rr 14x14, 1 user, {label}: txn/s, {of} (peer sockperf)", a, b, tps)
+        row(f"{item}: {unit}, {of} (peer {names[1]})", a, b, f)
         if ratios:
-            rows.append((f"rr 14x14, 1 user, {label}: median of the {len(ratios)} rounds' ratios", "", "",
+            rows.append((f"{item}: median of the {len(ratios)} rounds' ratios", "", "",
                          f"{statistics.median(ratios):.2f}", f"min {min(ratios):.2f}, max {max(ratios):.2f}"))
         if len(ratios) >= 2:
             # Each round pairs the two tools a few seconds apart, so the
@@ -244,8 +260,13 @@ def table(path, secs, ref):
             half = t95(len(logs) - 1) * sd / math.sqrt(len(logs))
             lo, hi = math.exp(m - half), math.exp(m + half)
             verdict = "met" if lo >= 1.0 else ("MISSED" if hi < 1.0 else "parity: the interval holds 1.0")
-            rows.append((f"rr 14x14, 1 user, {label}: geometric mean of the rounds' ratios", "", "",
+            rows.append((f"{item}: geometric mean of the rounds' ratios", "", "",
                          f"{math.exp(m):.2f}", f">= 1.0  {verdict} (95% CI {lo:.2f}-{hi:.2f})"))
+
+    for pin, label in (("free", "free"), ("cpu0", "CPU 0")):
+        paired(f"rr14.{pin}", "tps", f"rr 14x14, 1 user, {label}", "txn/s", tps, ("linkperf", "sockperf"))
+    paired("srv", "gbps", "iperf3 -c to serve --iperf3 vs to iperf3 -s, TCP", "Gbit/s", gbit,
+           ("serve --iperf3", "iperf3 -s"))
     for n in (1, 5):
         p = f"st{n}"
         row(f"stream-up 30k, {n} user(s): Gbit/s (peer iperf3)", f"{p}.lp.gbps", f"{p}.peer.gbps", gbit)
@@ -273,7 +294,7 @@ def table(path, secs, ref):
     for x in rows:
         print(line(x))
     if rounds:
-        print("\nthe 1-user rounds, in the order they ran:")
+        print("\nthe rounds, in the order they ran:")
         print("\n".join(rounds))
     print("\nratio: linkperf / peer, except CPU-s/GB where it is peer / linkperf (> 1: linkperf uses less CPU).")
     for k, v in r.items():
@@ -356,6 +377,31 @@ iperf3_measure() {
   if ! ((ok)) || ! py iperf3 "$WORK/$key.iperf3.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
 }
 
+# srv_measure KEY SIDE
+#   One stock `iperf3 -c` test (TCP, its defaults: one stream, 128 KiB
+#   writes) against a `linkperf serve --iperf3` child (SIDE=lp) or a stock
+#   `iperf3 -s -1` child (SIDE=peer): the same client, two servers.
+srv_measure() {
+  local key=$1 side=$2 port
+  port=$(free_port_udp_too)
+  if [[ $side == lp ]]; then
+    echo "serve --iperf3: $key (stock iperf3 -c, ${SECS}s)" >&2
+    if ! start_server "$WORK/$key.$side.serve.log" "$port" \
+        "$LP" serve --listen "$HOST" --port "$(free_port)" --iperf3 --iperf3-port "$port" --quiet; then
+      stop_server "$SERVER_PID"; fail "$key.$side.gbps"; return 0
+    fi
+  else
+    echo "iperf3 -s: $key (stock iperf3 -c, ${SECS}s)" >&2
+    if ! start_server "$WORK/$key.$side.iperf3-server.log" "$port" iperf3 -s -1 -B "$HOST" -p "$port"; then
+      stop_server "$SERVER_PID"; fail "$key.$side.gbps"; return 0
+    fi
+  fi
+  local srv=$SERVER_PID ok=1
+  run_client $((SECS + 60)) "$WORK/$key.$side.json" iperf3 -c "$HOST" -p "$port" -t "$SECS" -J || ok=0
+  stop_server "$srv"
+  if ! ((ok)) || ! py iperf3 "$WORK/$key.$side.json" "$RES" "$key.$side"; then fail "$key.$side.gbps"; fi
+}
+
 # floor_measure KEY USERS REQ RESP
 #   bench/rrfloor.c on the same work as linkperf's default placement: one
 #   event-loop thread per CPU on each side, 1 s warm-up, then the window.
@@ -382,8 +428,8 @@ floor_measure() {
   if ! ((ok)) || ! py floor "$WORK/$key.floor.log" "$RES" "$key.floor"; then fail "$key.floor.tps"; fi
 }
 
-# BENCH_ONLY=rr14,streams,users runs only those parts (default: all).
-ONLY=${BENCH_ONLY:-rr14,streams,users}
+# BENCH_ONLY=rr14,streams,users,iperf3srv runs only those parts (default: all).
+ONLY=${BENCH_ONLY:-rr14,streams,users,iperf3srv}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
 
 # a. request/response 14x14, one user, free and pinned to CPU 0, ROUNDS times
@@ -412,7 +458,21 @@ if part streams; then
   done
 fi
 
-# c. many users, linkperf and rrfloor, in turn first
+# c. the same stock iperf3 client against linkperf's iperf3 server and
+#    iperf3's own, ROUNDS times, in turn first (as the 1-user rows)
+if part iperf3srv; then
+  for r in $(seq "$ROUNDS"); do
+    if ((r % 2)); then
+      srv_measure "srv.r$r" lp
+      srv_measure "srv.r$r" peer
+    else
+      srv_measure "srv.r$r" peer
+      srv_measure "srv.r$r" lp
+    fi
+  done
+fi
+
+# d. many users, linkperf and rrfloor, in turn first
 if part users; then
   k=0
   for w in 1x1 200x1000; do

@@ -2,11 +2,19 @@
 //! 127.0.0.1: stock `iperf3 -c` clients against `linkperf serve --iperf3`
 //! (every option linkperf serves, both directions, several clients at once,
 //! UDP, refusals, bad clients), and `linkperf run --iperf3-server` against a
-//! stock `iperf3 -s`. The numbers must agree: what iperf3 counted and what
-//! linkperf counted differ by at most one block per stream.
+//! stock `iperf3 -s`.
 //!
-//! The tests take the machine one at a time (the agreement at the end of a
-//! test depends on both ends getting the CPU); all of them take about 40 s.
+//! The numbers must agree as far as the protocol lets them, however busy the
+//! host. Where linkperf's server receives, it reads all the client sent
+//! before it answers: the two counts are equal. Where the receiver may stop
+//! counting while data is still on its way (an iperf3 client receiving stops
+//! at its own timer; a stock iperf3 server at `TEST_END`), the sender's count
+//! is at least the receiver's and at most that plus what the stream's two
+//! socket buffers can hold, read from this host's kernel ([`Buffers`]).
+//! Nothing waits by sleeping: a test waits for what a process says (a log
+//! line, a line of output) or for it to end.
+//!
+//! The tests take the machine one at a time; all of them take about 45 s.
 
 #[allow(dead_code)]
 mod util;
@@ -16,28 +24,65 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::iperf3::{client, done_lines, finish, require_iperf3, serve, spawn_client, StockServer};
+use util::iperf3::{
+    client, done, done_lines, finish, log_when, read_by_server, require_iperf3, serve,
+    spawn_client, spawn_watched, Buffers, StockServer,
+};
 use util::{at, exclusive, int, run, run_json, text, Server};
 
 const KIB: u64 = 1024;
-
-/// `|a - b| <= slack`, with the numbers in the message.
-fn assert_close(what: &str, a: u64, b: u64, slack: u64) {
-    assert!(
-        a.abs_diff(b) <= slack,
-        "{what}: {a} and {b} differ by {} (more than {slack})",
-        a.abs_diff(b)
-    );
-}
 
 fn bytes(v: &Value, ptr: &str) -> u64 {
     int(v, ptr)
 }
 
-/// Runs `iperf3 -c … -J ARGS` against a fresh `linkperf serve --iperf3`,
-/// asserts it exited 0, and checks that iperf3's sender and receiver totals
-/// agree within one block per stream and that linkperf's server log counted
-/// the same. Returns iperf3's JSON.
+/// `-w`'s value in `args`, in bytes (`256K`, `2M`, `65536`).
+fn window(args: &[&str]) -> Option<u64> {
+    let v = args.iter().position(|a| *a == "-w").map(|i| args[i + 1])?;
+    let (n, unit) = match v.strip_suffix(['K', 'k']) {
+        Some(n) => (n, KIB),
+        None => match v.strip_suffix(['M', 'm']) {
+            Some(n) => (n, KIB * KIB),
+            None => (v, 1),
+        },
+    };
+    Some(n.parse::<u64>().expect("a -w size") * unit)
+}
+
+/// Where linkperf's server receives: it has read all the client sent (TCP
+/// loses nothing) before it reports, so its count is the client's.
+fn all_received(what: &str, sent: u64, received: u64) {
+    assert_eq!(
+        sent, received,
+        "{what}: the receiver counted {received} bytes of the {sent} sent"
+    );
+}
+
+/// Where the receiver may stop counting with data still on its way: it never
+/// counts more than was sent, and no more can be on the way than `streams`
+/// streams' buffers hold (see [`Buffers::tcp_in_flight_max`]).
+fn within_buffers(what: &str, sent: u64, received: u64, streams: u64, w: Option<u64>, block: u64) {
+    assert!(
+        received <= sent,
+        "{what}: {received} bytes received, only {sent} sent"
+    );
+    let max = streams * Buffers::read().tcp_in_flight_max(w, block);
+    assert!(
+        sent - received <= max,
+        "{what}: {sent} bytes sent and {received} received: {} apart, more than the {max} bytes \
+         {streams} stream(s) can hold in their socket buffers",
+        sent - received
+    );
+}
+
+/// Runs `iperf3 -c … -J ARGS` (TCP) against a fresh `linkperf serve
+/// --iperf3` and asserts it exited 0 and that the counts agree: iperf3's
+/// sender and receiver totals of each direction (see [`all_received`] and
+/// [`within_buffers`]), and linkperf's server log (its count over the whole
+/// test) with what it reported. With `-O` each end counts from its own omit
+/// timer, and what crossed between the two timers is in one count only: how
+/// much depends on when each timer fired, not on the protocol, so the totals
+/// are not compared. Returns iperf3's JSON.
 fn agreed(args: &[&str], block: u64, streams: u64) -> Value {
     let (server, port) = serve(&[]);
     let mut all = vec!["-J"];
@@ -57,34 +102,61 @@ fn agreed(args: &[&str], block: u64, streams: u64) -> Value {
         "iperf3 reported an error: {}",
         j["error"]
     );
+    let (reverse, bidir, omit) = (
+        args.contains(&"-R"),
+        args.contains(&"--bidir"),
+        args.contains(&"-O"),
+    );
+    let w = window(args);
+    // The client's sums: its own sending direction, or with -R the server's.
     let sent = bytes(&j, "/end/sum_sent/bytes");
     let received = bytes(&j, "/end/sum_received/bytes");
     assert!(sent > 0, "nothing was sent: {args:?}");
-    assert_close(
-        &format!("iperf3 {args:?} sender vs receiver"),
-        sent,
-        received,
-        block * streams,
-    );
-    // linkperf's server counted the same (its log line: the whole test).
-    std::thread::sleep(Duration::from_millis(100));
-    let lines = done_lines(&server.log());
+    let what = format!("iperf3 {args:?} sender vs receiver");
+    match (omit, reverse) {
+        (true, _) => {}
+        (false, false) => all_received(&what, sent, received),
+        (false, true) => within_buffers(&what, sent, received, streams, w, block),
+    }
+    let back = bidir.then(|| {
+        (
+            bytes(&j, "/end/sum_sent_bidir_reverse/bytes"),
+            bytes(&j, "/end/sum_received_bidir_reverse/bytes"),
+        )
+    });
+    if let (Some((s, r)), false) = (back, omit) {
+        assert!(s > 0, "the server sent nothing back: {args:?}");
+        within_buffers(
+            &format!("{what}, server to client"),
+            s,
+            r,
+            streams,
+            w,
+            block,
+        );
+    }
+    // linkperf's server log: what it counted over the whole test is what it
+    // reported (nothing omitted), and what it received is all that was sent.
+    let lines = done(&server, 1);
     assert_eq!(lines.len(), 1, "one test in the log: {}", server.log());
     let (srv_received, srv_sent) = lines[0];
-    let reverse = args.contains(&"-R");
-    let (mine, theirs) = if reverse {
-        (srv_sent, received)
-    } else {
-        (srv_received, sent)
-    };
-    // With -O both count from their own omit timer; the log has the whole test.
-    if !args.contains(&"--bidir") && !args.contains(&"-O") {
-        assert_close(
-            &format!("linkperf's server vs iperf3 {args:?}"),
-            mine,
-            theirs,
-            block * streams,
-        );
+    if !omit {
+        match (reverse, back) {
+            (true, _) => assert_eq!(srv_sent, sent, "linkperf's server sent, {args:?}"),
+            (false, Some((s, _))) => {
+                assert_eq!(
+                    srv_received, received,
+                    "linkperf's server received, {args:?}"
+                );
+                assert_eq!(srv_sent, s, "linkperf's server sent, {args:?}");
+            }
+            (false, None) => {
+                assert_eq!(
+                    srv_received, received,
+                    "linkperf's server received, {args:?}"
+                )
+            }
+        }
     }
     j
 }
@@ -107,13 +179,15 @@ fn tcp_bytes_and_blocks() {
     assert_eq!(bytes(&j, "/end/sum_received/bytes"), 20 * KIB * KIB);
     let j = agreed(&["-k", "200", "-l", "64K"], 64 * KIB, 1);
     assert_eq!(bytes(&j, "/end/sum_received/bytes"), 200 * 64 * KIB);
-    // The server sends them with -R: exactly, to the block.
+    // The server sends them with -R: exactly, to the block, and the client
+    // reads until it has them all.
     let j = agreed(&["-n", "10M", "-R", "-P", "2"], 128 * KIB, 2);
     assert_eq!(bytes(&j, "/end/sum_sent/bytes"), 10 * KIB * KIB);
     assert_eq!(bytes(&j, "/end/sum_received/bytes"), 10 * KIB * KIB);
     // -k with -R: the server sends exactly 50 blocks. A 3.12 client counts
-    // every read as a block and stops counting when it has done 50 reads, so
-    // when a block arrives in two reads it counts a little less.
+    // every read as a block and stops counting when it has done 50 reads of
+    // at most a block each, so it counts at most 50 blocks, and less when a
+    // block comes in two reads.
     let (server, port) = serve(&[]);
     let o = client(port, &["-J", "-k", "50", "-l", "32K", "-R"]);
     assert_eq!(
@@ -127,10 +201,7 @@ fn tcp_bytes_and_blocks() {
     let j = o.json();
     assert_eq!(bytes(&j, "/end/sum_sent/bytes"), 50 * 32 * KIB);
     let received = bytes(&j, "/end/sum_received/bytes");
-    assert!(
-        (45 * 32 * KIB..=50 * 32 * KIB).contains(&received),
-        "{received}"
-    );
+    assert!((50..=50 * 32 * KIB).contains(&received), "{received}");
 }
 
 #[test]
@@ -155,12 +226,9 @@ fn tcp_reverse() {
 fn tcp_bidirectional() {
     require_iperf3();
     let _m = exclusive();
+    // Both ways agree (see `agreed`): the client's sending streams come
+    // first, then its receiving ones.
     let j = agreed(&["-t", "1", "--bidir", "-P", "2"], 128 * KIB, 2);
-    // The client's sending streams come first, then its receiving ones.
-    let sent = bytes(&j, "/end/sum_sent_bidir_reverse/bytes");
-    let received = bytes(&j, "/end/sum_received_bidir_reverse/bytes");
-    assert!(sent > 0, "the server sent nothing back");
-    assert_close("--bidir server to client", sent, received, 2 * 128 * KIB);
     let streams = at(&j, "/end/streams").as_array().unwrap();
     assert_eq!(streams.len(), 4);
 }
@@ -223,28 +291,76 @@ fn server_output_text_and_json() {
     assert!(o.stdout.contains("iperf Done."), "{}", o.stdout);
 }
 
+/// UDP both ways, each end's receive buffer big enough for the whole test:
+/// on this host a datagram then cannot be dropped, so none may be counted
+/// lost, and every datagram up to the last one counted has been counted.
+/// linkperf's server, receiving, counts all the client sent; an iperf3 client
+/// receiving may stop counting with datagrams still in its buffer.
 #[test]
 fn udp_both_ways() {
     require_iperf3();
     let _m = exclusive();
+    // 800 kbit/s for a second in 1400-byte datagrams: about 72 of them. The
+    // kernel charges a queued datagram its buffer's whole allocation, at most
+    // twice its size and 2 KiB of bookkeeping; -w 1M gives each end a receive
+    // buffer of twice min(1 MiB, net.core.rmem_max), at least 416 KiB.
+    let len = 1400;
+    let buffer = Buffers::read().udp_receive(1024 * KIB);
     for reverse in [false, true] {
-        let mut args = vec!["-u", "-b", "10M", "-t", "1"];
+        let mut args = vec![
+            "-J", "-u", "-b", "800K", "-l", "1400", "-w", "1M", "-t", "1",
+        ];
         if reverse {
             args.push("-R");
         }
-        let j = agreed(&args, 32 * KIB, 1);
-        let sent = &j["end"]["sum_sent"];
-        let received = &j["end"]["sum_received"];
-        assert_eq!(text(&j, "/start/test_start/protocol"), "UDP");
-        // 10 Mbit/s for a second: about 1.25 MB.
-        let b = sent["bytes"].as_u64().unwrap();
-        assert!(
-            (1_000_000..1_600_000).contains(&b),
-            "{args:?}: {b} bytes sent"
+        let (server, port) = serve(&[]);
+        let o = client(port, &args);
+        assert_eq!(
+            o.code,
+            0,
+            "{args:?}: {}{}\nserver: {}",
+            o.stdout,
+            o.stderr,
+            server.log()
         );
-        assert_eq!(received["lost_packets"], 0, "{args:?}: {received}");
-        assert_eq!(sent["packets"], received["packets"], "{args:?}");
+        let j = o.json();
+        assert_eq!(text(&j, "/start/test_start/protocol"), "UDP");
+        let (sent, received) = (&j["end"]["sum_sent"], &j["end"]["sum_received"]);
+        let n = |v: &Value, k: &str| {
+            v[k].as_u64()
+                .unwrap_or_else(|| panic!("{args:?}: no {k} in {v}"))
+        };
+        let (sent_n, received_n) = (n(sent, "packets"), n(received, "packets"));
+        assert!(
+            sent_n * (2 * len + 2 * KIB) <= buffer,
+            "{args:?}: {sent_n} datagrams may not fit a {buffer}-byte receive buffer"
+        );
+        // 800 kbit/s for a second: about 100 kB.
+        let b = n(sent, "bytes");
+        assert!((80_000..130_000).contains(&b), "{args:?}: {b} bytes sent");
+        assert_eq!(b, sent_n * len, "{args:?}: whole datagrams sent");
+        assert_eq!(n(received, "lost_packets"), 0, "{args:?}: {received}");
+        assert_eq!(
+            n(received, "bytes"),
+            received_n * len,
+            "{args:?}: every datagram up to the last counted was counted: {received}"
+        );
+        if reverse {
+            assert!(received_n <= sent_n, "{args:?}: {sent} {received}");
+        } else {
+            assert_eq!(
+                received_n, sent_n,
+                "{args:?}: linkperf's server counted all"
+            );
+        }
         assert!(received["jitter_ms"].as_f64().unwrap() >= 0.0);
+        // Its log: the server's own count, as it reported it.
+        let (srv_received, srv_sent) = done(&server, 1)[0];
+        if reverse {
+            assert_eq!(srv_sent, b, "{args:?}");
+        } else {
+            assert_eq!(srv_received, n(received, "bytes"), "{args:?}");
+        }
     }
 }
 
@@ -253,15 +369,12 @@ fn several_clients_at_once() {
     require_iperf3();
     let _m = exclusive();
     let (server, port) = serve(&[]);
-    let tcp: Vec<_> = (0..3)
-        .map(|i| {
-            let r = if i == 1 { "-R" } else { "-N" };
-            spawn_client(port, &["-J", "-t", "2", "-P", "2", r])
-        })
+    let tcp: Vec<_> = ["-N", "-R", "-N"]
+        .into_iter()
+        .map(|r| (r, spawn_client(port, &["-J", "-t", "2", "-P", "2", r])))
         .collect();
     let udp = spawn_client(port, &["-J", "-u", "-b", "5M", "-t", "2"]);
-    let mut received = Vec::new();
-    for c in tcp.into_iter().chain([udp]) {
+    for (r, c) in tcp.into_iter().chain([("-u", udp)]) {
         let o = finish(c);
         assert_eq!(
             o.code,
@@ -272,25 +385,39 @@ fn several_clients_at_once() {
             server.log()
         );
         let j = o.json();
-        let (s, r) = (
+        let (s, rcv) = (
             bytes(&j, "/end/sum_sent/bytes"),
             bytes(&j, "/end/sum_received/bytes"),
         );
-        assert_close("a concurrent client", s, r, 2 * 128 * KIB);
-        received.push(r);
+        let what = format!("a concurrent client {r}");
+        match r {
+            "-N" => all_received(&what, s, rcv),
+            "-R" => within_buffers(&what, s, rcv, 2, None, 128 * KIB),
+            _ => {
+                // UDP with the server's own buffers: a datagram may be
+                // dropped if the server is kept from reading long enough,
+                // and is then counted lost, unless it was among the last.
+                let len = bytes(&j, "/start/test_start/blksize");
+                let (sent_n, received_n, lost) = (
+                    bytes(&j, "/end/sum_sent/packets"),
+                    bytes(&j, "/end/sum_received/packets"),
+                    bytes(&j, "/end/sum_received/lost_packets"),
+                );
+                assert!(received_n <= sent_n, "{what}: {}", j["end"]);
+                assert_eq!(rcv, (received_n - lost) * len, "{what}: {}", j["end"]);
+            }
+        }
     }
-    std::thread::sleep(Duration::from_millis(100));
-    let lines = done_lines(&server.log());
-    assert_eq!(lines.len(), 4, "{}", server.log());
+    assert_eq!(done(&server, 4).len(), 4, "{}", server.log());
 }
 
 #[test]
 fn refusals_reach_the_client() {
     require_iperf3();
     let _m = exclusive();
-    let (server, port) = serve(&["--max-duration", "3s", "--max-sessions", "1"]);
+    let (server, port) = serve(&["--max-duration", "60s", "--max-sessions", "1"]);
     // Longer than --max-duration.
-    let o = client(port, &["-t", "5"]);
+    let o = client(port, &["-t", "61"]);
     assert_eq!(o.code, 1);
     assert!(o.stderr.contains("test duration too long"), "{}", o.stderr);
     // A congestion control this host does not have.
@@ -301,9 +428,11 @@ fn refusals_reach_the_client() {
         "{}",
         o.stderr
     );
-    // Busy: one test at a time here (--max-sessions 1).
-    let first = spawn_client(port, &["-t", "2"]);
-    std::thread::sleep(Duration::from_millis(500));
+    // Busy: one test at a time here (--max-sessions 1). The first holds it
+    // from its cookie to its end: once its stream is connected, and for as
+    // long as the second client takes however busy the host, it runs.
+    let first = spawn_watched(port, &["-t", "50"]);
+    first.wait_for("connected to");
     let o = client(port, &["-t", "1"]);
     assert_eq!(o.code, 1);
     assert!(
@@ -311,9 +440,11 @@ fn refusals_reach_the_client() {
         "{}",
         o.stderr
     );
-    assert_eq!(finish(first).code, 0);
-    let log = server.log();
-    assert!(log.contains("refused: 5 s asked"), "{log}");
+    first.kill();
+    let log = log_when(&server, "the first test's end", |l| {
+        l.contains("the client went away")
+    });
+    assert!(log.contains("refused: 61 s asked"), "{log}");
     assert!(
         log.contains("refused: congestion control nosuchcc"),
         "{log}"
@@ -330,11 +461,12 @@ fn sigterm_ends_running_iperf3_tests_as_iperf3s_server_does() {
     require_iperf3();
     let _m = exclusive();
     let (mut server, port) = serve(&[]);
-    let first = spawn_client(port, &["-t", "20"]);
-    std::thread::sleep(Duration::from_millis(1500));
+    let first = spawn_watched(port, &["-t", "20"]);
+    // A second measured: the test is in its data phase.
+    first.wait_for(" sec ");
     let signalled = sigterm(&server);
     exits_within_5s_of(&mut server, signalled);
-    let o = finish(first);
+    let o = first.finish();
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
     assert!(
         format!("{}{}", o.stdout, o.stderr).contains("the server has terminated"),
@@ -378,8 +510,10 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
     streams.write_all(&(j.len() as u32).to_be_bytes()).unwrap();
     streams.write_all(j).unwrap();
     assert_eq!(read_byte(&mut streams), 10, "CREATE_STREAMS");
-    let _one = poke(port, &cookie(b'b'));
-    std::thread::sleep(Duration::from_millis(200));
+    let one = poke(port, &cookie(b'b'));
+    // The acceptor has read its cookie (and so routed it to its test): not
+    // a new test, that the shutdown would count too.
+    until_read(port, &one);
     let signalled = sigterm(&server);
     assert_eq!(until_closed(params), [11], "SERVER_TERMINATE, then closed");
     assert_eq!(until_closed(streams), [11], "SERVER_TERMINATE, then closed");
@@ -438,6 +572,21 @@ fn poke(port: u16, bytes: &[u8]) -> TcpStream {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(bytes).expect("write");
     s
+}
+
+/// Waits until the server's process has read all `s` sent it (its kernel
+/// has acknowledged it and nothing is left in the server socket's receive
+/// queue).
+fn until_read(port: u16, s: &TcpStream) {
+    let local = s.local_addr().expect("local address");
+    let t0 = Instant::now();
+    while !read_by_server(port, local) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the server did not read what {local} sent"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Reads until the server closes; what it sent.
@@ -503,11 +652,10 @@ fn the_server_survives_bad_clients() {
         [9],
         "a stranger's cookie is a new client"
     );
-    // A client killed in the middle of its test.
-    let mut victim = spawn_client(port, &["-t", "5", "-R"]);
-    std::thread::sleep(Duration::from_millis(700));
-    let _ = victim.kill();
-    let _ = victim.wait();
+    // A client killed in the middle of its test (a second measured).
+    let victim = spawn_watched(port, &["-t", "5", "-R"]);
+    victim.wait_for(" sec ");
+    victim.kill();
     // Still serving, and serving right.
     assert!(server.is_running());
     let o = client(port, &["-J", "-t", "1"]);
@@ -520,21 +668,23 @@ fn the_server_survives_bad_clients() {
         server.log()
     );
     let j = o.json();
-    assert_close(
+    all_received(
         "after the bad clients",
         bytes(&j, "/end/sum_sent/bytes"),
         bytes(&j, "/end/sum_received/bytes"),
-        128 * KIB,
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let log = server.log();
+    let log = log_when(&server, "the last test's end", |l| {
+        l.contains("the client went away") && !done_lines(l).is_empty()
+    });
     assert!(log.contains("refused: unreadable parameters"), "{log}");
     assert!(log.contains("the client went away"), "{log}");
     assert!(log.contains("refused: SCTP is not supported"), "{log}");
 }
 
-/// `linkperf run --iperf3-server` against a stock `iperf3 -s`: linkperf's
-/// client counts and iperf3's server counts agree within a block per stream.
+/// `linkperf run --iperf3-server` against a stock `iperf3 -s`: each counted
+/// all the other sent. iperf3 stops counting at `TEST_END`, which linkperf
+/// sends once iperf3 has read all it sent; iperf3 closes its streams then,
+/// and linkperf reads each to its end.
 fn against_stock_server(workload: &str, users: u64) {
     let stock = StockServer::start();
     let addr = stock.addr();
@@ -563,16 +713,20 @@ fn against_stock_server(workload: &str, users: u64) {
         "iperf3 sends no linkperf record: {r}"
     );
     assert!(r["cpu"]["server"].is_null());
-    assert!(int(r, "/client/tx_bytes") + int(r, "/client/rx_bytes") > 0);
     assert!(r["client"]["cpu"]["process_s"].as_f64().unwrap() > 0.0);
     let note = text(r, "/client/error_samples/0");
     assert!(note.starts_with("iperf3 server reported: "), "{note}");
     assert_eq!(int(r, "/errors"), 0, "{r}");
     assert!(text(&doc, "/tests/0/config/server").starts_with("iperf3 127.0.0.1:"));
-    let block = 128 * KIB;
     let (tx, rx) = (
         int(r, "/client/totals/tx_bytes"),
         int(r, "/client/totals/rx_bytes"),
+    );
+    // The window's bytes are among the test's (how many fell in the window
+    // depends on who had the CPU then).
+    assert!(
+        int(r, "/client/tx_bytes") <= tx && int(r, "/client/rx_bytes") <= rx,
+        "{r}"
     );
     let e = &srv["end"];
     let (srv_rx, srv_tx) = match workload {
@@ -585,17 +739,15 @@ fn against_stock_server(workload: &str, users: u64) {
             e["sum_sent"]["bytes"].as_u64().unwrap(),
         ),
     };
-    assert_close(
+    all_received(
         &format!("{workload} x{users}: linkperf sent, iperf3 received"),
         tx,
         srv_rx,
-        block * users,
     );
-    assert_close(
+    all_received(
         &format!("{workload} x{users}: iperf3 sent, linkperf received"),
-        rx,
         srv_tx,
-        block * users,
+        rx,
     );
     assert!(tx + rx > 0);
     let streams = srv["end"]["streams"].as_array().unwrap().len() as u64;
@@ -644,11 +796,7 @@ fn linkperf_client_and_server_speak_iperf3_to_each_other() {
     let (server, port) = serve(&[]);
     let addr = format!("127.0.0.1:{port}");
     let mut expected = Vec::new();
-    for (w, block) in [
-        ("stream-up:128k", 128 * KIB),
-        ("stream-down:64k", 64 * KIB),
-        ("stream-bidir:128k", 128 * KIB),
-    ] {
+    for w in ["stream-up:128k", "stream-down:64k", "stream-bidir:128k"] {
         let args = [
             "run",
             "--quiet",
@@ -670,25 +818,19 @@ fn linkperf_client_and_server_speak_iperf3_to_each_other() {
         expected.push((
             int(r, "/client/totals/tx_bytes"),
             int(r, "/client/totals/rx_bytes"),
-            block,
         ));
     }
-    std::thread::sleep(Duration::from_millis(200));
-    let lines = done_lines(&server.log());
+    let lines = done(&server, 3);
     assert_eq!(lines.len(), 3, "{}", server.log());
-    for ((received, sent), (tx, rx, block)) in lines.into_iter().zip(expected) {
-        assert_close(
+    for ((received, sent), (tx, rx)) in lines.into_iter().zip(expected) {
+        all_received(
             "linkperf sent, linkperf's iperf3 server received",
             tx,
             received,
-            2 * block,
         );
-        assert_close(
-            "linkperf's iperf3 server sent, linkperf received",
-            sent,
-            rx,
-            2 * block,
-        );
+        // It closes its streams once the client has them all; linkperf's
+        // client reads each to its end.
+        all_received("linkperf's iperf3 server sent, linkperf received", sent, rx);
     }
 }
 

@@ -2,9 +2,10 @@
 //! `linkperf serve --iperf3`, or as the server `linkperf run --iperf3-server`
 //! drives; every child bounded by a deadline.
 
-use std::io::Read;
-use std::net::{Ipv4Addr, TcpListener, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Read};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -13,6 +14,98 @@ use super::Server;
 
 /// Longest an iperf3 child may take.
 const DEADLINE: Duration = Duration::from_secs(60);
+/// Longest the tests wait for something a process says it has done (a log
+/// line, a line of output): far more than it takes on a busy host.
+const SAY_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The kernel's socket buffer sizes, from /proc/sys: what bounds the bytes a
+/// connection can hold between the sender's count (a write) and the
+/// receiver's (a read).
+#[derive(Debug, Clone, Copy)]
+pub struct Buffers {
+    /// net.ipv4.tcp_wmem's maximum: how far the kernel grows a TCP send
+    /// buffer by itself.
+    pub tcp_wmem_max: u64,
+    /// net.ipv4.tcp_rmem's maximum: the same for a TCP receive buffer.
+    pub tcp_rmem_max: u64,
+    /// net.core.wmem_max: the largest SO_SNDBUF a process may ask for.
+    pub wmem_max: u64,
+    /// net.core.rmem_max: the largest SO_RCVBUF a process may ask for.
+    pub rmem_max: u64,
+}
+
+fn sysctl(path: &str, field: usize) -> u64 {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    text.split_whitespace()
+        .nth(field)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{path}: no number {field} in {text:?}"))
+}
+
+impl Buffers {
+    /// This host's.
+    pub fn read() -> Buffers {
+        Buffers {
+            tcp_wmem_max: sysctl("/proc/sys/net/ipv4/tcp_wmem", 2),
+            tcp_rmem_max: sysctl("/proc/sys/net/ipv4/tcp_rmem", 2),
+            wmem_max: sysctl("/proc/sys/net/core/wmem_max", 0),
+            rmem_max: sysctl("/proc/sys/net/core/rmem_max", 0),
+        }
+    }
+
+    /// The largest send and receive buffers of a TCP socket: with `-w W`
+    /// (SO_SNDBUF and SO_RCVBUF, on both ends) what the kernel makes of W
+    /// (twice it, W capped at the maximum a process may ask); without, the
+    /// most its autotuning grows them to.
+    pub fn tcp(&self, window: Option<u64>) -> (u64, u64) {
+        match window {
+            Some(w) => (2 * w.min(self.wmem_max), 2 * w.min(self.rmem_max)),
+            None => (self.tcp_wmem_max, self.tcp_rmem_max),
+        }
+    }
+
+    /// The most one TCP stream can hold at any moment between its sender's
+    /// count and its receiver's: the sender's send buffer full (plus the one
+    /// write of `block` bytes the kernel takes while it is not yet full) and
+    /// the receiver's receive buffer full. When the receiver stops counting
+    /// first, the totals may differ by this much and no more.
+    pub fn tcp_in_flight_max(&self, window: Option<u64>, block: u64) -> u64 {
+        let (snd, rcv) = self.tcp(window);
+        snd + block + rcv
+    }
+
+    /// The receive buffer of a UDP socket given SO_RCVBUF `w`.
+    pub fn udp_receive(&self, w: u64) -> u64 {
+        2 * w.min(self.rmem_max)
+    }
+}
+
+/// Waits until `what` holds for `server`'s log, at most [`SAY_DEADLINE`];
+/// the log then.
+pub fn log_when(server: &Server, what: &str, until: impl Fn(&str) -> bool) -> String {
+    let t0 = Instant::now();
+    loop {
+        let log = server.log();
+        if until(&log) {
+            return log;
+        }
+        assert!(
+            t0.elapsed() < SAY_DEADLINE,
+            "serve's log did not show {what} within {SAY_DEADLINE:?}: {log}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The closing numbers of `n` iperf3 tests (see [`done_lines`]), once `serve`
+/// has logged them all: it does once its client has said IPERF_DONE, after
+/// the client may have exited.
+pub fn done(server: &Server, n: usize) -> Vec<(u64, u64)> {
+    let log = log_when(server, &format!("{n} finished iperf3 test(s)"), |l| {
+        done_lines(l).len() >= n
+    });
+    done_lines(&log)
+}
 
 /// Fails the test, with what to do, when Debian's `iperf3` is missing.
 pub fn require_iperf3() {
@@ -123,6 +216,99 @@ pub fn spawn_client(port: u16, args: &[&str]) -> Child {
         .expect("spawn iperf3 -c")
 }
 
+/// A running `iperf3 -c` whose standard output is read as it comes, so that
+/// a test can wait for what it says (a stream connected, a second measured).
+pub struct Watched {
+    child: Option<Child>,
+    out: Arc<(Mutex<(String, bool)>, Condvar)>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watched {
+    /// Waits until its output has a line containing `text` (at most
+    /// [`SAY_DEADLINE`]).
+    pub fn wait_for(&self, text: &str) {
+        let (lock, cv) = &*self.out;
+        let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let t0 = Instant::now();
+        while !g.0.contains(text) {
+            let left = SAY_DEADLINE.saturating_sub(t0.elapsed());
+            assert!(
+                !left.is_zero() && !g.1,
+                "iperf3 -c did not say {text:?} within {SAY_DEADLINE:?}: {}",
+                g.0
+            );
+            g = cv
+                .wait_timeout(g, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Kills it and waits for it to go.
+    pub fn kill(mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+
+    /// Waits for it to end.
+    pub fn finish(mut self) -> Outcome {
+        let child = self.child.take().expect("running");
+        // Its stdout is the reader's: `wait` finds none and takes stderr.
+        let mut o = wait(child, "iperf3 -c");
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        let (lock, _) = &*self.out;
+        o.stdout = lock.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
+        o
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `iperf3 -c 127.0.0.1 -p PORT --forceflush ARGS`, its output watched
+/// (iperf3 writes its output when its buffer fills, and with `--forceflush`
+/// after every interval: what it says comes, at the latest, with its first
+/// second measured).
+pub fn spawn_watched(port: u16, args: &[&str]) -> Watched {
+    let mut all = vec!["--forceflush"];
+    all.extend_from_slice(args);
+    let mut child = spawn_client(port, &all);
+    let stdout: ChildStdout = child.stdout.take().expect("piped stdout");
+    let out = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
+    let o = out.clone();
+    let reader = std::thread::spawn(move || {
+        let (lock, cv) = &*o;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
+            g.0.push_str(&line);
+            g.0.push('\n');
+            cv.notify_all();
+        }
+        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+        cv.notify_all();
+    });
+    Watched {
+        child: Some(child),
+        out,
+        reader: Some(reader),
+    }
+}
+
 /// `iperf3 -c 127.0.0.1 -p PORT ARGS` to the end.
 pub fn client(port: u16, args: &[&str]) -> Outcome {
     wait(spawn_client(port, args), &format!("iperf3 -c {args:?}"))
@@ -140,43 +326,111 @@ pub struct StockServer {
     pub port: u16,
 }
 
-fn listening(port: u16) -> bool {
-    let hex = format!(":{port:04X} ");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f)
-            .unwrap_or_default()
-            .lines()
-            .any(|l| {
-                let cols: Vec<&str> = l.split_whitespace().collect();
-                cols.len() > 3 && format!("{} ", cols[1]).contains(&hex) && cols[3] == "0A"
+/// True once process `pid` has a socket listening on TCP port `port` (not
+/// another process that took the port first).
+fn listening(pid: u32, port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    (cols.len() > 9 && cols[1].ends_with(&hex) && cols[3] == "0A")
+                        .then(|| format!("socket:[{}]", cols[9]))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten().any(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|t| inodes.iter().any(|i| t.as_os_str() == i.as_str()))
             })
+        })
+        .unwrap_or(false)
+}
+
+/// The queues of a TCP socket on 127.0.0.1 from /proc/net/tcp, by its two
+/// ends: bytes not yet acknowledged by the peer, and bytes received and not
+/// yet read by its process.
+fn tcp_queues(local: SocketAddr, remote: SocketAddr) -> Option<(u64, u64)> {
+    let hex = |a: SocketAddr| match a {
+        SocketAddr::V4(v4) => format!(
+            "{:08X}:{:04X}",
+            u32::from_le_bytes(v4.ip().octets()),
+            v4.port()
+        ),
+        SocketAddr::V6(_) => String::new(),
+    };
+    let (l, r) = (hex(local), hex(remote));
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    table.lines().skip(1).find_map(|line| {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() < 5 || cols[1] != l || cols[2] != r {
+            return None;
+        }
+        let (tx, rx) = cols[4].split_once(':')?;
+        Some((
+            u64::from_str_radix(tx, 16).ok()?,
+            u64::from_str_radix(rx, 16).ok()?,
+        ))
     })
+}
+
+/// True once the server on 127.0.0.1:`port` has read all that the
+/// connection from `local` sent: its kernel acknowledged every byte, and its
+/// socket's receive queue is empty.
+pub fn read_by_server(port: u16, local: SocketAddr) -> bool {
+    let server = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    matches!(
+        (tcp_queues(local, server), tcp_queues(server, local)),
+        (Some((0, _)), Some((_, 0)))
+    )
 }
 
 impl StockServer {
     /// Starts it and waits until it listens (without connecting: a connection
-    /// would be its one test).
+    /// would be its one test). A port taken between choosing it and binding
+    /// it (other programs run on the host too) makes it exit: then another.
     pub fn start() -> StockServer {
-        let port = free_port();
-        let child = Command::new("iperf3")
-            .args(["-s", "-1", "-J", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn iperf3 -s");
-        let t0 = Instant::now();
-        while !listening(port) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(5),
-                "iperf3 -s did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
+        let mut why = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = Command::new("iperf3")
+                .args(["-s", "-1", "-J", "-p", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn iperf3 -s");
+            let t0 = Instant::now();
+            loop {
+                if listening(child.id(), port) {
+                    return StockServer {
+                        child: Some(child),
+                        port,
+                    };
+                }
+                if let Ok(Some(status)) = child.try_wait() {
+                    let o = wait(child, "iperf3 -s");
+                    why = format!(
+                        "iperf3 -s -p {port} exited ({status}): {}{}",
+                        o.stdout, o.stderr
+                    );
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < SAY_DEADLINE,
+                    "iperf3 -s did not listen on {port} within {SAY_DEADLINE:?}"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
-        StockServer {
-            child: Some(child),
-            port,
-        }
+        panic!("iperf3 -s did not start: {why}");
     }
 
     /// `127.0.0.1:PORT`.

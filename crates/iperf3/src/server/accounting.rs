@@ -22,7 +22,22 @@ pub(crate) struct StreamStats {
     pub out_of_order: u64,
     /// UDP receivers: RFC 1889 jitter, seconds.
     pub jitter: f64,
+    /// UDP: `packets`, `lost` and `out_of_order` when the omitted seconds
+    /// ended (all 0 without `-O`), as iperf3 keeps them (`iperf_reset_stats`).
+    pub omitted: Omitted,
     prev_transit: Option<f64>,
+}
+
+/// A UDP stream's counts at the end of the omitted seconds: what iperf3 3.14
+/// and later subtract from the whole test's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Omitted {
+    /// Datagrams sent, or the highest sequence number received.
+    pub packets: u64,
+    /// Datagrams counted lost.
+    pub lost: i64,
+    /// Datagrams that came after a later one.
+    pub out_of_order: u64,
 }
 
 impl StreamStats {
@@ -32,6 +47,14 @@ impl StreamStats {
         if counting {
             self.counted += n;
         }
+    }
+
+    /// A UDP datagram of `len` bytes went out (its sequence number was
+    /// `packets + 1`).
+    pub fn datagram_sent(&mut self, len: u64, counting: bool) {
+        self.bytes(len, counting);
+        self.packets += 1;
+        self.blocks += 1;
     }
 
     /// A UDP datagram of `len` bytes with header `h` arrived at `arrival_s`
@@ -59,9 +82,26 @@ impl StreamStats {
         self.jitter += (d - self.jitter) / 16.0;
     }
 
-    /// The omitted seconds are over: iperf3 starts its jitter afresh.
+    /// The omitted seconds are over: iperf3 keeps the UDP counts so far,
+    /// to subtract them, and starts its jitter afresh.
     pub fn omit_over(&mut self) {
+        self.omitted = Omitted {
+            packets: self.packets,
+            lost: self.lost,
+            out_of_order: self.out_of_order,
+        };
         self.jitter = 0.0;
+    }
+
+    /// UDP datagrams counted lost after the omitted seconds.
+    pub fn lost_counted(&self) -> i64 {
+        self.lost - self.omitted.lost
+    }
+
+    /// UDP datagrams sent, or sequence numbers received, after the omitted
+    /// seconds.
+    pub fn packets_counted(&self) -> u64 {
+        self.packets.saturating_sub(self.omitted.packets)
     }
 }
 
@@ -235,6 +275,34 @@ mod tests {
         assert_eq!(s.lost, 1, "3 and 4 missing, 4 came late");
         assert_eq!(s.out_of_order, 1);
         assert_eq!((s.total, s.counted), (500, 500));
+    }
+
+    #[test]
+    fn the_omitted_seconds_udp_counts_are_kept_apart() {
+        // As iperf3's server: losses and sequence numbers by the end of the
+        // omitted seconds, subtracted from the whole test's by 3.14+ clients.
+        let mut s = StreamStats::default();
+        for seq in [1, 2, 5] {
+            s.datagram(100, &dgram(seq, 0), 0.5, false);
+        }
+        s.omit_over();
+        for seq in [6, 9, 8] {
+            s.datagram(100, &dgram(seq, 0), 0.5, true);
+        }
+        let at_omit = Omitted {
+            packets: 5,
+            lost: 2,
+            out_of_order: 0,
+        };
+        assert_eq!(s.omitted, at_omit);
+        assert_eq!((s.packets, s.lost, s.out_of_order), (9, 3, 1));
+        assert_eq!((s.packets_counted(), s.lost_counted()), (4, 1));
+        // A sender's datagrams sent by then.
+        let mut s = StreamStats::default();
+        s.datagram_sent(100, false);
+        s.omit_over();
+        s.datagram_sent(100, true);
+        assert_eq!((s.packets, s.omitted.packets, s.counted), (2, 1, 100));
     }
 
     #[test]

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
+use socket2::SockRef;
 
 use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
 use crate::server::plan::TestPlan;
 use crate::sys;
-use crate::wire::{State, UdpHeader};
+use crate::wire::{State, TestResults, UdpHeader};
 
 const CTRL: Token = Token(usize::MAX - 1);
 /// Longest sleep in the loop when nothing happens.
@@ -29,6 +30,13 @@ const QUIET: Duration = Duration::from_millis(50);
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
+/// A receiving TCP stream wakes the test's loop once this much has arrived
+/// (or at its end), not at every segment the client's writes make: fewer
+/// wakeups for the same bytes, and each costs the client too (with both on
+/// one host, the sender's kernel work wakes the receiver, across CPUs with
+/// an interprocessor interrupt). At most half the stream's receive buffer,
+/// so the kernel never clamps the window to it.
+const RECEIVE_LOW_WATER: usize = 64 * 1024;
 
 /// At a shutdown, how long the streams stay open after SERVER_TERMINATE for
 /// the client to read it (it closes its control connection when it has).
@@ -143,7 +151,7 @@ pub(crate) fn run(
     plan: &TestPlan,
     client_end: Option<Instant>,
     terminating: &std::sync::atomic::AtomicBool,
-) -> io::Result<DataOutcome> {
+) -> io::Result<DataPhase> {
     let cpu0 = thread_cpu_now();
     let start = Instant::now();
     let omit_end = start + plan.omit;
@@ -156,6 +164,12 @@ pub(crate) fn run(
     let mut live = Vec::with_capacity(streams.len());
     for (i, s) in streams.into_iter().enumerate() {
         let mut sock = s.sock;
+        if let (Sock::Tcp(t), false) = (&sock, s.sends) {
+            let rcvbuf = SockRef::from(t).recv_buffer_size().unwrap_or(0);
+            let mark = RECEIVE_LOW_WATER.min(rcvbuf / 2).max(1);
+            // Without it the stream wakes the loop more often; no harm.
+            let _ = sys::set_receive_low_water(t.as_raw_fd(), mark);
+        }
         let interest = Interest::READABLE | Interest::WRITABLE;
         match &mut sock {
             Sock::Tcp(t) => poll.registry().register(t, Token(i), interest)?,
@@ -278,18 +292,23 @@ pub(crate) fn run(
         Sock::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
         Sock::Udp(_) => None,
     });
-    let records = live
-        .into_iter()
-        .map(|l| StreamRecord {
+    let mut records = Vec::with_capacity(live.len());
+    let mut receivers = Vec::new();
+    for l in live {
+        records.push(StreamRecord {
             id: l.id,
             sends: l.sends,
             retransmits: match (&l.sock, l.sends) {
                 (Sock::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
                 _ => None,
             },
-            stats: l.stats,
-        })
-        .collect();
+            stats: l.stats.clone(),
+        });
+        // Still registered, under the token of its index.
+        if end == Finish::TestEnd && !l.sends && l.open {
+            receivers.push((records.len() - 1, l));
+        }
+    }
     let _ = poll.registry().deregister(&mut SourceFd(&ctrl_fd));
     ctrl.set_nonblocking(false)?;
     let counted_from = if plan.omit.is_zero() {
@@ -297,15 +316,113 @@ pub(crate) fn run(
     } else {
         omit_end.min(ended)
     };
-    Ok(DataOutcome {
-        end,
-        records,
-        seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
-        wall_s: ended.saturating_duration_since(start).as_secs_f64(),
-        cpu: thread_cpu_now().since(&cpu0),
-        congestion,
-        errors,
+    Ok(DataPhase {
+        out: DataOutcome {
+            end,
+            records,
+            seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
+            wall_s: ended.saturating_duration_since(start).as_secs_f64(),
+            cpu: thread_cpu_now().since(&cpu0),
+            congestion,
+            errors,
+        },
+        tail: Tail {
+            poll,
+            events,
+            receivers,
+            buf,
+            counting: !omitting,
+        },
     })
+}
+
+/// The data phase once it has ended: what it counted, and its receiving
+/// streams, still open, for [`DataPhase::top_up`].
+pub(crate) struct DataPhase {
+    /// What it counted.
+    pub out: DataOutcome,
+    tail: Tail,
+}
+
+struct Tail {
+    poll: Poll,
+    events: Events,
+    /// The receiving streams, each with the index of its record.
+    receivers: Vec<(usize, Live)>,
+    buf: Vec<u8>,
+    counting: bool,
+}
+
+impl DataPhase {
+    /// Once the client's results are in: reads the receiving streams until
+    /// they have all the client says it sent, so that the server reports
+    /// everything the client sent however late its last bytes came (the
+    /// drain after `TEST_END` stops when nothing arrives for [`QUIET`]).
+    /// TCP: the client's bytes over the streams the server receives on
+    /// (summed: a client that numbers its streams in another order than the
+    /// server accepted them pairs the counts differently, as linkperf's own
+    /// client may), when nothing was omitted (the client counts from its own
+    /// omit timer). UDP: each stream's datagrams, by sequence number. At most
+    /// [`DRAIN_MAX`]; a UDP stream that has lost datagrams may have lost its
+    /// last ones too, so then only while more arrive, [`QUIET`] at a time.
+    pub(crate) fn top_up(&mut self, theirs: &TestResults, plan: &TestPlan) {
+        let records = &mut self.out.records;
+        let t = &mut self.tail;
+        let theirs_of = |l: &Live| theirs.stream(i64::from(l.id));
+        let tcp = |l: &Live| matches!(l.sock, Sock::Tcp(_));
+        let tcp_wanted: u64 = if plan.omit.is_zero() {
+            t.receivers
+                .iter()
+                .filter(|(_, l)| tcp(l))
+                .filter_map(|(_, l)| theirs_of(l))
+                .map(|s| s.bytes)
+                .sum()
+        } else {
+            0
+        };
+        let tcp_records: Vec<usize> = t
+            .receivers
+            .iter()
+            .filter(|(_, l)| tcp(l))
+            .map(|(i, _)| *i)
+            .collect();
+        let t0 = Instant::now();
+        let mut last = t0;
+        loop {
+            let tcp_had: u64 = tcp_records.iter().map(|i| records[*i].stats.total).sum();
+            let tcp_short = tcp_had < tcp_wanted;
+            t.receivers.retain(|(_, l)| {
+                l.open
+                    && if tcp(l) {
+                        tcp_short
+                    } else {
+                        theirs_of(l).is_some_and(|s| (l.stats.packets as i64) < s.packets)
+                    }
+            });
+            if t.receivers.is_empty() {
+                return;
+            }
+            let mut got = 0;
+            for (i, l) in &mut t.receivers {
+                got += receive(l, &mut t.buf, plan, t.counting, &mut self.out.errors);
+                records[*i].stats = l.stats.clone();
+            }
+            let now = Instant::now();
+            if got > 0 {
+                last = now;
+            }
+            let lossy = t.receivers.iter().any(|(_, l)| !tcp(l) && l.stats.lost > 0);
+            if now - t0 >= DRAIN_MAX || (lossy && now - last >= QUIET) {
+                return;
+            }
+            let wait = (t0 + DRAIN_MAX).saturating_duration_since(now).min(QUIET);
+            match t.poll.poll(&mut t.events, Some(wait)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    }
 }
 
 /// A block's worth of bytes that do not compress (xorshift).
@@ -387,7 +504,13 @@ fn receive(
                             .datagram(n as u64, &h, sys::monotonic_secs(), counting),
                         Err(_) => l.stats.bytes(n as u64, counting),
                     },
-                    Sock::Tcp(_) => l.stats.bytes(n as u64, counting),
+                    Sock::Tcp(_) => {
+                        l.stats.bytes(n as u64, counting);
+                        if n < buf.len() {
+                            // Drained: the next arrival raises a new edge.
+                            return got;
+                        }
+                    }
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return got,
@@ -402,13 +525,19 @@ fn receive(
     }
 }
 
-/// Whether a TCP sender should stop before the client's end (`end`, and the
-/// start of the test): everything it sends from now would arrive after the
-/// client stops counting. Samples the client's window and reading on the way
-/// (at most every millisecond).
+/// Whether a sender should stop before the client's end (`end`, and the
+/// start of the test). TCP: everything it sends from now would arrive after
+/// the client stops counting; it samples the client's window and reading on
+/// the way (at most every millisecond). UDP: the client's end has come on
+/// the server's clock, which started before the client's (a datagram reaches
+/// a client on this host as it is sent, one sent later is never counted).
 fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usize) -> bool {
-    let (Some((end, start)), Sock::Tcp(t)) = (end, &l.sock) else {
+    let Some((end, start)) = end else {
         return false;
+    };
+    let t = match &l.sock {
+        Sock::Tcp(t) => t,
+        Sock::Udp(_) => return now >= end,
     };
     let watching = now + END_WATCH >= end;
     if !watching
@@ -491,22 +620,19 @@ fn send(
                 if starting {
                     budget.start_block(blk as u64);
                 }
-                l.stats.bytes(n as u64, counting);
                 if let Some(p) = &mut l.pacer {
                     p.sent(n as u64);
                 }
                 match &l.sock {
                     Sock::Tcp(_) => {
+                        l.stats.bytes(n as u64, counting);
                         l.off += n;
                         if l.off >= blk {
                             l.off = 0;
                             l.stats.blocks += 1;
                         }
                     }
-                    Sock::Udp(_) => {
-                        l.stats.packets += 1;
-                        l.stats.blocks += 1;
-                    }
+                    Sock::Udp(_) => l.stats.datagram_sent(n as u64, counting),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

@@ -11,6 +11,8 @@ mod listener;
 pub mod plan;
 mod registry;
 mod report;
+#[cfg(test)]
+mod results_321;
 mod session;
 mod udp;
 

@@ -37,7 +37,12 @@ pub(crate) fn results(plan: &TestPlan, out: &DataOutcome, output: Option<String>
                 retransmits: r.retransmits.map_or(-1, i64::from),
                 jitter: if r.sends { 0.0 } else { r.stats.jitter },
                 errors: if r.sends { 0 } else { r.stats.lost },
+                // iperf3 3.14 and later subtract these from the two above;
+                // a server that leaves them out has a 3.14+ client read its
+                // loss as 0. iperf3's server sends them for every stream.
+                omitted_errors: Some(if r.sends { 0 } else { r.stats.omitted.lost }),
                 packets: r.stats.packets as i64,
+                omitted_packets: Some(r.stats.omitted.packets as i64),
                 start_time: Some(0.0),
                 end_time: Some(out.seconds),
                 extra: Map::new(),
@@ -122,20 +127,20 @@ pub(crate) fn server_output(
             received += r.stats.counted;
         }
         if udp && !r.sends {
-            let pct = if r.stats.packets > 0 {
-                100.0 * r.stats.lost as f64 / r.stats.packets as f64
+            // After the omitted seconds, as iperf3's server prints it.
+            let (lost, packets) = (r.stats.lost_counted(), r.stats.packets_counted());
+            let pct = if packets > 0 {
+                100.0 * lost as f64 / packets as f64
             } else {
                 0.0
             };
             let _ = writeln!(
                 s,
-                "[{:>3}]   0.00-{secs:<5.2}  sec  {}  {}  {:.3} ms  {}/{} ({pct:.2}%)  {role}",
+                "[{:>3}]   0.00-{secs:<5.2}  sec  {}  {}  {:.3} ms  {lost}/{packets} ({pct:.2}%)  {role}",
                 r.id,
                 bytes(r.stats.counted),
                 rate(r.stats.counted, secs),
                 r.stats.jitter * 1000.0,
-                r.stats.lost,
-                r.stats.packets
             );
         } else {
             let _ = writeln!(

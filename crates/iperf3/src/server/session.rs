@@ -97,20 +97,21 @@ fn serve(
     c.send_state(State::TestStart).map_err(|e| e.to_string())?;
     c.send_state(State::TestRunning)
         .map_err(|e| e.to_string())?;
-    let out = data::run(c.stream(), streams, &plan, client_end, &shared.terminating)
+    let mut phase = data::run(c.stream(), streams, &plan, client_end, &shared.terminating)
         .map_err(|e| format!("failed: data path: {e}"))?;
+    let out = &phase.out;
     match out.end {
         Finish::TestEnd => {}
         Finish::ClientTerminate => {
             return Err(format!(
                 "ended by the client (CLIENT_TERMINATE); {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ))
         }
         Finish::ControlClosed => {
             return Err(format!(
                 "the client went away (control connection closed); {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ))
         }
         Finish::Shutdown => {
@@ -119,7 +120,7 @@ fn serve(
             // (Terminator::terminate counted the test.)
             return Err(format!(
                 "aborted: the server is shutting down; {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ));
         }
         Finish::Deadline => {
@@ -127,14 +128,14 @@ fn serve(
             return Err(format!(
                 "ended by the server: no TEST_END within {:?}; {}",
                 plan.limit,
-                report::summary(&out, None)
+                report::summary(out, None)
             ));
         }
         Finish::Protocol(b) => {
             refuse(&mut c, IErrno::Message, 0);
             return Err(format!(
                 "refused: control byte {b} out of turn; {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ));
         }
     }
@@ -146,26 +147,30 @@ fn serve(
             refuse(&mut c, IErrno::RecvResults, 0);
             return Err(format!(
                 "unreadable results from the client: {e}; {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ));
         }
         Err(e) => {
             return Err(format!(
                 "no results from the client: {e}; {}",
-                report::summary(&out, None)
+                report::summary(out, None)
             ))
         }
     };
+    if let Some(t) = &theirs {
+        phase.top_up(t, &plan);
+    }
+    let out = &phase.out;
     let output = plan
         .server_output
-        .then(|| report::server_output(&plan, &out, log.peer, &addrs));
-    let ours = report::results(&plan, &out, output);
+        .then(|| report::server_output(&plan, out, log.peer, &addrs));
+    let ours = report::results(&plan, out, output);
     c.send_json(&ours).map_err(|e| e.to_string())?;
     c.send_state(State::DisplayResults)
         .map_err(|e| e.to_string())?;
     // The client prints, then says IPERF_DONE and closes; either will do.
     let _ = c.read_state(Instant::now() + Duration::from_secs(5));
-    log.line(&report::summary(&out, theirs.as_ref()));
+    log.line(&report::summary(out, theirs.as_ref()));
     Ok(())
 }
 

@@ -1,7 +1,9 @@
 //! The results both ends exchange after `EXCHANGE_RESULTS` (`send_results`
 //! and `get_results` in iperf_api.c): the client sends its own first, then the
 //! server. The keys iperf3 requires are required here; unknown keys are kept
-//! in `extra`.
+//! in `extra`. iperf3 3.14 and later add `omitted_errors` and
+//! `omitted_packets` to each stream (both or neither: those versions refuse a
+//! stream with one alone) and derive UDP loss from them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -55,12 +57,24 @@ pub struct StreamResults {
     /// UDP jitter seen by a receiving stream, seconds.
     #[serde(deserialize_with = "number::float")]
     pub jitter: f64,
-    /// UDP datagrams a receiving stream counted lost.
+    /// UDP datagrams a receiving stream counted lost, omitted seconds included.
     #[serde(deserialize_with = "number::int")]
     pub errors: i64,
-    /// UDP datagrams sent, or the highest sequence number received.
+    /// Of `errors`, those counted by the end of the omitted seconds (3.14 and
+    /// later; 0 without `-O`). A 3.14+ client's loss is `errors` less this:
+    /// without it, it reads the loss as 0.
+    #[serde(default, deserialize_with = "number::opt_int")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_errors: Option<i64>,
+    /// UDP datagrams sent, or the highest sequence number received, omitted
+    /// seconds included.
     #[serde(deserialize_with = "number::int")]
     pub packets: i64,
+    /// `packets` at the end of the omitted seconds (3.14 and later; 0 without
+    /// `-O`).
+    #[serde(default, deserialize_with = "number::opt_int")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_packets: Option<i64>,
     /// Start of the stream's measurement, seconds (always 0).
     #[serde(default, deserialize_with = "number::opt_float")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,7 +181,9 @@ mod tests {
     #[test]
     fn round_trip_keeps_everything() {
         let mut r = parse("results-server-output.json");
-        r.extra.insert("omitted_errors".into(), 0.into());
+        r.extra.insert("a_later_key".into(), 0.into());
+        r.streams[0].omitted_errors = Some(2);
+        r.streams[0].omitted_packets = Some(40);
         let f = encode_json(&r).unwrap();
         let back: TestResults = decode_json(&f[4..]).unwrap();
         assert_eq!(back, r);
