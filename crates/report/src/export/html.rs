@@ -7,15 +7,14 @@
 
 use std::fmt::Write as _;
 
-use linkperf_metrics::Environment;
-
-use super::markdown::{consistency_lines, shell_words};
+use super::html_environment::capacity_note;
+use super::markdown::consistency_lines;
 use super::Exporter;
 use crate::chart::{charts, Chart};
-use crate::compare::{CandidateComparison, TestComparison, Verdict};
-use crate::significance::{Method, Outcome};
-use crate::units::{file_safe, percent};
-use crate::{CapacityOrigin, Metric, Report, ReportError, WorkloadReport};
+use crate::compare::Verdict;
+use crate::significance::Outcome;
+use crate::units::file_safe;
+use crate::{Metric, Report, ReportError, WorkloadReport};
 
 /// The report as one self-contained HTML page.
 #[derive(Debug, Clone, Copy, Default)]
@@ -89,14 +88,14 @@ summary { cursor: pointer; color: #0645ad; }
 footer { margin-top: 40px; color: #777; font-size: 13px; }
 "#;
 
-struct Page<'a> {
-    report: &'a Report,
-    charts: &'a [Chart],
-    out: String,
+pub(super) struct Page<'a> {
+    pub(super) report: &'a Report,
+    pub(super) charts: &'a [Chart],
+    pub(super) out: String,
 }
 
 /// Text for HTML.
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -111,7 +110,7 @@ fn esc(s: &str) -> String {
     o
 }
 
-fn outcome_class(o: Outcome) -> &'static str {
+pub(super) fn outcome_class(o: Outcome) -> &'static str {
     match o {
         Outcome::Better => "better",
         Outcome::Worse => "worse",
@@ -119,7 +118,7 @@ fn outcome_class(o: Outcome) -> &'static str {
     }
 }
 
-fn verdict_class(v: Verdict) -> &'static str {
+pub(super) fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
@@ -134,7 +133,7 @@ fn anchor(w: &WorkloadReport) -> String {
 }
 
 impl Page<'_> {
-    fn w(&mut self, s: &str) {
+    pub(super) fn w(&mut self, s: &str) {
         self.out.push_str(s);
     }
 
@@ -335,340 +334,6 @@ impl Page<'_> {
         }
         self.w("</section>\n");
     }
-
-    fn comparison_table(&mut self, c: &CandidateComparison, tests: &[&TestComparison]) {
-        let headline = Metric::headline(self.report.options.cpu_side);
-        let _ = writeln!(
-            self.out,
-            "<h3>{} against {}</h3>\n<div class=\"scroll\"><table>\n<tr><th rowspan=\"2\">users</th>",
-            esc(&c.candidate),
-            esc(&c.base)
-        );
-        for m in headline {
-            let _ = write!(self.out, "<th colspan=\"3\">{}</th>", esc(m.label()));
-        }
-        self.w("<th rowspan=\"2\">verdict</th><th rowspan=\"2\">runs</th></tr>\n<tr>");
-        for _ in headline {
-            let _ = write!(
-                self.out,
-                "<th>{}</th><th>{}</th><th>Δ</th>",
-                esc(&c.base),
-                esc(&c.candidate)
-            );
-        }
-        self.w("</tr>\n");
-        for t in tests {
-            let _ = write!(self.out, "<tr><td>{}</td>", t.users);
-            for m in headline {
-                self.delta_cells(t, m);
-            }
-            let notes = t
-                .verdict_notes()
-                .map_or_else(String::new, |n| format!(" ({n})"));
-            let _ = writeln!(
-                self.out,
-                "<td class=\"text {}\">{}{}</td><td>{} / {}</td></tr>",
-                verdict_class(t.verdict),
-                t.verdict.word(),
-                esc(&notes),
-                t.base_runs,
-                t.candidate_runs
-            );
-        }
-        self.w("</table></div>\n");
-        // Every metric, for those who want the rest.
-        let _ = writeln!(
-            self.out,
-            "<details><summary>All metrics of {} against {}</summary>\n<div class=\"scroll\"><table>\n<tr><th class=\"text\">metric</th>{}</tr>",
-            esc(&c.candidate),
-            esc(&c.base),
-            tests
-                .iter()
-                .map(|t| format!("<th colspan=\"3\">{} users</th>", t.users))
-                .collect::<String>()
-        );
-        for m in Metric::ALL {
-            if tests.iter().all(|t| t.metric(m).is_none()) {
-                continue;
-            }
-            let _ = write!(self.out, "<tr><td class=\"text\">{}</td>", esc(m.label()));
-            for t in tests {
-                self.delta_cells(t, m);
-            }
-            self.w("</tr>\n");
-        }
-        self.w("</table></div>\n</details>\n");
-    }
-
-    /// Base value, candidate value and coloured difference of one metric.
-    fn delta_cells(&mut self, t: &TestComparison, m: Metric) {
-        match t.metric(m) {
-            Some(mc) => {
-                let j = &mc.judgement;
-                let text = percent(j.relative_pct);
-                let shown = if j.outcome == Outcome::Same {
-                    format!("({text})")
-                } else {
-                    text
-                };
-                let how = match (j.method, j.p_value) {
-                    (Method::Welch, Some(p)) => format!("Welch p = {p:.3}"),
-                    (Method::ConstantRuns, _) => "runs did not vary: threshold alone".into(),
-                    _ => "single run: threshold alone".into(),
-                };
-                let _ = write!(
-                    self.out,
-                    "<td>{}</td><td>{}</td><td class=\"delta {}\" title=\"{}\">{}</td>",
-                    esc(&m.format(j.base_mean)),
-                    esc(&m.format(j.candidate_mean)),
-                    outcome_class(j.outcome),
-                    esc(&how),
-                    esc(&shown)
-                );
-            }
-            None => self.w("<td>n/a</td><td>n/a</td><td>n/a</td>"),
-        }
-    }
-
-    fn single_table(&mut self, w: &WorkloadReport) {
-        let f = &self.report.figures[0];
-        let eff = Metric::headline(self.report.options.cpu_side)[2];
-        let _ = writeln!(
-            self.out,
-            "<div class=\"scroll\"><table>\n<tr><th>users</th><th>runs</th><th>throughput</th><th>±</th><th>transactions/s</th><th>mean transaction time</th><th>±</th><th>p99 transaction time</th><th>{}</th><th class=\"text\">note</th></tr>",
-            esc(eff.label())
-        );
-        for t in f.workload(&w.key) {
-            let mean = |m: Metric| {
-                t.metrics
-                    .get(&m)
-                    .map_or_else(|| "n/a".to_string(), |s| m.format(s.mean))
-            };
-            let half = |m: Metric| {
-                t.metrics
-                    .get(&m)
-                    .and_then(|s| s.ci95_high.map(|h| m.format(h - s.mean)))
-                    .unwrap_or_else(|| "-".into())
-            };
-            let note = if t.unstable {
-                format!(
-                    "unstable (throughput CV {:.1}%)",
-                    t.throughput_cv.unwrap_or(0.0) * 100.0
-                )
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                self.out,
-                "<tr><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
-                t.users,
-                t.ok_runs,
-                t.runs,
-                esc(&mean(Metric::Throughput)),
-                esc(&half(Metric::Throughput)),
-                esc(&mean(Metric::TransactionRate)),
-                esc(&mean(Metric::TimeMean)),
-                esc(&half(Metric::TimeMean)),
-                esc(&mean(Metric::TimeP99)),
-                esc(&mean(eff)),
-                esc(&note)
-            );
-        }
-        self.w("</table></div>\n");
-    }
-
-    fn environments(&mut self) {
-        let r = self.report;
-        self.w("<section id=\"environments\">\n<h2>Environments</h2>\n<p>Each file's client and server hosts, and how its tests were set up. A highlighted row differs between the files on the same side.</p>\n<div class=\"scroll\"><table>\n<tr><th class=\"text\"></th>");
-        for f in &r.files {
-            let _ = write!(
-                self.out,
-                "<th class=\"text\">{} client</th><th class=\"text\">{} server</th>",
-                esc(&f.label),
-                esc(&f.label)
-            );
-        }
-        self.w("</tr>\n");
-        type Field = fn(&Environment) -> String;
-        let fields: Vec<(&str, Field)> = vec![
-            ("hostname", |e| e.hostname.clone()),
-            ("kernel", |e| e.kernel.clone()),
-            ("OS", |e| e.os.clone()),
-            ("CPU model", |e| e.cpu_model.clone()),
-            ("CPU count", |e| e.cpu_count.to_string()),
-            ("interface", |e| {
-                e.interface.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("MTU", |e| {
-                e.mtu.map_or_else(|| "-".into(), |m| m.to_string())
-            }),
-            ("congestion control", |e| {
-                e.congestion_control.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("tcp_rmem", |e| {
-                e.tcp_rmem.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("tcp_wmem", |e| {
-                e.tcp_wmem.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("socket SO_SNDBUF", |e| {
-                e.socket_sndbuf
-                    .map_or_else(|| "-".into(), |b| b.to_string())
-            }),
-            ("socket SO_RCVBUF", |e| {
-                e.socket_rcvbuf
-                    .map_or_else(|| "-".into(), |b| b.to_string())
-            }),
-            ("socket TCP_NODELAY", |e| {
-                e.socket_nodelay
-                    .map_or_else(|| "-".into(), |on| if on { "on" } else { "off" }.into())
-            }),
-            ("linkperf version", |e| e.linkperf_version.clone()),
-        ];
-        for (name, get) in fields {
-            let client: Vec<String> = r
-                .files
-                .iter()
-                .map(|f| {
-                    f.environment
-                        .client
-                        .as_ref()
-                        .map_or_else(|| "-".into(), get)
-                })
-                .collect();
-            let server: Vec<String> = r
-                .files
-                .iter()
-                .map(|f| {
-                    f.environment
-                        .server
-                        .as_ref()
-                        .map_or_else(|| "-".into(), get)
-                })
-                .collect();
-            let differs = |v: &[String]| v.iter().any(|x| *x != v[0]);
-            let class = if differs(&client) || differs(&server) {
-                " class=\"diff\""
-            } else {
-                ""
-            };
-            let _ = write!(self.out, "<tr{class}><td class=\"text\">{}</td>", esc(name));
-            for (c, s) in client.iter().zip(&server) {
-                let _ = write!(
-                    self.out,
-                    "<td class=\"text\">{}</td><td class=\"text\">{}</td>",
-                    esc(c),
-                    esc(s)
-                );
-            }
-            self.w("</tr>\n");
-        }
-        // File-wide rows: the link, the suite, the test settings (one cell per file).
-        let mut rows: Vec<(String, Vec<String>)> = vec![
-            (
-                "link".into(),
-                r.files
-                    .iter()
-                    .map(|f| match &f.link {
-                        Some(l) => match l.capacity_bits_per_s {
-                            Some(c) => format!("{} ({})", l.configuration, crate::BitsPerSecond(c)),
-                            None => l.configuration.clone(),
-                        },
-                        None => "not recorded".into(),
-                    })
-                    .collect(),
-            ),
-            (
-                "suite".into(),
-                r.files
-                    .iter()
-                    .map(|f| f.suite.clone().unwrap_or_else(|| "-".into()))
-                    .collect(),
-            ),
-            (
-                "created".into(),
-                r.files.iter().map(|f| f.created.clone()).collect(),
-            ),
-        ];
-        if let Some(first) = r.files.first() {
-            for (i, (name, _)) in first.settings.iter().enumerate() {
-                rows.push((
-                    name.clone(),
-                    r.files
-                        .iter()
-                        .map(|f| f.settings.get(i).map(|s| s.1.clone()).unwrap_or_default())
-                        .collect(),
-                ));
-            }
-        }
-        for (name, values) in rows {
-            let differs = values.iter().any(|v| *v != values[0]) && name != "created";
-            let class = if differs { " class=\"diff\"" } else { "" };
-            let _ = write!(
-                self.out,
-                "<tr{class}><td class=\"text\">{}</td>",
-                esc(&name)
-            );
-            for v in values {
-                let _ = write!(
-                    self.out,
-                    "<td class=\"text\" colspan=\"2\">{}</td>",
-                    esc(&v)
-                );
-            }
-            self.w("</tr>\n");
-        }
-        self.w("</table></div>\n</section>\n");
-    }
-
-    fn commands(&mut self) {
-        self.w("<section id=\"commands\">\n<h2>Commands</h2>\n<p>The exact commands that produced each results file, to reproduce it.</p>\n");
-        for f in &self.report.files {
-            let _ = writeln!(
-                self.out,
-                "<h3>{} <small>({})</small></h3>\n<pre>{}</pre>",
-                esc(&f.label),
-                esc(&f.path),
-                esc(&shell_words(&f.command_line))
-            );
-            if let Some(link) = &f.link {
-                if !link.commands.is_empty() {
-                    let _ = writeln!(
-                        self.out,
-                        "<p>The link ({}) was set up with:</p>\n<pre>{}</pre>",
-                        esc(&link.configuration),
-                        esc(&link.commands.join("\n"))
-                    );
-                }
-            }
-        }
-        self.w("</section>\n");
-    }
-}
-
-/// The link capacities saturation was judged against: "link capacity 1
-/// Gbit/s (command line)" when one was given for every file, else per file.
-fn capacity_note(r: &Report) -> String {
-    let all_given = r
-        .files
-        .iter()
-        .all(|f| f.capacity_origin == Some(CapacityOrigin::AllFiles));
-    match r.options.capacity_bits_per_s {
-        Some(c) if all_given => return format!("link capacity {c} (command line)"),
-        _ => {}
-    }
-    if r.files.iter().all(|f| f.capacity_bits_per_s.is_none()) {
-        return "link capacity not known (none given, none recorded)".into();
-    }
-    let each: Vec<String> = r
-        .files
-        .iter()
-        .map(|f| match (f.capacity_bits_per_s, f.capacity_origin) {
-            (Some(c), Some(o)) => format!("{} {c} ({})", f.label, o.describe()),
-            _ => format!("{} not known", f.label),
-        })
-        .collect();
-    format!("link capacity: {}", each.join(", "))
 }
 
 /// "1–250" or "10".
