@@ -184,6 +184,8 @@ fn two_real_suites_compared_end_to_end() {
             "relative-b-str-readx30k",
             "throughput-rr1c-1x1",
             "throughput-str-readx30k",
+            "timeseries-rr1c-1x1",
+            "timeseries-str-readx30k",
             "transaction-time-rr1c-1x1",
             "transaction-time-str-readx30k",
         ]
@@ -259,6 +261,12 @@ fn two_real_suites_compared_end_to_end() {
     assert!(html.contains(sentence), "the page leads with the sentence");
     assert!(html.contains("--server-threads 2"), "the command of b.json");
     assert!(html.contains("<tr class=\"diff\"><td class=\"text\">client workers</td>"));
+    // Per test: retransmits and where the workers ran.
+    assert!(html.contains("<h3>Runs, retransmits and worker placement</h3>"));
+    assert!(html.contains("<td class=\"text wrap\">2 threads, free</td>"));
+    // Request/response in transactions per second, streams in bits.
+    assert!(html.contains("rr1c-1x1: throughput in transactions/s"));
+    assert!(html.contains("str-readx30k: throughput in bit/s"));
     let without_ns = html.replace("http://www.w3.org/2000/svg", "");
     for forbidden in ["http://", "https://", "<script", "<link", "src="] {
         assert!(!without_ns.contains(forbidden), "{forbidden} in index.html");

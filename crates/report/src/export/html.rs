@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::html_environment::capacity_note;
 use super::markdown::consistency_lines;
 use super::Exporter;
-use crate::chart::{charts, Chart};
+use crate::chart::{charts, Chart, Purpose};
 use crate::compare::Verdict;
 use crate::significance::Outcome;
 use crate::units::file_safe;
@@ -80,7 +80,11 @@ td.delta { font-weight: 600; }
 td.same { font-weight: normal; }
 tr.diff td { background: var(--diff); }
 tr.diff td.better, tr.diff td.worse { background: inherit; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table.env { table-layout: fixed; width: 100%; }
+table.env td, table.env th { white-space: normal; overflow-wrap: anywhere; }
+table.env td:first-child, table.env th:first-child { width: 11em; }
+td.wrap { white-space: normal; }
 pre { background: #f6f8fa; border: 1px solid var(--line); padding: 8px 12px; white-space: pre-wrap;
       word-break: break-all; font-size: 13px; }
 details { margin: 6px 0 14px; }
@@ -310,11 +314,15 @@ impl Page<'_> {
             }
         }
         self.w("</ul>\n");
+        let of = |purpose: Purpose| {
+            self.charts
+                .iter()
+                .filter(move |ch| ch.workload.as_ref() == Some(&w.key) && ch.purpose == purpose)
+        };
+        self.figure(of(Purpose::Candidates).next());
         for c in &r.comparisons {
-            let chart = self.charts.iter().find(|ch| {
-                ch.workload.as_ref() == Some(&w.key)
-                    && ch.candidate.as_deref() == Some(&c.candidate)
-            });
+            let chart =
+                of(Purpose::Relative).find(|ch| ch.candidate.as_deref() == Some(&c.candidate));
             self.figure(chart);
             let tests = c.workload(&w.key);
             if !tests.is_empty() {
@@ -324,14 +332,21 @@ impl Page<'_> {
         if !r.is_comparison() {
             self.single_table(w);
         }
-        let absolute: Vec<&Chart> = self
-            .charts
-            .iter()
-            .filter(|ch| ch.workload.as_ref() == Some(&w.key) && ch.candidate.is_none())
-            .collect();
-        for chart in absolute {
-            self.figure(Some(chart));
+        self.figure(of(Purpose::Throughput).next());
+        self.figure(of(Purpose::TransactionTime).next());
+        if let Some(series) = of(Purpose::TimeSeries).next() {
+            let _ = writeln!(
+                self.out,
+                "<h3>Per second</h3>\n<p class=\"method\">Every ok run of every test, second by second as its receivers counted it: a stall, a slow start or a drift shows here before it shows in a mean. Each panel has its own scale{}.</p>",
+                if w.is_transactional() {
+                    " (transactions per second)"
+                } else {
+                    " (payload bits per second, both directions)"
+                }
+            );
+            self.figure(Some(series));
         }
+        self.tests_table(w);
         self.w("</section>\n");
     }
 }
@@ -377,8 +392,11 @@ mod tests {
         let without_ns = html.replace("http://www.w3.org/2000/svg", "");
         assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
         // Charts inline: the overview, the workload's relative chart, its two
-        // absolute charts.
-        assert_eq!(html.matches("<svg").count(), 4, "charts inline");
+        // absolute charts and its per-second samples.
+        assert_eq!(html.matches("<svg").count(), 5, "charts inline");
+        assert!(html.contains("<figure id=\"chart-timeseries-rr1c-1x1\">"));
+        // The environments wrap rather than widen the page.
+        assert!(html.contains("<table class=\"env\">"));
         // Coloured differences, the exact commands.
         assert!(html.contains(
             "<td class=\"delta better\" title=\"single run: threshold alone\">+50.0%</td>"
@@ -388,6 +406,35 @@ mod tests {
         ));
         assert!(html.contains("<pre>linkperf suite uperf45 --label osa</pre>"));
         assert!(html.contains("no crossing in 1–10 users (hs better throughout)"));
+    }
+
+    #[test]
+    fn retransmits_and_placement_are_shown_per_test() {
+        let (mut osa, mut hs) = small();
+        for (i, r) in osa.tests[0].runs.iter_mut().enumerate() {
+            r.tcp_info = Some(linkperf_metrics::TcpInfoSummary {
+                retransmits: 12 + i as u64,
+                ..Default::default()
+            });
+        }
+        let t = &mut hs.tests[1];
+        t.config.client_placement.threads = 2;
+        t.config.client_placement.affinity = Some("0-1".parse().unwrap());
+        t.config.server_placement.busy_poll = true;
+        let r = crate::Report::comparison(
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
+            Options::default(),
+        );
+        let html = HtmlExporter.render(&r).unwrap();
+        assert!(html.contains("<h3>Runs, retransmits and worker placement</h3>"));
+        // osa at 1 user: one ok run with 12 retransmits, free workers.
+        assert!(
+            html.contains("<tr><td rowspan=\"2\">1</td><td class=\"text\">osa</td><td>1 / 1</td><td>0</td><td>12</td><td class=\"text wrap\">1 thread, free</td><td class=\"text wrap\">1 thread, free</td></tr>"),
+            "{html}"
+        );
+        // hs at 10 users: no TCP_INFO, pinned client, busy-polling server.
+        assert!(html.contains("<tr><td class=\"text\">hs</td><td>1 / 1</td><td>0</td><td>n/a</td><td class=\"text wrap\">2 threads, pinned to 0,1</td><td class=\"text wrap\">1 thread, free, busy-poll</td></tr>"), "{html}");
     }
 
     #[test]

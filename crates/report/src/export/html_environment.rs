@@ -12,7 +12,7 @@ use crate::{CapacityOrigin, Report};
 impl Page<'_> {
     pub(super) fn environments(&mut self) {
         let r = self.report;
-        self.w("<section id=\"environments\">\n<h2>Environments</h2>\n<p>Each file's client and server hosts, and how its tests were set up. A highlighted row differs between the files on the same side.</p>\n<div class=\"scroll\"><table>\n<tr><th class=\"text\"></th>");
+        self.w("<section id=\"environments\">\n<h2>Environments</h2>\n<p>Each file's client and server hosts, and how its tests were set up. A highlighted row differs between the files on the same side.</p>\n<div class=\"scroll\"><table class=\"env\">\n<tr><th class=\"text\"></th>");
         for f in &r.files {
             let _ = write!(
                 self.out,
