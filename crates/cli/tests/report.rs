@@ -2,8 +2,9 @@
 //! suites on loopback with different worker settings, compared, either way
 //! round (`--base`) and with a third file; the report directory checked file
 //! by file; the HTML page opened in headless Chromium (it must load without
-//! a console error and its screenshot must not be blank); bad input refused
-//! with exit code 2 and a message naming the file.
+//! a console error, its screenshot must not be blank, and at a laptop's
+//! width nothing may stick out sideways); bad input refused with exit code 2
+//! and a message naming the file.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
 #[allow(dead_code)]
@@ -418,6 +419,14 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
     // workload, each in its own colour, beside their own relative charts.
     let mut third: Value = serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
     third["label"] = Value::from("c");
+    // Long values, as real hosts have: they wrap in the environment table.
+    for side in ["client", "server"] {
+        let env = &mut third["environment"][side];
+        env["cpu_model"] =
+            Value::from("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz with a long stepping name");
+        env["kernel"] =
+            Value::from("6.1.0-18-cloud-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)");
+    }
     let c = dir.join("c.json");
     std::fs::write(&c, serde_json::to_string(&third).unwrap()).unwrap();
     let out = dir.join("three");
@@ -445,6 +454,8 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
     }
     let html = std::fs::read_to_string(out.join("index.html")).unwrap();
     assert!(html.contains("linkperf comparison: a and c against b"));
+    // Six hosts side by side, with long values, still fit a laptop.
+    no_overflow_at_laptop_width(&out.join("index.html"), dir);
 }
 
 /// A link capacity, given on the command line or recorded in the results
@@ -640,6 +651,84 @@ fn browser_check(page: &Path, dir: &Path, sentence: &str) {
     let (width, colours) = png_colours(&shot);
     assert_eq!(width, 1200);
     assert!(colours > 20, "the screenshot is blank ({colours} colours)");
+
+    no_overflow_at_laptop_width(page, dir);
+}
+
+/// A laptop's screen, CSS pixels.
+const LAPTOP: (u32, u32) = (1366, 768);
+
+/// Laid out at a laptop's width, the page is no wider than the window and
+/// no table needs scrolling sideways: long values (command lines, CPU
+/// models) wrap. Measured by a copy of the page with a script that writes
+/// the document's width, every box that scrolls sideways and every element
+/// reaching past the window's right edge into the DOM that `--dump-dom`
+/// prints (the report itself has no script).
+fn no_overflow_at_laptop_width(page: &Path, dir: &Path) {
+    const MEASURE: &str = r##"<script>
+(function () {
+  var view = document.documentElement.clientWidth;
+  var out = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    if (getComputedStyle(e).overflowX === "auto" && e.scrollWidth > e.clientWidth) {
+      var inner = e.firstElementChild;
+      out.push("scrolls: " + (inner ? inner.tagName + "." + inner.className : "") + " " + e.scrollWidth + " in " + e.clientWidth);
+    }
+    for (var p = e.parentElement; p; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX === "auto") return;
+    }
+    var r = e.getBoundingClientRect();
+    if (r.right > view + 0.5) out.push(e.tagName + "#" + e.id + "." + e.className + " right=" + r.right);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = "scroll=" + document.documentElement.scrollWidth + " view=" + view + "\n" + out.slice(0, 20).join("\n");
+  document.body.appendChild(pre);
+})();
+</script>"##;
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(
+        !html.contains("<script"),
+        "the report has no script of its own"
+    );
+    let measured = dir.join("measure.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let (dom, log) = browser(
+        &measured,
+        &dir.join("chromium-measure"),
+        &[
+            &format!("--window-size={},{}", LAPTOP.0, LAPTOP.1),
+            "--dump-dom",
+        ],
+    );
+    let start = dom
+        .find("<pre id=\"measured\">")
+        .unwrap_or_else(|| panic!("the measuring script did not run; chromium said:\n{log}"));
+    let text = &dom[start + "<pre id=\"measured\">".len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    let first = text.lines().next().unwrap();
+    let number = |key: &str| -> u32 {
+        let v = first.split(' ').find_map(|w| w.strip_prefix(key)).unwrap();
+        v.parse().unwrap()
+    };
+    let (scroll, view) = (number("scroll="), number("view="));
+    assert!(
+        view > LAPTOP.0 - 40 && view <= LAPTOP.0,
+        "the window's width: {text}"
+    );
+    assert!(
+        scroll <= view,
+        "the page is {scroll} px wide in a {view} px window; sticking out:\n{text}"
+    );
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "boxes that scroll sideways, elements past the right edge:\n{text}"
+    );
 }
 
 /// A minimal valid results document with no tests.
