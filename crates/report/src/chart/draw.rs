@@ -487,31 +487,15 @@ fn lines<DB: DrawingBackend>(
         .axis_desc_style(("sans-serif", AXIS_DESC_SIZE))
         .draw()?;
 
-    // The capacities: dashed across the plot, labelled at the right end
-    // (below the line when it runs along the top).
+    // The capacities: dashed across the plot, behind the lines.
     let right = n as f64 - 0.5;
-    let label_font = TextStyle::from(("sans-serif", SMALL_LABEL_SIZE).into_font());
     for cap in &l.capacity {
-        let c = colour(&cap.colour);
         ctx.plotting_area().draw(&DashedPathElement::new(
             vec![(-0.5, cap.value), (right, cap.value)],
             10,
             6,
-            c.stroke_width(2),
+            colour(&cap.colour).stroke_width(2),
         ))?;
-        let (x, y) = ctx.backend_coord(&(right, cap.value));
-        let (_, top) = ctx.backend_coord(&(right, axis.hi));
-        let style = label_font.color(&c);
-        let (v, dy) = if y - top < 30 {
-            (VPos::Top, 5)
-        } else {
-            (VPos::Bottom, -5)
-        };
-        root.draw_text(
-            &cap.label,
-            &style.pos(Pos::new(HPos::Right, v)),
-            (x - 6, y + dy),
-        )?;
     }
 
     let k = l.series.len() as f64;
@@ -552,6 +536,36 @@ fn lines<DB: DrawingBackend>(
             pts.iter()
                 .flatten()
                 .map(|&(x, y)| Circle::new((x, y), 5, c.filled())),
+        )?;
+    }
+    // Their labels at the right end (below the line when it runs along the
+    // top), over the lines on a pale ground so that a whisker behind one
+    // does not make it unreadable.
+    let label_font = TextStyle::from(("sans-serif", SMALL_LABEL_SIZE).into_font());
+    for cap in &l.capacity {
+        let c = colour(&cap.colour);
+        let (x, y) = ctx.backend_coord(&(right, cap.value));
+        let (_, top) = ctx.backend_coord(&(right, axis.hi));
+        let (v, dy) = if y - top < 30 {
+            (VPos::Top, 5)
+        } else {
+            (VPos::Bottom, -5)
+        };
+        let (tw, th) = root.estimate_text_size(&cap.label, &label_font)?;
+        let (tw, th) = (tw as i32, th as i32);
+        let (y0, y1) = if matches!(v, VPos::Top) {
+            (y + dy - 2, y + dy + th + 3)
+        } else {
+            (y + dy - th - 3, y + dy + 2)
+        };
+        root.draw(&Rectangle::new(
+            [(x - 6 - tw - 3, y0), (x - 3, y1)],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        root.draw_text(
+            &cap.label,
+            &label_font.color(&c).pos(Pos::new(HPos::Right, v)),
+            (x - 6, y + dy),
         )?;
     }
     Ok(())
