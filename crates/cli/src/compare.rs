@@ -188,9 +188,12 @@ pub struct OutputArgs {
 /// `linkperf compare`.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
-    /// The base results file, then one or more candidates (linkperf run --json or suite --out).
+    /// The results files (linkperf run --json or suite --out): the base first, then one or more candidates, unless --base names the base.
     #[arg(required = true, num_args = 2.., value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// The base: one of the FILEs (its path, or its bare file name), or the label of one; every other file is a candidate against it. Default: the first FILE.
+    #[arg(long, value_name = "FILE|LABEL")]
+    pub base: Option<String>,
     /// Where the report goes.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -227,15 +230,78 @@ fn load(path: &Path) -> anyhow::Result<ResultsDocument> {
     ResultsDocument::load(path).map_err(|e| usage(format!("failed to {e}")))
 }
 
+/// Which of the compared `files` (with their documents' `labels`) `--base`
+/// names: the same file (by canonical path), else, for a bare file name,
+/// the one compared file of that name, else the one file labelled so. An
+/// error for none, or for a name or label that several different files share.
+fn base_index(named: &str, files: &[PathBuf], labels: &[&str]) -> anyhow::Result<usize> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).ok();
+    // Several matches are fine when they are one file given twice.
+    let one = |found: Vec<usize>, what: &str| -> anyhow::Result<Option<usize>> {
+        let distinct: Vec<Option<PathBuf>> = found.iter().map(|&i| canonical(&files[i])).collect();
+        if found.len() > 1 && distinct.iter().any(|c| c.is_none() || *c != distinct[0]) {
+            return Err(usage(format!(
+                "--base {named}: several compared files are {what} {named} ({}): give the path of one as on the command line",
+                found
+                    .iter()
+                    .map(|&i| files[i].display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        Ok(found.first().copied())
+    };
+    let path = Path::new(named);
+    let wanted = canonical(path);
+    let same = (0..files.len())
+        .filter(|&i| wanted.is_some() && canonical(&files[i]) == wanted)
+        .collect();
+    if let Some(i) = one(same, "at")? {
+        return Ok(i);
+    }
+    let bare = !named.is_empty() && path.components().count() == 1;
+    let by_name = (0..files.len())
+        .filter(|&i| bare && files[i].file_name() == path.file_name())
+        .collect();
+    if let Some(i) = one(by_name, "named")? {
+        return Ok(i);
+    }
+    let by_label = (0..files.len()).filter(|&i| labels[i] == named).collect();
+    if let Some(i) = one(by_label, "labelled")? {
+        return Ok(i);
+    }
+    Err(usage(format!(
+        "--base {named}: not one of the compared files ({}) nor the label of one ({})",
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        labels.join(", ")
+    )))
+}
+
 /// Compares candidates with a base.
 pub fn compare(a: CompareArgs, _command_line: Vec<String>) -> anyhow::Result<ExitCode> {
-    let docs = a
+    let mut docs = a
         .files
         .iter()
         .map(|p| load(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (all, each) = capacities(&a.capacity, &a.files)?;
-    let paths: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
+    let mut files = a.files.clone();
+    let (all, mut each) = capacities(&a.capacity, &files)?;
+    if let Some(named) = &a.base {
+        let labels: Vec<&str> = docs.iter().map(|d| d.label.as_str()).collect();
+        let i = base_index(named, &files, &labels)?;
+        // The base first; the candidates keep their order.
+        let doc = docs.remove(i);
+        docs.insert(0, doc);
+        let file = files.remove(i);
+        files.insert(0, file);
+        let cap = each.remove(i);
+        each.insert(0, cap);
+    }
+    let paths: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
     let sources: Vec<Source<'_>> = docs
         .iter()
         .zip(&paths)
@@ -383,5 +449,49 @@ mod tests {
         ])
         .contains("more than once"));
         assert!(err(&[CapacityArg::All(g), CapacityArg::All(t)]).contains("more than once"));
+    }
+
+    #[test]
+    fn the_base_is_a_compared_file_or_the_label_of_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let (a, b, c) = (
+            dir.path().join("a.json"),
+            dir.path().join("b.json"),
+            sub.join("a.json"),
+        );
+        for p in [&a, &b, &c] {
+            std::fs::write(p, "{}").unwrap();
+        }
+        let files = vec![a.clone(), b.clone()];
+        let labels = ["osa", "hs"];
+        let base = |named: &str| base_index(named, &files, &labels);
+        assert_eq!(base(b.to_str().unwrap()).unwrap(), 1, "by path");
+        assert_eq!(base("b.json").unwrap(), 1, "by bare file name");
+        assert_eq!(base("osa").unwrap(), 0, "by label");
+        assert_eq!(base("hs").unwrap(), 1);
+        let e = base("10g").unwrap_err().to_string();
+        assert!(
+            e.contains("--base 10g: not one of the compared files")
+                && e.contains("nor the label of one (osa, hs)"),
+            "{e}"
+        );
+        assert!(base("").is_err());
+        // A label two different files carry is ambiguous; a file given
+        // twice is not.
+        let e = base_index("x", &files, &["x", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("several compared files are labelled x"), "{e}");
+        assert_eq!(
+            base_index("x", &[a.clone(), a.clone()], &["x", "x"]).unwrap(),
+            0
+        );
+        // Two files of one bare name in different folders: give the path.
+        let two = vec![a.clone(), c.clone()];
+        let e = base_index("a.json", &two, &labels).unwrap_err().to_string();
+        assert!(e.contains("several compared files are named a.json"), "{e}");
+        assert_eq!(base_index(c.to_str().unwrap(), &two, &labels).unwrap(), 1);
     }
 }

@@ -53,10 +53,15 @@ pub enum LabCommand {
 /// `linkperf lab run`.
 #[derive(Debug, clap::Args)]
 pub struct LabRunArgs {
-    /// Configurations, in order; the first is the comparison's base. Built in: loopback, veth,
-    /// veth-10g, veth-1g, vxlan, bridge, macvlan; each may take options: veth,mtu=9000,rate=10gbit,name=jumbo.
+    /// Configurations, in order; the first is the comparison's base unless --base names
+    /// another. Built in: loopback, veth, veth-10g, veth-1g, vxlan, bridge, macvlan; each may
+    /// take options: veth,mtu=9000,rate=10gbit,name=jumbo.
     #[arg(long, required = true, value_name = "LIST")]
     pub configs: Vec<String>,
+    /// The comparison's base: one of --configs, by its name (veth-1g, or the name= it was
+    /// given); the others are candidates against it. Default: the first.
+    #[arg(long, value_name = "CONFIG")]
+    pub base: Option<String>,
     /// The suite to run through each configuration (a built-in one or a suite file).
     #[arg(long)]
     pub suite: String,
@@ -418,6 +423,7 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let configs = catalog(a.file.as_deref())?
         .resolve_list(&a.configs.join(","))
         .map_err(lab_error)?;
+    let base = base_config(a.base.as_deref(), configs.iter().map(|c| c.name.as_str()))?;
     let topologies = configs
         .iter()
         .map(|c| Topology::build(c, a.pairs))
@@ -514,7 +520,7 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    report(&exe, &dir, &done)?;
+    report(&exe, &dir, &done, base.as_deref())?;
     if failures > 0 {
         eprintln!(
             "linkperf lab: {failures} configuration(s) did not run cleanly; see above and {}",
@@ -733,12 +739,48 @@ impl RunContext<'_> {
     }
 }
 
+/// The configuration `--base` names, checked against the configurations'
+/// `names` before anything runs.
+fn base_config<'a>(
+    base: Option<&str>,
+    names: impl Iterator<Item = &'a str> + Clone,
+) -> anyhow::Result<Option<String>> {
+    let Some(base) = base else { return Ok(None) };
+    if names.clone().any(|n| n == base) {
+        return Ok(Some(base.to_string()));
+    }
+    Err(usage(format!(
+        "--base {base} is not one of --configs ({})",
+        names.collect::<Vec<_>>().join(", ")
+    )))
+}
+
 /// The comparison: `linkperf compare` when this build has it and there are at
-/// least two configurations, else a plain table.
-fn report(exe: &Path, dir: &Path, done: &[(String, PathBuf)]) -> anyhow::Result<()> {
-    let done: Vec<&(String, PathBuf)> = done.iter().filter(|(_, f)| f.exists()).collect();
+/// least two configurations, else a plain table. The base is `base` when
+/// given, else the first configuration; a base without results leaves a
+/// plain table (the others are not compared against another base unasked).
+fn report(
+    exe: &Path,
+    dir: &Path,
+    done: &[(String, PathBuf)],
+    base: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut done: Vec<&(String, PathBuf)> = done.iter().filter(|(_, f)| f.exists()).collect();
     if done.is_empty() {
         return Ok(());
+    }
+    let mut comparable = true;
+    if let Some(base) = base {
+        match done.iter().position(|(n, _)| n == base) {
+            Some(i) => {
+                let b = done.remove(i);
+                done.insert(0, b);
+            }
+            None => {
+                eprintln!("linkperf lab: the base {base} has no results: no comparison, a plain table instead:");
+                comparable = false;
+            }
+        }
     }
     let has_compare = Command::new(exe)
         .args(["compare", "--help"])
@@ -747,11 +789,13 @@ fn report(exe: &Path, dir: &Path, done: &[(String, PathBuf)]) -> anyhow::Result<
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
-    if has_compare && done.len() >= 2 {
+    if comparable && has_compare && done.len() >= 2 {
         let out = dir.join("report");
         let status = Command::new(exe)
             .arg("compare")
             .args(done.iter().map(|(_, f)| f))
+            .arg("--base")
+            .arg(&done[0].1)
             .arg("--out")
             .arg(&out)
             .stdin(Stdio::null())
@@ -782,6 +826,22 @@ fn report(exe: &Path, dir: &Path, done: &[(String, PathBuf)]) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_base_is_one_of_the_configurations() {
+        let names = ["veth", "veth-10g", "veth-1g"];
+        assert_eq!(base_config(None, names.into_iter()).unwrap(), None);
+        assert_eq!(
+            base_config(Some("veth-1g"), names.into_iter()).unwrap(),
+            Some("veth-1g".to_string())
+        );
+        let e = base_config(Some("vxlan"), names.into_iter()).unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some(), "exit 2");
+        assert_eq!(
+            e.to_string(),
+            "--base vxlan is not one of --configs (veth, veth-10g, veth-1g)"
+        );
+    }
 
     #[test]
     fn result_files_per_pair() {

@@ -1,8 +1,10 @@
 //! End-to-end tests of `linkperf compare` and `linkperf report`: two real
-//! suites on loopback with different worker settings, compared; the report
-//! directory checked file by file; the HTML page opened in headless Chromium
-//! (it must load without a console error and its screenshot must not be
-//! blank); bad input refused with exit code 2 and a message naming the file.
+//! suites on loopback with different worker settings, compared, either way
+//! round (`--base`) and with a third file; the report directory checked file
+//! by file; the HTML page opened in headless Chromium (it must load without
+//! a console error, its screenshot must not be blank, and at a laptop's
+//! width nothing may stick out sideways); bad input refused with exit code 2
+//! and a message naming the file.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
 #[allow(dead_code)]
@@ -184,6 +186,8 @@ fn two_real_suites_compared_end_to_end() {
             "relative-b-str-readx30k",
             "throughput-rr1c-1x1",
             "throughput-str-readx30k",
+            "timeseries-rr1c-1x1",
+            "timeseries-str-readx30k",
             "transaction-time-rr1c-1x1",
             "transaction-time-str-readx30k",
         ]
@@ -259,6 +263,12 @@ fn two_real_suites_compared_end_to_end() {
     assert!(html.contains(sentence), "the page leads with the sentence");
     assert!(html.contains("--server-threads 2"), "the command of b.json");
     assert!(html.contains("<tr class=\"diff\"><td class=\"text\">client workers</td>"));
+    // Per test: retransmits and where the workers ran.
+    assert!(html.contains("<h3>Runs, retransmits and worker placement</h3>"));
+    assert!(html.contains("<td class=\"text wrap\">2 threads, free</td>"));
+    // Request/response in transactions per second, streams in bits.
+    assert!(html.contains("rr1c-1x1: throughput in transactions/s"));
+    assert!(html.contains("str-readx30k: throughput in bit/s"));
     let without_ns = html.replace("http://www.w3.org/2000/svg", "");
     for forbidden in ["http://", "https://", "<script", "<link", "src="] {
         assert!(!without_ns.contains(forbidden), "{forbidden} in index.html");
@@ -313,6 +323,139 @@ fn two_real_suites_compared_end_to_end() {
     assert!(page.contains("linkperf report: a"));
 
     capacity_end_to_end(&a, &single.join("report.json"), dir.path());
+    base_end_to_end(&a, &b, dir.path(), sentence);
+}
+
+/// The numbers of "X is better in N of M tests, about the same in N, worse
+/// in N": (better, same, worse).
+fn counts(sentence: &str) -> (usize, usize, usize) {
+    let words: Vec<&str> = sentence.split(' ').collect();
+    let number = |i: usize| {
+        words[i]
+            .trim_end_matches([',', '.'])
+            .parse::<usize>()
+            .unwrap_or_else(|_| panic!("{sentence}"))
+    };
+    (number(4), number(12), number(15))
+}
+
+/// `--base`: the base named by path, by bare file name or by label, in any
+/// position; either way round the verdicts mirror each other; a third file
+/// puts both candidates side by side in one chart per workload.
+fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
+    // a first or b first, --base a: the same comparison.
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["compare"];
+        all.extend_from_slice(args);
+        all.extend(["--format", "json"]);
+        serde_json::from_str(&ok(&all).0).unwrap()
+    };
+    let forward = json(&[path(a), path(b)]);
+    for named in [path(a), "a.json", "a"] {
+        let again = json(&[path(b), path(a), "--base", named]);
+        assert_eq!(
+            again["comparisons"], forward["comparisons"],
+            "--base {named} with the base given second"
+        );
+        assert_eq!(again["files"][0]["label"], "a", "--base {named}");
+    }
+    // The other way round: every sign and verdict mirrored.
+    let backward = json(&[path(a), path(b), "--base", "b"]);
+    let (f, r) = (&forward["comparisons"][0], &backward["comparisons"][0]);
+    assert_eq!(
+        (r["base"].as_str(), r["candidate"].as_str()),
+        (Some("b"), Some("a"))
+    );
+    let mirrored = |v: &str| {
+        match v {
+            "better" => "worse",
+            "worse" => "better",
+            v => v,
+        }
+        .to_string()
+    };
+    for (t, u) in f["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r["tests"].as_array().unwrap())
+    {
+        assert_eq!(t["name"], u["name"]);
+        assert_eq!(
+            mirrored(t["verdict"].as_str().unwrap()),
+            u["verdict"].as_str().unwrap(),
+            "{}",
+            t["name"]
+        );
+        for (m, n) in t["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(u["metrics"].as_array().unwrap())
+        {
+            let (r1, r2) = (
+                m["relative_pct"].as_f64().unwrap() / 100.0,
+                n["relative_pct"].as_f64().unwrap() / 100.0,
+            );
+            let product = if m["better"] == "higher" {
+                (1.0 + r1) * (1.0 + r2)
+            } else {
+                (1.0 - r1) * (1.0 - r2)
+            };
+            assert!(
+                (product - 1.0).abs() < 1e-6,
+                "{} {}: {r1} {r2}",
+                t["name"],
+                m["metric"]
+            );
+        }
+    }
+    let (better, same, worse) = counts(sentence);
+    let back = r["summary"].as_str().unwrap();
+    assert!(back.starts_with("a is better in "), "{back}");
+    assert_eq!(counts(back), (worse, same, better), "{sentence} / {back}");
+
+    // Three files, the middle one the base: both candidates in one chart per
+    // workload, each in its own colour, beside their own relative charts.
+    let mut third: Value = serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+    third["label"] = Value::from("c");
+    // Long values, as real hosts have: they wrap in the environment table.
+    for side in ["client", "server"] {
+        let env = &mut third["environment"][side];
+        env["cpu_model"] =
+            Value::from("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz with a long stepping name");
+        env["kernel"] =
+            Value::from("6.1.0-18-cloud-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)");
+    }
+    let c = dir.join("c.json");
+    std::fs::write(&c, serde_json::to_string(&third).unwrap()).unwrap();
+    let out = dir.join("three");
+    let (stdout, _) = ok(&[
+        "compare",
+        path(a),
+        path(b),
+        path(&c),
+        "--base",
+        "b.json",
+        "--out",
+        path(&out),
+    ]);
+    assert!(stdout.starts_with("a is better in "), "{stdout}");
+    assert!(stdout.contains("\nc is better in "), "{stdout}");
+    for w in ["rr1c-1x1", "str-readx30k"] {
+        let svg = std::fs::read_to_string(out.join(format!("candidates-{w}.svg"))).unwrap();
+        assert!(
+            svg.contains(&format!("{w}: throughput of a and c against b")),
+            "{w}"
+        );
+        for name in [format!("relative-a-{w}.svg"), format!("relative-c-{w}.svg")] {
+            assert!(out.join(&name).is_file(), "{name}");
+        }
+    }
+    let html = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(html.contains("linkperf comparison: a and c against b"));
+    // Six hosts side by side, with long values, still fit a laptop.
+    no_overflow_at_laptop_width(&out.join("index.html"), dir);
 }
 
 /// A link capacity, given on the command line or recorded in the results
@@ -508,6 +651,84 @@ fn browser_check(page: &Path, dir: &Path, sentence: &str) {
     let (width, colours) = png_colours(&shot);
     assert_eq!(width, 1200);
     assert!(colours > 20, "the screenshot is blank ({colours} colours)");
+
+    no_overflow_at_laptop_width(page, dir);
+}
+
+/// A laptop's screen, CSS pixels.
+const LAPTOP: (u32, u32) = (1366, 768);
+
+/// Laid out at a laptop's width, the page is no wider than the window and
+/// no table needs scrolling sideways: long values (command lines, CPU
+/// models) wrap. Measured by a copy of the page with a script that writes
+/// the document's width, every box that scrolls sideways and every element
+/// reaching past the window's right edge into the DOM that `--dump-dom`
+/// prints (the report itself has no script).
+fn no_overflow_at_laptop_width(page: &Path, dir: &Path) {
+    const MEASURE: &str = r##"<script>
+(function () {
+  var view = document.documentElement.clientWidth;
+  var out = [];
+  document.querySelectorAll("body *").forEach(function (e) {
+    if (getComputedStyle(e).overflowX === "auto" && e.scrollWidth > e.clientWidth) {
+      var inner = e.firstElementChild;
+      out.push("scrolls: " + (inner ? inner.tagName + "." + inner.className : "") + " " + e.scrollWidth + " in " + e.clientWidth);
+    }
+    for (var p = e.parentElement; p; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX === "auto") return;
+    }
+    var r = e.getBoundingClientRect();
+    if (r.right > view + 0.5) out.push(e.tagName + "#" + e.id + "." + e.className + " right=" + r.right);
+  });
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = "scroll=" + document.documentElement.scrollWidth + " view=" + view + "\n" + out.slice(0, 20).join("\n");
+  document.body.appendChild(pre);
+})();
+</script>"##;
+    let html = std::fs::read_to_string(page).unwrap();
+    assert!(
+        !html.contains("<script"),
+        "the report has no script of its own"
+    );
+    let measured = dir.join("measure.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let (dom, log) = browser(
+        &measured,
+        &dir.join("chromium-measure"),
+        &[
+            &format!("--window-size={},{}", LAPTOP.0, LAPTOP.1),
+            "--dump-dom",
+        ],
+    );
+    let start = dom
+        .find("<pre id=\"measured\">")
+        .unwrap_or_else(|| panic!("the measuring script did not run; chromium said:\n{log}"));
+    let text = &dom[start + "<pre id=\"measured\">".len()..];
+    let text = &text[..text.find("</pre>").unwrap()];
+    let first = text.lines().next().unwrap();
+    let number = |key: &str| -> u32 {
+        let v = first.split(' ').find_map(|w| w.strip_prefix(key)).unwrap();
+        v.parse().unwrap()
+    };
+    let (scroll, view) = (number("scroll="), number("view="));
+    assert!(
+        view > LAPTOP.0 - 40 && view <= LAPTOP.0,
+        "the window's width: {text}"
+    );
+    assert!(
+        scroll <= view,
+        "the page is {scroll} px wide in a {view} px window; sticking out:\n{text}"
+    );
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "boxes that scroll sideways, elements past the right edge:\n{text}"
+    );
 }
 
 /// A minimal valid results document with no tests.
@@ -522,6 +743,8 @@ fn bad_input_exits_2_naming_the_file() {
         p.to_str().unwrap().to_string()
     };
     let good = write("good.json", EMPTY);
+    // Another file labelled as good.json is.
+    let same_label = write("also-empty.json", EMPTY);
     let cases = [
         (
             write("truncated.json", &EMPTY[..EMPTY.len() / 2]),
@@ -605,4 +828,28 @@ fn bad_input_exits_2_naming_the_file() {
     // One file is not a comparison.
     let (code, _, _) = run(&["compare", &good]);
     assert_eq!(code, 2);
+
+    // A --base that names no compared file or label, or a label two files
+    // share: exit 2, a message saying why, nothing written.
+    let other = write("other.json", &EMPTY.replace("\"empty\"", "\"other\""));
+    let out = dir.path().join("not-written");
+    for (base, says) in [
+        (
+            "missing.json",
+            "--base missing.json: not one of the compared files",
+        ),
+        ("nobody", "nor the label of one (empty, other)"),
+        ("empty", "several compared files are labelled empty"),
+    ] {
+        let mut args = vec!["compare", good.as_str(), other.as_str()];
+        if base == "empty" {
+            args.push(same_label.as_str());
+        }
+        args.extend(["--base", base, "--out", out.to_str().unwrap()]);
+        let (code, stdout, err) = run(&args);
+        assert_eq!(code, 2, "--base {base}\nstdout: {stdout}\nstderr: {err}");
+        assert!(err.contains(says), "--base {base}: {err}");
+        assert!(stdout.is_empty(), "--base {base}: {stdout}");
+        assert!(!out.exists(), "--base {base}: nothing may be written");
+    }
 }

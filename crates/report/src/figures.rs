@@ -7,8 +7,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{describe, Stats};
-use linkperf_results::{ResultsDocument, RunStatus, TestResult};
-use linkperf_workload::Protocol;
+use linkperf_results::{IntervalRate, ResultsDocument, RunStatus, TestResult};
+use linkperf_workload::{Placement, Protocol};
 
 use crate::Metric;
 
@@ -49,8 +49,22 @@ pub struct TestFigures {
     pub name: String,
     /// Its workload and protocol.
     pub workload: WorkloadKey,
+    /// The workload's kind, as the results document names it: `rr`, `crr`,
+    /// `mix`, `stream` or `profile`.
+    pub kind: String,
+    /// For request/response workloads of fixed sizes, the larger of the
+    /// request and the response, bytes: what one transaction puts on the
+    /// busier direction.
+    pub transaction_bytes: Option<u64>,
     /// Concurrent users.
     pub users: u32,
+    /// How the client's event-loop workers ran (threads, pinning, busy-poll).
+    pub client_placement: Placement,
+    /// How the server's event-loop workers ran.
+    pub server_placement: Placement,
+    /// Segments retransmitted in each ok run's window that read TCP_INFO
+    /// (`tcp_info.retransmits`), in run order; empty for UDP.
+    pub retransmits: Vec<u64>,
     /// Runs recorded.
     pub runs: u32,
     /// Runs that completed (`ok`); the statistics are over these.
@@ -77,6 +91,11 @@ pub struct TestFigures {
     /// tests; not exported, the results document has them).
     #[serde(skip)]
     pub values: BTreeMap<Metric, Vec<f64>>,
+    /// Each ok run's number and per-second samples (receiver-side), in run
+    /// order (for the time-series charts; not exported, the results
+    /// document has them).
+    #[serde(skip)]
+    pub intervals: Vec<(u32, Vec<IntervalRate>)>,
 }
 
 impl TestFigures {
@@ -111,10 +130,19 @@ impl TestFigures {
             .map(|r| r.throughput.map(|t| t.tx_bytes_per_s.max(t.rx_bytes_per_s)))
             .collect();
         let throughput_cv = metrics.get(&Metric::Throughput).and_then(|s| s.cv);
+        let w = &test.workload;
         TestFigures {
             name: test.name.clone(),
             workload: WorkloadKey::of(test),
+            kind: w.kind.clone(),
+            transaction_bytes: w.request_bytes.zip(w.response_bytes).map(|(q, r)| q.max(r)),
             users: test.workload.users,
+            client_placement: test.config.client_placement.clone(),
+            server_placement: test.config.server_placement.clone(),
+            retransmits: ok
+                .iter()
+                .filter_map(|r| r.tcp_info.as_ref().map(|t| t.retransmits))
+                .collect(),
             runs: u32::try_from(test.runs.len()).unwrap_or(u32::MAX),
             ok_runs: u32::try_from(ok.len()).unwrap_or(u32::MAX),
             suspect_runs: u32::try_from(
@@ -143,6 +171,7 @@ impl TestFigures {
             missing_runs,
             busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
             values,
+            intervals: ok.iter().map(|r| (r.run, r.intervals.clone())).collect(),
         }
     }
 
@@ -158,10 +187,22 @@ impl TestFigures {
         })
     }
 
+    /// Whether the workload is request/response (rr, crr, mix): its
+    /// throughput is counted in transactions per second, a stream's in bits.
+    pub fn is_transactional(&self) -> bool {
+        transactional(&self.kind)
+    }
+
     /// The mean of `metric` over the ok runs.
     pub fn mean(&self, metric: Metric) -> Option<f64> {
         self.metrics.get(&metric).map(|s| s.mean)
     }
+}
+
+/// Whether a workload of `kind` (as the results document names it) is
+/// request/response: `rr`, `crr` and `mix` are; `stream` and `profile` are not.
+pub(crate) fn transactional(kind: &str) -> bool {
+    matches!(kind, "rr" | "crr" | "mix")
 }
 
 /// Every test of one results file, summarised, in the file's order.

@@ -36,7 +36,9 @@ mod units;
 
 pub use breakeven::{break_even, BreakEven, BreakEvenPoint};
 pub use chart::{
-    charts, font_status, BarChart, BarSeries, Chart, ChartKind, LineChart, LinePoint, LineSeries,
+    charts, font_status, BarChart, BarSeries, CapacityLine, Chart, ChartKind, ClippedBar,
+    LineChart, LinePoint, LineSeries, Panel, PanelChart, Purpose, RunLine, ValueUnit, CLIP_PCT,
+    LOG_RATIO,
 };
 pub use compare::{
     compare_tests, CandidateComparison, MetricComparison, MissingMetric, NotCompared,

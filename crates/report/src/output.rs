@@ -92,6 +92,8 @@ mod tests {
                 "relative-hs-rr1c-1x1.svg",
                 "throughput-rr1c-1x1.png",
                 "throughput-rr1c-1x1.svg",
+                "timeseries-rr1c-1x1.png",
+                "timeseries-rr1c-1x1.svg",
                 "transaction-time-rr1c-1x1.png",
                 "transaction-time-rr1c-1x1.svg",
             ]

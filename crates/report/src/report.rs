@@ -180,6 +180,13 @@ pub struct WorkloadReport {
     pub key: WorkloadKey,
     /// Its name in the report (`rr1c-1x1`, `rr1c-1x1--udp`).
     pub title: String,
+    /// Its kind, as the results documents name it (`rr`, `crr`, `mix`,
+    /// `stream`, `profile`): request/response kinds are charted in
+    /// transactions per second, the others in bits per second.
+    pub kind: String,
+    /// For request/response workloads of fixed sizes, the larger of the
+    /// request and the response, bytes.
+    pub transaction_bytes: Option<u64>,
     /// Every user count any file measured, in increasing order.
     pub users: Vec<u32>,
     /// Per candidate: where its throughput difference crosses zero (judged
@@ -208,6 +215,14 @@ pub struct Report {
     pub workloads: Vec<WorkloadReport>,
     /// What may make the report say more than it should.
     pub consistency: Consistency,
+}
+
+impl WorkloadReport {
+    /// Whether the workload is request/response (rr, crr, mix): its
+    /// throughput is charted in transactions per second.
+    pub fn is_transactional(&self) -> bool {
+        crate::figures::transactional(&self.kind)
+    }
 }
 
 impl Report {
@@ -335,6 +350,11 @@ fn workload_report(
         .collect();
     users.sort_unstable();
     users.dedup();
+    let first = figures
+        .iter()
+        .find_map(|f| f.workload(&key).first().copied());
+    let kind = first.map_or_else(String::new, |t| t.kind.clone());
+    let transaction_bytes = first.and_then(|t| t.transaction_bytes);
 
     let break_even = comparisons
         .iter()
@@ -403,6 +423,8 @@ fn workload_report(
     WorkloadReport {
         title: key.to_string(),
         key,
+        kind,
+        transaction_bytes,
         users,
         break_even,
         saturation: notes,
@@ -504,7 +526,7 @@ fn unique_labels(sources: &[Source<'_>]) -> Vec<String> {
 }
 
 /// "a", "a and b", "a, b and c".
-fn join_and(items: &[&str]) -> String {
+pub(crate) fn join_and(items: &[&str]) -> String {
     match items {
         [] => String::new(),
         [one] => one.to_string(),

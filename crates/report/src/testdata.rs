@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use linkperf_metrics::{Environment, LatencySummary};
 use linkperf_results::{
-    failed_run, CountedAt, Efficiency, ResultsDocument, Run, RunStatus, TestConfig, Throughput,
+    failed_run, CountedAt, Efficiency, IntervalRate, ResultsDocument, Run, RunStatus, TestConfig,
+    Throughput,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
@@ -30,7 +31,23 @@ pub fn fig(bytes: f64, mean_us: f64, eff: f64) -> Fig {
     }
 }
 
-/// An ok run with the figures of `f`.
+/// Gives `run` `n` one-second samples at its throughput.
+pub fn with_intervals(run: &mut Run, n: u32) {
+    let t = run.throughput.expect("a run with a throughput");
+    run.intervals = (0..n)
+        .map(|i| IntervalRate {
+            start_s: f64::from(i),
+            length_s: 1.0,
+            tx_bytes: (t.tx_bytes_per_s) as u64,
+            rx_bytes: (t.rx_bytes_per_s) as u64,
+            transactions: t.transactions_per_s as u64,
+            bytes_per_s: t.bytes_per_s,
+            transactions_per_s: t.transactions_per_s,
+        })
+        .collect();
+}
+
+/// An ok run with the figures of `f`, and ten one-second samples at them.
 pub fn run(n: u32, f: Fig) -> Run {
     let mut r = failed_run(
         n,
@@ -67,6 +84,7 @@ pub fn run(n: u32, f: Fig) -> Run {
         client_system_cpu_us_per_txn: Some(per_txn),
         server_system_cpu_us_per_txn: Some(per_txn),
     });
+    with_intervals(&mut r, 10);
     r
 }
 

@@ -1051,3 +1051,64 @@ pub(crate) fn small_report() -> Report {
         Options::default(),
     )
 }
+
+#[test]
+fn swapping_base_and_candidate_swaps_every_sign_and_verdict() {
+    // Positive = the candidate better, whichever file is the base: each
+    // difference from the other side is its mirror image, so
+    // (1 + r₁)(1 + r₂) = 1 for higher-is-better metrics and
+    // (1 − r₁)(1 − r₂) = 1 for lower-is-better ones.
+    let (osa, hs) = study();
+    let forward = compare(&osa, &[&hs], Options::default());
+    let backward = compare(&hs, &[&osa], Options::default());
+    let (f, b) = (&forward.comparisons[0], &backward.comparisons[0]);
+    assert_eq!((f.base.as_str(), f.candidate.as_str()), ("osa", "hs"));
+    assert_eq!((b.base.as_str(), b.candidate.as_str()), ("hs", "osa"));
+    assert_eq!(f.tests.len(), b.tests.len());
+    for t in &f.tests {
+        let u = b.test(&t.name).expect("the same tests");
+        for m in &t.metrics {
+            let r1 = m.judgement.relative_pct / 100.0;
+            let r2 = u.metric(m.metric).unwrap().judgement.relative_pct / 100.0;
+            let product = match m.better {
+                crate::Better::Higher => (1.0 + r1) * (1.0 + r2),
+                crate::Better::Lower => (1.0 - r1) * (1.0 - r2),
+            };
+            assert!(
+                (product - 1.0).abs() < 1e-9,
+                "{} {:?}: {r1} {r2}",
+                t.name,
+                m.metric
+            );
+            if r1.abs() > 1e-12 {
+                assert!(r1.signum() != r2.signum(), "{} {:?}", t.name, m.metric);
+            }
+        }
+        let mirrored = match t.verdict {
+            Verdict::Better => Verdict::Worse,
+            Verdict::Worse => Verdict::Better,
+            v => v,
+        };
+        assert_eq!(u.verdict, mirrored, "{}", t.name);
+    }
+    assert_eq!(
+        (b.counts.better, b.counts.same, b.counts.worse),
+        (f.counts.worse, f.counts.same, f.counts.better)
+    );
+    assert_eq!(
+        b.summary,
+        "osa is better in 10 of 45 tests, about the same in 2, worse in 33."
+    );
+    // The charts follow: hs's +250% throughput at 1 user is osa's −71.4%.
+    let charts = crate::charts(&backward);
+    let c = charts
+        .iter()
+        .find(|c| c.name == "relative-osa-rr1c-200x1000")
+        .expect("the relative chart of the new candidate");
+    let crate::ChartKind::Bars(bars) = &c.kind else {
+        panic!("bars")
+    };
+    let v = bars.series[0].values[0].unwrap();
+    assert!((v - (1.0 / 3.5 - 1.0) * 100.0).abs() < 1e-9, "{v}");
+    assert_eq!(bars.note.as_deref(), Some("positive = osa better"));
+}

@@ -112,35 +112,12 @@ pub(crate) fn rate(bytes_per_s: f64) -> String {
     format!("{value:.decimals$} {unit}")
 }
 
-/// The unit and divisor that suit rates up to `max_bytes_per_s` on a chart
-/// axis: (`Gbit/s`, 1.25e8) for 10 Gbit/s.
-pub(crate) fn rate_axis(max_bytes_per_s: f64) -> (&'static str, f64) {
-    let (_, unit) = scale_bits(max_bytes_per_s * 8.0);
-    let divisor = match unit {
-        "Tbit/s" => 1e12,
-        "Gbit/s" => 1e9,
-        "Mbit/s" => 1e6,
-        "kbit/s" => 1e3,
-        _ => 1.0,
-    } / 8.0;
-    (unit, divisor)
-}
-
 /// A transaction time for people: `23.4 µs`, `12.35 ms`.
 pub(crate) fn time_us(us: f64) -> String {
     if us >= 10_000.0 {
         format!("{:.2} ms", us / 1000.0)
     } else {
         format!("{us:.1} µs")
-    }
-}
-
-/// The unit and divisor that suit times up to `max_us` on a chart axis.
-pub(crate) fn time_axis(max_us: f64) -> (&'static str, f64) {
-    if max_us >= 10_000.0 {
-        ("ms", 1000.0)
-    } else {
-        ("µs", 1.0)
     }
 }
 
@@ -251,7 +228,5 @@ mod tests {
             file_safe("mix:200x200*1,200x8k*3--udp"),
             "mix_200x200_1_200x8k_3--udp"
         );
-        assert_eq!(rate_axis(1.25e9), ("Gbit/s", 1.25e8));
-        assert_eq!(time_axis(50_000.0), ("ms", 1000.0));
     }
 }

@@ -3,20 +3,22 @@
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontTransform;
 
+use super::axis::{ValueAxis, ValueUnit};
 use super::font::chart_font;
 use super::spec::{BarChart, Chart, ChartKind, LineChart};
 use super::text::TextBackend;
 use crate::ReportError;
 
 /// Font sizes, pixels: readable on a 1200 px page.
-const TITLE_SIZE: u32 = 28;
-const AXIS_DESC_SIZE: u32 = 20;
-const LABEL_SIZE: u32 = 19;
-const SMALL_LABEL_SIZE: u32 = 16;
+pub(super) const TITLE_SIZE: u32 = 28;
+pub(super) const AXIS_DESC_SIZE: u32 = 20;
+pub(super) const LABEL_SIZE: u32 = 19;
+pub(super) const SMALL_LABEL_SIZE: u32 = 16;
 const LEGEND_SIZE: u32 = 19;
 
 impl Chart {
@@ -66,12 +68,20 @@ impl Chart {
     }
 }
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+pub(super) type DrawResult<DB> =
+    Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// Width of the area left of the plot for the Y labels and description, pixels.
+/// Font sizes of the small multiples, pixels.
+pub(super) const PANEL_TITLE_SIZE: u32 = 19;
+pub(super) const PANEL_LABEL_SIZE: u32 = 15;
+/// Font size of a clipped bar's value, pixels.
+const CLIP_LABEL_SIZE: u32 = 16;
+
+/// Smallest width of the area left of the plot for the Y labels and
+/// description, pixels; wider when the tick labels are.
 const Y_AREA: u32 = 100;
 /// Margin around the plot, pixels.
-const MARGIN: u32 = 18;
+pub(super) const MARGIN: u32 = 18;
 /// Height of one legend row, pixels.
 const LEGEND_ROW: u32 = 28;
 
@@ -80,11 +90,12 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
     match &chart.kind {
         ChartKind::Bars(b) => bars(&chart.title, b, root),
         ChartKind::Lines(l) => lines(&chart.title, l, root),
+        ChartKind::Panels(p) => super::draw_panels::panels(&chart.title, p, root),
     }
 }
 
 /// How a legend entry is marked.
-enum Swatch {
+pub(super) enum Swatch {
     /// A filled box (bars).
     Fill(RGBAColor),
     /// A line (lines).
@@ -94,14 +105,14 @@ enum Swatch {
 }
 
 /// One legend entry.
-struct Key {
-    label: String,
-    swatch: Swatch,
+pub(super) struct Key {
+    pub(super) label: String,
+    pub(super) swatch: Swatch,
 }
 
 /// Draws the title and, below it, the legend in rows (outside the plot, so
 /// it never hides a bar or a point); returns the area left for the plot.
-fn frame<DB: DrawingBackend>(
+pub(super) fn frame<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     keys: &[Key],
@@ -154,13 +165,29 @@ fn frame<DB: DrawingBackend>(
 }
 
 /// `#rrggbb` as a colour (grey if malformed).
-fn colour(hex: &str) -> RGBColor {
+pub(super) fn colour(hex: &str) -> RGBColor {
     let byte = |i: usize| {
         hex.get(i..i + 2)
             .and_then(|s| u8::from_str_radix(s, 16).ok())
             .unwrap_or(128)
     };
     RGBColor(byte(1), byte(3), byte(5))
+}
+
+/// The width of the area left of a plot whose Y tick labels are `labels`:
+/// the longest label, and room for the axis description standing on end.
+pub(super) fn y_area<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    labels: impl IntoIterator<Item = String>,
+    size: u32,
+    least: u32,
+) -> Result<u32, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = TextStyle::from(("sans-serif", size).into_font());
+    let mut widest = 0;
+    for l in labels {
+        widest = widest.max(area.estimate_text_size(&l, &style)?.0);
+    }
+    Ok((widest + 45).max(least))
 }
 
 /// An X axis of categories: category `i` is centred at `i`, the axis runs
@@ -202,19 +229,37 @@ fn category(categories: &[String], x: f64) -> String {
     categories.get(i as usize).cloned().unwrap_or_default()
 }
 
-/// Y axis limits for bars: always containing zero, with a little room.
-fn bar_range(b: &BarChart) -> (f64, f64) {
-    let values = b
-        .series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten().copied());
-    let (lo, hi) = values.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    let span = (hi - lo).max(1.0);
-    let pad = span * 0.08;
-    (
-        if lo < 0.0 { lo - pad } else { 0.0 },
-        if hi > 0.0 { hi + pad } else { pad },
-    )
+/// Where the values of clipped bars are written: their text and how much
+/// room they need beyond the clip, pixels.
+struct ClipLabels {
+    /// Whether they stand on end (the bars are narrower than the text).
+    vertical: bool,
+    /// Room each needs beyond the end of its bar, pixels.
+    room: u32,
+}
+
+fn clip_labels<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    b: &BarChart,
+    slot_px: f64,
+) -> Result<ClipLabels, DrawingAreaErrorKind<DB::ErrorType>> {
+    let style = TextStyle::from(("sans-serif", CLIP_LABEL_SIZE).into_font());
+    let mut widest = 0u32;
+    for c in b.clipped() {
+        widest = widest.max(
+            area.estimate_text_size(&ValueUnit::Percent.format(c.value), &style)?
+                .0,
+        );
+    }
+    let vertical = f64::from(widest) + 4.0 > slot_px;
+    Ok(ClipLabels {
+        vertical,
+        room: if vertical {
+            widest + 12
+        } else {
+            CLIP_LABEL_SIZE + 12
+        },
+    })
 }
 
 fn bars<DB: DrawingBackend>(
@@ -222,6 +267,7 @@ fn bars<DB: DrawingBackend>(
     b: &BarChart,
     root: &DrawingArea<DB, Shift>,
 ) -> DrawResult<DB> {
+    let clipped = b.clipped();
     let mut keys: Vec<Key> = b
         .series
         .iter()
@@ -240,9 +286,18 @@ fn bars<DB: DrawingBackend>(
             swatch: Swatch::None,
         });
     }
+    if !clipped.is_empty() {
+        keys.push(Key {
+            label: format!(
+                "bars beyond ±{:.0}% cut (≈), their value written",
+                b.clip_pct
+            ),
+            swatch: Swatch::None,
+        });
+    }
     let area = frame(root, title, &keys)?;
     let n = b.categories.len().max(1);
-    let (lo, hi) = bar_range(b);
+    let k = b.series.len().max(1) as f64;
     let vertical = TextStyle::from(("sans-serif", SMALL_LABEL_SIZE).into_font());
     let x_area = if b.vertical_labels {
         let longest = b
@@ -257,11 +312,33 @@ fn bars<DB: DrawingBackend>(
     } else {
         75
     };
+    // The plot's size, to make room for the clipped bars' values.
+    let (aw, ah) = area.dim_in_pixel();
+    let plot_w = f64::from(aw.saturating_sub(Y_AREA + 2 * MARGIN).max(100));
+    let plot_h = f64::from(ah.saturating_sub(x_area + 2 * MARGIN).max(100));
+    let group = 0.8;
+    let labels = clip_labels(&area, b, plot_w / n as f64 * group / k)?;
+    let (lo0, hi0) = b.span();
+    let span = (hi0 - lo0).max(1.0);
+    let above = clipped.iter().any(|c| c.value > 0.0);
+    let below = clipped.iter().any(|c| c.value < 0.0);
+    let sides = f64::from(u8::from(above) + u8::from(below));
+    let room = f64::from(labels.room);
+    // Value units per pixel once the labels' room is taken from the plot.
+    let per_px = span / (plot_h - sides * room).max(plot_h / 3.0);
+    let pad = |clip: bool| if clip { room * per_px } else { span * 0.08 };
+    let lo = if lo0 < 0.0 { lo0 - pad(below) } else { 0.0 };
+    let hi = if hi0 > 0.0 {
+        hi0 + pad(above)
+    } else {
+        pad(false)
+    };
+    let axis = ValueAxis::linear(lo, hi).marked_within(lo0.min(0.0), hi0.max(0.0));
     let mut ctx = ChartBuilder::on(&area)
         .margin(MARGIN)
         .x_label_area_size(x_area)
         .y_label_area_size(Y_AREA)
-        .build_cartesian_2d(Categories { n }, lo..hi)?;
+        .build_cartesian_2d(Categories { n }, axis)?;
     let categories = &b.categories;
     let vertical_labels = b.vertical_labels;
     let x_fmt = |x: &f64| {
@@ -271,17 +348,9 @@ fn bars<DB: DrawingBackend>(
             category(categories, *x)
         }
     };
-    let span = hi - lo;
-    let y_fmt = |v: &f64| {
-        if span < 10.0 {
-            format!("{v:+.1}%")
-        } else {
-            format!("{v:+.0}%")
-        }
-    };
+    let y_fmt = |v: &f64| ValueUnit::Percent.format(*v);
     ctx.configure_mesh()
         .disable_x_mesh()
-        .max_light_lines(1)
         .light_line_style(RGBColor(240, 240, 240))
         .bold_line_style(RGBColor(215, 215, 215))
         .x_desc(b.x_label.as_str())
@@ -303,15 +372,16 @@ fn bars<DB: DrawingBackend>(
         }
     }
 
-    let k = b.series.len().max(1) as f64;
-    let group = 0.8;
     let width = group / k;
+    let bar = |si: usize, i: usize| {
+        let x0 = i as f64 - group / 2.0 + si as f64 * width;
+        (x0, x0 + width * 0.9)
+    };
     for (si, s) in b.series.iter().enumerate() {
         let c = colour(&s.colour);
-        let rects = s.values.iter().enumerate().filter_map(move |(i, v)| {
-            let v = (*v)?;
-            let x0 = i as f64 - group / 2.0 + si as f64 * width;
-            let x1 = x0 + width * 0.9;
+        let rects = s.values.iter().enumerate().filter_map(|(i, v)| {
+            let v = v.map(|v| v.clamp(-b.clip_pct, b.clip_pct))?;
+            let (x0, x1) = bar(si, i);
             let counts = s.counts.get(i).copied().unwrap_or(false);
             let style = if counts {
                 c.filled()
@@ -321,6 +391,40 @@ fn bars<DB: DrawingBackend>(
             Some(Rectangle::new([(x0, 0.0), (x1, v)], style))
         });
         ctx.draw_series(rects)?;
+    }
+    // Clipped bars: a break near the end, and the true value beyond it.
+    let text = TextStyle::from(("sans-serif", CLIP_LABEL_SIZE).into_font()).color(&BLACK);
+    for c in &clipped {
+        let (x0, x1) = bar(c.series, c.category);
+        let end = b.clip_pct.copysign(c.value);
+        let (px0, py) = ctx.backend_coord(&(x0, end));
+        let (px1, _) = ctx.backend_coord(&(x1, end));
+        let inward = if c.value > 0.0 { 1 } else { -1 };
+        for step in [10, 16] {
+            let y = py + inward * step;
+            root.draw(&PathElement::new(
+                vec![(px0 - 1, y + 3), (px1 + 1, y - 3)],
+                WHITE.stroke_width(3),
+            ))?;
+        }
+        let label = ValueUnit::Percent.format(c.value);
+        let cx = (px0 + px1) / 2;
+        // Standing on end, they read downwards like the overview's test names.
+        let (style, at) = match (labels.vertical, c.value > 0.0) {
+            (true, true) => (
+                text.transform(FontTransform::Rotate90)
+                    .pos(Pos::new(HPos::Right, VPos::Center)),
+                (cx, py - 6),
+            ),
+            (true, false) => (
+                text.transform(FontTransform::Rotate90)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+                (cx, py + 6),
+            ),
+            (false, true) => (text.pos(Pos::new(HPos::Center, VPos::Bottom)), (cx, py - 6)),
+            (false, false) => (text.pos(Pos::new(HPos::Center, VPos::Top)), (cx, py + 6)),
+        };
+        root.draw_text(&label, &style, at)?;
     }
     // The zero line.
     ctx.draw_series(std::iter::once(PathElement::new(
@@ -336,15 +440,22 @@ fn lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
 ) -> DrawResult<DB> {
     let points = || l.series.iter().flat_map(|s| s.points.iter().flatten());
-    let top = points()
-        .map(|p| p.ci95.map_or(p.mean, |(_, h)| h.max(p.mean)))
-        .fold(0.0f64, f64::max);
-    let hi = if top > 0.0 { top * 1.1 } else { 1.0 };
-    let title = if points().any(|p| p.ci95.is_some()) {
-        format!("{title} (whiskers: 95% confidence interval)")
-    } else {
-        title.to_string()
-    };
+    let mut values: Vec<f64> = Vec::new();
+    for p in points() {
+        values.push(p.mean);
+        if let Some((lo, hi)) = p.ci95 {
+            values.extend([lo, hi]);
+        }
+    }
+    values.extend(l.capacity.iter().map(|c| c.value));
+    let axis = ValueAxis::fit(&values, l.log_y);
+    let mut title = title.to_string();
+    if points().any(|p| p.ci95.is_some()) {
+        title.push_str(" (whiskers: 95% confidence interval)");
+    }
+    if l.log_y {
+        title.push_str(", log scale");
+    }
     let keys: Vec<Key> = l
         .series
         .iter()
@@ -355,24 +466,17 @@ fn lines<DB: DrawingBackend>(
         .collect();
     let area = frame(root, &title, &keys)?;
     let n = l.categories.len().max(1);
+    let unit = l.unit;
+    let y_fmt = |v: &f64| unit.format(*v);
+    let y_area = y_area(&area, axis.ticks().iter().map(&y_fmt), LABEL_SIZE, Y_AREA)?;
     let mut ctx = ChartBuilder::on(&area)
         .margin(MARGIN)
         .x_label_area_size(75)
-        .y_label_area_size(Y_AREA)
-        .build_cartesian_2d(Categories { n }, 0.0..hi)?;
+        .y_label_area_size(y_area)
+        .build_cartesian_2d(Categories { n }, axis)?;
     let categories = &l.categories;
     let x_fmt = |x: &f64| category(categories, *x);
-    let y_fmt = |v: &f64| {
-        if hi < 10.0 {
-            format!("{v:.2}")
-        } else if hi < 100.0 {
-            format!("{v:.1}")
-        } else {
-            format!("{v:.0}")
-        }
-    };
     ctx.configure_mesh()
-        .max_light_lines(1)
         .light_line_style(RGBColor(240, 240, 240))
         .bold_line_style(RGBColor(215, 215, 215))
         .x_desc(l.x_label.as_str())
@@ -382,6 +486,17 @@ fn lines<DB: DrawingBackend>(
         .label_style(("sans-serif", LABEL_SIZE))
         .axis_desc_style(("sans-serif", AXIS_DESC_SIZE))
         .draw()?;
+
+    // The capacities: dashed across the plot, behind the lines.
+    let right = n as f64 - 0.5;
+    for cap in &l.capacity {
+        ctx.plotting_area().draw(&DashedPathElement::new(
+            vec![(-0.5, cap.value), (right, cap.value)],
+            10,
+            6,
+            colour(&cap.colour).stroke_width(2),
+        ))?;
+    }
 
     let k = l.series.len() as f64;
     for (si, s) in l.series.iter().enumerate() {
@@ -410,7 +525,7 @@ fn lines<DB: DrawingBackend>(
             let (low, high) = p.ci95?;
             Some(ErrorBar::new_vertical(
                 i as f64 + shift,
-                low.max(0.0),
+                low.max(axis.lo),
                 p.mean,
                 high,
                 c.stroke_width(2),
@@ -421,6 +536,36 @@ fn lines<DB: DrawingBackend>(
             pts.iter()
                 .flatten()
                 .map(|&(x, y)| Circle::new((x, y), 5, c.filled())),
+        )?;
+    }
+    // Their labels at the right end (below the line when it runs along the
+    // top), over the lines on a pale ground so that a whisker behind one
+    // does not make it unreadable.
+    let label_font = TextStyle::from(("sans-serif", SMALL_LABEL_SIZE).into_font());
+    for cap in &l.capacity {
+        let c = colour(&cap.colour);
+        let (x, y) = ctx.backend_coord(&(right, cap.value));
+        let (_, top) = ctx.backend_coord(&(right, axis.hi));
+        let (v, dy) = if y - top < 30 {
+            (VPos::Top, 5)
+        } else {
+            (VPos::Bottom, -5)
+        };
+        let (tw, th) = root.estimate_text_size(&cap.label, &label_font)?;
+        let (tw, th) = (tw as i32, th as i32);
+        let (y0, y1) = if matches!(v, VPos::Top) {
+            (y + dy - 2, y + dy + th + 3)
+        } else {
+            (y + dy - th - 3, y + dy + 2)
+        };
+        root.draw(&Rectangle::new(
+            [(x - 6 - tw - 3, y0), (x - 3, y1)],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        root.draw_text(
+            &cap.label,
+            &label_font.color(&c).pos(Pos::new(HPos::Right, v)),
+            (x - 6, y + dy),
         )?;
     }
     Ok(())

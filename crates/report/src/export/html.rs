@@ -7,15 +7,14 @@
 
 use std::fmt::Write as _;
 
-use linkperf_metrics::Environment;
-
-use super::markdown::{consistency_lines, shell_words};
+use super::html_environment::capacity_note;
+use super::markdown::consistency_lines;
 use super::Exporter;
-use crate::chart::{charts, Chart};
-use crate::compare::{CandidateComparison, TestComparison, Verdict};
-use crate::significance::{Method, Outcome};
-use crate::units::{file_safe, percent};
-use crate::{CapacityOrigin, Metric, Report, ReportError, WorkloadReport};
+use crate::chart::{charts, Chart, Purpose};
+use crate::compare::Verdict;
+use crate::significance::Outcome;
+use crate::units::file_safe;
+use crate::{Metric, Report, ReportError, WorkloadReport};
 
 /// The report as one self-contained HTML page.
 #[derive(Debug, Clone, Copy, Default)]
@@ -81,7 +80,11 @@ td.delta { font-weight: 600; }
 td.same { font-weight: normal; }
 tr.diff td { background: var(--diff); }
 tr.diff td.better, tr.diff td.worse { background: inherit; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table.env { table-layout: fixed; width: 100%; }
+table.env td, table.env th { white-space: normal; overflow-wrap: anywhere; }
+table.env td:first-child, table.env th:first-child { width: 11em; }
+td.wrap { white-space: normal; }
 pre { background: #f6f8fa; border: 1px solid var(--line); padding: 8px 12px; white-space: pre-wrap;
       word-break: break-all; font-size: 13px; }
 details { margin: 6px 0 14px; }
@@ -89,14 +92,14 @@ summary { cursor: pointer; color: #0645ad; }
 footer { margin-top: 40px; color: #777; font-size: 13px; }
 "#;
 
-struct Page<'a> {
-    report: &'a Report,
-    charts: &'a [Chart],
-    out: String,
+pub(super) struct Page<'a> {
+    pub(super) report: &'a Report,
+    pub(super) charts: &'a [Chart],
+    pub(super) out: String,
 }
 
 /// Text for HTML.
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -111,7 +114,7 @@ fn esc(s: &str) -> String {
     o
 }
 
-fn outcome_class(o: Outcome) -> &'static str {
+pub(super) fn outcome_class(o: Outcome) -> &'static str {
     match o {
         Outcome::Better => "better",
         Outcome::Worse => "worse",
@@ -119,7 +122,7 @@ fn outcome_class(o: Outcome) -> &'static str {
     }
 }
 
-fn verdict_class(v: Verdict) -> &'static str {
+pub(super) fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
@@ -134,7 +137,7 @@ fn anchor(w: &WorkloadReport) -> String {
 }
 
 impl Page<'_> {
-    fn w(&mut self, s: &str) {
+    pub(super) fn w(&mut self, s: &str) {
         self.out.push_str(s);
     }
 
@@ -311,11 +314,15 @@ impl Page<'_> {
             }
         }
         self.w("</ul>\n");
+        let of = |purpose: Purpose| {
+            self.charts
+                .iter()
+                .filter(move |ch| ch.workload.as_ref() == Some(&w.key) && ch.purpose == purpose)
+        };
+        self.figure(of(Purpose::Candidates).next());
         for c in &r.comparisons {
-            let chart = self.charts.iter().find(|ch| {
-                ch.workload.as_ref() == Some(&w.key)
-                    && ch.candidate.as_deref() == Some(&c.candidate)
-            });
+            let chart =
+                of(Purpose::Relative).find(|ch| ch.candidate.as_deref() == Some(&c.candidate));
             self.figure(chart);
             let tests = c.workload(&w.key);
             if !tests.is_empty() {
@@ -325,350 +332,23 @@ impl Page<'_> {
         if !r.is_comparison() {
             self.single_table(w);
         }
-        let absolute: Vec<&Chart> = self
-            .charts
-            .iter()
-            .filter(|ch| ch.workload.as_ref() == Some(&w.key) && ch.candidate.is_none())
-            .collect();
-        for chart in absolute {
-            self.figure(Some(chart));
-        }
-        self.w("</section>\n");
-    }
-
-    fn comparison_table(&mut self, c: &CandidateComparison, tests: &[&TestComparison]) {
-        let headline = Metric::headline(self.report.options.cpu_side);
-        let _ = writeln!(
-            self.out,
-            "<h3>{} against {}</h3>\n<div class=\"scroll\"><table>\n<tr><th rowspan=\"2\">users</th>",
-            esc(&c.candidate),
-            esc(&c.base)
-        );
-        for m in headline {
-            let _ = write!(self.out, "<th colspan=\"3\">{}</th>", esc(m.label()));
-        }
-        self.w("<th rowspan=\"2\">verdict</th><th rowspan=\"2\">runs</th></tr>\n<tr>");
-        for _ in headline {
-            let _ = write!(
-                self.out,
-                "<th>{}</th><th>{}</th><th>Δ</th>",
-                esc(&c.base),
-                esc(&c.candidate)
-            );
-        }
-        self.w("</tr>\n");
-        for t in tests {
-            let _ = write!(self.out, "<tr><td>{}</td>", t.users);
-            for m in headline {
-                self.delta_cells(t, m);
-            }
-            let notes = t
-                .verdict_notes()
-                .map_or_else(String::new, |n| format!(" ({n})"));
+        self.figure(of(Purpose::Throughput).next());
+        self.figure(of(Purpose::TransactionTime).next());
+        if let Some(series) = of(Purpose::TimeSeries).next() {
             let _ = writeln!(
                 self.out,
-                "<td class=\"text {}\">{}{}</td><td>{} / {}</td></tr>",
-                verdict_class(t.verdict),
-                t.verdict.word(),
-                esc(&notes),
-                t.base_runs,
-                t.candidate_runs
-            );
-        }
-        self.w("</table></div>\n");
-        // Every metric, for those who want the rest.
-        let _ = writeln!(
-            self.out,
-            "<details><summary>All metrics of {} against {}</summary>\n<div class=\"scroll\"><table>\n<tr><th class=\"text\">metric</th>{}</tr>",
-            esc(&c.candidate),
-            esc(&c.base),
-            tests
-                .iter()
-                .map(|t| format!("<th colspan=\"3\">{} users</th>", t.users))
-                .collect::<String>()
-        );
-        for m in Metric::ALL {
-            if tests.iter().all(|t| t.metric(m).is_none()) {
-                continue;
-            }
-            let _ = write!(self.out, "<tr><td class=\"text\">{}</td>", esc(m.label()));
-            for t in tests {
-                self.delta_cells(t, m);
-            }
-            self.w("</tr>\n");
-        }
-        self.w("</table></div>\n</details>\n");
-    }
-
-    /// Base value, candidate value and coloured difference of one metric.
-    fn delta_cells(&mut self, t: &TestComparison, m: Metric) {
-        match t.metric(m) {
-            Some(mc) => {
-                let j = &mc.judgement;
-                let text = percent(j.relative_pct);
-                let shown = if j.outcome == Outcome::Same {
-                    format!("({text})")
+                "<h3>Per second</h3>\n<p class=\"method\">Every ok run of every test, second by second as its receivers counted it: a stall, a slow start or a drift shows here before it shows in a mean. Each panel has its own scale{}.</p>",
+                if w.is_transactional() {
+                    " (transactions per second)"
                 } else {
-                    text
-                };
-                let how = match (j.method, j.p_value) {
-                    (Method::Welch, Some(p)) => format!("Welch p = {p:.3}"),
-                    (Method::ConstantRuns, _) => "runs did not vary: threshold alone".into(),
-                    _ => "single run: threshold alone".into(),
-                };
-                let _ = write!(
-                    self.out,
-                    "<td>{}</td><td>{}</td><td class=\"delta {}\" title=\"{}\">{}</td>",
-                    esc(&m.format(j.base_mean)),
-                    esc(&m.format(j.candidate_mean)),
-                    outcome_class(j.outcome),
-                    esc(&how),
-                    esc(&shown)
-                );
-            }
-            None => self.w("<td>n/a</td><td>n/a</td><td>n/a</td>"),
-        }
-    }
-
-    fn single_table(&mut self, w: &WorkloadReport) {
-        let f = &self.report.figures[0];
-        let eff = Metric::headline(self.report.options.cpu_side)[2];
-        let _ = writeln!(
-            self.out,
-            "<div class=\"scroll\"><table>\n<tr><th>users</th><th>runs</th><th>throughput</th><th>±</th><th>transactions/s</th><th>mean transaction time</th><th>±</th><th>p99 transaction time</th><th>{}</th><th class=\"text\">note</th></tr>",
-            esc(eff.label())
-        );
-        for t in f.workload(&w.key) {
-            let mean = |m: Metric| {
-                t.metrics
-                    .get(&m)
-                    .map_or_else(|| "n/a".to_string(), |s| m.format(s.mean))
-            };
-            let half = |m: Metric| {
-                t.metrics
-                    .get(&m)
-                    .and_then(|s| s.ci95_high.map(|h| m.format(h - s.mean)))
-                    .unwrap_or_else(|| "-".into())
-            };
-            let note = if t.unstable {
-                format!(
-                    "unstable (throughput CV {:.1}%)",
-                    t.throughput_cv.unwrap_or(0.0) * 100.0
-                )
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                self.out,
-                "<tr><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td></tr>",
-                t.users,
-                t.ok_runs,
-                t.runs,
-                esc(&mean(Metric::Throughput)),
-                esc(&half(Metric::Throughput)),
-                esc(&mean(Metric::TransactionRate)),
-                esc(&mean(Metric::TimeMean)),
-                esc(&half(Metric::TimeMean)),
-                esc(&mean(Metric::TimeP99)),
-                esc(&mean(eff)),
-                esc(&note)
-            );
-        }
-        self.w("</table></div>\n");
-    }
-
-    fn environments(&mut self) {
-        let r = self.report;
-        self.w("<section id=\"environments\">\n<h2>Environments</h2>\n<p>Each file's client and server hosts, and how its tests were set up. A highlighted row differs between the files on the same side.</p>\n<div class=\"scroll\"><table>\n<tr><th class=\"text\"></th>");
-        for f in &r.files {
-            let _ = write!(
-                self.out,
-                "<th class=\"text\">{} client</th><th class=\"text\">{} server</th>",
-                esc(&f.label),
-                esc(&f.label)
-            );
-        }
-        self.w("</tr>\n");
-        type Field = fn(&Environment) -> String;
-        let fields: Vec<(&str, Field)> = vec![
-            ("hostname", |e| e.hostname.clone()),
-            ("kernel", |e| e.kernel.clone()),
-            ("OS", |e| e.os.clone()),
-            ("CPU model", |e| e.cpu_model.clone()),
-            ("CPU count", |e| e.cpu_count.to_string()),
-            ("interface", |e| {
-                e.interface.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("MTU", |e| {
-                e.mtu.map_or_else(|| "-".into(), |m| m.to_string())
-            }),
-            ("congestion control", |e| {
-                e.congestion_control.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("tcp_rmem", |e| {
-                e.tcp_rmem.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("tcp_wmem", |e| {
-                e.tcp_wmem.clone().unwrap_or_else(|| "-".into())
-            }),
-            ("socket SO_SNDBUF", |e| {
-                e.socket_sndbuf
-                    .map_or_else(|| "-".into(), |b| b.to_string())
-            }),
-            ("socket SO_RCVBUF", |e| {
-                e.socket_rcvbuf
-                    .map_or_else(|| "-".into(), |b| b.to_string())
-            }),
-            ("socket TCP_NODELAY", |e| {
-                e.socket_nodelay
-                    .map_or_else(|| "-".into(), |on| if on { "on" } else { "off" }.into())
-            }),
-            ("linkperf version", |e| e.linkperf_version.clone()),
-        ];
-        for (name, get) in fields {
-            let client: Vec<String> = r
-                .files
-                .iter()
-                .map(|f| {
-                    f.environment
-                        .client
-                        .as_ref()
-                        .map_or_else(|| "-".into(), get)
-                })
-                .collect();
-            let server: Vec<String> = r
-                .files
-                .iter()
-                .map(|f| {
-                    f.environment
-                        .server
-                        .as_ref()
-                        .map_or_else(|| "-".into(), get)
-                })
-                .collect();
-            let differs = |v: &[String]| v.iter().any(|x| *x != v[0]);
-            let class = if differs(&client) || differs(&server) {
-                " class=\"diff\""
-            } else {
-                ""
-            };
-            let _ = write!(self.out, "<tr{class}><td class=\"text\">{}</td>", esc(name));
-            for (c, s) in client.iter().zip(&server) {
-                let _ = write!(
-                    self.out,
-                    "<td class=\"text\">{}</td><td class=\"text\">{}</td>",
-                    esc(c),
-                    esc(s)
-                );
-            }
-            self.w("</tr>\n");
-        }
-        // File-wide rows: the link, the suite, the test settings (one cell per file).
-        let mut rows: Vec<(String, Vec<String>)> = vec![
-            (
-                "link".into(),
-                r.files
-                    .iter()
-                    .map(|f| match &f.link {
-                        Some(l) => match l.capacity_bits_per_s {
-                            Some(c) => format!("{} ({})", l.configuration, crate::BitsPerSecond(c)),
-                            None => l.configuration.clone(),
-                        },
-                        None => "not recorded".into(),
-                    })
-                    .collect(),
-            ),
-            (
-                "suite".into(),
-                r.files
-                    .iter()
-                    .map(|f| f.suite.clone().unwrap_or_else(|| "-".into()))
-                    .collect(),
-            ),
-            (
-                "created".into(),
-                r.files.iter().map(|f| f.created.clone()).collect(),
-            ),
-        ];
-        if let Some(first) = r.files.first() {
-            for (i, (name, _)) in first.settings.iter().enumerate() {
-                rows.push((
-                    name.clone(),
-                    r.files
-                        .iter()
-                        .map(|f| f.settings.get(i).map(|s| s.1.clone()).unwrap_or_default())
-                        .collect(),
-                ));
-            }
-        }
-        for (name, values) in rows {
-            let differs = values.iter().any(|v| *v != values[0]) && name != "created";
-            let class = if differs { " class=\"diff\"" } else { "" };
-            let _ = write!(
-                self.out,
-                "<tr{class}><td class=\"text\">{}</td>",
-                esc(&name)
-            );
-            for v in values {
-                let _ = write!(
-                    self.out,
-                    "<td class=\"text\" colspan=\"2\">{}</td>",
-                    esc(&v)
-                );
-            }
-            self.w("</tr>\n");
-        }
-        self.w("</table></div>\n</section>\n");
-    }
-
-    fn commands(&mut self) {
-        self.w("<section id=\"commands\">\n<h2>Commands</h2>\n<p>The exact commands that produced each results file, to reproduce it.</p>\n");
-        for f in &self.report.files {
-            let _ = writeln!(
-                self.out,
-                "<h3>{} <small>({})</small></h3>\n<pre>{}</pre>",
-                esc(&f.label),
-                esc(&f.path),
-                esc(&shell_words(&f.command_line))
-            );
-            if let Some(link) = &f.link {
-                if !link.commands.is_empty() {
-                    let _ = writeln!(
-                        self.out,
-                        "<p>The link ({}) was set up with:</p>\n<pre>{}</pre>",
-                        esc(&link.configuration),
-                        esc(&link.commands.join("\n"))
-                    );
+                    " (payload bits per second, both directions)"
                 }
-            }
+            );
+            self.figure(Some(series));
         }
+        self.tests_table(w);
         self.w("</section>\n");
     }
-}
-
-/// The link capacities saturation was judged against: "link capacity 1
-/// Gbit/s (command line)" when one was given for every file, else per file.
-fn capacity_note(r: &Report) -> String {
-    let all_given = r
-        .files
-        .iter()
-        .all(|f| f.capacity_origin == Some(CapacityOrigin::AllFiles));
-    match r.options.capacity_bits_per_s {
-        Some(c) if all_given => return format!("link capacity {c} (command line)"),
-        _ => {}
-    }
-    if r.files.iter().all(|f| f.capacity_bits_per_s.is_none()) {
-        return "link capacity not known (none given, none recorded)".into();
-    }
-    let each: Vec<String> = r
-        .files
-        .iter()
-        .map(|f| match (f.capacity_bits_per_s, f.capacity_origin) {
-            (Some(c), Some(o)) => format!("{} {c} ({})", f.label, o.describe()),
-            _ => format!("{} not known", f.label),
-        })
-        .collect();
-    format!("link capacity: {}", each.join(", "))
 }
 
 /// "1–250" or "10".
@@ -712,8 +392,11 @@ mod tests {
         let without_ns = html.replace("http://www.w3.org/2000/svg", "");
         assert!(!without_ns.contains("http://") && !without_ns.contains("https://"));
         // Charts inline: the overview, the workload's relative chart, its two
-        // absolute charts.
-        assert_eq!(html.matches("<svg").count(), 4, "charts inline");
+        // absolute charts and its per-second samples.
+        assert_eq!(html.matches("<svg").count(), 5, "charts inline");
+        assert!(html.contains("<figure id=\"chart-timeseries-rr1c-1x1\">"));
+        // The environments wrap rather than widen the page.
+        assert!(html.contains("<table class=\"env\">"));
         // Coloured differences, the exact commands.
         assert!(html.contains(
             "<td class=\"delta better\" title=\"single run: threshold alone\">+50.0%</td>"
@@ -723,6 +406,35 @@ mod tests {
         ));
         assert!(html.contains("<pre>linkperf suite uperf45 --label osa</pre>"));
         assert!(html.contains("no crossing in 1–10 users (hs better throughout)"));
+    }
+
+    #[test]
+    fn retransmits_and_placement_are_shown_per_test() {
+        let (mut osa, mut hs) = small();
+        for (i, r) in osa.tests[0].runs.iter_mut().enumerate() {
+            r.tcp_info = Some(linkperf_metrics::TcpInfoSummary {
+                retransmits: 12 + i as u64,
+                ..Default::default()
+            });
+        }
+        let t = &mut hs.tests[1];
+        t.config.client_placement.threads = 2;
+        t.config.client_placement.affinity = Some("0-1".parse().unwrap());
+        t.config.server_placement.busy_poll = true;
+        let r = crate::Report::comparison(
+            Source::new("osa.json", &osa),
+            &[Source::new("hs.json", &hs)],
+            Options::default(),
+        );
+        let html = HtmlExporter.render(&r).unwrap();
+        assert!(html.contains("<h3>Runs, retransmits and worker placement</h3>"));
+        // osa at 1 user: one ok run with 12 retransmits, free workers.
+        assert!(
+            html.contains("<tr><td rowspan=\"2\">1</td><td class=\"text\">osa</td><td>1 / 1</td><td>0</td><td>12</td><td class=\"text wrap\">1 thread, free</td><td class=\"text wrap\">1 thread, free</td></tr>"),
+            "{html}"
+        );
+        // hs at 10 users: no TCP_INFO, pinned client, busy-polling server.
+        assert!(html.contains("<tr><td class=\"text\">hs</td><td>1 / 1</td><td>0</td><td>n/a</td><td class=\"text wrap\">2 threads, pinned to 0,1</td><td class=\"text wrap\">1 thread, free, busy-poll</td></tr>"), "{html}");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 mod csv;
 mod exporter;
 mod html;
+mod html_environment;
+mod html_tables;
 mod json;
 mod markdown;
 
