@@ -311,6 +311,10 @@ pub struct SuiteArgs {
     /// host noise is not judged here, and suspect runs are not retried.
     #[arg(long, hide = true)]
     pub shared_host: bool,
+    /// Run at most N of the runs still to do (with --resume), then stop without the
+    /// table: the lab's interleaving runs one run of each configuration in turn.
+    #[arg(long, hide = true, value_name = "N", requires = "resume")]
+    pub step: Option<usize>,
     /// The results document, rewritten atomically after every run.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,

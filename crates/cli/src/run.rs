@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use linkperf_results::{
-    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
-    TestConfig,
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339_millis, Judge, ResultsDocument,
+    RunStatus, TestConfig,
 };
 use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 
@@ -489,7 +489,7 @@ fn run_iperf3(
                 // First, so it is read before any error the client saw.
                 client.error_samples.insert(0, s.to_string());
             }
-            let mut r = derive_run(1, rfc3339(o.started), &spec, client, None);
+            let mut r = derive_run(1, rfc3339_millis(o.started), &spec, client, None);
             if o.aborted {
                 r.status = RunStatus::Aborted;
                 r.error = Some("interrupted".into());
@@ -523,7 +523,7 @@ fn run_iperf3(
         Err(e) => {
             let msg = e.to_string();
             (
-                failed_run(1, rfc3339(started), RunStatus::Failed, msg.clone()),
+                failed_run(1, rfc3339_millis(started), RunStatus::Failed, msg.clone()),
                 ExitCode::from(1),
                 Some(msg),
             )

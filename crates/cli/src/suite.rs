@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use linkperf_engine::LiveStats;
 use linkperf_results::{
-    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
-    SuiteRecord, TestConfig,
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339_millis, Judge, ResultsDocument,
+    RunStatus, SuiteRecord, TestConfig,
 };
 use linkperf_session::{run_profile, run_test, ProfileRequest, RunRequest, Target};
 use linkperf_workload::{
@@ -259,7 +259,8 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     let mut suspects = 0usize;
     let mut retries = 0usize;
     let mut interrupted = false;
-    'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
+    let steps = a.step.unwrap_or(usize::MAX);
+    'runs: for (k, &(ti, run_no)) in pending.iter().enumerate().take(steps) {
         let test = &suite.tests[ti];
         let name = test.name();
         // A suspect run is run again at once, before the next test.
@@ -323,7 +324,9 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     }
     progress.done();
     drop(daemon);
-    crate::emit(&render_summary(&doc))?;
+    if a.step.is_none() {
+        crate::emit(&render_summary(&doc))?;
+    }
     if let Some(s) = saver.as_ref().filter(|s| s.fell_back()) {
         eprintln!(
             "linkperf: the results are in {} (the save to --out failed); continue with: {}",
@@ -420,7 +423,13 @@ pub fn execute(
     match outcome {
         Ok(o) => {
             let envs = (o.client_environment.clone(), o.server_environment.clone());
-            let mut r = derive_run(index, rfc3339(o.started), &req.spec, o.client, o.server);
+            let mut r = derive_run(
+                index,
+                rfc3339_millis(o.started),
+                &req.spec,
+                o.client,
+                o.server,
+            );
             let interrupted = o.aborted || cancelled;
             if interrupted {
                 r.status = RunStatus::Aborted;
@@ -451,7 +460,7 @@ pub fn execute(
                 RunStatus::Failed
             };
             (
-                failed_run(index, rfc3339(started), status, describe(&e)),
+                failed_run(index, rfc3339_millis(started), status, describe(&e)),
                 None,
             )
         }
@@ -492,7 +501,9 @@ fn open_document(
             )));
         }
     }
-    if !a.resume {
+    // The lab's first step of a configuration starts its file.
+    let starting = a.step.is_some() && !out.exists();
+    if !a.resume || starting {
         if out.exists() {
             return Err(usage(format!(
                 "{} exists: add --resume to continue the suite recorded in it, or choose another --out",

@@ -1197,3 +1197,66 @@ fn uploads_of_250_users_over_a_1_gbit_link_read_at_most_the_link() {
     assert_eq!(int(r, "/flows/no_progress"), 0, "{}", r["flows"]);
     assert_gone("t-up250");
 }
+
+/// Every configuration up at once, and each run of the suite on every
+/// configuration in turn, the order rotating each round (ABC, BCA, CAB,
+/// ABC): the host's drift over the suite lands on all alike.
+#[test]
+fn configurations_run_interleaved_each_round_in_a_rotated_order() {
+    let Some(_g) = lab_lock("interleaved") else {
+        return;
+    };
+    let names = ["t-il-a", "t-il-b", "t-il-c"];
+    let _c: Vec<Cleanup> = names.iter().map(|n| Cleanup((*n).into())).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,name=t-il-a,veth,name=t-il-b,veth,name=t-il-c",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    assert!(err.contains("interleaved"), "{err}");
+    // (started, configuration, test, run) of every run that is not a retry.
+    let mut runs: Vec<(String, &str, String, u64)> = Vec::new();
+    for name in names {
+        let doc = load(&out.join(format!("{name}.json")));
+        for t in doc["tests"].as_array().unwrap() {
+            for r in t["runs"].as_array().unwrap() {
+                if r.get("retry_of").is_some() {
+                    continue;
+                }
+                runs.push((
+                    text(r, "/started").to_string(),
+                    name,
+                    text(t, "/name").to_string(),
+                    int(r, "/run"),
+                ));
+            }
+        }
+    }
+    runs.sort();
+    // 2 tests × 2 repeats = 4 rounds of 3 configurations.
+    assert_eq!(runs.len(), 12, "{runs:?}");
+    for (k, round) in runs.chunks(3).enumerate() {
+        let order: Vec<&str> = round.iter().map(|r| r.1).collect();
+        let expected: Vec<&str> = (0..3).map(|j| names[(k + j) % 3]).collect();
+        assert_eq!(order, expected, "round {k}: {runs:?}");
+        assert!(
+            round
+                .iter()
+                .all(|r| (&r.2, r.3) == (&round[0].2, round[0].3)),
+            "round {k} is one run of one test on each: {round:?}"
+        );
+    }
+    for name in names {
+        assert_gone(name);
+    }
+}

@@ -34,4 +34,4 @@ pub use error::ResultsError;
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
-pub use timestamp::rfc3339;
+pub use timestamp::{rfc3339, rfc3339_millis};
