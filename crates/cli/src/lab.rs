@@ -778,6 +778,9 @@ impl RunContext<'_> {
     /// `all` when there are several, and the link recorded in each.
     fn record(&self, t: &Topology, all: &Path, files: &[PathBuf]) -> anyhow::Result<()> {
         let name = &t.config.name;
+        // How the configuration is, while it is still up: its links, queues
+        // (their counters after the tests), offloads and sysctls.
+        let namespaces = linkperf_lab::snapshot(&Host, t);
         if files.len() > 1 {
             let docs = files
                 .iter()
@@ -789,12 +792,16 @@ impl RunContext<'_> {
             agg.save(all)
                 .with_context(|| format!("failed to write {}", all.display()))?;
             for f in files {
-                LinkRecord::for_pair(t).add_to_file(f)?;
+                LinkRecord::for_pair(t)
+                    .with_context(self.command_line, namespaces.clone())
+                    .add_to_file(f)?;
             }
             // Their suites ran quietly into logs: each pair's figures and the sum here.
             crate::emit(&linkperf_lab::pairs_table(name, &agg, &docs))?;
         }
-        LinkRecord::for_all(t).add_to_file(all)?;
+        LinkRecord::for_all(t)
+            .with_context(self.command_line, namespaces)
+            .add_to_file(all)?;
         eprintln!("linkperf lab: {name}: results in {}", all.display());
         Ok(())
     }

@@ -827,6 +827,46 @@ fn lab_run_records_the_link_in_each_results_file_and_compares() {
         ),
         "{cmds:?}"
     );
+    // A reproducible record: the lab command line, and each namespace as it
+    // was while the tests ran (the shaping queue with its counters, the
+    // offloads of the test devices, the sysctls that shape TCP).
+    let cl: Vec<&str> = b["link"]["lab_command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        cl.contains(&"lab") && cl.contains(&"run") && cl.contains(&"--configs"),
+        "{cl:?}"
+    );
+    let client_ns = b["link"]["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "lp-t-run-b-c1")
+        .unwrap_or_else(|| panic!("no client namespace in {}", b["link"]));
+    assert!(
+        client_ns["qdiscs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|q| q.as_str().unwrap().contains("tbf")),
+        "{client_ns}"
+    );
+    assert!(
+        client_ns["sysctls"]["net.ipv4.tcp_rmem"].is_string(),
+        "{client_ns}"
+    );
+    assert!(
+        client_ns["sysctls"]["net.core.rmem_max"].is_string(),
+        "{client_ns}"
+    );
+    assert!(
+        client_ns["offloads"]["lp-c1"]["generic-segmentation-offload"].is_string(),
+        "{client_ns}"
+    );
+    assert!(!client_ns["links"].as_array().unwrap().is_empty());
     // The typed reader keeps the link block as written.
     let typed = linkperf_results::ResultsDocument::load(&out.join("t-run-b.json")).unwrap();
     assert_eq!(serde_json::to_value(&typed).unwrap()["link"], b["link"]);

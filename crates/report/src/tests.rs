@@ -344,6 +344,8 @@ fn interconnect(label: &str, capacity: Option<f64>) -> ResultsDocument {
         commands: vec![
             "tc qdisc add dev veth0 root tbf rate 1gbit burst 128kb latency 10ms".into(),
         ],
+        lab_command_line: Vec::new(),
+        namespaces: Vec::new(),
     });
     doc
 }

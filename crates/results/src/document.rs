@@ -66,6 +66,13 @@ pub struct LinkInfo {
     /// The commands that set the link up, in order, one shell command each.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// The `linkperf lab run` command line that produced the results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lab_command_line: Vec<String>,
+    /// Each namespace of the lab's configuration as it was while the tests
+    /// ran (`name`, `links`, `qdiscs`, `offloads`, `sysctls`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<serde_json::Value>,
 }
 
 /// What `linkperf suite` ran, so that `--resume` can continue it and refuse a
