@@ -293,8 +293,24 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// Runs of every test (default: the suite's own, 1 for most).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "target_ci")]
     pub repeat: Option<u32>,
+    /// Repeat each test until the 95% confidence interval of its mean throughput is
+    /// within ± PCT % of the mean (as netperf's -i/-I), between --min-repeat and
+    /// --max-repeat runs.
+    #[arg(long, value_name = "PCT", value_parser = parse_target_ci)]
+    pub target_ci: Option<f64>,
+    /// Fewest runs of every test with --target-ci (default 3; alone: the runs of every test).
+    #[arg(long, value_name = "N", conflicts_with = "repeat")]
+    pub min_repeat: Option<u32>,
+    /// Most runs of every test with --target-ci (default 10).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "repeat",
+        requires = "target_ci"
+    )]
+    pub max_repeat: Option<u32>,
     /// Run each test's repeats back to back instead of the whole matrix once, then again.
     #[arg(long)]
     pub no_interleave: bool,
@@ -331,6 +347,15 @@ pub struct SuiteArgs {
     /// One plain line per finished run, no progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--target-ci PCT`: a percentage strictly between 0 and 100, kept as a fraction.
+fn parse_target_ci(s: &str) -> Result<f64, String> {
+    let f = linkperf_workload::parse_percent(s)?;
+    if f <= 0.0 || f >= 1.0 {
+        return Err(format!("'{s}' is not between 0 and 100 % (exclusive)"));
+    }
+    Ok(f)
 }
 
 /// `--max-loss PCT`: a percentage, kept as a fraction.

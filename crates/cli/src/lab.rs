@@ -28,6 +28,18 @@ use crate::UsageError;
 const SERVE_READY: Duration = Duration::from_secs(10);
 /// How often running children are checked.
 const POLL: Duration = Duration::from_millis(50);
+/// Fewest runs of every test the lab asks for, unless told otherwise.
+const LAB_MIN_REPEAT: u32 = 3;
+
+/// What one interleaved step of a configuration did.
+enum Step {
+    /// It ran a run (or its pairs did), all without failure.
+    Ran,
+    /// A pair's run failed.
+    Failed,
+    /// Its suite had nothing left to run.
+    Done,
+}
 
 /// `linkperf lab`.
 #[derive(Debug, clap::Args)]
@@ -72,9 +84,20 @@ pub struct LabRunArgs {
     /// Warmup of every test, overriding the suite's (2s, or a bare number of seconds; 0 for none).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Runs of every test (overrides the suite's).
-    #[arg(long)]
+    /// Runs of every test (overrides the suite's; default: --min-repeat 3).
+    #[arg(long, conflicts_with_all = ["target_ci", "min_repeat"])]
     pub repeat: Option<u32>,
+    /// Repeat each test until the 95% interval of its mean throughput is within
+    /// ± PCT % of the mean, between --min-repeat and --max-repeat runs (as `suite`).
+    #[arg(long, value_name = "PCT")]
+    pub target_ci: Option<String>,
+    /// Fewest runs of every test (default 3, so that every comparison can be judged
+    /// for significance).
+    #[arg(long, value_name = "N")]
+    pub min_repeat: Option<u32>,
+    /// Most runs of every test with --target-ci (default 10).
+    #[arg(long, value_name = "N", requires = "target_ci")]
+    pub max_repeat: Option<u32>,
     /// Run a suspect run again at once, up to N times (as `suite --retry-suspect`;
     /// with --pairs above 1 suspect runs are not retried, so that the pairs stay in step).
     #[arg(long, value_name = "N")]
@@ -423,6 +446,18 @@ fn suite_options(a: &LabRunArgs) -> Vec<String> {
     }
     if let Some(r) = a.repeat {
         v.extend(["--repeat".into(), r.to_string()]);
+    } else {
+        // Enough runs to judge a difference: 3 at least, unless told.
+        v.extend([
+            "--min-repeat".into(),
+            a.min_repeat.unwrap_or(LAB_MIN_REPEAT).to_string(),
+        ]);
+    }
+    if let Some(t) = &a.target_ci {
+        v.extend(["--target-ci".into(), t.clone()]);
+    }
+    if let Some(m) = a.max_repeat {
+        v.extend(["--max-repeat".into(), m.to_string()]);
     }
     if let Some(r) = a.retry_suspect {
         v.extend(["--retry-suspect".into(), r.to_string()]);
@@ -616,20 +651,31 @@ impl RunContext<'_> {
                 "linkperf lab: running suite {} through {n} configurations at once, interleaved: {planned_runs} run(s) each, every run on each configuration in turn",
                 self.args.suite
             );
+            // With --target-ci a configuration may need fewer runs than
+            // planned: it says so, and the rounds end when all have.
+            let mut finished = vec![false; n];
             'rounds: for k in 0..planned_runs {
                 for j in 0..n {
                     if self.interrupts.load(Ordering::Acquire) > 0 {
                         break 'rounds;
                     }
-                    let t = &topologies[(k + j) % n];
+                    let c = (k + j) % n;
+                    if finished[c] {
+                        continue;
+                    }
+                    let t = &topologies[c];
                     match self.step(t) {
-                        Ok(true) => {}
-                        Ok(false) => failures += 1,
+                        Ok(Step::Ran) => {}
+                        Ok(Step::Done) => finished[c] = true,
+                        Ok(Step::Failed) => failures += 1,
                         Err(e) => {
                             failures += 1;
                             eprintln!("linkperf lab: error: {}: {e:#}", t.config.name);
                         }
                     }
+                }
+                if finished.iter().all(|f| *f) {
+                    break;
                 }
             }
         }
@@ -666,7 +712,7 @@ impl RunContext<'_> {
     /// The next run of the suite through configuration `t` (its servers
     /// running): one `linkperf suite --step 1` per pair, at once. True when
     /// every pair's run went without failure.
-    fn step(&self, t: &Topology) -> anyhow::Result<bool> {
+    fn step(&self, t: &Topology) -> anyhow::Result<Step> {
         let name = &t.config.name;
         let n = t.pairs.len() as u32;
         let (_, files) = result_files(self.dir, name, n);
@@ -676,7 +722,15 @@ impl RunContext<'_> {
                 .0
                 .push(self.suite_with(name, p, file, n, &["--resume", "--step", "1"])?);
         }
-        self.wait(&mut suites.0)
+        let codes = self.wait_codes(&mut suites.0)?;
+        let done = i32::from(crate::suite::STEP_NOTHING_LEFT);
+        Ok(if codes.iter().all(|c| *c == Some(done)) {
+            Step::Done
+        } else if codes.iter().all(|c| *c == Some(0) || *c == Some(done)) {
+            Step::Ran
+        } else {
+            Step::Failed
+        })
     }
 
     /// After the last run: the pairs' aggregate and the link records.
@@ -903,6 +957,11 @@ impl RunContext<'_> {
     /// Waits for every suite; forwards Ctrl-C to them once, kills them on a
     /// second. True when all exited 0.
     fn wait(&self, suites: &mut [Child]) -> anyhow::Result<bool> {
+        Ok(self.wait_codes(suites)?.iter().all(|c| *c == Some(0)))
+    }
+
+    /// [`wait`](Self::wait), with each suite's exit code (`None`: a signal).
+    fn wait_codes(&self, suites: &mut [Child]) -> anyhow::Result<Vec<Option<i32>>> {
         let mut forwarded = 0;
         let mut status = vec![None; suites.len()];
         loop {
@@ -912,7 +971,7 @@ impl RunContext<'_> {
                 }
             }
             if status.iter().all(Option::is_some) {
-                return Ok(status.iter().flatten().all(|s| s.success()));
+                return Ok(status.iter().flatten().map(|s| s.code()).collect());
             }
             let seen = self.interrupts.load(Ordering::Acquire);
             if seen > forwarded {

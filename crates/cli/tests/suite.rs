@@ -2194,3 +2194,72 @@ fn a_full_file_system_loses_no_run() {
     assert!(err.contains("3 of 3 runs already done"), "{err}");
     let _ = std::fs::remove_file(fallback);
 }
+
+/// `--target-ci`: each test repeated until the 95% interval of its mean
+/// throughput is within ± the target, between --min-repeat and --max-repeat
+/// runs; a target no run can meet takes the most runs; bad values are
+/// refused before anything runs.
+#[test]
+fn target_ci_repeats_a_test_until_its_interval_is_narrow_enough() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let s = Study::new(
+        "name = \"ci\"\nduration = \"300ms\"\nwarmup = \"100ms\"\nretry_suspect = 0\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n",
+    );
+    // A target no throughput meets: every test takes the most runs.
+    let (code, out, err) = suite(&[
+        s.file(),
+        "--server",
+        &addr,
+        "--out",
+        s.out(),
+        "--target-ci",
+        "0.0001",
+        "--min-repeat",
+        "2",
+        "--max-repeat",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let doc = s.doc();
+    assert_eq!(runs(test(&doc, "rr1c-1x1--1")).len(), 4, "{out}");
+    assert_eq!(doc["suite"]["target_ci"], 0.000001);
+    assert_eq!(doc["suite"]["min_repeat"], 2);
+    assert_eq!(doc["suite"]["repeat"], 4);
+    // A target any two runs meet: the fewest runs.
+    let s2 = Study::new(&std::fs::read_to_string(&s.file).unwrap());
+    let (code, out, err) = suite(&[
+        s2.file(),
+        "--server",
+        &addr,
+        "--out",
+        s2.out(),
+        "--target-ci",
+        "99",
+        "--min-repeat",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(runs(test(&s2.doc(), "rr1c-1x1--1")).len(), 2, "{out}");
+    // The plan says so.
+    let (code, plan, _) = suite(&[s.file(), "--dry-run", "--target-ci", "5"]);
+    assert_eq!(code, 0);
+    assert!(
+        plan.contains("3 to 10 runs (each until the 95% interval of its mean throughput is within ±5.0 %) = 10 runs at most"),
+        "{plan}"
+    );
+    // Bad values: exit 2, nothing run.
+    for bad in [
+        vec!["--target-ci", "0"],
+        vec!["--target-ci", "100"],
+        vec!["--target-ci", "5", "--repeat", "3"],
+        vec!["--target-ci", "5", "--min-repeat", "1"],
+        vec!["--target-ci", "5", "--min-repeat", "6", "--max-repeat", "4"],
+    ] {
+        let mut args = vec![s.file(), "--dry-run"];
+        args.extend(bad.iter().copied());
+        let (code, _, err) = suite(&args);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+    }
+}

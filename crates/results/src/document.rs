@@ -77,7 +77,7 @@ pub struct LinkInfo {
 
 /// What `linkperf suite` ran, so that `--resume` can continue it and refuse a
 /// changed definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteRecord {
     /// The suite's name (`uperf45`, or a suite file's `name`).
     pub name: String,
@@ -89,6 +89,14 @@ pub struct SuiteRecord {
     pub interleave: bool,
     /// The tests' names, in the order of one pass.
     pub tests: Vec<String>,
+    /// With `--target-ci`: each test ran until the 95% confidence interval of
+    /// its mean throughput was within this share of the mean (a fraction), between
+    /// `min_repeat` and `repeat` runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci: Option<f64>,
+    /// With `--target-ci`: the fewest runs of every test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_repeat: Option<u32>,
 }
 
 impl ResultsDocument {
