@@ -219,7 +219,7 @@ fn break_even_ignores_differences_within_the_noise() {
 fn break_even_with_repeats_needs_significant_differences() {
     // Three runs each side. At 1 user +10% with a ±1 spread (Welch p ≈ 0.0003:
     // counts); at 10 users +10% and at 25 users −10%, both with a ±30 spread
-    // (p > 0.5: noise, although far beyond the threshold); at 50 users −20%
+    // (p > 0.5: inconclusive, although far beyond the threshold); at 50 users −20%
     // with a ±1 spread (counts). The crossing lies between 1 and 50 users,
     // interpolated from the raw +10 and −20: 1 + 10 / 30 × 49 = 17.33.
     let (mut base, mut cand) = (document("a"), document("b"));
@@ -239,8 +239,14 @@ fn break_even_with_repeats_needs_significant_differences() {
         (m.judgement.method, m.judgement.outcome)
     };
     assert_eq!(outcome("rr1c-1x1--1"), (Method::Welch, Outcome::Better));
-    assert_eq!(outcome("rr1c-1x1--10"), (Method::Welch, Outcome::Same));
-    assert_eq!(outcome("rr1c-1x1--25"), (Method::Welch, Outcome::Same));
+    assert_eq!(
+        outcome("rr1c-1x1--10"),
+        (Method::Welch, Outcome::Inconclusive)
+    );
+    assert_eq!(
+        outcome("rr1c-1x1--25"),
+        (Method::Welch, Outcome::Inconclusive)
+    );
     assert_eq!(outcome("rr1c-1x1--50"), (Method::Welch, Outcome::Worse));
     let b = &workload(&r, "rr1c-1x1").break_even[0];
     let at = at(b);
@@ -503,7 +509,8 @@ fn with_repeats_differences_must_be_significant() {
             fig(111.0, 100.0, 1e8),
         ],
     );
-    // Test 2: +10% with a ±30% spread: not significant, the same.
+    // Test 2: +10% with a ±30% spread: not significant, and not shown the
+    // same either: inconclusive.
     add(
         &mut base,
         "rr1c-1x1",
@@ -539,9 +546,46 @@ fn with_repeats_differences_must_be_significant() {
     );
     let t2 = c.test("rr1c-1x1--10").unwrap();
     let tp = t2.metric(Metric::Throughput).unwrap().judgement;
-    assert_eq!((tp.method, tp.outcome), (Method::Welch, Outcome::Same));
+    assert_eq!(
+        (tp.method, tp.outcome),
+        (Method::Welch, Outcome::Inconclusive)
+    );
     assert!((tp.relative_pct - 10.0).abs() < 1e-9);
-    assert_eq!(t2.verdict, Verdict::Same);
+    assert_eq!(t2.verdict, Verdict::Inconclusive);
+    assert_eq!((c.counts.better, c.counts.inconclusive), (1, 1));
+    assert!(
+        c.summary
+            .contains("inconclusive in 1 (the runs show neither"),
+        "{}",
+        c.summary
+    );
+    // The power each throughput comparison had, and their median, said.
+    let (p1, p2) = (
+        t1.metric(Metric::Throughput)
+            .unwrap()
+            .judgement
+            .power
+            .unwrap(),
+        tp.power.unwrap(),
+    );
+    assert!(p1 > 0.5 && p2 < 0.1, "{p1} {p2}");
+    assert!((c.median_power.unwrap() - (p1 + p2) / 2.0).abs() < 1e-12);
+    assert!(
+        c.method_note.contains(&format!(
+            "median power of {:.0}% to find a 2% difference (80% is the usual aim",
+            (p1 + p2) / 2.0 * 100.0
+        )),
+        "{}",
+        c.method_note
+    );
+    // Marked in the tables: parentheses are within the threshold, ? is
+    // inconclusive, and the HTML gives the interval and power on hover.
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(md.contains("| +10.0%? |"), "{md}");
+    assert!(md.contains("| inconclusive |"), "{md}");
+    let html = crate::HtmlExporter.render(&r).unwrap();
+    assert!(html.contains("<span class=\"chip inconclusive\">inconclusive 1</span>"));
+    assert!(html.contains("; 95% interval "), "{html}");
     assert!(t2.unstable, "a 30% spread is unstable");
     assert!(c.method_note.starts_with("Repeated runs on both sides: a difference counts when Welch's t-test finds it significant (p < 0.05) and it is larger than 2%"), "{}", c.method_note);
     // The unstable tests are pointed out, per file.
@@ -617,13 +661,13 @@ fn a_headline_metric_one_ok_run_lacks_is_said_beside_the_verdict() {
         .collect();
     assert!(!rows.is_empty());
     assert!(
-        rows.iter().all(|l| l.ends_with(&format!(",{note},0,0"))),
+        rows.iter().all(|l| l.ends_with(&format!(",{note},0,0,,,"))),
         "{csv}"
     );
     assert!(
         csv.lines()
             .filter(|l| l.contains(",rr1c-1x1--10,"))
-            .all(|l| l.ends_with(",false,,0,0")),
+            .all(|l| l.ends_with(",false,,0,0,,,")),
         "{csv}"
     );
     // The one-file CSV counts the runs each metric is missing from.

@@ -83,13 +83,26 @@ impl Page<'_> {
             Some(mc) => {
                 let j = &mc.judgement;
                 let text = percent(j.relative_pct);
-                let shown = if j.outcome == Outcome::Same {
-                    format!("({text})")
-                } else {
-                    text
+                let shown = match j.outcome {
+                    Outcome::Same => format!("({text})"),
+                    Outcome::Inconclusive => format!("{text}?"),
+                    _ => text,
                 };
                 let how = match (j.method, j.p_value) {
-                    (Method::Welch, Some(p)) => format!("Welch p = {p:.3}"),
+                    (Method::Welch, Some(p)) => {
+                        let mut how = format!("Welch p = {p:.3}");
+                        if let Some([lo, hi]) = j.interval_pct {
+                            how.push_str(&format!(
+                                "; 95% interval {} to {}",
+                                percent(lo),
+                                percent(hi)
+                            ));
+                        }
+                        if let Some(power) = j.power {
+                            how.push_str(&format!("; power {:.0}%", power * 100.0));
+                        }
+                        how
+                    }
                     (Method::ConstantRuns, _) => "runs did not vary: threshold alone".into(),
                     _ => "single run: threshold alone".into(),
                 };
