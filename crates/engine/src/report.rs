@@ -73,6 +73,8 @@ impl Aggregate {
             profile: None,
             latency_histogram: c.latency.encode_histogram(),
             flows: c.flow_counts(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 }

@@ -688,6 +688,8 @@ mod tests {
                     })
                     .collect(),
             ),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 

@@ -396,7 +396,10 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     if let Some(s) = &agg.socket {
         s.record(&mut env);
     }
-    let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    let mut client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    if let Some(w) = &window {
+        w.fill(&mut client_report);
+    }
     if let Some(stop) = server_stop {
         return Ok(Outcome {
             started,

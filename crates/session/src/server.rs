@@ -533,8 +533,11 @@ impl Session<'_> {
         if let Some(s) = &agg.socket {
             s.record(&mut env);
         }
-        let report: SideReport =
+        let mut report: SideReport =
             agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
+        if let Some(w) = &window {
+            w.fill(&mut report);
+        }
         if aborted {
             self.log("test aborted by the client");
         }

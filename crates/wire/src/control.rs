@@ -528,6 +528,8 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 
