@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: formatting check, lints, then the whole test suite.
+# The project's test command: formatting check, lints, the documentation (warnings
+# are errors), then the whole test suite.
 # Every step runs even when one before it fails, every test binary runs even when
 # another fails (--no-fail-fast), and the last line is always the totals,
 # "N passed, N failed". The exit code is non-zero when anything failed.
@@ -16,6 +17,7 @@ failed_steps=()
 
 cargo fmt --all -- --check || failed_steps+=("cargo fmt --check")
 cargo clippy --workspace --all-targets --locked -- -D warnings || failed_steps+=("cargo clippy")
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked || failed_steps+=("cargo doc (warnings are errors)")
 
 # cargo test ends on the (often empty) doc-test summary; close with the totals.
 log=$(mktemp)
