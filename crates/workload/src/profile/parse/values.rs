@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::profile::check::{MAX_TIME, MAX_XFER};
 use crate::profile::model::Size;
+use crate::size::{parse_size, SizeError};
 
 /// Longest profile text read (and longest attribute value once variables
 /// are substituted): 1 MiB.
@@ -13,9 +14,6 @@ pub(super) const MAX_TEXT: usize = 1024 * 1024;
 /// How many characters of a value from the file an error message repeats.
 const SHOWN_CHARS: usize = 40;
 
-const KIB: u64 = 1024;
-const MIB: u64 = 1024 * 1024;
-const GIB: u64 = 1024 * 1024 * 1024;
 const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 /// At most [`SHOWN_CHARS`] characters of `s`, for an error message.
@@ -89,55 +87,27 @@ pub(super) fn substitute<'v>(
 
 // Numbers, sizes, times, rates.
 
-pub(super) enum NumberError {
-    NotANumber,
-    TooLarge,
-}
-
-/// Decimal digits with an optional binary suffix: `64`, `64k`, `64KB`, `1m`, `2g`.
-pub(super) fn number(s: &str) -> Result<u64, NumberError> {
+/// Decimal digits with an optional binary suffix: `64`, `64k`, `64KB`, `1m`,
+/// `2g`: the sizes of [`parse_size`], and uperf's `b` after the multiple.
+pub(super) fn number(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let b = t.as_bytes();
-    let mut end = b.len();
+    let end = b.len();
     // `| 0x20` lowers ASCII letters and leaves every non-ASCII byte non-ASCII.
     if end >= 2 && (b[end - 1] | 0x20) == b'b' && matches!(b[end - 2] | 0x20, b'k' | b'm' | b'g') {
-        end -= 1;
+        return parse_size(&t[..end - 1]);
     }
-    let mut mult = 1;
-    if end >= 1 {
-        let m = match b[end - 1] | 0x20 {
-            b'k' => KIB,
-            b'm' => MIB,
-            b'g' => GIB,
-            _ => 1,
-        };
-        if m != 1 {
-            mult = m;
-            end -= 1;
-        }
-    }
-    let digits = &b[..end];
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(NumberError::NotANumber);
-    }
-    let mut n: u64 = 0;
-    for d in digits {
-        n = n
-            .checked_mul(10)
-            .and_then(|n| n.checked_add(u64::from(d - b'0')))
-            .ok_or(NumberError::TooLarge)?;
-    }
-    n.checked_mul(mult).ok_or(NumberError::TooLarge)
+    parse_size(t)
 }
 
 /// `key=value` read with [`number`], with a message naming both.
 fn number_value(key: &str, value: &str) -> Result<u64, String> {
     number(value).map_err(|e| match e {
-        NumberError::NotANumber => format!(
+        SizeError::NotANumber => format!(
             "{key}={} is not a number: write digits with an optional k, m or g suffix (64k is 65536)",
             shown(value)
         ),
-        NumberError::TooLarge => format!("{key}={} is too large", shown(value)),
+        SizeError::TooLarge => format!("{key}={} is too large", shown(value)),
     })
 }
 
@@ -179,11 +149,11 @@ pub(super) fn size_value(key: &str, value: &str) -> Result<Size, String> {
     };
     let bound = |part: &str| -> Result<u64, String> {
         let n = number(part).map_err(|e| match e {
-            NumberError::NotANumber => format!(
+            SizeError::NotANumber => format!(
                 "{key}={whole}: {} is not a number: write digits with an optional k, m or g suffix (64k is 65536)",
                 shown(part.trim())
             ),
-            NumberError::TooLarge => format!("{key}={whole}: {} is too large", shown(part.trim())),
+            SizeError::TooLarge => format!("{key}={whole}: {} is too large", shown(part.trim())),
         })?;
         if n == 0 || n > MAX_XFER {
             return Err(format!(

@@ -1,7 +1,8 @@
 //! The tests of values: numbers, sizes, times, and `$variables`.
 
 use super::*;
-use crate::profile::parse::values::{number, time_value, NumberError};
+use crate::profile::parse::values::{number, time_value};
+use crate::size::SizeError;
 
 #[test]
 fn numbers_take_binary_suffixes_in_any_case() {
@@ -24,10 +25,10 @@ fn numbers_take_binary_suffixes_in_any_case() {
     for bad in [
         "", "k", "kb", "64b", "1.5k", "-1", "+1", "1x", "1 k", "1kk", "１",
     ] {
-        assert!(matches!(number(bad), Err(NumberError::NotANumber)), "{bad}");
+        assert!(matches!(number(bad), Err(SizeError::NotANumber)), "{bad}");
     }
     for big in ["18446744073709551616", "18014398509481984k", "17179869184g"] {
-        assert!(matches!(number(big), Err(NumberError::TooLarge)), "{big}");
+        assert!(matches!(number(big), Err(SizeError::TooLarge)), "{big}");
     }
     assert_eq!(number("18446744073709551615").ok(), Some(u64::MAX));
 }
