@@ -14,7 +14,7 @@ use super::Exporter;
 use crate::chart::{charts, Chart};
 use crate::compare::{CandidateComparison, TestComparison, Verdict};
 use crate::significance::{Method, Outcome};
-use crate::units::{file_safe, percent};
+use crate::units::{capacity, file_safe, percent};
 use crate::{CapacityOrigin, Metric, Report, ReportError, WorkloadReport};
 
 /// The report as one self-contained HTML page.
@@ -571,7 +571,7 @@ impl Page<'_> {
                     .iter()
                     .map(|f| match &f.link {
                         Some(l) => match l.capacity_bits_per_s {
-                            Some(c) => format!("{} ({})", l.configuration, crate::BitsPerSecond(c)),
+                            Some(c) => format!("{} ({})", l.configuration, capacity(c)),
                             None => l.configuration.clone(),
                         },
                         None => "not recorded".into(),
@@ -654,7 +654,9 @@ fn capacity_note(r: &Report) -> String {
         .iter()
         .all(|f| f.capacity_origin == Some(CapacityOrigin::AllFiles));
     match r.options.capacity_bits_per_s {
-        Some(c) if all_given => return format!("link capacity {c} (command line)"),
+        Some(c) if all_given => {
+            return format!("link capacity {} (command line)", capacity(c.as_f64()))
+        }
         _ => {}
     }
     if r.files.iter().all(|f| f.capacity_bits_per_s.is_none()) {
@@ -664,7 +666,9 @@ fn capacity_note(r: &Report) -> String {
         .files
         .iter()
         .map(|f| match (f.capacity_bits_per_s, f.capacity_origin) {
-            (Some(c), Some(o)) => format!("{} {c} ({})", f.label, o.describe()),
+            (Some(c), Some(o)) => {
+                format!("{} {} ({})", f.label, capacity(c.as_f64()), o.describe())
+            }
             _ => format!("{} not known", f.label),
         })
         .collect();
@@ -760,12 +764,12 @@ mod tests {
             );
             HtmlExporter.render(&r).unwrap()
         };
-        let gbit = Some(crate::BitsPerSecond(1e9));
+        let gbit = Some(linkperf_workload::BitsPerSecond(1_000_000_000));
         assert!(page(None, None).contains("link capacity not known (none given, none recorded)"));
         assert!(page(None, gbit).contains("link capacity 1 Gbit/s (command line)"));
         assert!(page(gbit, None)
             .contains("link capacity: osa not known, hs 1 Gbit/s (given for this file)"));
-        assert!(page(gbit, Some(crate::BitsPerSecond(1e10))).contains(
+        assert!(page(gbit, Some(linkperf_workload::BitsPerSecond(10_000_000_000))).contains(
             "link capacity: osa 10 Gbit/s (given for every file), hs 1 Gbit/s (given for this file)"
         ));
     }
