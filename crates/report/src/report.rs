@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use linkperf_results::{Environments, LinkInfo, ResultsDocument, TestConfig};
-use linkperf_workload::Placement;
+use linkperf_workload::{BitsPerSecond, Placement, Threads};
 
 use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
@@ -14,7 +14,6 @@ use crate::consistency::{environment_differences, flag_tests, stability_unjudged
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
 use crate::units::{capacity, capacity_as_f64, rate};
 use crate::{CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
-use linkperf_workload::BitsPerSecond;
 
 /// The schema of the report's JSON export (`comparison.json`, `report.json`).
 pub const REPORT_SCHEMA: &str = "linkperf/report/v1";
@@ -440,14 +439,9 @@ const SETTINGS: &[(&str, Setting)] = &[
 
 /// "2 threads, pinned to 0,1, busy-poll".
 fn placement(p: &Placement) -> String {
-    let mut s = if p.threads == Placement::OWN_THREADS {
-        "the server's default threads (one per CPU)".to_string()
-    } else {
-        format!(
-            "{} thread{}",
-            p.threads,
-            if p.threads == 1 { "" } else { "s" }
-        )
+    let mut s = match p.threads {
+        Threads::ServerDefault => "the server's default threads (one per CPU)".to_string(),
+        Threads::Count(n) => format!("{n} thread{}", if n == 1 { "" } else { "s" }),
     };
     if let Some(a) = &p.affinity {
         s.push_str(&format!(", pinned to {a}"));

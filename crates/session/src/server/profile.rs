@@ -11,7 +11,7 @@ use linkperf_engine::LiveStats;
 use linkperf_metrics::{side_cpu, system_cpu_between, system_cpu_now, ProcessMethod};
 use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
-use linkperf_workload::Placement;
+use linkperf_workload::{Placement, Threads};
 
 use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Liveness, Reserved, Session};
 use super::{FINISH_GRACE, WATCH_INTERVAL};
@@ -50,13 +50,10 @@ impl Session<'_> {
                 ),
             ));
         }
-        if placement.threads == 0 || placement.threads > 1024 {
+        if let Threads::Count(n @ (0 | 1025..)) = placement.threads {
             return Err(fail(
                 ErrorCode::Refused,
-                format!(
-                    "server threads must be between 1 and 1024, got {}",
-                    placement.threads
-                ),
+                format!("server threads must be between 1 and 1024, got {n}"),
             ));
         }
         let least = profile.least_time();
@@ -99,11 +96,13 @@ impl Session<'_> {
             .filter(|p| **p != 0)
             .map(|p| std::net::SocketAddr::new(peer, *p))
             .collect();
-        let live = Arc::new(LiveStats::new(workers_for(placement.threads, &mirrored)));
+        // Settled by own_threads: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
         let run = ProgramRun::start(ProgramConfig {
             profile: mirrored,
             role: Role::Server,
-            threads: placement.threads,
+            threads,
             affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
             busy_poll: placement.busy_poll,
             token,
