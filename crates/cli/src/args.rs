@@ -198,6 +198,9 @@ pub struct RunArgs {
     pub target: TargetArgs,
     /// Run against a stock iperf3 server (`iperf3 -s`) at HOST[:PORT] (port 5201
     /// unless given) instead of a linkperf server; stream workloads only.
+    // clap prints this comment as the option's help, brackets and all: they
+    // are not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
     pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,

@@ -458,11 +458,7 @@ fn run_iperf3(
         );
     }
     // iperf3 3.12 runs a test on one thread; linkperf cannot see another's.
-    let iperf3_placement = linkperf_workload::Placement {
-        threads: 1,
-        affinity: None,
-        busy_poll: false,
-    };
+    let iperf3_placement = linkperf_workload::Placement::with_threads(1);
     let config = TestConfig::from_spec(
         &spec,
         format!("iperf3 {server}"),

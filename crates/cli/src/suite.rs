@@ -336,7 +336,9 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             }
             let mut req = requests[ti].clone();
             req.cancel = Some(cancel.clone());
-            let live = Arc::new(LiveStats::new(req.client.threads as usize));
+            let live = Arc::new(LiveStats::new(
+                req.client.threads.count().unwrap_or(1) as usize
+            ));
             req.live = Some(live.clone());
             let traffic = test.spec.warmup + test.spec.duration;
             let head = if attempt > 0 {

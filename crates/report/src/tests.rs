@@ -4,12 +4,12 @@
 //! consistency notes.
 
 use linkperf_results::{failed_run, LinkInfo, ResultsDocument, RunStatus};
-use linkperf_workload::Protocol;
+use linkperf_workload::{BitsPerSecond, Protocol};
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric,
-    Options, Outcome, Report, SaturationCause, Source, Verdict,
+    BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric, Options, Outcome,
+    Report, SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -390,13 +390,13 @@ fn saturation_by_a_capacity_given_on_the_command_line() {
     assert_eq!(n[0].finding.from_users, 60);
     // A 10 Gbit/s link is far from full.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(1e10)),
+        capacity_bits_per_s: Some(BitsPerSecond(10_000_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
     // A capacity below what the path carried does not describe it: said, not used.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(5e8)),
+        capacity_bits_per_s: Some(BitsPerSecond(500_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -422,7 +422,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
             options,
         )
     };
-    let gbit = Some(BitsPerSecond(1e9));
+    let gbit = Some(BitsPerSecond(1_000_000_000));
     // The recorded capacities alone: nothing saturates.
     let r = report(None, None, Options::default());
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -445,7 +445,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
     assert_eq!(
         caps,
         vec![
-            (Some(BitsPerSecond(1e10)), Some(CapacityOrigin::Recorded)),
+            (
+                Some(BitsPerSecond(10_000_000_000)),
+                Some(CapacityOrigin::Recorded)
+            ),
             (gbit, Some(CapacityOrigin::File)),
         ]
     );
@@ -455,7 +458,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         None,
         gbit,
         Options {
-            capacity_bits_per_s: Some(BitsPerSecond(1e11)),
+            capacity_bits_per_s: Some(BitsPerSecond(100_000_000_000)),
             ..Options::default()
         },
     );
@@ -464,7 +467,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         origins,
         vec![Some(CapacityOrigin::AllFiles), Some(CapacityOrigin::File)]
     );
-    assert_eq!(r.files[0].capacity_bits_per_s, Some(BitsPerSecond(1e11)));
+    assert_eq!(
+        r.files[0].capacity_bits_per_s,
+        Some(BitsPerSecond(100_000_000_000))
+    );
     let n = &workload(&r, "rr1c-200x30k").saturation;
     assert_eq!(n.len(), 1);
     assert_eq!(n[0].label, "1g");

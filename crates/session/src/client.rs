@@ -273,7 +273,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         Duration::from_secs(20) + Duration::from_millis(5 * u64::from(req.spec.users));
     let client = ClientTest::connect(ClientConfig {
         spec: req.spec.clone(),
-        threads: req.client.threads,
+        threads: req.client.threads.count().unwrap_or(1),
         affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
         busy_poll: req.client.busy_poll,
         endpoints,

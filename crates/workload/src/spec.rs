@@ -73,10 +73,9 @@ impl SocketOptions {
 /// How one side runs its event-loop workers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
-    /// Number of event-loop worker threads; every user is carried by one of
-    /// them. In the server's placement a client sends, [`Placement::OWN_THREADS`]
-    /// (0) leaves it to the server: one per CPU of its host.
-    pub threads: u32,
+    /// How many event-loop worker threads; every user is carried by one of
+    /// them.
+    pub threads: Threads,
     /// CPUs the workers are pinned to, worker i on `cpus[i % len]`; `None` leaves them free.
     pub affinity: Option<CpuList>,
     /// Workers poll without sleeping (zero-timeout event waits).
@@ -84,16 +83,55 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// The server's `threads` when the client leaves the count to the server.
-    pub const OWN_THREADS: u32 = 0;
-
     /// `threads` workers, free to run anywhere, sleeping when idle.
     pub fn with_threads(threads: u32) -> Self {
         Placement {
-            threads,
+            threads: Threads::Count(threads),
             affinity: None,
             busy_poll: false,
         }
+    }
+}
+
+/// How many event-loop workers a side runs.
+///
+/// Written as a bare number, as the control protocol and results documents
+/// have always carried it: the count, and 0 for [`Threads::ServerDefault`]
+/// (so a 0 read back is `ServerDefault`, never a count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Threads {
+    /// This many (at least 1).
+    Count(u32),
+    /// The server decides: one per CPU of its host. Only in the server's
+    /// placement a client sends; the server settles it before it runs.
+    ServerDefault,
+}
+
+impl Threads {
+    /// The count, or `None` while the server is to decide.
+    pub fn count(self) -> Option<u32> {
+        match self {
+            Threads::Count(n) => Some(n),
+            Threads::ServerDefault => None,
+        }
+    }
+}
+
+/// The number that stands for [`Threads::ServerDefault`] on the wire and in files.
+const SERVER_DEFAULT_THREADS: u32 = 0;
+
+impl Serialize for Threads {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.count().unwrap_or(SERVER_DEFAULT_THREADS))
+    }
+}
+
+impl<'de> Deserialize<'de> for Threads {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match u32::deserialize(d)? {
+            SERVER_DEFAULT_THREADS => Threads::ServerDefault,
+            n => Threads::Count(n),
+        })
     }
 }
 
@@ -274,6 +312,26 @@ mod tests {
         // The parser refuses the same, with the same words.
         let e = "mix:200x200*0".parse::<Workload>().unwrap_err().to_string();
         assert!(e.contains("weight 0"), "{e}");
+    }
+
+    #[test]
+    fn threads_are_written_as_they_always_were_0_for_the_servers_choice() {
+        let server = Placement {
+            threads: Threads::ServerDefault,
+            affinity: None,
+            busy_poll: false,
+        };
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(json, r#"{"threads":0,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        let four = Placement::with_threads(4);
+        let json = serde_json::to_string(&four).unwrap();
+        assert_eq!(json, r#"{"threads":4,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), four);
+        assert!(serde_json::from_str::<Placement>(
+            r#"{"threads":-1,"affinity":null,"busy_poll":false}"#
+        )
+        .is_err());
     }
 
     #[test]
