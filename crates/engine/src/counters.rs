@@ -137,7 +137,7 @@ impl Counters {
 
     /// A slot for flow `flow`, for the counts of its traffic. A flow that
     /// comes back (a connect-per-transaction flow's next connection) should
-    /// be given the slot it had: [`Counters::flow_slot`] finds it.
+    /// be given the slot it had.
     pub fn add_flow(&mut self, flow: u32) -> FlowSlotId {
         self.flows.push(FlowSlot {
             window: FlowCount {
