@@ -221,4 +221,46 @@ mod tests {
             r#"{"event":"error","data":{"status":"aborted","error":"interrupted"}}"#
         );
     }
+
+    #[test]
+    fn the_schema_page_documents_every_field() {
+        let page = include_str!("../../../docs/results-schema.md");
+        let at = page
+            .find("## The live stream: `linkperf/stream/v1`")
+            .expect("the stream's section");
+        let section = &page[at..];
+        let i = Interval {
+            start_s: 0.0,
+            length_s: 1.0,
+            tx_bytes: 1,
+            rx_bytes: 1,
+            transactions: 1,
+        };
+        let interval = StreamInterval::new(&i, false, 0, None, None, true);
+        let spec = TestSpec::new(
+            "rr1c-1x1".parse().unwrap(),
+            linkperf_workload::Protocol::Tcp,
+            1,
+            Duration::from_secs(1),
+        );
+        let placement = linkperf_workload::Placement::with_threads(1);
+        let config = TestConfig::from_spec(&spec, String::new(), placement.clone(), placement);
+        let start = StreamStart::new(String::new(), Vec::new(), String::new(), &spec, config);
+        let error = StreamError {
+            status: RunStatus::Failed,
+            error: String::new(),
+        };
+        for data in [
+            serde_json::to_value(interval).unwrap(),
+            serde_json::to_value(start).unwrap(),
+            serde_json::to_value(error).unwrap(),
+        ] {
+            for key in data.as_object().unwrap().keys() {
+                assert!(
+                    section.contains(&format!("`{key}`")),
+                    "{key} is not in the stream's section of docs/results-schema.md"
+                );
+            }
+        }
+    }
 }
