@@ -216,10 +216,17 @@ impl Counters {
     }
 
     /// The bucket a count at `now` goes in, if it is counted at all.
+    #[inline]
     fn place(&mut self, now: Instant) -> Option<usize> {
         if now >= self.current_from && now < self.current_until {
             return Some(self.current);
         }
+        self.place_anew(now)
+    }
+
+    /// [`Counters::place`] when `now` is not in the bucket of the last count.
+    #[inline(never)]
+    fn place_anew(&mut self, now: Instant) -> Option<usize> {
         let s = self.schedule?;
         let end = self.end(&s);
         if now < s.start || now >= end || self.buckets.is_empty() {
