@@ -265,9 +265,32 @@ pub struct RunArgs {
     /// Write the results document (JSON) to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// A line every D while the test runs, as the client sees it: what it sent and received,
+    /// transactions/s and transaction time (request/response), retransmits (TCP), loss (UDP);
+    /// the warm-up's seconds marked. Whole seconds (1s, 2s, or a bare number; 0 for none).
+    /// Default: 1s when the lines go to a terminal, none otherwise.
+    #[arg(long, value_name = "D", value_parser = parse_interval)]
+    pub interval: Option<u32>,
+    /// Write the test as JSON lines while it runs (start, one interval per second, end;
+    /// docs/results-schema.md) to FILE, or with `-` to standard output (the lines and the
+    /// table then go to standard error).
+    #[arg(long, value_name = "FILE|-")]
+    pub json_stream: Option<std::path::PathBuf>,
     /// Print only the results, no progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--interval D`: whole seconds, so that its lines are made of the results'
+/// per-second intervals.
+fn parse_interval(s: &str) -> Result<u32, String> {
+    let d = parse_duration(s)?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{s} is not a whole number of seconds (the lines add up the per-second intervals: 1s, 2s, ...; 0 for none)"
+        ));
+    }
+    u32::try_from(d.as_secs()).map_err(|_| format!("{s} is too long an interval"))
 }
 
 /// `linkperf suite`.
@@ -369,6 +392,16 @@ fn parse_max_loss(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_whole_seconds() {
+        assert_eq!(parse_interval("1s"), Ok(1));
+        assert_eq!(parse_interval("2"), Ok(2));
+        assert_eq!(parse_interval("0"), Ok(0));
+        assert_eq!(parse_interval("1m"), Ok(60));
+        let e = parse_interval("500ms").unwrap_err();
+        assert!(e.contains("whole number of seconds"), "{e}");
+    }
 
     #[test]
     fn profile_variables_are_name_equals_value() {

@@ -346,7 +346,13 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             } else {
                 format!("{name} run {run_no}/{repeat}")
             };
-            progress.start_run(k, &head, traffic, live);
+            progress.start_run(
+                k,
+                &head,
+                traffic,
+                live,
+                crate::live::Columns::of(&test.spec),
+            );
             let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
             let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
             run.retry_of = retry_of;
