@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_workload::{Bytes, CpuList, Protocol, Workload};
+use linkperf_workload::{Bytes, CpuList, PlacementPolicy, Protocol, Workload};
 
 /// Default control port of `linkperf serve`.
 pub const DEFAULT_PORT: u16 = 7410;
@@ -67,6 +67,10 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
 
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
     s.parse::<CpuList>().map_err(|e| e.to_string())
+}
+
+pub(crate) fn parse_policy(s: &str) -> Result<PlacementPolicy, String> {
+    s.parse::<PlacementPolicy>().map_err(|e| e.to_string())
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -188,6 +192,12 @@ pub struct PlacementArgs {
     /// Workers on both sides poll without sleeping (removes wake-up cost; burns CPU).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Where each side's workers run unless --affinity/--server-affinity say:
+    /// split (client on the first half of the host's CPUs, server on the
+    /// second; on 2 CPUs client CPU 0, server CPU 1), same (both sides' worker
+    /// i on CPU i; one host only), free (the scheduler decides).
+    #[arg(long, value_name = "same|split|free", value_parser = parse_policy)]
+    pub placement: Option<PlacementPolicy>,
 }
 
 /// `linkperf run`.

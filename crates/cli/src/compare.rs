@@ -346,6 +346,18 @@ fn emit(report: &Report, out: &OutputArgs) -> anyhow::Result<ExitCode> {
         (None, None) => Some(Format::Md),
         (_, f) => f,
     };
+    // What makes a difference say more than the compared thing, on the
+    // terminal whatever the format.
+    let c = &report.consistency;
+    for d in &c.placement {
+        eprintln!(
+            "linkperf: warning: placement differs in {}: {} in {}; {} in {}",
+            d.side, d.base, d.base_label, d.candidate, d.candidate_label
+        );
+    }
+    for d in &c.environment {
+        eprintln!("linkperf: warning: environments differ: {}", d.describe());
+    }
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &out.out {
         let written = write_report(report, dir).map_err(|e| usage(format!("failed to {e}")))?;

@@ -823,7 +823,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 15] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -832,6 +832,18 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--duration", "abc"], "--duration"),
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
+        (&["--placement", "spread"], "expected same, split or free"),
+        (
+            &[
+                "--placement",
+                "split",
+                "--affinity",
+                "0",
+                "--server-affinity",
+                "0",
+            ],
+            "--placement split has no effect",
+        ),
         (&["--frobnicate"], "--frobnicate"),
         // Regression: a lookup failure with exit 1.
         (
@@ -1509,6 +1521,118 @@ fn affinity_pins_every_worker_on_both_sides() {
             &serde_json::json!([0])
         );
     }
+}
+
+/// `--placement split`: the client's workers on the first half of the
+/// host's CPUs, the server's on the second half, each side settling it on
+/// its own host (here a separate server process on the same one); `same`:
+/// both sides' worker i on the i-th CPU.
+#[test]
+fn placement_split_halves_the_host_and_same_shares_it() {
+    let _g = shared();
+    let allowed = linkperf_metrics::current_thread_allowed_cpus();
+    let half = (allowed.len() / 2).max(1);
+    let (first, second) = (&allowed[..half], &allowed[allowed.len() - half..]);
+    let server = Server::start(&[]);
+    let pinned = |doc: &Value, side: &str| -> Vec<u64> {
+        at(doc, &format!("/tests/0/runs/0/{side}/workers"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|w| at(w, "/pinned").as_array().unwrap().clone())
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    let as_u64 = |cpus: &[usize]| cpus.iter().map(|&c| c as u64).collect::<Vec<_>>();
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        2,
+        &[
+            "--placement",
+            "split",
+            "--threads",
+            "2",
+            "--server-threads",
+            "2",
+        ],
+    );
+    check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
+    // Worker i on the i-th CPU of its side's half, round-robin.
+    let expect = |cpus: &[usize]| vec![cpus[0] as u64, cpus[1 % cpus.len()] as u64];
+    assert_eq!(pinned(&doc, "client"), expect(first));
+    assert_eq!(pinned(&doc, "server"), expect(second));
+    // The client settled its own; the server, elsewhere, its own.
+    assert_eq!(
+        at(&doc, "/tests/0/config/client_placement/affinity"),
+        &serde_json::json!(as_u64(first))
+    );
+    assert_eq!(
+        at(&doc, "/tests/0/config/server_placement/affinity"),
+        &Value::Null
+    );
+    for side in ["client", "server"] {
+        assert_eq!(
+            at(&doc, &format!("/tests/0/config/{side}_placement/policy")),
+            "split"
+        );
+    }
+    // Each side's CPU time is read from the CPUs it was pinned to.
+    let cpus_of = |side: &str| -> Vec<u64> {
+        at(&doc, &format!("/tests/0/runs/0/{side}/pinned_cpus"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(cpus_of("client"), {
+        let mut v = expect(first);
+        v.dedup();
+        v
+    });
+    assert_eq!(cpus_of("server"), {
+        let mut v = expect(second);
+        v.dedup();
+        v
+    });
+    // An explicit list wins over the policy.
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        1,
+        &[
+            "--placement",
+            "split",
+            "--threads",
+            "1",
+            "--server-threads",
+            "1",
+            "--server-affinity",
+            &allowed[0].to_string(),
+        ],
+    );
+    assert_eq!(pinned(&doc, "server"), vec![allowed[0] as u64]);
+    assert_eq!(pinned(&doc, "client"), vec![first[0] as u64]);
+    // `same`: worker i of both sides on the i-th CPU of the host.
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        1,
+        &[
+            "--placement",
+            "same",
+            "--threads",
+            "1",
+            "--server-threads",
+            "1",
+        ],
+    );
+    assert_eq!(pinned(&doc, "client"), vec![allowed[0] as u64]);
+    assert_eq!(pinned(&doc, "server"), vec![allowed[0] as u64]);
 }
 
 #[test]

@@ -897,6 +897,30 @@ fn lab_run_records_the_link_in_each_results_file_and_compares() {
         "veth {sa:.3}, veth-1g {sb:.3} Gbit/s"
     );
     assert!(test_rate(&a, "rr1c-200x1000--1", "transactions_per_s") > 100.0);
+    // Placed alike in every configuration: split by default, each side's CPU
+    // time read from its own half of the host.
+    for d in [&a, &b] {
+        for t in d["tests"].as_array().unwrap() {
+            for side in ["client", "server"] {
+                assert_eq!(t["config"][format!("{side}_placement")]["policy"], "split");
+            }
+            let cpus = |side: &str| -> Vec<u64> {
+                t["runs"][0][side]["pinned_cpus"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("no pinned CPUs: {}", t["runs"][0][side]))
+                    .iter()
+                    .map(|c| c["cpu"].as_u64().unwrap())
+                    .collect()
+            };
+            let (c, s) = (cpus("client"), cpus("server"));
+            if linkperf_metrics::current_thread_allowed_cpus().len() > 1 {
+                assert!(
+                    c.iter().all(|x| !s.contains(x)),
+                    "client {c:?}, server {s:?}"
+                );
+            }
+        }
+    }
     // The comparison: linkperf compare's report, with the first configuration as its base.
     let report = out.join("report");
     assert!(

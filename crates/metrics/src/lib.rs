@@ -26,7 +26,7 @@ pub use cpu::{
     system_cpu_between, system_cpu_now, thread_cpu_now, ProcessCpu, SystemCpuDelta,
     SystemCpuSample,
 };
-pub use environment::capture_environment;
+pub use environment::{boot_id, capture_environment};
 pub use error::MetricsError;
 pub use flows::{
     FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,

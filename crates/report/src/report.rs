@@ -10,7 +10,9 @@ use linkperf_workload::{BitsPerSecond, Placement, Threads};
 
 use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
-use crate::consistency::{environment_differences, flag_tests, stability_unjudged, Consistency};
+use crate::consistency::{
+    environment_differences, flag_tests, placement_differences, stability_unjudged, Consistency,
+};
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
 use crate::units::{capacity, capacity_as_f64, rate};
 use crate::{CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
@@ -308,6 +310,10 @@ impl Report {
         }
         for (s, label) in sources.iter().zip(&labels).skip(1) {
             consistency.environment.extend(environment_differences(
+                (&labels[0], sources[0].doc),
+                (label, s.doc),
+            ));
+            consistency.placement.extend(placement_differences(
                 (&labels[0], sources[0].doc),
                 (label, s.doc),
             ));

@@ -1004,6 +1004,43 @@ fn environments_that_differ_are_pointed_out() {
 }
 
 #[test]
+fn tests_placed_differently_are_pointed_out_per_test() {
+    use linkperf_workload::{CpuList, PlacementPolicy};
+    let (mut base, mut cand) = (document("veth"), document("veth-1g"));
+    for d in [&mut base, &mut cand] {
+        add(d, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+        add(d, "rr1c-1x1", 50, &[fig(100.0, 10.0, 1.0)]);
+        add(d, "str-readx30k", 1, &[fig(100.0, 10.0, 1.0)]);
+    }
+    // The base split its sides; the candidate left two tests to the scheduler.
+    for t in &mut base.tests {
+        for (p, cpu) in [
+            (&mut t.config.client_placement, 0),
+            (&mut t.config.server_placement, 1),
+        ] {
+            p.policy = PlacementPolicy::Split;
+            p.affinity = Some(CpuList(vec![cpu]));
+        }
+    }
+    cand.tests[2].config = base.tests[2].config.clone();
+    let r = compare(&base, &[&cand], Options::default());
+    let p = &r.consistency.placement;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].side, "rr1c-1x1--1, rr1c-1x1--50");
+    assert!(p[0].base.contains("pinned to 0 (split)"), "{}", p[0].base);
+    assert!(p[0].candidate.contains("free"), "{}", p[0].candidate);
+    assert!(!r.consistency.is_empty());
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(
+        md.contains("Placement differs in rr1c-1x1--1, rr1c-1x1--50:"),
+        "{md}"
+    );
+    // Placed alike: nothing to say.
+    let r = compare(&base, &[&base.clone()], Options::default());
+    assert!(r.consistency.placement.is_empty());
+}
+
+#[test]
 fn single_runs_say_that_instability_cannot_be_judged() {
     // One run per test: the report must not say "nothing to point out", as
     // if the runs had been seen to agree.

@@ -11,7 +11,7 @@ use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod
 use linkperf_wire::{
     decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
 };
-use linkperf_workload::{Placement, Protocol, TestSpec};
+use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::AuthKey;
 use crate::channel::{Channel, Received};
@@ -221,6 +221,27 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
     Ok((c, addr, local_ip))
 }
 
+/// `--placement same` shares CPUs between the sides, which only one host
+/// has: against a server on another host (another kernel boot id) it is
+/// refused before any data flows.
+pub(crate) fn same_needs_one_host(
+    server: &Placement,
+    server_env: &Environment,
+) -> Result<(), SessionError> {
+    let (Some(theirs), Some(ours)) = (&server_env.boot_id, linkperf_metrics::boot_id()) else {
+        return Ok(());
+    };
+    if server.policy == PlacementPolicy::Same && *theirs != ours {
+        return Err(SessionError::Invalid(format!(
+            "--placement same shares CPUs between client and server, but the server runs on \
+             another host ({}): use --placement split (each side takes its own host's CPUs) \
+             or free",
+            server_env.hostname
+        )));
+    }
+    Ok(())
+}
+
 /// Runs one test against the daemon at `target`.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
@@ -266,6 +287,12 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         return Err(SessionError::Control(
             "the server offered no data endpoint".into(),
         ));
+    }
+    if let Err(e) = same_needs_one_host(&req.server, &server_env) {
+        let _ = c.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        return Err(e);
     }
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
@@ -469,5 +496,44 @@ fn name(m: &ServerMessage) -> &'static str {
         ServerMessage::TxnEnded { .. } => "txn_ended",
         ServerMessage::Results { .. } => "results",
         ServerMessage::Error { .. } => "error",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_placement_is_refused_against_another_host_only() {
+        let same = Placement {
+            policy: PlacementPolicy::Same,
+            ..Placement::with_threads(1)
+        };
+        let split = Placement {
+            policy: PlacementPolicy::Split,
+            ..same.clone()
+        };
+        let here = Environment {
+            boot_id: linkperf_metrics::boot_id(),
+            ..Environment::default()
+        };
+        let elsewhere = Environment {
+            hostname: "far".into(),
+            boot_id: Some("another-boot".into()),
+            ..Environment::default()
+        };
+        assert!(same_needs_one_host(&same, &here).is_ok());
+        assert!(same_needs_one_host(&split, &elsewhere).is_ok());
+        // A server that does not say where it runs is given the benefit of the doubt.
+        assert!(same_needs_one_host(&same, &Environment::default()).is_ok());
+        if here.boot_id.is_some() {
+            let e = same_needs_one_host(&same, &elsewhere)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("another host (far)") && e.contains("--placement split"),
+                "{e}"
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ use linkperf_wire::{
     decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
     WireError, PROTOCOL_VERSION,
 };
-use linkperf_workload::{Placement, TestSpec, Threads};
+use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
 use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
@@ -326,12 +326,12 @@ impl Session<'_> {
         }
         let _session = Held(&self.state.sessions);
         let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
-            ClientMessage::Test { spec, placement } => (spec, own_threads(placement)),
+            ClientMessage::Test { spec, placement } => (spec, own_placement(placement)),
             ClientMessage::Profile {
                 profile,
                 placement,
                 client_ports,
-            } => return self.profile(profile, own_threads(placement), client_ports),
+            } => return self.profile(profile, own_placement(placement), client_ports),
             other => return Err(out_of_order("test", &other)),
         };
         spec.validate()
@@ -340,7 +340,7 @@ impl Session<'_> {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;
         }
-        // Settled by own_threads: never the server's default here.
+        // Settled by own_placement: never the server's default here.
         let cost = Cost::workload(&spec, placement.threads.count().unwrap_or(1));
         let _charge = self.admit(spec.users, spec.warmup + spec.duration, &placement, cost)?;
         let name = spec.name();
@@ -399,7 +399,7 @@ impl Session<'_> {
     fn run_test(&mut self, spec: TestSpec, placement: Placement) -> Result<(), Fail> {
         let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(u64::from(spec.users) + 256);
-        // Settled by own_threads: never the server's default here.
+        // Settled by own_placement: never the server's default here.
         let threads = placement.threads.count().unwrap_or(1);
         let live = Arc::new(LiveStats::new(threads as usize));
         let server = ServerTest::bind(ServerConfig {
@@ -679,12 +679,19 @@ impl Liveness {
 /// gets this host's default, one worker per CPU this process may use: a client
 /// that was not told how many server workers to ask for leaves it to the
 /// server, whose CPUs it does not know.
-fn own_threads(mut placement: Placement) -> Placement {
+///
+/// A placement policy (`--placement split|same`) without a CPU list is
+/// settled against this host's CPUs, as the client settles its own.
+fn own_placement(mut placement: Placement) -> Placement {
     if placement.threads == Threads::ServerDefault {
         placement.threads = Threads::Count(
             std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024)),
         );
     }
+    placement.settle(
+        Side::Server,
+        &linkperf_metrics::current_thread_allowed_cpus(),
+    );
     placement
 }

@@ -388,7 +388,8 @@ mod tests {
         TcpInfoSummary, Totals, WorkerPlacement,
     };
     use linkperf_workload::{
-        Bytes, CpuList, Protocol, SocketOptions, StreamDirection, Threads, Workload,
+        Bytes, CpuList, PlacementPolicy, Protocol, SocketOptions, StreamDirection, Threads,
+        Workload,
     };
     use proptest::prelude::*;
 
@@ -559,6 +560,7 @@ mod tests {
             threads: Threads::Count(4),
             affinity: Some(CpuList(vec![0, 2, 4, 6])),
             busy_poll: true,
+            policy: PlacementPolicy::Split,
         };
         let workloads = [
             Workload::Rr {
@@ -777,6 +779,7 @@ mod tests {
                     threads,
                     affinity: None,
                     busy_poll: false,
+                    policy: PlacementPolicy::Free,
                 },
             };
             let frame = encode_client(&m);
@@ -1055,6 +1058,7 @@ mod tests {
                 threads,
                 affinity: Some(CpuList(cpus)),
                 busy_poll,
+                policy: PlacementPolicy::Same,
             };
             let mut test = spec(workload.parse().unwrap(), protocol);
             test.users = users;

@@ -23,7 +23,7 @@ mod suite_file;
 mod workload;
 
 pub use builtin::{builtin_suite, builtin_suites, STUDY_USERS, STUDY_WORKLOADS};
-pub use cpus::CpuList;
+pub use cpus::{CpuList, PlacementPolicy, Side};
 pub use duration::parse_duration;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};

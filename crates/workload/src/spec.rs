@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CpuList, Workload, WorkloadError};
+use crate::{CpuList, PlacementPolicy, Side, Workload, WorkloadError};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
 /// (session tag, flow id, sequence number). Not counted as payload.
@@ -80,6 +80,11 @@ pub struct Placement {
     pub affinity: Option<CpuList>,
     /// Workers poll without sleeping (zero-timeout event waits).
     pub busy_poll: bool,
+    /// Where the workers go when `affinity` is not given: the side settles
+    /// it against its own host's CPUs before it runs (`free`, pinning
+    /// nothing, is left out of messages and files).
+    #[serde(default, skip_serializing_if = "PlacementPolicy::is_free")]
+    pub policy: PlacementPolicy,
 }
 
 impl Placement {
@@ -89,6 +94,15 @@ impl Placement {
             threads: Threads::Count(threads),
             affinity: None,
             busy_poll: false,
+            policy: PlacementPolicy::Free,
+        }
+    }
+
+    /// Settles the policy into a CPU list for `side` on a host whose usable
+    /// CPUs are `allowed`; an explicit list wins and is kept.
+    pub fn settle(&mut self, side: Side, allowed: &[usize]) {
+        if self.affinity.is_none() {
+            self.affinity = self.policy.cpus(side, allowed);
         }
     }
 }
@@ -316,14 +330,31 @@ mod tests {
 
     #[test]
     fn threads_are_written_as_they_always_were_0_for_the_servers_choice() {
-        let server = Placement {
+        let mut server = Placement {
             threads: Threads::ServerDefault,
             affinity: None,
             busy_poll: false,
+            policy: PlacementPolicy::Free,
         };
         let json = serde_json::to_string(&server).unwrap();
         assert_eq!(json, r#"{"threads":0,"affinity":null,"busy_poll":false}"#);
         assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        // A policy is written when it pins something, and settled by the side.
+        server.policy = PlacementPolicy::Split;
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(
+            json,
+            r#"{"threads":0,"affinity":null,"busy_poll":false,"policy":"split"}"#
+        );
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        server.settle(Side::Server, &[0, 1]);
+        assert_eq!(server.affinity, Some(CpuList(vec![1])));
+        // An explicit list wins.
+        let mut client = Placement::with_threads(1);
+        client.affinity = Some(CpuList(vec![1]));
+        client.policy = PlacementPolicy::Split;
+        client.settle(Side::Client, &[0, 1]);
+        assert_eq!(client.affinity, Some(CpuList(vec![1])));
         let four = Placement::with_threads(4);
         let json = serde_json::to_string(&four).unwrap();
         assert_eq!(json, r#"{"threads":4,"affinity":null,"busy_poll":false}"#);

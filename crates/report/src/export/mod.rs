@@ -13,3 +13,5 @@ pub use self::exporter::Exporter;
 pub use self::html::HtmlExporter;
 pub use self::json::JsonExporter;
 pub use self::markdown::MarkdownExporter;
+
+pub(crate) use html_tables::placement as describe_placement;

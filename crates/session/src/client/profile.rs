@@ -98,6 +98,12 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             "the server offered no data endpoint".into(),
         ));
     }
+    if let Err(e) = super::same_needs_one_host(&req.server, &server_env) {
+        let _ = c.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        return Err(e);
+    }
     let conns = compiled.connections();
     linkperf_metrics::raise_fd_limit(conns + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;

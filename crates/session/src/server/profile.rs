@@ -45,7 +45,7 @@ impl Session<'_> {
         let mirrored = mirror(&profile);
         let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let connections: u64 = compiled.connections();
-        // Settled by own_threads: never the server's default here.
+        // Settled by own_placement: never the server's default here.
         let threads = placement.threads.count().unwrap_or(1);
         let workers = u32::try_from(workers_for(threads, &mirrored)).unwrap_or(u32::MAX);
         let cost = Cost::profile(connections, workers);
@@ -62,7 +62,7 @@ impl Session<'_> {
             .filter(|p| **p != 0)
             .map(|p| std::net::SocketAddr::new(peer, *p))
             .collect();
-        // Settled by own_threads: never the server's default here.
+        // Settled by own_placement: never the server's default here.
         let threads = placement.threads.count().unwrap_or(1);
         let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
         let run = ProgramRun::start(ProgramConfig {
