@@ -44,6 +44,7 @@ pub fn derive_run(
         flows: flow_stats(spec, &client, server.as_ref()),
         loss: (spec.protocol == Protocol::Udp && !is_stream(spec))
             .then(|| crate::checks::udp_loss_of(&client)),
+        wire: crate::Wire::of(&client, server.as_ref()),
         checks: Vec::new(),
         parts: Vec::new(),
         transaction_time_us: client.latency,
@@ -76,6 +77,7 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         payload: None,
         flows: None,
         loss: None,
+        wire: None,
         checks: Vec::new(),
         parts: Vec::new(),
         transaction_time_us: None,

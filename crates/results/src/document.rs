@@ -409,6 +409,10 @@ pub struct Run {
     /// timeout) and their share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Loss>,
+    /// What the wire carried each way, headers included, read from each
+    /// sender's own interface and its root queue: absent on the loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<crate::Wire>,
     /// The validity checks, in a fixed order (see [`crate::CheckName`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,

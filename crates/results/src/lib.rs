@@ -20,6 +20,7 @@ mod store;
 mod stream;
 mod summary;
 mod timestamp;
+mod wire;
 
 pub use checks::{
     checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
@@ -38,3 +39,4 @@ pub use store::remove_stale_temp_files;
 pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::{rfc3339, rfc3339_millis};
+pub use wire::{Wire, WireDirection};

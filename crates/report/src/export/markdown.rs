@@ -104,6 +104,9 @@ fn comparison(report: &Report, s: &mut String) {
     for c in &report.comparisons {
         let _ = writeln!(s, "{}\n", c.summary);
     }
+    for t in report.insufficient() {
+        let _ = writeln!(s, "{t}\n");
+    }
     for c in &report.comparisons {
         let _ = writeln!(s, "{}", c.method_note);
     }
@@ -169,6 +172,10 @@ fn notes(w: &WorkloadReport, s: &mut String) {
         any = true;
     }
     for n in &w.saturation {
+        let _ = writeln!(s, "- {}", n.text);
+        any = true;
+    }
+    for n in &w.sufficiency {
         let _ = writeln!(s, "- {}", n.text);
         any = true;
     }
@@ -242,6 +249,9 @@ fn single(report: &Report, s: &mut String) {
         "{} tests, up to {runs} ok run(s) each; ± is the half width of the 95% confidence interval of the mean.",
         f.tests.len()
     );
+    for t in report.insufficient() {
+        let _ = writeln!(s, "\n{t}");
+    }
     consistency(report, s);
     let eff = Metric::headline(report.options.cpu_side)[2];
     for w in &report.workloads {
