@@ -1597,6 +1597,21 @@ fn placement_split_halves_the_host_and_same_shares_it() {
         v.dedup();
         v
     });
+    // Pinned apart, each side is given its CPUs' time, softirq included.
+    if allowed.len() > 1 {
+        let pinned = at(&doc, "/tests/0/runs/0/pinned");
+        assert_eq!(pinned["client"]["cpus"][0], first[0] as u64, "{pinned}");
+        assert_eq!(pinned["server"]["cpus"][0], second[0] as u64, "{pinned}");
+        for side in ["client", "server"] {
+            let busy = pinned[side]["busy_s"].as_f64().unwrap();
+            assert!(busy > 0.0 && busy >= pinned[side]["softirq_s"].as_f64().unwrap());
+            let per_txn = num(
+                &doc,
+                &format!("/tests/0/runs/0/efficiency/{side}_pinned_cpu_us_per_txn"),
+            );
+            assert!(per_txn > 0.0, "{side}: {per_txn}");
+        }
+    }
     // An explicit list wins over the policy.
     let doc = load(
         &server,

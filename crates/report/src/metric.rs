@@ -90,11 +90,23 @@ pub enum Metric {
     /// Busy CPU-µs of the server's host per transaction.
     #[serde(rename = "efficiency.server_system_cpu_us_per_txn")]
     ServerSystemCpuPerTxn,
+    /// Payload bytes per busy second of the client's pinned CPUs.
+    #[serde(rename = "efficiency.client_bytes_per_pinned_cpu_s")]
+    ClientPinnedEfficiency,
+    /// Payload bytes per busy second of the server's pinned CPUs.
+    #[serde(rename = "efficiency.server_bytes_per_pinned_cpu_s")]
+    ServerPinnedEfficiency,
+    /// Busy CPU-µs of the client's pinned CPUs per transaction.
+    #[serde(rename = "efficiency.client_pinned_cpu_us_per_txn")]
+    ClientPinnedCpuPerTxn,
+    /// Busy CPU-µs of the server's pinned CPUs per transaction.
+    #[serde(rename = "efficiency.server_pinned_cpu_us_per_txn")]
+    ServerPinnedCpuPerTxn,
 }
 
 impl Metric {
     /// Every metric, in the order of the report's tables.
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 16] = [
         Metric::Throughput,
         Metric::TransactionRate,
         Metric::TimeMean,
@@ -107,6 +119,10 @@ impl Metric {
         Metric::ServerCpuPerTxn,
         Metric::ClientSystemCpuPerTxn,
         Metric::ServerSystemCpuPerTxn,
+        Metric::ClientPinnedEfficiency,
+        Metric::ServerPinnedEfficiency,
+        Metric::ClientPinnedCpuPerTxn,
+        Metric::ServerPinnedCpuPerTxn,
     ];
 
     /// The three metrics a verdict is made of: throughput, mean transaction
@@ -137,6 +153,10 @@ impl Metric {
             Metric::ServerCpuPerTxn => "efficiency.server_cpu_us_per_txn",
             Metric::ClientSystemCpuPerTxn => "efficiency.client_system_cpu_us_per_txn",
             Metric::ServerSystemCpuPerTxn => "efficiency.server_system_cpu_us_per_txn",
+            Metric::ClientPinnedEfficiency => "efficiency.client_bytes_per_pinned_cpu_s",
+            Metric::ServerPinnedEfficiency => "efficiency.server_bytes_per_pinned_cpu_s",
+            Metric::ClientPinnedCpuPerTxn => "efficiency.client_pinned_cpu_us_per_txn",
+            Metric::ServerPinnedCpuPerTxn => "efficiency.server_pinned_cpu_us_per_txn",
         }
     }
 
@@ -155,6 +175,10 @@ impl Metric {
             Metric::ServerCpuPerTxn => "server CPU per transaction (process)",
             Metric::ClientSystemCpuPerTxn => "client CPU per transaction (system-wide)",
             Metric::ServerSystemCpuPerTxn => "server CPU per transaction (system-wide)",
+            Metric::ClientPinnedEfficiency => "client CPU efficiency (its CPUs)",
+            Metric::ServerPinnedEfficiency => "server CPU efficiency (its CPUs)",
+            Metric::ClientPinnedCpuPerTxn => "client CPU per transaction (its CPUs)",
+            Metric::ServerPinnedCpuPerTxn => "server CPU per transaction (its CPUs)",
         }
     }
 
@@ -167,11 +191,15 @@ impl Metric {
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => "bytes/CPU-s",
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => "bytes/CPU-s",
             Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => "CPU-µs/transaction",
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => "CPU-µs/transaction",
         }
     }
 
@@ -183,13 +211,17 @@ impl Metric {
             | Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => Better::Higher,
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => Better::Higher,
             Metric::TimeMean
             | Metric::TimeP99
             | Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => Better::Lower,
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => Better::Lower,
         }
     }
 
@@ -210,6 +242,10 @@ impl Metric {
             Metric::ServerCpuPerTxn => e.and_then(|e| e.server_cpu_us_per_txn),
             Metric::ClientSystemCpuPerTxn => e.and_then(|e| e.client_system_cpu_us_per_txn),
             Metric::ServerSystemCpuPerTxn => e.and_then(|e| e.server_system_cpu_us_per_txn),
+            Metric::ClientPinnedEfficiency => e.and_then(|e| e.client_bytes_per_pinned_cpu_s),
+            Metric::ServerPinnedEfficiency => e.and_then(|e| e.server_bytes_per_pinned_cpu_s),
+            Metric::ClientPinnedCpuPerTxn => e.and_then(|e| e.client_pinned_cpu_us_per_txn),
+            Metric::ServerPinnedCpuPerTxn => e.and_then(|e| e.server_pinned_cpu_us_per_txn),
         };
         v.filter(|x| x.is_finite())
     }
@@ -223,11 +259,15 @@ impl Metric {
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => crate::units::per_cpu_s(value),
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => crate::units::per_cpu_s(value),
             Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => format!("{value:.2} CPU-µs"),
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => format!("{value:.2} CPU-µs"),
         }
     }
 }

@@ -83,6 +83,7 @@ pub fn run(n: u32, f: Fig) -> Run {
         server_bytes_per_system_cpu_s: Some(f.eff),
         client_system_cpu_us_per_txn: Some(per_txn),
         server_system_cpu_us_per_txn: Some(per_txn),
+        ..Efficiency::default()
     });
     with_intervals(&mut r, 10);
     r

@@ -444,7 +444,12 @@ fn a_link_is_not_sufficient_from_the_user_count_where_its_wire_fills() {
     let r = compare(&base, &[&light], Options::default());
     let n = &workload(&r, "rr1c-200x30k").sufficiency;
     assert!(!n[0].finding.is_insufficient());
-    assert!(n[0].text.contains("up to 80 users: at most 50% of the wire"), "{}", n[0].text);
+    assert!(
+        n[0].text
+            .contains("up to 80 users: at most 50% of the wire"),
+        "{}",
+        n[0].text
+    );
     assert!(r.insufficient().is_empty());
 }
 

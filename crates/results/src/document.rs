@@ -413,6 +413,10 @@ pub struct Run {
     /// sender's own interface and its root queue: absent on the loopback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wire: Option<crate::Wire>,
+    /// Each side's CPU from the CPUs it was pinned to, when both sides were
+    /// pinned to CPUs the other did not use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<PinnedCpu>,
     /// The validity checks, in a fixed order (see [`crate::CheckName`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,
@@ -618,6 +622,48 @@ pub struct Efficiency {
     /// Busy CPU-microseconds of the server's host per transaction.
     #[serde(default)]
     pub server_system_cpu_us_per_txn: Option<f64>,
+    /// Payload bytes per busy second of the CPUs the client was pinned to
+    /// (softirq included; see [`Run::pinned`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_bytes_per_pinned_cpu_s: Option<f64>,
+    /// Payload bytes per busy second of the CPUs the server was pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_bytes_per_pinned_cpu_s: Option<f64>,
+    /// Busy CPU-microseconds of the client's pinned CPUs per transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pinned_cpu_us_per_txn: Option<f64>,
+    /// Busy CPU-microseconds of the server's pinned CPUs per transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_pinned_cpu_us_per_txn: Option<f64>,
+}
+
+/// Each side's CPU, read from the CPUs it alone was pinned to: on one host
+/// the kernel's work for a flow (softirq: the receive path, the tunnel's
+/// encapsulation) runs on whichever CPU takes it, and is counted in no
+/// process; with the two sides pinned to different CPUs, each CPU's time is
+/// its side's, whoever's code it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedCpu {
+    /// The client's CPUs.
+    pub client: PinnedSide,
+    /// The server's CPUs.
+    pub server: PinnedSide,
+}
+
+/// One side's pinned CPUs over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedSide {
+    /// The CPUs.
+    pub cpus: Vec<usize>,
+    /// Their busy seconds (everything but idle and steal), softirq included.
+    pub busy_s: f64,
+    /// Of which softirq.
+    pub softirq_s: f64,
+    /// Busy CPUs on average over the window (0.85: 85% of one CPU).
+    pub utilisation: f64,
+    /// The most CPUs any user kept busy on average: `utilisation / users`
+    /// (a stream per user: the CPU per stream).
+    pub per_user: f64,
 }
 
 /// One per-second sample of the client's traffic, with its rates.

@@ -30,8 +30,8 @@ pub use checks::{
 pub use derive::{derive_run, failed_run, flow_stats};
 pub use document::{
     CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, Environments, IntervalRate, LinkInfo,
-    Loss, Part, Payload, ResultsDocument, Run, RunStatus, SuiteRecord, TestConfig, TestResult,
-    Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
+    Loss, Part, Payload, PinnedCpu, PinnedSide, ResultsDocument, Run, RunStatus, SuiteRecord,
+    TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
 pub use space::{run_bytes, save_fallback, SpaceReserve};

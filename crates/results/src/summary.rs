@@ -124,6 +124,18 @@ const FIGURES: &[(&str, Figure)] = &[
     ("efficiency.server_system_cpu_us_per_txn", |r| {
         r.efficiency.and_then(|e| e.server_system_cpu_us_per_txn)
     }),
+    ("efficiency.client_bytes_per_pinned_cpu_s", |r| {
+        r.efficiency.and_then(|e| e.client_bytes_per_pinned_cpu_s)
+    }),
+    ("efficiency.server_bytes_per_pinned_cpu_s", |r| {
+        r.efficiency.and_then(|e| e.server_bytes_per_pinned_cpu_s)
+    }),
+    ("efficiency.client_pinned_cpu_us_per_txn", |r| {
+        r.efficiency.and_then(|e| e.client_pinned_cpu_us_per_txn)
+    }),
+    ("efficiency.server_pinned_cpu_us_per_txn", |r| {
+        r.efficiency.and_then(|e| e.server_pinned_cpu_us_per_txn)
+    }),
     // A count, exact as f64 up to 2^53.
     ("errors", |r| Some(r.errors as f64)),
 ];
@@ -244,6 +256,10 @@ mod tests {
             server_bytes_per_system_cpu_s: Some(6.0),
             client_system_cpu_us_per_txn: Some(7.0),
             server_system_cpu_us_per_txn: Some(8.0),
+            client_bytes_per_pinned_cpu_s: Some(9.0),
+            server_bytes_per_pinned_cpu_s: Some(10.0),
+            client_pinned_cpu_us_per_txn: Some(11.0),
+            server_pinned_cpu_us_per_txn: Some(12.0),
         });
         run.errors = u64::from(n);
         run
@@ -348,7 +364,7 @@ mod tests {
         let mut expected: Vec<&str> = FIGURES.iter().map(|(k, _)| *k).collect();
         expected.sort_unstable();
         assert_eq!(keys, expected);
-        assert_eq!(keys.len(), 25);
+        assert_eq!(keys.len(), 29);
         assert_eq!(s.metrics["transaction_time_us.p99"].mean, 41.0);
         assert_eq!(s.metrics["cpu.server.process_s"].mean, 3.0);
         assert_eq!(s.metrics["cpu.client.system_busy_s"].mean, 8.0);
@@ -378,7 +394,7 @@ mod tests {
         }
         assert!(s.metrics.contains_key("cpu.client.softirq_s"));
         assert!(s.metrics.contains_key("efficiency.server_cpu_us_per_txn"));
-        assert_eq!(s.metrics.len(), 25 - 3 - 1 - 6);
+        assert_eq!(s.metrics.len(), 29 - 3 - 1 - 6);
     }
 
     #[test]
