@@ -1343,3 +1343,228 @@ fn configurations_run_interleaved_each_round_in_a_rotated_order() {
         assert_gone(name);
     }
 }
+
+/// The runs of `test` in a results document that measured something (ok, or
+/// suspect for a busy host), and whether any is ok.
+fn measured_runs<'a>(doc: &'a Value, test: &str) -> (Vec<&'a Value>, bool) {
+    let t = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == test)
+        .unwrap_or_else(|| panic!("no test {test}"));
+    let runs: Vec<&Value> = t["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "ok" || r["status"] == "suspect")
+        .collect();
+    assert!(!runs.is_empty(), "{test}: nothing measured: {t}");
+    let ok = runs.iter().any(|r| r["status"] == "ok");
+    (runs, ok)
+}
+
+/// Seeds 000 and 002 (docs/studies.md): the in-memory path against a 1 Gbit/s
+/// link, for the large transactions at 50 users and the interconnect mix at 40.
+/// The wire, read from the shaped interface (headers included), never carries
+/// more than the link and never less than the payload; and a run the host let
+/// run cleanly fills it, so the report answers "not sufficient".
+#[test]
+fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
+    let Some(_g) = lab_lock("study 000/002") else {
+        return;
+    };
+    let _c = (Cleanup("t-st-mem".into()), Cleanup("t-st-1g".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("study.toml");
+    std::fs::write(
+        &suite,
+        "name = \"study-1g\"\nduration = \"1s\"\nwarmup = \"300ms\"\n\
+         [[test]]\nworkload = \"rr1c-200x30k\"\nusers = 50\n\
+         [[test]]\nworkload = \"mix:200x200*1,200x8k*3\"\nusers = 40\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,name=t-st-mem,veth-1g,name=t-st-1g",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let shaped = load(&out.join("t-st-1g.json"));
+    let report = out.join("report/comparison.json");
+    let comparison = report.exists().then(|| load(&report));
+    for test in ["rr1c-200x30k--50", "mix--40"] {
+        let name = shaped["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .find(|n| n.starts_with(test.split("--").next().unwrap()))
+            .unwrap_or_else(|| panic!("no {test} in {shaped}"))
+            .to_string();
+        let (runs, ok) = measured_runs(&shaped, &name);
+        for r in &runs {
+            // Responses are the heavier direction: the server's interface.
+            let w = &r["wire"]["server_to_client"];
+            let wire = w["bits_per_s"].as_f64().unwrap_or_else(|| panic!("{r}"));
+            let payload = r["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0;
+            assert_eq!(w["queue"], "tbf", "{w}");
+            assert!(
+                wire <= 1e9 * CAP_SLACK,
+                "{name}: {wire} bit/s on a 1 Gbit/s link"
+            );
+            // No frame larger than the MTU's, Ethernet header included.
+            let frame = wire / 8.0 / w["packets_per_s"].as_f64().unwrap();
+            assert!(frame <= 1514.0 * 1.001, "{name}: {frame}-byte frames");
+            // Counted over one window at both ends, the headers come on top
+            // of the payload (a busy host skews the two sides' windows).
+            if r["status"] == "ok" {
+                assert!(
+                    wire > payload,
+                    "{name}: wire {wire} below its payload {payload}"
+                );
+            }
+        }
+        eprintln!(
+            "veth-1g {name}: wire {:.3} Gbit/s, payload {:.3} Gbit/s ({})",
+            runs[0]["wire"]["server_to_client"]["bits_per_s"]
+                .as_f64()
+                .unwrap()
+                / 1e9,
+            runs[0]["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0 / 1e9,
+            runs[0]["status"]
+        );
+        // A clean run: the host gave it the CPU, the link is the limit.
+        if ok {
+            let c = comparison
+                .as_ref()
+                .unwrap_or_else(|| panic!("an ok run but no report: {err}"));
+            let workload = name.split("--").next().unwrap();
+            let notes: Vec<&Value> = c["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|w| w["title"].as_str().unwrap().starts_with(workload))
+                .flat_map(|w| w["sufficiency"].as_array().unwrap())
+                .filter(|n| n["label"] == "t-st-1g")
+                .collect();
+            assert_eq!(notes.len(), 1, "{c}");
+            assert_eq!(
+                notes[0]["finding"]["answer"], "not_sufficient",
+                "{}",
+                notes[0]
+            );
+            let text = notes[0]["text"].as_str().unwrap();
+            assert!(
+                text.starts_with("t-st-1g is not sufficient for ") && text.contains("of the wire"),
+                "{text}"
+            );
+            // The price against the in-memory path, where it ran cleanly too.
+            let memory = load(&out.join("t-st-mem.json"));
+            if measured_runs(&memory, &name).1 {
+                assert!(text.contains("× t-st-mem's"), "{text}");
+            }
+            assert!(
+                stdout.contains(text) || err.contains(text),
+                "{stdout}\n{err}"
+            );
+        }
+    }
+    assert_gone("t-st-mem");
+    assert_gone("t-st-1g");
+}
+
+/// Seed 004 (docs/studies.md): a TCP stream inside VXLAN over a 1 Gbit/s
+/// underlay carries at most 1398 payload bytes per 1514-byte frame at MTU
+/// 1500, and 8898 per 9014 with an underlay of MTU 9000: the ratio of payload
+/// to wire holds whatever the host's load; each side's CPU, softirq
+/// included, is read from its own pinned CPU (the lab splits them).
+#[test]
+fn study_vxlan_goodput_is_1398_of_1514_of_the_wire_and_mtu_9000_lifts_it() {
+    let Some(_g) = lab_lock("study 004") else {
+        return;
+    };
+    let _c = (Cleanup("t-st-vx".into()), Cleanup("t-st-vx9k".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("tunnel.toml");
+    std::fs::write(
+        &suite,
+        "name = \"study-tunnel\"\nduration = \"1s\"\nwarmup = \"300ms\"\n\
+         [[test]]\nworkload = \"str-writex30k\"\nusers = 5\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "vxlan,rate=1gbit,name=t-st-vx,vxlan,rate=1gbit,mtu=8950,name=t-st-vx9k",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    for (name, payload_bytes, frame_bytes) in
+        [("t-st-vx", 1398.0, 1514.0), ("t-st-vx9k", 8898.0, 9014.0)]
+    {
+        let doc = load(&out.join(format!("{name}.json")));
+        let (runs, ok) = measured_runs(&doc, "str-writex30k--5");
+        let ideal = payload_bytes / frame_bytes;
+        for r in &runs {
+            let w = &r["wire"]["server_to_client"];
+            let wire = w["bits_per_s"].as_f64().unwrap_or_else(|| panic!("{r}"));
+            let payload = r["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0;
+            let share = payload / wire;
+            eprintln!(
+                "{name}: payload {:.3} of wire {:.3} Gbit/s = {share:.4} (ideal {ideal:.4}, {})",
+                payload / 1e9,
+                wire / 1e9,
+                r["status"]
+            );
+            // Full-size frames on the underlay, whatever the host's load (the
+            // queue counts every GSO segment): their payload is the
+            // protocol's share of them.
+            let frame = wire / 8.0 / w["packets_per_s"].as_f64().unwrap();
+            assert!(
+                (frame / frame_bytes - 1.0).abs() < 0.01,
+                "{name}: {frame}-byte frames, not {frame_bytes}"
+            );
+            assert!(wire <= 1e9 * CAP_SLACK, "{name}: {wire}");
+            // Over one clean window the payload is that share of the wire
+            // (a busy host skews the sender's window against the receiver's).
+            if r["status"] == "ok" {
+                assert!(
+                    (share / ideal - 1.0).abs() < 0.015,
+                    "{name}: {share} against {ideal}"
+                );
+            }
+            // Each side's CPU from its own CPU, softirq included.
+            let pinned = &r["pinned"];
+            if linkperf_metrics::current_thread_allowed_cpus().len() > 1 {
+                for side in ["client", "server"] {
+                    assert!(pinned[side]["busy_s"].as_f64().unwrap() > 0.0, "{r}");
+                    assert!(pinned[side]["per_user"].as_f64().is_some(), "{pinned}");
+                }
+            }
+        }
+        // A clean run fills the link up to that ceiling.
+        if ok {
+            let payload = mean_ok_rate(&doc, "str-writex30k--5", "rx_bytes_per_s") * 8.0;
+            assert!(
+                payload > 0.9 * ideal * 1e9,
+                "{name}: {payload} bit/s of payload on a full 1 Gbit/s link"
+            );
+        }
+    }
+    assert_gone("t-st-vx");
+    assert_gone("t-st-vx9k");
+}
