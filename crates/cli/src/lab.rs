@@ -769,7 +769,7 @@ fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<usize> {
         .output()
         .context("failed to run linkperf suite --dry-run")?;
     if out.status.success() {
-        // "N tests × R run(s) = T runs, ..."
+        // "N tests × R runs = T runs, ..."
         let text = String::from_utf8_lossy(&out.stdout);
         return text
             .lines()

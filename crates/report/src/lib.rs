@@ -33,7 +33,7 @@ mod report;
 mod saturation;
 mod significance;
 mod sufficiency;
-mod units;
+pub mod units;
 
 pub use breakeven::{break_even, BreakEven, BreakEvenPoint};
 pub use chart::{

@@ -237,9 +237,10 @@ impl Page<'_> {
         let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
         let _ = writeln!(
             self.out,
-            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} tests of {}, up to {runs} ok run(s) each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>",
+            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} tests of {}, up to {runs} ok run{} each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>",
             f.tests.len(),
-            esc(&f.label)
+            esc(&f.label),
+            if runs == 1 { "" } else { "s" }
         );
         for t in self.report.insufficient() {
             let _ = writeln!(self.out, "<p class=\"insufficient\">{}</p>", esc(t));

@@ -246,8 +246,9 @@ fn single(report: &Report, s: &mut String) {
     let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "{} tests, up to {runs} ok run(s) each; ± is the half width of the 95% confidence interval of the mean.",
-        f.tests.len()
+        "{} tests, up to {runs} ok run{} each; ± is the half width of the 95% confidence interval of the mean.",
+        f.tests.len(),
+        if runs == 1 { "" } else { "s" }
     );
     for t in report.insufficient() {
         let _ = writeln!(s, "\n{t}");
@@ -375,7 +376,7 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
         let expected = "\
 # linkperf report: osa
 
-2 tests, up to 1 ok run(s) each; ± is the half width of the 95% confidence interval of the mean.
+2 tests, up to 1 ok run each; ± is the half width of the 95% confidence interval of the mean.
 
 ## Consistency
 
