@@ -363,6 +363,10 @@ pub struct SuiteArgs {
     /// host noise is not judged here, and suspect runs are not retried.
     #[arg(long, hide = true)]
     pub shared_host: bool,
+    /// Run by `linkperf lab run`: an interrupted suite leaves the hint to
+    /// continue to the lab (whose `--resume` continues every file).
+    #[arg(long, hide = true)]
+    pub by_lab: bool,
     /// Run at most N of the runs still to do (with --resume), then stop without the
     /// table: the lab's interleaving runs one run of each configuration in turn.
     #[arg(long, hide = true, value_name = "N", requires = "resume")]

@@ -418,6 +418,10 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             ),
             None => "nothing was saved: run with --out FILE to be able to resume".into(),
         };
+        if a.by_lab {
+            eprintln!("linkperf: suite interrupted; completed runs are kept");
+            return Ok(ExitCode::from(1));
+        }
         eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
         return Ok(ExitCode::from(1));
     }

@@ -1568,3 +1568,89 @@ fn study_vxlan_goodput_is_1398_of_1514_of_the_wire_and_mtu_9000_lifts_it() {
     assert_gone("t-st-vx");
     assert_gone("t-st-vx9k");
 }
+
+/// Ctrl-C in a lab run keeps what was measured and says how to go on; the
+/// same command with `--resume` finishes every file where it stopped (and
+/// without it, the files are not overwritten).
+#[test]
+fn an_interrupted_lab_run_continues_with_resume() {
+    let Some(_g) = lab_lock("resume") else { return };
+    let _c = Cleanup("t-resume".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let args = [
+        "lab",
+        "run",
+        "--configs",
+        "veth,name=t-resume",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once the first run is in the file.
+    let file = out.join("t-resume.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let completed = |doc: &Value| -> usize {
+        doc["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["runs"].as_array().unwrap())
+            .filter(|r| {
+                r["retry_of"].is_null() && (r["status"] == "ok" || r["status"] == "suspect")
+            })
+            .count()
+    };
+    while std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_none_or(|d| completed(&d) == 0)
+    {
+        assert!(Instant::now() < deadline, "no run was recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    let before = completed(&load(&file));
+    assert_gone("t-resume");
+    if done.status.code() == Some(0) {
+        // The suite was quicker than the signal: nothing left to resume.
+        assert_eq!(before, 6, "{err}");
+        return;
+    }
+    assert_eq!(done.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("continue with: linkperf lab run --configs veth,name=t-resume")
+            && err.contains("--resume"),
+        "{err}"
+    );
+    assert!(!err.contains("resume with: linkperf suite"), "{err}");
+    // Without --resume the file is not overwritten.
+    let (code, _, refused) = util::run(&args);
+    assert_eq!(code, 2, "{refused}");
+    assert!(
+        refused.contains("exists: continue the lab run"),
+        "{refused}"
+    );
+    // With it, every test gets its 3 runs, the earlier ones kept.
+    let mut again = args.to_vec();
+    again.push("--resume");
+    let (code, stdout, err) = util::run(&again);
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let doc = load(&file);
+    assert_eq!(completed(&doc), 6, "{doc}");
+    assert!((1..=6).contains(&before));
+    assert_gone("t-resume");
+}
