@@ -608,6 +608,7 @@ fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
             tag: token.session_tag(),
             flow: 0,
             seq,
+            sent_ns: 0,
         };
         header.encode(d.first_chunk_mut::<UDP_HEADER_LEN>().unwrap());
         d

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
+use crate::datagram_counts::DatagramCounters;
 use crate::schedule::Schedule;
+use crate::udp_stream::Arrival;
 
 /// Distinct error messages kept per worker for the report.
 const MAX_ERROR_SAMPLES: usize = 4;
@@ -57,6 +59,8 @@ pub struct Counters {
     pub error_samples: Vec<String>,
     /// Each flow's own counts, by slot.
     flows: Vec<FlowSlot>,
+    /// A UDP stream's datagrams.
+    pub datagrams: DatagramCounters,
 }
 
 impl Counters {
@@ -79,6 +83,7 @@ impl Counters {
             current_until: now,
             error_samples: Vec::new(),
             flows: Vec::new(),
+            datagrams: DatagramCounters::default(),
         }
     }
 
@@ -105,6 +110,7 @@ impl Counters {
     pub fn set_schedule(&mut self, schedule: Schedule) {
         let secs = schedule.window().as_secs_f64().ceil().max(1.0) as usize;
         self.buckets = vec![Bucket::default(); secs];
+        self.datagrams.set_seconds(secs);
         self.schedule = Some(schedule);
         self.current = 0;
         self.current_from = schedule.measure_from;
@@ -112,8 +118,14 @@ impl Counters {
     }
 
     fn bucket(&mut self, now: Instant) -> Option<&mut Bucket> {
+        let k = self.second(now)?;
+        self.buckets.get_mut(k)
+    }
+
+    /// The second of the window `now` falls in, if inside it.
+    fn second(&mut self, now: Instant) -> Option<usize> {
         if now >= self.current_from && now < self.current_until {
-            return self.buckets.get_mut(self.current);
+            return Some(self.current);
         }
         let s = self.schedule?;
         if now < s.measure_from || now >= s.measure_until {
@@ -131,7 +143,27 @@ impl Counters {
         } else {
             (from + Duration::from_secs(1)).min(s.measure_until)
         };
-        self.buckets.get_mut(idx)
+        Some(idx)
+    }
+
+    /// A UDP stream's datagram went at `now` (its bytes are counted by [`Counters::tx`]).
+    pub fn datagram_sent(&mut self, now: Instant) {
+        let k = self.second(now);
+        self.datagrams.sent(k);
+    }
+
+    /// A UDP stream's datagram arrived at `now` for the flow in `slot`, as
+    /// its receiver's accounting says, the flow's jitter now `jitter_ns`
+    /// (its bytes are counted by [`Counters::rx`]).
+    pub fn datagram_received(
+        &mut self,
+        slot: FlowSlotId,
+        arrival: &Arrival,
+        jitter_ns: f64,
+        now: Instant,
+    ) {
+        let k = self.second(now);
+        self.datagrams.received(slot, arrival, jitter_ns, k);
     }
 
     /// `n` payload bytes written by the flow in `slot` at `now`.
@@ -254,6 +286,7 @@ impl Counters {
             self.schedule = other.schedule;
         }
         self.flows.extend_from_slice(&other.flows);
+        self.datagrams.merge(&other.datagrams);
     }
 
     /// The per-second intervals of the window.
@@ -267,12 +300,16 @@ impl Counters {
             .enumerate()
             .map(|(i, b)| {
                 let start = i as f64;
+                let udp = self.datagrams.second(i);
                 Interval {
                     start_s: start,
                     length_s: (window - start).clamp(0.0, 1.0),
                     tx_bytes: b.tx,
                     rx_bytes: b.rx,
                     transactions: b.txns,
+                    datagrams: udp.map(|u| u.0),
+                    expected: udp.map(|u| u.1),
+                    jitter_us: udp.and_then(|u| u.2),
                 }
             })
             .collect()

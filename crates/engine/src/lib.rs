@@ -8,6 +8,7 @@
 mod client;
 mod client_worker;
 mod counters;
+mod datagram_counts;
 mod error;
 pub mod flow;
 pub mod live;
@@ -18,6 +19,7 @@ mod server;
 mod signals;
 mod stream_io;
 mod transport;
+pub mod udp_stream;
 mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};

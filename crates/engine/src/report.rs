@@ -73,6 +73,7 @@ impl Aggregate {
             profile: None,
             latency_histogram: c.latency.encode_histogram(),
             flows: c.flow_counts(),
+            udp: c.datagrams.report(),
         }
     }
 }

@@ -18,6 +18,7 @@ mod space;
 mod store;
 mod summary;
 mod timestamp;
+mod udp;
 
 pub use checks::{
     checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
@@ -35,3 +36,4 @@ pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::rfc3339;
+pub use udp::{udp_stream, UdpDirection, UdpStream, PACE_TOLERANCE};

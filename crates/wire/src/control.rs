@@ -26,7 +26,13 @@ use crate::{encode_frame, WireError};
 /// histograms), its CPU samples' distance from the window's edges, and the
 /// server's boot id in its environment; data connections and UDP datagrams
 /// naming a flow beyond the test's users are refused.
-pub const PROTOCOL_VERSION: u32 = 3;
+///
+/// 4: the UDP datagram header carries the sender's send time (24 bytes, was
+/// 16); UDP streams (a spec's `rate`), whose flows register their address
+/// with a header-only datagram the server answers; the server's report
+/// carries a UDP stream's datagram counts (`udp`, and per-second ones in its
+/// intervals).
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -457,6 +463,7 @@ mod tests {
             tx_bytes: 12_345_678_901 + i,
             rx_bytes: 9_876_543_210 + i,
             transactions: 87_654_321 + i,
+            ..Default::default()
         }
     }
 
@@ -528,6 +535,7 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            udp: None,
         }
     }
 
@@ -546,6 +554,7 @@ mod tests {
                 mss: Some(1400),
             },
             udp_timeout: Duration::from_nanos(250_000_001),
+            rate: None,
         }
     }
 
@@ -822,7 +831,7 @@ mod tests {
             br#"{"type":"abort","reason":"\xff"}"#,
             br#"{"type":"hello","protocol_version":"2","client_version":"x"}"#,
             br#"{"type":"hello","protocol_version":-2,"client_version":"x"}"#,
-            br#"{"type":"hello","protocol_version":4294967296,"client_version":"x"}"#,
+            br#"{"type":"hello","protocol_version":5294967296,"client_version":"x"}"#,
             &deep,
         ];
         for c in cases {
@@ -831,32 +840,32 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":3}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":4}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
         malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
-        malformed_client(br#"{"type":"welcome","protocol_version":4}"#);
-        malformed_server(br#"{"type":"hello","protocol_version":3}"#);
+        malformed_client(br#"{"type":"welcome","protocol_version":5}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":4}"#);
         malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
     }
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v4 = WireError::VersionMismatch {
+        let v5 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 4,
+            theirs: 5,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":4,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":4}"#,
-            r#"{"protocol_version":4,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":5,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":5}"#,
+            r#"{"protocol_version":5,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v4.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v5.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":4,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v4));
+            r#"{"type":"welcome","protocol_version":5,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v5));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
@@ -875,11 +884,11 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":3,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":4,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 3,
+                protocol_version: 4,
                 client_version: "0.2.0".into()
             })
         );
@@ -893,11 +902,11 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":3,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":4,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 3,
+                protocol_version: 4,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,

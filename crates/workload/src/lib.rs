@@ -15,6 +15,7 @@ mod duration;
 mod error;
 mod mix;
 pub mod profile;
+mod rate;
 mod size;
 mod spec;
 mod suite;
@@ -26,6 +27,7 @@ pub use cpus::CpuList;
 pub use duration::parse_duration;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
+pub use rate::{BitRate, DEFAULT_UDP_RATE, MAX_RATE};
 pub use size::{parse_percent, Bytes};
 pub use spec::{
     Placement, Protocol, SocketOptions, TestSpec, MAX_TEST_TIME, MAX_UDP_PAYLOAD, MAX_USERS,

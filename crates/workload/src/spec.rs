@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CpuList, Workload, WorkloadError};
+use crate::{BitRate, CpuList, Workload, WorkloadError, DEFAULT_UDP_RATE};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
-/// (session tag, flow id, sequence number). Not counted as payload.
-pub const UDP_HEADER_BYTES: usize = 16;
+/// (session tag, flow id, sequence number, send time). Not counted as payload.
+pub const UDP_HEADER_BYTES: usize = 24;
 
 /// Largest UDP request or response payload (65,507 bytes of IPv4 datagram less the header).
 pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
@@ -19,7 +19,8 @@ pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
 pub enum Protocol {
     /// TCP, one connection per user.
     Tcp,
-    /// UDP datagrams, request/response only; a lost datagram is a lost transaction.
+    /// UDP datagrams: request/response (a lost datagram is a lost
+    /// transaction) or paced streams (loss and jitter counted by the receiver).
     Udp,
     /// Unix stream sockets: same host only, the in-memory path.
     Unix,
@@ -115,6 +116,10 @@ pub struct TestSpec {
     pub socket: SocketOptions,
     /// How long a UDP transaction waits for its response before it counts as lost.
     pub udp_timeout: Duration,
+    /// The pace of each user's UDP stream (UDP streams only): `None` is
+    /// [`DEFAULT_UDP_RATE`], a rate of 0 no pace. See [`TestSpec::stream_rate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<BitRate>,
 }
 
 /// Most users in one test.
@@ -136,15 +141,39 @@ impl TestSpec {
             warmup: Duration::from_secs(1),
             socket: SocketOptions::default(),
             udp_timeout: Duration::from_millis(250),
+            rate: None,
+        }
+    }
+
+    /// Whether this is a UDP stream (paced datagrams one way or both).
+    pub fn is_udp_stream(&self) -> bool {
+        self.protocol == Protocol::Udp && matches!(self.workload, Workload::Stream { .. })
+    }
+
+    /// The pace of each user's stream, for a UDP stream: the rate asked for,
+    /// or [`DEFAULT_UDP_RATE`]; 0 is no pace. `None` for anything else.
+    pub fn stream_rate(&self) -> Option<BitRate> {
+        self.is_udp_stream()
+            .then(|| self.rate.unwrap_or(DEFAULT_UDP_RATE))
+    }
+
+    /// The workload's name with what else sets it apart: a UDP stream's pace
+    /// (`str-readx1400@100m`, `@max` for no pace).
+    pub fn workload_name(&self) -> String {
+        match self.stream_rate() {
+            Some(r) if r.is_unpaced() => format!("{}@max", self.workload.name()),
+            Some(r) => format!("{}@{r}", self.workload.name()),
+            None => self.workload.name(),
         }
     }
 
     /// The test's name in the study's form: `rr1c-200x1000--50`; a protocol other
-    /// than TCP is appended: `rr1c-1x1--50--udp`.
+    /// than TCP is appended: `rr1c-1x1--50--udp`, and a UDP stream's pace to its
+    /// workload: `str-readx1400@100m--1--udp`.
     pub fn name(&self) -> String {
         match self.protocol {
-            Protocol::Tcp => format!("{}--{}", self.workload.name(), self.users),
-            p => format!("{}--{}--{}", self.workload.name(), self.users, p),
+            Protocol::Tcp => format!("{}--{}", self.workload_name(), self.users),
+            p => format!("{}--{}--{}", self.workload_name(), self.users, p),
         }
     }
 
@@ -189,9 +218,12 @@ impl TestSpec {
                         e.response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
                     }
                 }
+                Workload::Stream { message, .. } => {
+                    message.check_range("UDP message", 1, MAX_UDP_PAYLOAD)?;
+                }
                 other => {
                     return Err(WorkloadError::Invalid(format!(
-                    "workload {} cannot run over udp: udp carries request/response (rr, mix) only",
+                    "workload {} cannot run over udp: udp carries request/response (rr, mix) and streams",
                     other.name()
                 )))
                 }
@@ -200,6 +232,21 @@ impl TestSpec {
                 return Err(WorkloadError::Invalid(
                     "udp timeout must be longer than zero".into(),
                 ));
+            }
+        }
+        if let Some(r) = self.rate {
+            if !self.is_udp_stream() {
+                return Err(WorkloadError::Invalid(format!(
+                    "--rate paces UDP streams (stream-up, stream-down, stream-bidir over --protocol udp); \
+                     {} over {} is not one",
+                    self.workload.name(),
+                    self.protocol
+                )));
+            }
+            if r > crate::MAX_RATE {
+                return Err(WorkloadError::Invalid(format!(
+                    "rate {r} is faster than 1 Tbit/s per user"
+                )));
             }
         }
         if let Some(cc) = &self.socket.cc {
@@ -324,10 +371,57 @@ mod tests {
     }
 
     #[test]
-    fn udp_carries_rr_only_within_datagram_size() {
+    fn udp_carries_rr_and_streams_within_datagram_size() {
         assert!(spec("rr1c-200x1000", Protocol::Udp, 1).validate().is_ok());
-        assert!(spec("str-readx30k", Protocol::Udp, 1).validate().is_err());
+        assert!(spec("stream-up:1400", Protocol::Udp, 1).validate().is_ok());
+        assert!(spec("stream-bidir:63k", Protocol::Udp, 1)
+            .validate()
+            .is_ok());
+        let e = spec("str-readx64k", Protocol::Udp, 1)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("UDP message must be between 1 and 65483"), "{e}");
         assert!(spec("rr:200x64k", Protocol::Udp, 1).validate().is_err());
+        assert!(spec("crr:1x1", Protocol::Udp, 1).validate().is_err());
+    }
+
+    #[test]
+    fn a_rate_paces_udp_streams_only() {
+        let mut s = spec("stream-up:1400", Protocol::Udp, 2);
+        assert_eq!(s.stream_rate(), Some(DEFAULT_UDP_RATE), "iperf3's default");
+        assert_eq!(s.name(), "str-readx1400@1m--2--udp");
+        s.rate = Some("100m".parse().unwrap());
+        assert!(s.validate().is_ok());
+        assert_eq!(s.name(), "str-readx1400@100m--2--udp");
+        s.rate = Some(BitRate(0));
+        assert_eq!(s.name(), "str-readx1400@max--2--udp");
+        assert_eq!(s.workload_name(), "str-readx1400@max");
+        for (w, p) in [
+            ("stream-up:1400", Protocol::Tcp),
+            ("rr1c-1x1", Protocol::Udp),
+        ] {
+            let mut s = spec(w, p, 1);
+            assert_eq!(s.stream_rate(), None);
+            s.rate = Some(BitRate(1000));
+            let e = s.validate().unwrap_err().to_string();
+            assert!(e.contains("--rate paces UDP streams"), "{e}");
+        }
+        let mut s = spec("stream-down:1k", Protocol::Udp, 1);
+        s.rate = Some(BitRate(crate::MAX_RATE.0 + 1));
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn specs_without_a_rate_serialise_as_before() {
+        let s = spec("rr1c-1x1", Protocol::Udp, 1);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("rate"), "{json}");
+        let mut u = spec("stream-up:1400", Protocol::Udp, 1);
+        u.rate = Some(BitRate(100_000_000));
+        let json = serde_json::to_value(&u).unwrap();
+        assert_eq!(json["rate"], 100_000_000);
+        assert_eq!(serde_json::from_value::<TestSpec>(json).unwrap(), u);
     }
 
     #[test]

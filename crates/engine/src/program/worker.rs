@@ -1101,6 +1101,7 @@ fn datagram(buf: &mut [u8], tag: u32, user: u32, conn: usize, seq: u64, len: u64
         tag,
         flow: user,
         seq: ((conn as u64) << 48) | (seq & ((1 << 48) - 1)),
+        sent_ns: 0,
     };
     if let Some(h) = buf.first_chunk_mut::<UDP_HEADER_LEN>() {
         header.encode(h);
