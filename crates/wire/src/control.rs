@@ -633,9 +633,80 @@ mod tests {
                 placement: placement.clone(),
             });
         }
+        msgs.push(ClientMessage::Test {
+            spec: udp_stream_spec(),
+            placement: placement.clone(),
+        });
         for m in &msgs {
             client_round_trip(m);
         }
+    }
+
+    fn udp_stream_spec() -> TestSpec {
+        let mut s = TestSpec::new(
+            "stream-bidir:1400".parse().unwrap(),
+            Protocol::Udp,
+            4,
+            Duration::from_secs(10),
+        );
+        s.rate = Some(linkperf_workload::BitRate(100_000_000));
+        s
+    }
+
+    #[test]
+    fn golden_udp_stream_test() {
+        let m = ClientMessage::Test {
+            spec: udp_stream_spec(),
+            placement: Placement::with_threads(1),
+        };
+        assert_eq!(
+            String::from_utf8(unframe(&encode_client(&m))).unwrap(),
+            r#"{"type":"test","spec":{"workload":{"kind":"stream","message":1400,"direction":"bidir"},"protocol":"udp","users":4,"duration":{"secs":10,"nanos":0},"warmup":{"secs":1,"nanos":0},"socket":{"nodelay":null,"sndbuf":null,"rcvbuf":null,"cc":null,"mss":null},"udp_timeout":{"secs":0,"nanos":250000000},"rate":100000000},"placement":{"threads":1,"affinity":null,"busy_poll":false}}"#
+        );
+    }
+
+    #[test]
+    fn golden_udp_stream_results() {
+        let mut r = report(1, 0);
+        r.intervals[0] = Interval {
+            start_s: 0.0,
+            length_s: 1.0,
+            tx_bytes: 0,
+            rx_bytes: 1400,
+            transactions: 1,
+            datagrams: Some(1),
+            expected: Some(2),
+            jitter_us: Some(3.5),
+        };
+        r.udp = Some(linkperf_metrics::DatagramCounts {
+            sent: 7,
+            received: 1,
+            expected: 2,
+            out_of_order: 3,
+            duplicates: 4,
+            late: 5,
+            jitter_us: Some(3.5),
+            jitter_flows: 1,
+        });
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["intervals"][0],
+            serde_json::json!({"start_s": 0.0, "length_s": 1.0, "tx_bytes": 0, "rx_bytes": 1400,
+                "transactions": 1, "datagrams": 1, "expected": 2, "jitter_us": 3.5})
+        );
+        assert_eq!(
+            json["udp"],
+            serde_json::json!({"sent": 7, "received": 1, "expected": 2, "out_of_order": 3,
+                "duplicates": 4, "late": 5, "jitter_us": 3.5, "jitter_flows": 1})
+        );
+        server_round_trip(&ServerMessage::Results {
+            report: r,
+            environment: environment(),
+        });
+        // Other runs' reports say nothing of datagrams, as before.
+        let plain = serde_json::to_value(report(1, 0)).unwrap();
+        assert!(plain.get("udp").is_none());
+        assert!(plain["intervals"][0].get("datagrams").is_none());
     }
 
     #[test]
