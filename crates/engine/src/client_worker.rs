@@ -122,6 +122,9 @@ pub(crate) struct Worker {
     registering: Vec<usize>,
     /// The origin of this worker's clock for jitter (arrival times).
     clock0: Instant,
+    /// Whether its UDP streams send runs of datagrams in one call (until the
+    /// kernel refuses one).
+    udp_runs: bool,
 }
 
 fn new_logic(spec: &TestSpec, flow: u32, tag: u32) -> Logic {
@@ -228,6 +231,7 @@ impl Worker {
             spec,
             registering: Vec::new(),
             clock0: Instant::now(),
+            udp_runs: true,
         }
     }
 
@@ -457,6 +461,10 @@ impl Worker {
                     Interest::READABLE
                 };
                 self.poll.registry().register(&mut s, token, interest)?;
+                if stream {
+                    // Runs of datagrams in one read, where the kernel has them so.
+                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                }
                 if self.socket.is_none() {
                     self.socket = Some(SocketFacts::read(
                         s.as_raw_fd(),

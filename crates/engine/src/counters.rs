@@ -146,10 +146,11 @@ impl Counters {
         Some(idx)
     }
 
-    /// A UDP stream's datagram went at `now` (its bytes are counted by [`Counters::tx`]).
-    pub fn datagram_sent(&mut self, now: Instant) {
+    /// `n` of a UDP stream's datagrams went at `now` (their bytes are
+    /// counted by [`Counters::tx`]).
+    pub fn datagram_sent(&mut self, now: Instant, n: u64) {
         let k = self.second(now);
-        self.datagrams.sent(k);
+        self.datagrams.sent(k, n);
     }
 
     /// A UDP stream's datagram arrived at `now` for the flow in `slot`, as

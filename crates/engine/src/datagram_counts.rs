@@ -49,11 +49,11 @@ impl DatagramCounters {
         self.seconds = vec![Second::default(); seconds];
     }
 
-    /// A datagram was sent; `second` is its second of the window, if inside it.
-    pub(crate) fn sent(&mut self, second: Option<usize>) {
+    /// `n` datagrams were sent; `second` is their second of the window, if inside it.
+    pub(crate) fn sent(&mut self, second: Option<usize>, n: u64) {
         self.active = true;
         if second.is_some() {
-            self.window.sent += 1;
+            self.window.sent += n;
         }
     }
 
@@ -186,8 +186,8 @@ mod tests {
             ..Arrival::default()
         };
         c.received(1, &dup, 7000.0, Some(1));
-        c.sent(Some(1));
-        c.sent(None);
+        c.sent(Some(1), 1);
+        c.sent(None, 1);
         assert_eq!(
             c.second(0),
             Some((3, 3, Some(5.0))),
@@ -216,7 +216,7 @@ mod tests {
     fn a_sender_reports_what_it_sent_only() {
         let mut c = DatagramCounters::default();
         c.set_seconds(1);
-        c.sent(Some(0));
+        c.sent(Some(0), 1);
         let r = c.report().unwrap();
         assert_eq!((r.sent, r.received, r.jitter_us), (1, 0, None));
         assert_eq!(c.second(0), None, "its intervals say nothing of datagrams");

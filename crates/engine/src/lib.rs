@@ -9,6 +9,7 @@ mod client;
 mod client_worker;
 mod counters;
 mod datagram_counts;
+mod datagram_io;
 mod error;
 pub mod flow;
 pub mod live;
@@ -20,6 +21,7 @@ mod signals;
 mod stream_io;
 mod transport;
 pub mod udp_stream;
+mod udp_stream_io;
 mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};

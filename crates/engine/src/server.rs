@@ -181,6 +181,10 @@ impl ServerTest {
                 }
                 Protocol::Udp => {
                     let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                    if cfg.spec.is_udp_stream() {
+                        // Runs of datagrams in one read, where the kernel has them so.
+                        crate::datagram_io::receive_runs(s.as_raw_fd());
+                    }
                     udp.push(s.local_addr().map_err(setup)?);
                     sources.push(Source::Udp(s));
                 }

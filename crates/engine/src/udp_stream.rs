@@ -75,17 +75,33 @@ impl Pacer {
     pub fn sent(&mut self, payload: u64) {
         self.sent_bits += u128::from(payload) * 8;
     }
+
+    /// How many datagrams of `payload` bytes are due at `now`, at most `max`
+    /// (after [`Pacer::may_send`]'s catch-up limit).
+    pub fn due_now(&mut self, now: Instant, payload: u64, max: u64) -> u64 {
+        if !self.may_send(now) {
+            return 0;
+        }
+        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
+        let allowed_bits = elapsed * u128::from(self.rate) / 1_000_000_000;
+        let bits = (u128::from(payload) * 8).max(1);
+        let due = allowed_bits.saturating_sub(self.sent_bits) / bits + 1;
+        u64::try_from(due).unwrap_or(u64::MAX).min(max)
+    }
 }
 
 /// What the sender wants next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TxWant {
-    /// Send a datagram with this header and `payload` bytes after it.
+    /// Send `count` datagrams of `payload` bytes each, the first with this
+    /// header and each next one numbered one more.
     Send {
-        /// Its header.
+        /// The first one's header.
         header: UdpHeader,
-        /// Its payload bytes.
+        /// Payload bytes of each.
         payload: usize,
+        /// How many are due (at least 1).
+        count: usize,
     },
     /// Nothing before this time.
     Wait(Instant),
@@ -140,20 +156,30 @@ impl DatagramTx {
         }
     }
 
-    /// What to do at `now`.
+    /// What to do at `now`: one datagram at a time.
     pub fn want(&mut self, now: Instant) -> TxWant {
+        self.want_run(now, 1)
+    }
+
+    /// What to do at `now`, with up to `max` datagrams at once when that
+    /// many are due (all of them, unpaced).
+    pub fn want_run(&mut self, now: Instant, max: usize) -> TxWant {
         if self.done {
             return TxWant::Done;
         }
         if !self.running {
             return TxWant::Idle;
         }
-        if let Some(p) = &mut self.pacer {
-            if !p.may_send(now) {
-                return TxWant::Wait(p.due());
-            }
-        }
+        let max = max.max(1);
+        let count = match &mut self.pacer {
+            Some(p) => match p.due_now(now, self.message as u64, max as u64) {
+                0 => return TxWant::Wait(p.due()),
+                n => usize::try_from(n).unwrap_or(max),
+            },
+            None => max,
+        };
         TxWant::Send {
+            count,
             header: UdpHeader {
                 tag: self.tag,
                 flow: self.flow,
@@ -164,12 +190,13 @@ impl DatagramTx {
         }
     }
 
-    /// The datagram [`DatagramTx::want`] asked for went at `now`; returns the
-    /// time since the previous one. The sender stops after it if `stop`.
-    pub fn sent(&mut self, now: Instant, stop: bool) -> Duration {
-        self.seq += 1;
+    /// The first `n` of the datagrams [`DatagramTx::want_run`] asked for
+    /// went at `now`; returns the time since the previous send. The sender
+    /// stops after them if `stop`.
+    pub fn sent(&mut self, now: Instant, n: usize, stop: bool) -> Duration {
+        self.seq += n as u64;
         if let Some(p) = &mut self.pacer {
-            p.sent(self.message as u64);
+            p.sent(self.message as u64 * n as u64);
         }
         let since = self
             .last_sent
@@ -191,6 +218,11 @@ impl DatagramTx {
     /// True once stopped.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+
+    /// Payload bytes of each datagram.
+    pub fn message(&self) -> usize {
+        self.message
     }
 }
 
@@ -575,6 +607,19 @@ mod tests {
     }
 
     #[test]
+    fn the_pacer_counts_what_is_due() {
+        let t0 = Instant::now();
+        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        assert_eq!(p.due_now(t0, 1000, 64), 1);
+        p.sent(1000);
+        assert_eq!(p.due_now(t0 + Duration::from_micros(999), 1000, 64), 0);
+        assert_eq!(p.due_now(t0 + Duration::from_micros(3500), 1000, 64), 3);
+        assert_eq!(p.due_now(t0 + Duration::from_micros(3500), 1000, 2), 2);
+        // Far behind: at most the catch-up's worth.
+        assert_eq!(p.due_now(t0 + Duration::from_secs(1), 1000, 64), 11);
+    }
+
+    #[test]
     fn a_pacer_far_behind_gives_the_lag_up() {
         let t0 = Instant::now();
         let mut p = Pacer::new(BitRate(8_000_000), t0);
@@ -608,9 +653,15 @@ mod tests {
         assert_eq!(tx.want(t0), TxWant::Idle);
         tx.start(t0);
         let now = t0 + Duration::from_micros(20);
-        let TxWant::Send { header, payload } = tx.want(now) else {
+        let TxWant::Send {
+            header,
+            payload,
+            count,
+        } = tx.want_run(now, 10)
+        else {
             panic!("the first datagram goes at once")
         };
+        assert_eq!(count, 1, "one is due");
         assert_eq!(
             header,
             UdpHeader {
@@ -621,25 +672,33 @@ mod tests {
             }
         );
         assert_eq!(payload, 1000);
-        tx.sent(now, false);
+        tx.sent(now, 1, false);
         assert_eq!(tx.want(now), TxWant::Wait(t0 + Duration::from_millis(1)));
         let later = t0 + Duration::from_millis(1);
         let TxWant::Send { header, .. } = tx.want(later) else {
             panic!("due")
         };
         assert_eq!(header.seq, 1);
-        assert_eq!(tx.sent(later, true), later - now);
+        // 3.5 ms later three are due: a run of three.
+        let TxWant::Send { header, count, .. } =
+            tx.want_run(later + Duration::from_micros(2500), 10)
+        else {
+            panic!("due")
+        };
+        assert_eq!((header.seq, count), (1, 3));
+        assert_eq!(tx.sent(later, 1, true), later - now);
+        assert_eq!(tx.message(), 1000);
         assert_eq!(tx.want(later), TxWant::Done);
         assert!(tx.is_done());
         // Unpaced: always due.
         let mut tx = DatagramTx::new(1, 0, 10, BitRate(0));
         tx.start(t0);
         for s in 0..100 {
-            let TxWant::Send { header, .. } = tx.want(t0) else {
+            let TxWant::Send { header, count, .. } = tx.want_run(t0, 7) else {
                 panic!("unpaced")
             };
-            assert_eq!(header.seq, s);
-            tx.sent(t0, false);
+            assert_eq!((header.seq, count), (s * 7, 7), "always a full run");
+            tx.sent(t0, 7, false);
         }
     }
 }

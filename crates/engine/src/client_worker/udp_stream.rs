@@ -11,15 +11,13 @@ use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use super::{Io, Logic, Stage, Worker};
 use crate::schedule::{Phase, Schedule};
-use crate::udp_stream::{datagram, nanos_since, registration, TxWant};
+use crate::udp_stream::{nanos_since, registration};
+use crate::udp_stream_io::{receive_due, send_due, Got, Out, Sent};
 
 /// How long a registration waits for its answer before it is sent again.
 const REGISTER_RETRY: Duration = Duration::from_millis(100);
 /// How long a flow tries to register before the test fails.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(5);
-/// Most payload bytes one drive moves each way before the worker goes on to
-/// its other flows (as a TCP stream's drive).
-const DRIVE_BUDGET: usize = 1024 * 1024;
 
 impl Worker {
     /// Sends flow `i`'s registration; its first at `now` starts its clock.
@@ -125,79 +123,44 @@ impl Worker {
         let (Logic::UdpStream(h), Some(sock)) = (&mut f.logic, f.udp.as_ref()) else {
             return Io::Blocked;
         };
-        let mut again = false;
-        let mut budget = DRIVE_BUDGET;
-        loop {
-            if budget == 0 {
-                again = true;
-                break;
+        let counters = &mut self.counters;
+        let got = receive_due(sock, &mut self.bufs.read, |d, _| {
+            let Ok(hd) = UdpHeader::decode(d) else {
+                return;
+            };
+            // A late answer to a registration sent twice carries no payload.
+            if hd.tag != tag || hd.flow != id || d.len() == UDP_HEADER_LEN {
+                return;
             }
-            match sock.recv(&mut self.bufs.read) {
-                Ok(k) => {
-                    budget = budget.saturating_sub(k);
-                    let Ok(hd) = UdpHeader::decode(&self.bufs.read[..k]) else {
-                        continue;
-                    };
-                    // A late answer to a registration sent twice carries no payload.
-                    if hd.tag != tag || hd.flow != id || k == UDP_HEADER_LEN {
-                        continue;
-                    }
-                    let now = Instant::now();
-                    let clock = nanos_since(clock0, now);
-                    h.received(&hd, k - UDP_HEADER_LEN, now, clock, &mut self.counters, i);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // The server's port went away (an ICMP error): its report will say.
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                Err(e) => return Io::Failed(e),
-            }
-        }
+            let now = Instant::now();
+            let clock = nanos_since(clock0, now);
+            h.received(&hd, d.len() - UDP_HEADER_LEN, now, clock, counters, i);
+        });
+        let mut again = match got {
+            Got::Drained => false,
+            Got::Again => true,
+            Got::Failed(e) => return Io::Failed(e),
+        };
         let over = schedule.phase(Instant::now()) >= Phase::Draining;
         if let Some(tx) = &mut h.tx {
             if over {
                 tx.finish();
             }
-            let mut budget = DRIVE_BUDGET;
-            loop {
-                if budget == 0 {
-                    again = true;
-                    break;
-                }
-                let now = Instant::now();
-                match tx.want(now) {
-                    TxWant::Send { header, payload } => {
-                        let Some(d) = datagram(&mut self.bufs.datagram, &header, payload) else {
-                            return Io::Failed(io::Error::new(
-                                io::ErrorKind::InvalidInput,
-                                "message larger than a datagram",
-                            ));
-                        };
-                        match sock.send(d) {
-                            Ok(_) => {
-                                budget = budget.saturating_sub(d.len());
-                                let took = tx.sent(now, false);
-                                self.counters.tx(i, payload, now);
-                                self.counters.datagram_sent(now);
-                                self.counters.transactions(i, 1, took, now);
-                            }
-                            // Room in the socket buffer raises a writable edge.
-                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            // An ICMP error of an earlier datagram; this one goes next.
-                            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                            Err(e) => return Io::Failed(e),
-                        }
+            let mut out = Out {
+                sock,
+                to: None,
+                runs: &mut self.udp_runs,
+            };
+            match send_due(tx, &mut out, &mut self.bufs.datagram, &mut self.counters, i) {
+                Sent::Waiting(at) => {
+                    if h.armed.is_none_or(|a| at < a) {
+                        h.armed = Some(at);
+                        self.timers.push(Reverse((at, i, seq)));
                     }
-                    TxWant::Wait(at) => {
-                        if h.armed.is_none_or(|a| at < a) {
-                            h.armed = Some(at);
-                            self.timers.push(Reverse((at, i, seq)));
-                        }
-                        break;
-                    }
-                    TxWant::Idle | TxWant::Done => break,
                 }
+                Sent::Again => again = true,
+                Sent::Blocked | Sent::Idle => {}
+                Sent::Failed(e) => return Io::Failed(e),
             }
         }
         if over {

@@ -9,7 +9,6 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -19,11 +18,9 @@ use linkperf_workload::Workload;
 
 use super::{Source, Worker};
 use crate::schedule::Phase;
-use crate::udp_stream::{datagram, nanos_since, TxWant, UdpStreamHalves};
+use crate::udp_stream::{nanos_since, UdpStreamHalves};
+use crate::udp_stream_io::{receive_due, send_due, Got, Out, Sent};
 use crate::worker::SocketFacts;
-
-/// Most payload bytes one turn moves each way before the worker goes on.
-const DRIVE_BUDGET: usize = 1024 * 1024;
 
 /// One registered flow.
 #[derive(Debug)]
@@ -31,6 +28,10 @@ struct UdpFlow {
     /// Where its datagrams go (where its registration came from).
     addr: SocketAddr,
     halves: UdpStreamHalves,
+    /// Its flow (user).
+    flow: u32,
+    /// Counted among the worker's connections.
+    counted: bool,
 }
 
 /// A worker's UDP stream flows, by counting slot.
@@ -44,6 +45,9 @@ pub(super) struct UdpStreams {
     blocked: Vec<usize>,
     /// The origin of this worker's clock for jitter (arrival times).
     clock0: Instant,
+    /// Whether senders send runs of datagrams in one call (until the kernel
+    /// refuses one).
+    runs: bool,
 }
 
 impl Default for UdpStreams {
@@ -54,6 +58,7 @@ impl Default for UdpStreams {
             again: Vec::new(),
             blocked: Vec::new(),
             clock0: Instant::now(),
+            runs: true,
         }
     }
 }
@@ -78,50 +83,53 @@ impl Worker {
         let Some(rate) = self.spec.stream_rate() else {
             return;
         };
-        let mut budget = DRIVE_BUDGET;
-        loop {
-            let Source::Udp(sock) = &self.source else {
+        let Source::Udp(sock) = &self.source else {
+            return;
+        };
+        if self.socket.is_none() {
+            self.socket = Some(SocketFacts::read(
+                sock.as_raw_fd(),
+                sock.local_addr().ok().map(|a| a.ip()),
+                false,
+            ));
+        }
+        let started = self.schedule.is_some();
+        let peer = self.udp_peer;
+        let (users, workers, index) = (self.spec.users, self.workers.max(1), self.index);
+        let mine = |flow: u32| flow < users && flow as usize % workers == index;
+        let (slots, open, counters, udp) = (
+            &mut self.slots,
+            &mut self.open,
+            &mut self.counters,
+            &mut self.udp,
+        );
+        let mut registered = Vec::new();
+        let got = receive_due(sock, &mut self.bufs.read, |d, from| {
+            let Some(from) = from.filter(|f| crate::transport::answers(peer, f.ip())) else {
                 return;
             };
-            if budget == 0 {
-                // Come back after the other work of this turn.
-                self.udp.again.push(usize::MAX);
+            let Ok(h) = UdpHeader::decode(d) else {
                 return;
-            }
-            let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
-                Ok(r) => r,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => continue,
             };
-            budget = budget.saturating_sub(n);
-            if !crate::transport::answers(self.udp_peer, from.ip()) {
-                continue;
-            }
-            let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
-                continue;
-            };
-            if h.tag != tag || !self.flow_is_mine(h.flow) {
-                continue;
+            if h.tag != tag || !mine(h.flow) {
+                return;
             }
             let now = Instant::now();
-            if n == UDP_HEADER_LEN {
+            if d.len() == UDP_HEADER_LEN {
                 // A registration: the flow's slot and address, and the answer.
-                let slot = match self.slots.get(&h.flow) {
+                let slot = match slots.get(&h.flow) {
                     Some(&s) => s,
                     None => {
-                        self.connections += 1;
-                        let s = self.counters.add_flow(h.flow);
-                        self.slots.insert(h.flow, s);
-                        self.open.push(true);
+                        let s = counters.add_flow(h.flow);
+                        slots.insert(h.flow, s);
+                        open.push(true);
                         s
                     }
                 };
-                if self.udp.flows.len() <= slot {
-                    self.udp.flows.resize_with(slot + 1, || None);
+                if udp.flows.len() <= slot {
+                    udp.flows.resize_with(slot + 1, || None);
                 }
-                let started = self.schedule.is_some();
-                let f = self.udp.flows[slot].get_or_insert_with(|| UdpFlow {
+                let f = udp.flows[slot].get_or_insert_with(|| UdpFlow {
                     addr: from,
                     halves: UdpStreamHalves::for_side(
                         tag,
@@ -131,33 +139,41 @@ impl Worker {
                         rate,
                         false,
                     ),
+                    flow: h.flow,
+                    counted: false,
                 });
                 f.addr = from;
                 if started {
                     f.halves.start(now);
                 }
-                let _ = sock.send_to(&self.bufs.read[..n], from);
-                if self.socket.is_none() {
-                    self.socket = Some(SocketFacts::read(
-                        sock.as_raw_fd(),
-                        sock.local_addr().ok().map(|a| a.ip()),
-                        false,
-                    ));
-                }
-                if started {
-                    self.send_udp(slot);
-                }
-                continue;
+                let _ = sock.send_to(d, from);
+                registered.push(slot);
+                return;
             }
-            let Some(&slot) = self.slots.get(&h.flow) else {
-                continue; // never registered
+            let Some(&slot) = slots.get(&h.flow) else {
+                return; // never registered
             };
-            let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) else {
-                continue;
+            let Some(f) = udp.flows.get_mut(slot).and_then(Option::as_mut) else {
+                return;
             };
-            let clock = nanos_since(self.udp.clock0, now);
+            let clock = nanos_since(udp.clock0, now);
             f.halves
-                .received(&h, n - UDP_HEADER_LEN, now, clock, &mut self.counters, slot);
+                .received(&h, d.len() - UDP_HEADER_LEN, now, clock, counters, slot);
+        });
+        for slot in registered {
+            // A flow counts as one connection, once.
+            if let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) {
+                if !std::mem::replace(&mut f.counted, true) {
+                    self.connections += 1;
+                }
+            }
+            if started {
+                self.send_udp(slot);
+            }
+        }
+        if let Got::Again = got {
+            // Come back after the other work of this turn.
+            self.udp.again.push(usize::MAX);
         }
     }
 
@@ -222,53 +238,35 @@ impl Worker {
         if schedule.phase(Instant::now()) >= Phase::Draining {
             tx.finish();
         }
-        let mut budget = DRIVE_BUDGET;
-        loop {
-            if budget == 0 {
-                self.udp.again.push(slot);
-                return;
+        let mut out = Out {
+            sock,
+            to: Some(f.addr),
+            runs: &mut self.udp.runs,
+        };
+        match send_due(
+            tx,
+            &mut out,
+            &mut self.bufs.datagram,
+            &mut self.counters,
+            slot,
+        ) {
+            Sent::Waiting(at) => {
+                if f.halves.armed.is_none_or(|a| at < a) {
+                    f.halves.armed = Some(at);
+                    self.udp.timers.push(Reverse((at, slot)));
+                }
             }
-            let now = Instant::now();
-            match tx.want(now) {
-                TxWant::Send { header, payload } => {
-                    let Some(d) = datagram(&mut self.bufs.datagram, &header, payload) else {
-                        tx.finish();
-                        return;
-                    };
-                    match sock.send_to(d, f.addr) {
-                        Ok(_) => {
-                            budget = budget.saturating_sub(d.len());
-                            let took = tx.sent(now, false);
-                            self.counters.tx(slot, payload, now);
-                            self.counters.datagram_sent(now);
-                            self.counters.transactions(slot, 1, took, now);
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            self.udp.blocked.push(slot);
-                            return;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        // An ICMP error of an earlier datagram (the client's
-                        // port is gone, or not yet there): its report will say.
-                        Err(_) => {
-                            let id = header.flow;
-                            self.counters
-                                .error(now, || format!("flow {id}: a datagram could not be sent"));
-                            // Not again at once.
-                            let at = now + Duration::from_millis(1);
-                            self.udp.timers.push(Reverse((at, slot)));
-                            return;
-                        }
-                    }
-                }
-                TxWant::Wait(at) => {
-                    if f.halves.armed.is_none_or(|a| at < a) {
-                        f.halves.armed = Some(at);
-                        self.udp.timers.push(Reverse((at, slot)));
-                    }
-                    return;
-                }
-                TxWant::Idle | TxWant::Done => return,
+            Sent::Again => self.udp.again.push(slot),
+            Sent::Blocked => self.udp.blocked.push(slot),
+            Sent::Idle => {}
+            Sent::Failed(e) => {
+                // Not again at once: the other side's report will say.
+                let now = Instant::now();
+                let id = f.flow;
+                self.counters
+                    .error(now, || format!("flow {id}: sending failed: {e}"));
+                let at = now + Duration::from_millis(1);
+                self.udp.timers.push(Reverse((at, slot)));
             }
         }
     }
