@@ -7,6 +7,7 @@ set -euo pipefail
 wanted=(
   iproute2:ip
   iproute2:tc
+  ethtool:ethtool
   iperf3:iperf3
   sockperf:sockperf
   procps:ps

@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_workload::{BitRate, Bytes, CpuList, Protocol, Workload};
+use linkperf_workload::{BitsPerSecond, Bytes, CpuList, Protocol, Workload};
 
 /// Default control port of `linkperf serve`.
 pub const DEFAULT_PORT: u16 = 7410;
@@ -65,8 +65,8 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
     s.parse::<Protocol>().map_err(|e| e.to_string())
 }
 
-fn parse_rate(s: &str) -> Result<BitRate, String> {
-    s.parse::<BitRate>().map_err(|e| e.to_string())
+fn parse_rate(s: &str) -> Result<BitsPerSecond, String> {
+    linkperf_workload::parse_udp_rate(s).map_err(|e| e.to_string())
 }
 
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
@@ -202,6 +202,9 @@ pub struct RunArgs {
     pub target: TargetArgs,
     /// Run against a stock iperf3 server (`iperf3 -s`) at HOST[:PORT] (port 5201
     /// unless given) instead of a linkperf server; stream workloads only.
+    // clap prints this comment as the option's help, brackets and all: they
+    // are not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
     pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
@@ -227,7 +230,7 @@ pub struct RunArgs {
     /// UDP streams: each user's pace in bits per second, as iperf3's -b (100m = 100,000,000
     /// bit/s; k, m, g are powers of 1000); 0: as fast as the socket takes (default: 1m).
     #[arg(long, value_parser = parse_rate)]
-    pub rate: Option<BitRate>,
+    pub rate: Option<BitsPerSecond>,
     /// Concurrent users, each a flow with its own connection.
     #[arg(long, short, default_value_t = 1)]
     pub users: u32,
@@ -270,9 +273,32 @@ pub struct RunArgs {
     /// Write the results document (JSON) to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// A line every D while the test runs, as the client sees it: what it sent and received,
+    /// transactions/s and transaction time (request/response), retransmits (TCP), loss (UDP);
+    /// the warm-up's seconds marked. Whole seconds (1s, 2s, or a bare number; 0 for none).
+    /// Default: 1s when the lines go to a terminal, none otherwise.
+    #[arg(long, value_name = "D", value_parser = parse_interval)]
+    pub interval: Option<u32>,
+    /// Write the test as JSON lines while it runs (start, one interval per second, end;
+    /// docs/results-schema.md) to FILE, or with `-` to standard output (the lines and the
+    /// table then go to standard error).
+    #[arg(long, value_name = "FILE|-")]
+    pub json_stream: Option<std::path::PathBuf>,
     /// Print only the results, no progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--interval D`: whole seconds, so that its lines are made of the results'
+/// per-second intervals.
+fn parse_interval(s: &str) -> Result<u32, String> {
+    let d = parse_duration(s)?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{s} is not a whole number of seconds (the lines add up the per-second intervals: 1s, 2s, ...; 0 for none)"
+        ));
+    }
+    u32::try_from(d.as_secs()).map_err(|_| format!("{s} is too long an interval"))
 }
 
 /// `linkperf suite`.
@@ -301,8 +327,24 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub label: Option<String>,
     /// Runs of every test (default: the suite's own, 1 for most).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "target_ci")]
     pub repeat: Option<u32>,
+    /// Repeat each test until the 95% confidence interval of its mean throughput is
+    /// within ± PCT % of the mean (as netperf's -i/-I), between --min-repeat and
+    /// --max-repeat runs.
+    #[arg(long, value_name = "PCT", value_parser = parse_target_ci)]
+    pub target_ci: Option<f64>,
+    /// Fewest runs of every test with --target-ci (default 3; alone: the runs of every test).
+    #[arg(long, value_name = "N", conflicts_with = "repeat")]
+    pub min_repeat: Option<u32>,
+    /// Most runs of every test with --target-ci (default 10).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "repeat",
+        requires = "target_ci"
+    )]
+    pub max_repeat: Option<u32>,
     /// Run each test's repeats back to back instead of the whole matrix once, then again.
     #[arg(long)]
     pub no_interleave: bool,
@@ -319,6 +361,10 @@ pub struct SuiteArgs {
     /// host noise is not judged here, and suspect runs are not retried.
     #[arg(long, hide = true)]
     pub shared_host: bool,
+    /// Run at most N of the runs still to do (with --resume), then stop without the
+    /// table: the lab's interleaving runs one run of each configuration in turn.
+    #[arg(long, hide = true, value_name = "N", requires = "resume")]
+    pub step: Option<usize>,
     /// The results document, rewritten atomically after every run.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
@@ -337,6 +383,15 @@ pub struct SuiteArgs {
     pub quiet: bool,
 }
 
+/// `--target-ci PCT`: a percentage strictly between 0 and 100, kept as a fraction.
+fn parse_target_ci(s: &str) -> Result<f64, String> {
+    let f = linkperf_workload::parse_percent(s)?;
+    if f <= 0.0 || f >= 1.0 {
+        return Err(format!("'{s}' is not between 0 and 100 % (exclusive)"));
+    }
+    Ok(f)
+}
+
 /// `--max-loss PCT`: a percentage, kept as a fraction.
 fn parse_max_loss(s: &str) -> Result<f64, String> {
     linkperf_workload::parse_percent(s)
@@ -345,6 +400,16 @@ fn parse_max_loss(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_whole_seconds() {
+        assert_eq!(parse_interval("1s"), Ok(1));
+        assert_eq!(parse_interval("2"), Ok(2));
+        assert_eq!(parse_interval("0"), Ok(0));
+        assert_eq!(parse_interval("1m"), Ok(60));
+        let e = parse_interval("500ms").unwrap_err();
+        assert!(e.contains("whole number of seconds"), "{e}");
+    }
 
     #[test]
     fn profile_variables_are_name_equals_value() {

@@ -28,6 +28,18 @@ use crate::UsageError;
 const SERVE_READY: Duration = Duration::from_secs(10);
 /// How often running children are checked.
 const POLL: Duration = Duration::from_millis(50);
+/// Fewest runs of every test the lab asks for, unless told otherwise.
+const LAB_MIN_REPEAT: u32 = 3;
+
+/// What one interleaved step of a configuration did.
+enum Step {
+    /// It ran a run (or its pairs did), all without failure.
+    Ran,
+    /// A pair's run failed.
+    Failed,
+    /// Its suite had nothing left to run.
+    Done,
+}
 
 /// `linkperf lab`.
 #[derive(Debug, clap::Args)]
@@ -72,9 +84,20 @@ pub struct LabRunArgs {
     /// Warmup of every test, overriding the suite's (2s, or a bare number of seconds; 0 for none).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,
-    /// Runs of every test (overrides the suite's).
-    #[arg(long)]
+    /// Runs of every test (overrides the suite's; default: --min-repeat 3).
+    #[arg(long, conflicts_with_all = ["target_ci", "min_repeat"])]
     pub repeat: Option<u32>,
+    /// Repeat each test until the 95% interval of its mean throughput is within
+    /// ± PCT % of the mean, between --min-repeat and --max-repeat runs (as `suite`).
+    #[arg(long, value_name = "PCT")]
+    pub target_ci: Option<String>,
+    /// Fewest runs of every test (default 3, so that every comparison can be judged
+    /// for significance).
+    #[arg(long, value_name = "N")]
+    pub min_repeat: Option<u32>,
+    /// Most runs of every test with --target-ci (default 10).
+    #[arg(long, value_name = "N", requires = "target_ci")]
+    pub max_repeat: Option<u32>,
     /// Run a suspect run again at once, up to N times (as `suite --retry-suspect`;
     /// with --pairs above 1 suspect runs are not retried, so that the pairs stay in step).
     #[arg(long, value_name = "N")]
@@ -91,6 +114,21 @@ pub struct LabRunArgs {
     /// Custom configurations (TOML, see docs/lab.md).
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// `interleaved` (default): every configuration up at once, each run of the suite
+    /// run on every configuration in turn, the order rotating each round (ABC, BCA, CAB),
+    /// so that the host's drift hits all alike; `sequential`: the whole suite on one
+    /// configuration, then on the next.
+    #[arg(long, value_enum, default_value_t = Order::Interleaved)]
+    pub order: Order,
+}
+
+/// How `lab run` orders its runs across configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Order {
+    /// Each run on every configuration in turn, rotating.
+    Interleaved,
+    /// One configuration's whole suite after another's.
+    Sequential,
 }
 
 /// `linkperf lab up`.
@@ -408,6 +446,18 @@ fn suite_options(a: &LabRunArgs) -> Vec<String> {
     }
     if let Some(r) = a.repeat {
         v.extend(["--repeat".into(), r.to_string()]);
+    } else {
+        // Enough runs to judge a difference: 3 at least, unless told.
+        v.extend([
+            "--min-repeat".into(),
+            a.min_repeat.unwrap_or(LAB_MIN_REPEAT).to_string(),
+        ]);
+    }
+    if let Some(t) = &a.target_ci {
+        v.extend(["--target-ci".into(), t.clone()]);
+    }
+    if let Some(m) = a.max_repeat {
+        v.extend(["--max-repeat".into(), m.to_string()]);
     }
     if let Some(r) = a.retry_suspect {
         v.extend(["--retry-suspect".into(), r.to_string()]);
@@ -430,7 +480,7 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(lab_error)?;
     let exe = std::env::current_exe().context("failed to find the linkperf executable")?;
-    check_suite(&exe, &a)?;
+    let planned_runs = check_suite(&exe, &a)?;
     let lab = preflight()?;
     std::fs::create_dir_all(&a.out)
         .map_err(|e| usage(format!("failed to create {}: {e}", a.out.display())))?;
@@ -469,50 +519,20 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         .context("failed to install the Ctrl-C handler")?;
     }
 
-    let mut done: Vec<(String, PathBuf)> = Vec::new();
-    let mut failures = 0usize;
-    for t in &topologies {
-        if interrupts.load(Ordering::Acquire) > 0 {
-            break;
+    let ctx = RunContext {
+        exe: &exe,
+        args: &a,
+        dir: &dir,
+        logs: &logs,
+        interrupts: &interrupts,
+        command_line: &command_line,
+    };
+    let (done, mut failures) = match a.order {
+        Order::Interleaved if topologies.len() > 1 => {
+            ctx.interleaved(&lab, &topologies, planned_runs)
         }
-        let name = &t.config.name;
-        eprintln!("linkperf lab: {}: bringing it up", t.describe());
-        let guard = match lab.up(t, lab.this_process()) {
-            Ok(g) => g,
-            Err(e) => {
-                failures += 1;
-                eprintln!("linkperf lab: error: failed to bring {name} up: {e}");
-                continue;
-            }
-        };
-        let ctx = RunContext {
-            exe: &exe,
-            args: &a,
-            dir: &dir,
-            logs: &logs,
-            interrupts: &interrupts,
-            command_line: &command_line,
-        };
-        let outcome = ctx.through(t);
-        if let Err(e) = guard.down() {
-            eprintln!("linkperf lab: error: failed to take {name} down: {e}");
-            failures += 1;
-        } else {
-            eprintln!("linkperf lab: {name}: taken down");
-        }
-        match outcome {
-            Ok(ok) => {
-                if !ok {
-                    failures += 1;
-                }
-                done.push((name.clone(), dir.join(format!("{name}.json"))));
-            }
-            Err(e) => {
-                failures += 1;
-                eprintln!("linkperf lab: error: {name}: {e:#}");
-            }
-        }
-    }
+        _ => ctx.sequential(&lab, &topologies),
+    };
     if interrupts.load(Ordering::Acquire) > 0 {
         eprintln!(
             "linkperf lab: interrupted; everything the lab brought up is down. Results so far are in {}",
@@ -520,7 +540,10 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    report(&exe, &dir, &done, base.as_deref())?;
+    if let Err(e) = report(&exe, &dir, &done, base.as_deref()) {
+        failures += 1;
+        eprintln!("linkperf lab: error: {e:#}");
+    }
     if failures > 0 {
         eprintln!(
             "linkperf lab: {failures} configuration(s) did not run cleanly; see above and {}",
@@ -531,9 +554,205 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+impl RunContext<'_> {
+    /// One configuration after another: each brought up, run through with the
+    /// whole suite, taken down. The configurations run and the failures.
+    fn sequential(
+        &self,
+        lab: &Lab<Host>,
+        topologies: &[Topology],
+    ) -> (Vec<(String, PathBuf)>, usize) {
+        let mut done: Vec<(String, PathBuf)> = Vec::new();
+        let mut failures = 0usize;
+        for t in topologies {
+            if self.interrupts.load(Ordering::Acquire) > 0 {
+                break;
+            }
+            let name = &t.config.name;
+            eprintln!("linkperf lab: {}: bringing it up", t.describe());
+            let guard = match lab.up(t, lab.this_process()) {
+                Ok(g) => g,
+                Err(e) => {
+                    failures += 1;
+                    eprintln!("linkperf lab: error: failed to bring {name} up: {e}");
+                    continue;
+                }
+            };
+            let outcome = self.through(t);
+            if let Err(e) = guard.down() {
+                eprintln!("linkperf lab: error: failed to take {name} down: {e}");
+                failures += 1;
+            } else {
+                eprintln!("linkperf lab: {name}: taken down");
+            }
+            match outcome {
+                Ok(ok) => {
+                    if !ok {
+                        failures += 1;
+                    }
+                    done.push((name.clone(), self.dir.join(format!("{name}.json"))));
+                }
+                Err(e) => {
+                    failures += 1;
+                    eprintln!("linkperf lab: error: {name}: {e:#}");
+                }
+            }
+        }
+        (done, failures)
+    }
+
+    /// Every configuration up at once; run `k` of the suite's order on each
+    /// configuration in turn, starting with configuration `k mod n` (ABC,
+    /// BCA, CAB, ...), so that drift over the suite's minutes lands on every
+    /// configuration alike.
+    fn interleaved(
+        &self,
+        lab: &Lab<Host>,
+        topologies: &[Topology],
+        planned_runs: usize,
+    ) -> (Vec<(String, PathBuf)>, usize) {
+        let mut failures = 0usize;
+        let mut guards = Vec::new();
+        for t in topologies {
+            eprintln!("linkperf lab: {}: bringing it up", t.describe());
+            match lab.up(t, lab.this_process()) {
+                Ok(g) => guards.push(g),
+                Err(e) => {
+                    eprintln!(
+                        "linkperf lab: error: failed to bring {} up: {e}",
+                        t.config.name
+                    );
+                    for g in guards {
+                        let _ = g.down();
+                    }
+                    return (Vec::new(), 1);
+                }
+            }
+        }
+        let mut running = Vec::new();
+        let started = (|| -> anyhow::Result<()> {
+            for t in topologies {
+                let servers = Children(
+                    t.pairs
+                        .iter()
+                        .map(|p| self.serve(&t.config.name, p))
+                        .collect::<anyhow::Result<_>>()?,
+                );
+                running.push(servers);
+            }
+            Ok(())
+        })();
+        let n = topologies.len();
+        if let Err(e) = started {
+            eprintln!("linkperf lab: error: {e:#}");
+            failures += 1;
+        } else {
+            eprintln!(
+                "linkperf lab: running suite {} through {n} configurations at once, interleaved: {planned_runs} run(s) each, every run on each configuration in turn",
+                self.args.suite
+            );
+            // With --target-ci a configuration may need fewer runs than
+            // planned: it says so, and the rounds end when all have.
+            let mut finished = vec![false; n];
+            'rounds: for k in 0..planned_runs {
+                for j in 0..n {
+                    if self.interrupts.load(Ordering::Acquire) > 0 {
+                        break 'rounds;
+                    }
+                    let c = (k + j) % n;
+                    if finished[c] {
+                        continue;
+                    }
+                    let t = &topologies[c];
+                    match self.step(t) {
+                        Ok(Step::Ran) => {}
+                        Ok(Step::Done) => finished[c] = true,
+                        Ok(Step::Failed) => failures += 1,
+                        Err(e) => {
+                            failures += 1;
+                            eprintln!("linkperf lab: error: {}: {e:#}", t.config.name);
+                        }
+                    }
+                }
+                if finished.iter().all(|f| *f) {
+                    break;
+                }
+            }
+        }
+        drop(running);
+        let mut done = Vec::new();
+        if self.interrupts.load(Ordering::Acquire) == 0 {
+            for t in topologies {
+                match self.finish(t) {
+                    Ok(()) => done.push((
+                        t.config.name.clone(),
+                        self.dir.join(format!("{}.json", t.config.name)),
+                    )),
+                    Err(e) => {
+                        failures += 1;
+                        eprintln!("linkperf lab: error: {}: {e:#}", t.config.name);
+                    }
+                }
+            }
+        }
+        for (t, g) in topologies.iter().zip(guards) {
+            if let Err(e) = g.down() {
+                eprintln!(
+                    "linkperf lab: error: failed to take {} down: {e}",
+                    t.config.name
+                );
+                failures += 1;
+            } else {
+                eprintln!("linkperf lab: {}: taken down", t.config.name);
+            }
+        }
+        (done, failures)
+    }
+
+    /// The next run of the suite through configuration `t` (its servers
+    /// running): one `linkperf suite --step 1` per pair, at once. True when
+    /// every pair's run went without failure.
+    fn step(&self, t: &Topology) -> anyhow::Result<Step> {
+        let name = &t.config.name;
+        let n = t.pairs.len() as u32;
+        let (_, files) = result_files(self.dir, name, n);
+        let mut suites = Children(Vec::new());
+        for (p, file) in t.pairs.iter().zip(&files) {
+            suites
+                .0
+                .push(self.suite_with(name, p, file, n, &["--resume", "--step", "1"])?);
+        }
+        let codes = self.wait_codes(&mut suites.0)?;
+        let done = i32::from(crate::suite::STEP_NOTHING_LEFT);
+        Ok(if codes.iter().all(|c| *c == Some(done)) {
+            Step::Done
+        } else if codes.iter().all(|c| *c == Some(0) || *c == Some(done)) {
+            Step::Ran
+        } else {
+            Step::Failed
+        })
+    }
+
+    /// After the last run: the pairs' aggregate and the link records.
+    fn finish(&self, t: &Topology) -> anyhow::Result<()> {
+        let name = &t.config.name;
+        let n = t.pairs.len() as u32;
+        let (all, files) = result_files(self.dir, name, n);
+        if let Some(missing) = files.iter().find(|f| !f.exists()) {
+            anyhow::bail!(
+                "no results were written ({}); see {}",
+                missing.display(),
+                self.logs.display()
+            );
+        }
+        self.record(t, &all, &files)
+    }
+}
+
 /// `linkperf suite SUITE --dry-run` with the user's options: a wrong suite or
 /// option is a usage error before anything is brought up.
-fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<()> {
+/// Returns how many runs the suite's order has.
+fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<usize> {
     let out = Command::new(exe)
         .args(["suite", &a.suite, "--dry-run"])
         .args(suite_options(a))
@@ -541,7 +760,17 @@ fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<()> {
         .output()
         .context("failed to run linkperf suite --dry-run")?;
     if out.status.success() {
-        return Ok(());
+        // "N tests × R run(s) = T runs, ..."
+        let text = String::from_utf8_lossy(&out.stdout);
+        return text
+            .lines()
+            .find_map(|l| {
+                let (_, rest) = l.split_once(" = ")?;
+                rest.split_whitespace().next()?.parse().ok()
+            })
+            .ok_or_else(|| {
+                anyhow::anyhow!("linkperf suite --dry-run did not say how many runs: {text}")
+            });
     }
     let err = String::from_utf8_lossy(&out.stderr);
     Err(usage(format!(
@@ -584,10 +813,10 @@ impl RunContext<'_> {
                 .map(|p| self.serve(name, p))
                 .collect::<anyhow::Result<_>>()?,
         );
-        let (all, files) = result_files(self.dir, name, n);
+        let (_, files) = result_files(self.dir, name, n);
         let mut suites = Children(Vec::new());
         for (p, file) in t.pairs.iter().zip(&files) {
-            suites.0.push(self.suite(name, p, file, n)?);
+            suites.0.push(self.suite_with(name, p, file, n, &[])?);
         }
         eprintln!(
             "linkperf lab: {name}: running suite {} over {n} pair(s)",
@@ -595,16 +824,18 @@ impl RunContext<'_> {
         );
         let ok = self.wait(&mut suites.0)?;
         drop(servers);
+        self.finish(t)?;
+        Ok(ok)
+    }
 
-        let missing: Vec<&PathBuf> = files.iter().filter(|f| !f.exists()).collect();
-        if !missing.is_empty() {
-            anyhow::bail!(
-                "no results were written ({}); see {}",
-                missing[0].display(),
-                self.logs.display()
-            );
-        }
-        if n > 1 {
+    /// The results of configuration `t`'s pairs (`files`) aggregated into
+    /// `all` when there are several, and the link recorded in each.
+    fn record(&self, t: &Topology, all: &Path, files: &[PathBuf]) -> anyhow::Result<()> {
+        let name = &t.config.name;
+        // How the configuration is, while it is still up: its links, queues
+        // (their counters after the tests), offloads and sysctls.
+        let namespaces = linkperf_lab::snapshot(&Host, t);
+        if files.len() > 1 {
             let docs = files
                 .iter()
                 .map(|f| ResultsDocument::load(f))
@@ -612,17 +843,21 @@ impl RunContext<'_> {
                 .context("failed to read a pair's results")?;
             let labels: Vec<String> = (1..=docs.len()).map(|k| format!("pair{k}")).collect();
             let agg = aggregate(name, self.command_line, &docs, &labels)?;
-            agg.save(&all)
+            agg.save(all)
                 .with_context(|| format!("failed to write {}", all.display()))?;
-            for f in &files {
-                LinkRecord::for_pair(t).add_to_file(f)?;
+            for f in files {
+                LinkRecord::for_pair(t)
+                    .with_context(self.command_line, namespaces.clone())
+                    .add_to_file(f)?;
             }
             // Their suites ran quietly into logs: each pair's figures and the sum here.
             crate::emit(&linkperf_lab::pairs_table(name, &agg, &docs))?;
         }
-        LinkRecord::for_all(t).add_to_file(&all)?;
+        LinkRecord::for_all(t)
+            .with_context(self.command_line, namespaces)
+            .add_to_file(all)?;
         eprintln!("linkperf lab: {name}: results in {}", all.display());
-        Ok(ok)
+        Ok(())
     }
 
     /// `linkperf serve` inside pair `p`'s server namespace, once it listens.
@@ -669,8 +904,16 @@ impl RunContext<'_> {
         }
     }
 
-    /// `linkperf suite` inside pair `p`'s client namespace, writing `file`.
-    fn suite(&self, name: &str, p: &Pair, file: &Path, pairs: u32) -> anyhow::Result<Child> {
+    /// `linkperf suite` inside pair `p`'s client namespace, writing `file`,
+    /// with `extra` arguments.
+    fn suite_with(
+        &self,
+        name: &str,
+        p: &Pair,
+        file: &Path,
+        pairs: u32,
+        extra: &[&str],
+    ) -> anyhow::Result<Child> {
         let label = if pairs > 1 {
             format!("{name}-pair{}", p.index)
         } else {
@@ -687,6 +930,7 @@ impl RunContext<'_> {
             label.clone(),
         ];
         args.extend(suite_options(self.args));
+        args.extend(extra.iter().map(|a| a.to_string()));
         if pairs > 1 {
             args.push("--quiet".into());
             // The pairs load one host together: each pair's host noise is the
@@ -699,7 +943,10 @@ impl RunContext<'_> {
         if pairs > 1 {
             // One log per pair: on the terminal they would interleave.
             let log = self.logs.join(format!("{label}.log"));
-            let f = File::create(&log)
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
                 .with_context(|| format!("failed to create {}", log.display()))?;
             cmd.stdout(f.try_clone()?).stderr(f);
         }
@@ -710,6 +957,11 @@ impl RunContext<'_> {
     /// Waits for every suite; forwards Ctrl-C to them once, kills them on a
     /// second. True when all exited 0.
     fn wait(&self, suites: &mut [Child]) -> anyhow::Result<bool> {
+        Ok(self.wait_codes(suites)?.iter().all(|c| *c == Some(0)))
+    }
+
+    /// [`wait`](Self::wait), with each suite's exit code (`None`: a signal).
+    fn wait_codes(&self, suites: &mut [Child]) -> anyhow::Result<Vec<Option<i32>>> {
         let mut forwarded = 0;
         let mut status = vec![None; suites.len()];
         loop {
@@ -719,7 +971,7 @@ impl RunContext<'_> {
                 }
             }
             if status.iter().all(Option::is_some) {
-                return Ok(status.iter().flatten().all(|s| s.success()));
+                return Ok(status.iter().flatten().map(|s| s.code()).collect());
             }
             let seen = self.interrupts.load(Ordering::Acquire);
             if seen > forwarded {

@@ -5,6 +5,7 @@
 mod args;
 mod compare;
 mod lab;
+mod live;
 mod plan;
 mod progress;
 mod run;

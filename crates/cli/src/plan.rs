@@ -4,7 +4,7 @@
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
-use linkperf_workload::{CpuList, Placement, Protocol, SocketOptions, TestSpec};
+use linkperf_workload::{CpuList, Placement, Protocol, SocketOptions, TestSpec, Threads};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
 
@@ -85,16 +85,14 @@ pub fn placements(
             anyhow::bail!("{what} must be between 1 and 1024, got {n}");
         }
     }
-    let threads = threads.unwrap_or_else(default_threads);
+    let threads = Threads::Count(threads.unwrap_or_else(default_threads));
     // A server elsewhere runs one worker per CPU of its own host unless told
     // otherwise; the embedded one shares this host.
-    let server_threads = server_threads.unwrap_or_else(|| {
-        if embedded {
-            default_threads()
-        } else {
-            Placement::OWN_THREADS
-        }
-    });
+    let server_threads = match server_threads {
+        Some(n) => Threads::Count(n),
+        None if embedded => Threads::Count(default_threads()),
+        None => Threads::ServerDefault,
+    };
     let affinity = o.affinity.clone().or_else(|| p.affinity.clone());
     let server_affinity = o
         .server_affinity

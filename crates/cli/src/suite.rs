@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 
 use linkperf_engine::LiveStats;
 use linkperf_results::{
-    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, Judge, ResultsDocument, RunStatus,
-    SuiteRecord, TestConfig,
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339_millis, Judge, ResultsDocument,
+    RunStatus, SuiteRecord, TestConfig,
 };
 use linkperf_session::{run_profile, run_test, ProfileRequest, RunRequest, Target};
 use linkperf_workload::{
@@ -29,6 +29,45 @@ use crate::UsageError;
 
 /// Most repeats of one test.
 const MAX_REPEAT: u32 = 1000;
+/// What `suite --step` exits with when it had nothing left to run.
+pub const STEP_NOTHING_LEFT: u8 = 3;
+
+/// Fewest runs of a test with `--target-ci`, unless told otherwise.
+const DEFAULT_MIN_REPEAT: u32 = 3;
+/// Most runs of a test with `--target-ci`, unless told otherwise.
+const DEFAULT_MAX_REPEAT: u32 = 10;
+
+/// `--target-ci`: repeat a test until its throughput's interval is narrow enough.
+#[derive(Debug, Clone, Copy)]
+struct Adaptive {
+    /// Half the interval's width, as a share of the mean.
+    target: f64,
+    /// Runs every test gets first.
+    min: u32,
+}
+
+impl Adaptive {
+    /// Whether run `run` of test `name` is still needed: always up to the
+    /// minimum; past it, only while the 95% interval of the test's mean
+    /// throughput (over its ok runs) is wider than ± the target.
+    fn needs(&self, doc: &ResultsDocument, name: &str, run: u32) -> bool {
+        if run <= self.min {
+            return true;
+        }
+        let Some(t) = doc.find_test(name) else {
+            return true;
+        };
+        let within = linkperf_results::summarize(t)
+            .and_then(|s| s.metrics.get("throughput.bytes_per_s").copied())
+            .and_then(|m| {
+                let (lo, hi) = (m.ci95_low?, m.ci95_high?);
+                (m.mean > 0.0).then(|| (hi - lo) / 2.0 / m.mean)
+            })
+            .is_some_and(|half| half <= self.target);
+        !within
+    }
+}
+
 /// Times a suspect run is run again at once, unless told otherwise.
 const DEFAULT_RETRY_SUSPECT: u32 = 2;
 /// Most retries of one suspect run.
@@ -80,7 +119,20 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .clone()
         .ok_or_else(|| usage("name a suite (see --list) or a suite file"))?;
     let suite = load_suite(&name)?.with_timing(a.duration, a.warmup);
-    let repeat = a.repeat.unwrap_or(suite.repeat);
+    // Fixed repeats, or as many as the target interval needs within bounds.
+    let (repeat, adaptive) = match a.target_ci {
+        Some(target) => {
+            let min = a.min_repeat.unwrap_or(DEFAULT_MIN_REPEAT);
+            let max = a.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
+            if min < 2 || min > max {
+                return Err(usage(format!(
+                    "--min-repeat must be at least 2 (an interval needs two runs) and at most --max-repeat ({max}), got {min}"
+                )));
+            }
+            (max, Some(Adaptive { target, min }))
+        }
+        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
+    };
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(usage(format!(
             "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
@@ -130,7 +182,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     }
     let order = run_order(suite.tests.len(), repeat, interleave);
     if a.dry_run && !a.resume {
-        crate::emit(&plan_text(&suite, repeat, interleave, &order))?;
+        crate::emit(&plan_text(&suite, repeat, interleave, &order, adaptive))?;
         return Ok(ExitCode::SUCCESS);
     }
     let record = SuiteRecord {
@@ -139,6 +191,8 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         repeat,
         interleave,
         tests: suite.tests.iter().map(SuiteTest::name).collect(),
+        target_ci: adaptive.map(|a| a.target),
+        min_repeat: adaptive.map(|a| a.min),
     };
     let label = a.label.clone().unwrap_or_else(|| suite.name.clone());
     let server_label = target_addr
@@ -176,7 +230,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             .iter()
             .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
             .sum();
-        let mut text = plan_text(&suite, repeat, interleave, &order);
+        let mut text = plan_text(&suite, repeat, interleave, &order, adaptive);
         text.push_str(&format!(
             "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
             a.out
@@ -259,9 +313,20 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     let mut suspects = 0usize;
     let mut retries = 0usize;
     let mut interrupted = false;
+    let steps = a.step.unwrap_or(usize::MAX);
+    let mut ran = 0usize;
     'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
+        if ran >= steps {
+            break;
+        }
         let test = &suite.tests[ti];
         let name = test.name();
+        // Past the fewest runs, a test runs again only while its interval
+        // is wider than the target.
+        if adaptive.is_some_and(|ad| !ad.needs(&doc, &name, run_no)) {
+            continue;
+        }
+        ran += 1;
         // A suspect run is run again at once, before the next test.
         let mut retry_of: Option<u32> = None;
         for attempt in 0..=retry_suspect {
@@ -271,7 +336,9 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             }
             let mut req = requests[ti].clone();
             req.cancel = Some(cancel.clone());
-            let live = Arc::new(LiveStats::new(req.client.threads as usize));
+            let live = Arc::new(LiveStats::new(
+                req.client.threads.count().unwrap_or(1) as usize
+            ));
             req.live = Some(live.clone());
             let traffic = test.spec.warmup + test.spec.duration;
             let head = if attempt > 0 {
@@ -279,7 +346,13 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             } else {
                 format!("{name} run {run_no}/{repeat}")
             };
-            progress.start_run(k, &head, traffic, live);
+            progress.start_run(
+                k,
+                &head,
+                traffic,
+                live,
+                crate::live::Columns::of(&test.spec),
+            );
             let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
             let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
             run.retry_of = retry_of;
@@ -323,7 +396,13 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     }
     progress.done();
     drop(daemon);
-    crate::emit(&render_summary(&doc))?;
+    if a.step.is_some() && ran == 0 && !interrupted {
+        // The lab's interleaving: this configuration has nothing left.
+        return Ok(ExitCode::from(STEP_NOTHING_LEFT));
+    }
+    if a.step.is_none() {
+        crate::emit(&render_summary(&doc))?;
+    }
     if let Some(s) = saver.as_ref().filter(|s| s.fell_back()) {
         eprintln!(
             "linkperf: the results are in {} (the save to --out failed); continue with: {}",
@@ -420,7 +499,13 @@ pub fn execute(
     match outcome {
         Ok(o) => {
             let envs = (o.client_environment.clone(), o.server_environment.clone());
-            let mut r = derive_run(index, rfc3339(o.started), &req.spec, o.client, o.server);
+            let mut r = derive_run(
+                index,
+                rfc3339_millis(o.started),
+                &req.spec,
+                o.client,
+                o.server,
+            );
             let interrupted = o.aborted || cancelled;
             if interrupted {
                 r.status = RunStatus::Aborted;
@@ -451,7 +536,7 @@ pub fn execute(
                 RunStatus::Failed
             };
             (
-                failed_run(index, rfc3339(started), status, describe(&e)),
+                failed_run(index, rfc3339_millis(started), status, describe(&e)),
                 None,
             )
         }
@@ -492,7 +577,9 @@ fn open_document(
             )));
         }
     }
-    if !a.resume {
+    // The lab's first step of a configuration starts its file.
+    let starting = a.step.is_some() && !out.exists();
+    if !a.resume || starting {
         if out.exists() {
             return Err(usage(format!(
                 "{} exists: add --resume to continue the suite recorded in it, or choose another --out",
@@ -624,21 +711,41 @@ fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::R
     }
 }
 
-fn plan_text(suite: &Suite, repeat: u32, interleave: bool, order: &[(usize, u32)]) -> String {
+fn plan_text(
+    suite: &Suite,
+    repeat: u32,
+    interleave: bool,
+    order: &[(usize, u32)],
+    adaptive: Option<Adaptive>,
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "suite {}: {}", suite.name, suite.description);
-    let _ = writeln!(
-        s,
-        "{} tests × {repeat} run(s) = {} runs, {}",
-        suite.tests.len(),
-        order.len(),
-        if interleave {
-            "interleaved (the whole matrix once, then again)"
-        } else {
-            "back to back"
+    let ordered = if interleave {
+        "interleaved (the whole matrix once, then again)"
+    } else {
+        "back to back"
+    };
+    match adaptive {
+        None => {
+            let _ = writeln!(
+                s,
+                "{} tests × {repeat} run(s) = {} runs, {ordered}",
+                suite.tests.len(),
+                order.len(),
+            );
         }
-    );
+        Some(ad) => {
+            let _ = writeln!(
+                s,
+                "{} tests × {} to {repeat} runs (each until the 95% interval of its mean throughput is within ±{:.1} %) = {} runs at most, {ordered}",
+                suite.tests.len(),
+                ad.min,
+                ad.target * 100.0,
+                order.len(),
+            );
+        }
+    }
     for t in &suite.tests {
         let spec = &t.spec;
         let _ = writeln!(

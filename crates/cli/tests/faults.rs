@@ -1974,11 +1974,22 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
     let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
     assert_eq!(code, "limit", "{message}");
     assert_eq!(message, "needs 1,026 threads, this server may use 24");
-    let (fds, threads) = fds_and_threads(pid);
-    assert!(
-        fds <= fds0 + 2 && threads <= threads0 + 1,
-        "held {fds} fds, {threads} threads"
-    );
+    // Nothing was held for it: once its session has ended (it lingers a
+    // moment to let the client read the refusal), the daemon is as it was
+    // (but for a descriptor the random source may keep open).
+    drop(c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (fds, threads) = fds_and_threads(pid);
+        if fds <= fds0 + 1 && threads <= threads0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still held: {fds} fds (from {fds0}), {threads} threads (from {threads0})"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // 1,024 users on 8 threads, 64 MiB responses, accepted and never started:
     // what it holds is charged, and is what 64 KiB responses would hold.

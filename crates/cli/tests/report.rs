@@ -139,21 +139,21 @@ fn two_real_suites_compared_end_to_end() {
             && sentence.contains(" of 4 tests, about the same in "),
         "{stdout}"
     );
-    let number = |i: usize| {
-        words[i]
-            .trim_end_matches([',', '.'])
-            .parse::<usize>()
-            .unwrap()
+    // "b is better in N of 4 tests, about the same in N, worse in N[,
+    // inconclusive in N (…)][, mixed in N (…)]." (then, on a busy host, "N
+    // suspect runs were excluded."): every count, by its word.
+    let count = |word: &str| -> usize {
+        words
+            .windows(3)
+            .find(|w| w[0] == word && w[1] == "in")
+            .map_or(0, |w| w[2].trim_end_matches([',', '.']).parse().unwrap())
     };
-    // "b is better in N of 4 tests, about the same in N, worse in N[, mixed in N …]."
-    let (better, same, worse) = (number(4), number(12), number(15));
-    // (then, on a busy host, "N suspect runs were excluded.")
-    let mixed = if words.get(16) == Some(&"mixed") {
-        number(18)
-    } else {
-        0
-    };
-    assert_eq!(better + same + worse + mixed, 4, "{sentence}");
+    let (better, same, worse) = (count("better"), count("same"), count("worse"));
+    assert_eq!(
+        better + same + worse + count("inconclusive") + count("mixed"),
+        4,
+        "{sentence}"
+    );
     assert!(stdout.contains("index.html"), "{stdout}");
 
     // Every file the issue promises.
@@ -234,9 +234,17 @@ fn two_real_suites_compared_end_to_end() {
             assert_ne!(m["method"], "threshold_only", "{m}");
             rows += 1;
         }
-        assert!(["better", "worse", "same", "mixed"].contains(&t["verdict"].as_str().unwrap()));
+        assert!(["better", "worse", "same", "inconclusive", "mixed"]
+            .contains(&t["verdict"].as_str().unwrap()));
     }
     assert_eq!(c["counts"]["better"], better);
+    // Two runs a side: the power the comparisons had is said.
+    let power = c["median_power"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&power), "{c}");
+    assert!(c["method_note"]
+        .as_str()
+        .unwrap()
+        .contains("median power of"));
     assert!(c["method_note"]
         .as_str()
         .unwrap()

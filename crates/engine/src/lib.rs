@@ -26,6 +26,7 @@ mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};
 pub use counters::Counters;
+pub use datagram_counts::SecondDatagrams;
 pub use error::EngineError;
 pub use live::LiveStats;
 pub use report::{aggregate, Aggregate};

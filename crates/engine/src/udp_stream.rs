@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
-use linkperf_workload::{BitRate, StreamDirection};
+use linkperf_workload::{BitsPerSecond, StreamDirection, UNPACED};
 
 use crate::counters::{Counters, FlowSlotId};
 
@@ -40,7 +40,7 @@ pub struct Pacer {
 
 impl Pacer {
     /// A pacer at `rate` (more than 0) from `now`.
-    pub fn new(rate: BitRate, now: Instant) -> Self {
+    pub fn new(rate: BitsPerSecond, now: Instant) -> Self {
         Pacer {
             rate: rate.0.max(1),
             origin: now,
@@ -119,7 +119,7 @@ pub struct DatagramTx {
     flow: u32,
     message: usize,
     seq: u64,
-    rate: BitRate,
+    rate: BitsPerSecond,
     pacer: Option<Pacer>,
     origin: Option<Instant>,
     last_sent: Option<Instant>,
@@ -130,7 +130,7 @@ pub struct DatagramTx {
 impl DatagramTx {
     /// A sender for flow `flow` of the session tagged `tag`, at `rate`
     /// (0: as fast as the socket takes), idle until started.
-    pub fn new(tag: u32, flow: u32, message: usize, rate: BitRate) -> Self {
+    pub fn new(tag: u32, flow: u32, message: usize, rate: BitsPerSecond) -> Self {
         DatagramTx {
             tag,
             flow,
@@ -150,7 +150,7 @@ impl DatagramTx {
         if !self.running && !self.done {
             self.running = true;
             self.origin = Some(now);
-            if !self.rate.is_unpaced() {
+            if self.rate != UNPACED {
                 self.pacer = Some(Pacer::new(self.rate, now));
             }
         }
@@ -371,7 +371,7 @@ impl UdpStreamHalves {
         flow: u32,
         message: usize,
         direction: StreamDirection,
-        rate: BitRate,
+        rate: BitsPerSecond,
         client: bool,
     ) -> Self {
         let sends = match direction {
@@ -588,7 +588,7 @@ mod tests {
     fn the_pacer_keeps_the_rate() {
         let t0 = Instant::now();
         // 8 Mbit/s, 1000-byte datagrams: one every millisecond.
-        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
         assert!(p.may_send(t0));
         p.sent(1000);
         assert_eq!(p.due(), t0 + Duration::from_millis(1));
@@ -609,7 +609,7 @@ mod tests {
     #[test]
     fn the_pacer_counts_what_is_due() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
         assert_eq!(p.due_now(t0, 1000, 64), 1);
         p.sent(1000);
         assert_eq!(p.due_now(t0 + Duration::from_micros(999), 1000, 64), 0);
@@ -622,7 +622,7 @@ mod tests {
     #[test]
     fn a_pacer_far_behind_gives_the_lag_up() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(BitRate(8_000_000), t0);
+        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
         p.sent(1000);
         // Held up for a second: at most MAX_CATCH_UP of datagrams go at once.
         let now = t0 + Duration::from_secs(1);
@@ -638,7 +638,7 @@ mod tests {
     #[test]
     fn the_pacer_is_exact_at_a_terabit() {
         let t0 = Instant::now();
-        let mut p = Pacer::new(BitRate(1_000_000_000_000), t0);
+        let mut p = Pacer::new(BitsPerSecond(1_000_000_000_000), t0);
         for _ in 0..1_000_000 {
             p.sent(1400);
         }
@@ -649,7 +649,7 @@ mod tests {
     #[test]
     fn the_sender_numbers_stamps_and_stops() {
         let t0 = Instant::now();
-        let mut tx = DatagramTx::new(0xabcd, 3, 1000, BitRate(8_000_000));
+        let mut tx = DatagramTx::new(0xabcd, 3, 1000, BitsPerSecond(8_000_000));
         assert_eq!(tx.want(t0), TxWant::Idle);
         tx.start(t0);
         let now = t0 + Duration::from_micros(20);
@@ -691,7 +691,7 @@ mod tests {
         assert_eq!(tx.want(later), TxWant::Done);
         assert!(tx.is_done());
         // Unpaced: always due.
-        let mut tx = DatagramTx::new(1, 0, 10, BitRate(0));
+        let mut tx = DatagramTx::new(1, 0, 10, BitsPerSecond(0));
         tx.start(t0);
         for s in 0..100 {
             let TxWant::Send { header, count, .. } = tx.want_run(t0, 7) else {

@@ -25,6 +25,13 @@ pub struct LinkRecord {
     pub capacity_bits_per_s: Option<f64>,
     /// The `ip` and `tc` commands that built it, in order.
     pub commands: Vec<String>,
+    /// The `linkperf lab run` command line that produced the results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lab_command_line: Vec<String>,
+    /// Every namespace as it was while the tests ran: links, queueing
+    /// disciplines and their counters, offloads, sysctls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<crate::NamespaceSnapshot>,
 }
 
 impl LinkRecord {
@@ -34,6 +41,8 @@ impl LinkRecord {
             configuration: topology.config.name.clone(),
             capacity_bits_per_s: topology.pair_capacity().map(|c| c.as_f64()),
             commands: topology.command_lines(),
+            lab_command_line: Vec::new(),
+            namespaces: Vec::new(),
         }
     }
 
@@ -43,6 +52,17 @@ impl LinkRecord {
             capacity_bits_per_s: topology.capacity().map(|c| c.as_f64()),
             ..LinkRecord::for_pair(topology)
         }
+    }
+
+    /// This record with the `lab run` command line and the namespaces as they were.
+    pub fn with_context(
+        mut self,
+        command_line: &[String],
+        namespaces: Vec<crate::NamespaceSnapshot>,
+    ) -> LinkRecord {
+        self.lab_command_line = command_line.to_vec();
+        self.namespaces = namespaces;
+        self
     }
 
     /// Sets `doc["link"]` to this record (replacing one already there).

@@ -141,7 +141,7 @@ pub fn break_even(points: &[BreakEvenPoint]) -> BreakEven {
         let better = match p.outcome {
             Outcome::Better => true,
             Outcome::Worse => false,
-            Outcome::Same => return None,
+            Outcome::Same | Outcome::Inconclusive => return None,
         };
         Some((p.users, p.relative_pct, better))
     });

@@ -14,8 +14,11 @@ pub enum Verdict {
     Better,
     /// At least one headline metric worse by more than the noise, none better.
     Worse,
-    /// Every headline metric within the noise.
+    /// Every headline metric shown to be within ± the threshold.
     Same,
+    /// No headline metric shown better or worse, and at least one not shown
+    /// the same either: the runs cannot tell.
+    Inconclusive,
     /// Some headline metrics better, others worse.
     Mixed,
     /// No clean (`ok`) run on at least one side: nothing to judge.
@@ -26,28 +29,32 @@ impl Verdict {
     /// The verdict of a test whose headline metrics came out as `outcomes`
     /// (metrics a side did not measure are left out).
     pub fn of(outcomes: impl IntoIterator<Item = Outcome>) -> Verdict {
-        let (mut better, mut worse) = (false, false);
+        let (mut better, mut worse, mut unknown) = (false, false, false);
         for o in outcomes {
             match o {
                 Outcome::Better => better = true,
                 Outcome::Worse => worse = true,
+                Outcome::Inconclusive => unknown = true,
                 Outcome::Same => {}
             }
         }
-        match (better, worse) {
-            (true, true) => Verdict::Mixed,
-            (true, false) => Verdict::Better,
-            (false, true) => Verdict::Worse,
-            (false, false) => Verdict::Same,
+        match (better, worse, unknown) {
+            (true, true, _) => Verdict::Mixed,
+            (true, false, _) => Verdict::Better,
+            (false, true, _) => Verdict::Worse,
+            (false, false, true) => Verdict::Inconclusive,
+            (false, false, false) => Verdict::Same,
         }
     }
 
-    /// The word for it: `better`, `worse`, `same`, `mixed`.
+    /// The word for it: `better`, `worse`, `same`, `inconclusive`, `mixed`,
+    /// `no_data`.
     pub fn word(self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::Same => "same",
+            Verdict::Inconclusive => "inconclusive",
             Verdict::Mixed => "mixed",
             Verdict::NoData => "no_data",
         }
@@ -165,6 +172,9 @@ pub struct VerdictCounts {
     pub same: usize,
     /// Tests where the candidate is worse.
     pub worse: usize,
+    /// Tests whose runs show neither a difference nor its absence.
+    #[serde(default)]
+    pub inconclusive: usize,
     /// Tests with better and worse headline metrics.
     pub mixed: usize,
     /// Tests in both files with no clean run on a side (not in
@@ -182,6 +192,7 @@ impl VerdictCounts {
                 Verdict::Better => c.better += 1,
                 Verdict::Same => c.same += 1,
                 Verdict::Worse => c.worse += 1,
+                Verdict::Inconclusive => c.inconclusive += 1,
                 Verdict::Mixed => c.mixed += 1,
                 Verdict::NoData => c.no_data += 1,
             }
@@ -191,7 +202,7 @@ impl VerdictCounts {
 
     /// Every test compared (those with no data left out).
     pub fn total(&self) -> usize {
-        self.better + self.same + self.worse + self.mixed
+        self.better + self.same + self.worse + self.inconclusive + self.mixed
     }
 }
 
@@ -216,8 +227,13 @@ pub struct CandidateComparison {
     pub counts: VerdictCounts,
     /// "hs is better in 33 of 45 tests, about the same in 2, worse in 10."
     pub summary: String,
-    /// How the differences were judged, in a sentence.
+    /// How the differences were judged, in a sentence, with the power the
+    /// repeated runs had.
     pub method_note: String,
+    /// The median, over the tests with repeated runs on both sides, of the
+    /// power their throughput comparison had to find a difference of the
+    /// threshold's size (0 to 1); `None` when no test had repeats.
+    pub median_power: Option<f64>,
 }
 
 impl CandidateComparison {
@@ -357,7 +373,8 @@ pub fn compare_tests(
             }
         ));
     }
-    let method_note = method_note(&tests, threshold_pct);
+    let median_power = median_power(&tests);
+    let method_note = method_note(&tests, threshold_pct, median_power);
     CandidateComparison {
         base: base.label.clone(),
         candidate: cand.label.clone(),
@@ -369,6 +386,7 @@ pub fn compare_tests(
         counts,
         summary,
         method_note,
+        median_power,
     }
 }
 
@@ -394,6 +412,12 @@ fn summary_sentence(candidate: &str, c: &VerdictCounts) -> String {
         "{candidate} is better in {} of {total} {tests}, about the same in {}, worse in {}",
         c.better, c.same, c.worse
     );
+    if c.inconclusive > 0 {
+        s.push_str(&format!(
+            ", inconclusive in {} (the runs show neither a difference nor its absence)",
+            c.inconclusive
+        ));
+    }
     if c.mixed > 0 {
         s.push_str(&format!(
             ", mixed in {} (some headline metrics better, others worse)",
@@ -410,20 +434,40 @@ fn summary_sentence(candidate: &str, c: &VerdictCounts) -> String {
     s
 }
 
-/// How the differences were judged, in a sentence naming the constants.
-fn method_note(tests: &[TestComparison], threshold_pct: f64) -> String {
+/// The median power of the throughput comparisons that had one.
+fn median_power(tests: &[TestComparison]) -> Option<f64> {
+    let mut powers: Vec<f64> = tests
+        .iter()
+        .filter_map(|t| t.metric(Metric::Throughput)?.judgement.power)
+        .collect();
+    if powers.is_empty() {
+        return None;
+    }
+    powers.sort_by(f64::total_cmp);
+    let n = powers.len();
+    Some(if n % 2 == 1 {
+        powers[n / 2]
+    } else {
+        (powers[n / 2 - 1] + powers[n / 2]) / 2.0
+    })
+}
+
+/// How the differences were judged, in a sentence naming the constants, and
+/// the power the repeated runs had.
+fn method_note(tests: &[TestComparison], threshold_pct: f64, power: Option<f64>) -> String {
     let welch = tests
         .iter()
         .filter(|t| t.base_runs >= 2 && t.candidate_runs >= 2)
         .count();
     let with = format!(
-        "a difference counts when Welch's t-test finds it significant (p < {}) and it is larger than {threshold_pct}%",
+        "a difference counts when Welch's t-test finds it significant (p < {}) and it is larger than {threshold_pct}%; \
+         it is the same when its 95% interval lies within ±{threshold_pct}%, inconclusive when neither is shown",
         crate::SIGNIFICANCE_LEVEL
     );
     let without = format!(
         "a difference counts when it is larger than {threshold_pct}%; with a single run no significance test is possible (run the suites with --repeat 3 for one)"
     );
-    if welch == tests.len() {
+    let mut note = if welch == tests.len() {
         format!("Repeated runs on both sides: {with}.")
     } else if welch == 0 {
         format!("No repeated runs: {without}.")
@@ -432,7 +476,19 @@ fn method_note(tests: &[TestComparison], threshold_pct: f64) -> String {
             "{welch} of {} tests have repeated runs on both sides: there {with}. In the others {without}.",
             tests.len()
         )
+    };
+    if let Some(p) = power {
+        note.push_str(&format!(
+            " With these runs the throughput comparisons had a median power of {:.0}% to find a {threshold_pct}% difference{}.",
+            p * 100.0,
+            if p < 0.8 {
+                " (80% is the usual aim: more runs, --target-ci, or a quieter host raise it)"
+            } else {
+                ""
+            }
+        ));
     }
+    note
 }
 
 #[cfg(test)]
@@ -448,6 +504,13 @@ mod tests {
         assert_eq!(Verdict::of([Worse, Same, Worse]), Verdict::Worse);
         assert_eq!(Verdict::of([Better, Worse, Same]), Verdict::Mixed);
         assert_eq!(
+            Verdict::of([Same, Inconclusive, Same]),
+            Verdict::Inconclusive
+        );
+        // One metric shown better and none shown worse is better.
+        assert_eq!(Verdict::of([Better, Inconclusive]), Verdict::Better);
+        assert_eq!(Verdict::of([Worse, Inconclusive, Better]), Verdict::Mixed);
+        assert_eq!(
             Verdict::of([Same, Same]),
             Verdict::Same,
             "a metric not measured"
@@ -460,6 +523,7 @@ mod tests {
             better: 33,
             same: 2,
             worse: 10,
+            inconclusive: 0,
             mixed: 0,
             no_data: 0,
         };
@@ -471,6 +535,7 @@ mod tests {
             better: 1,
             same: 0,
             worse: 0,
+            inconclusive: 0,
             mixed: 0,
             no_data: 0,
         };
@@ -482,11 +547,24 @@ mod tests {
             better: 30,
             same: 2,
             worse: 10,
+            inconclusive: 0,
             mixed: 3,
             no_data: 0,
         };
         assert!(summary_sentence("hs", &c).starts_with(
             "hs is better in 30 of 45 tests, about the same in 2, worse in 10, mixed in 3"
         ));
+        let c = VerdictCounts {
+            better: 1,
+            same: 2,
+            worse: 0,
+            inconclusive: 4,
+            mixed: 0,
+            no_data: 0,
+        };
+        assert_eq!(
+            summary_sentence("hs", &c),
+            "hs is better in 1 of 7 tests, about the same in 2, worse in 0, inconclusive in 4 (the runs show neither a difference nor its absence)."
+        );
     }
 }

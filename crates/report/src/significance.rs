@@ -9,14 +9,27 @@
 //! large enough to matter. With repeated runs on both sides, significance is
 //! Welch's two-sided t-test ([`linkperf_metrics::welch_t_test`]; B. L. Welch,
 //! Biometrika 34, 1947; NIST/SEMATECH e-Handbook of Statistical Methods
-//! §1.3.5.3) at [`SIGNIFICANCE_LEVEL`]; a significant difference smaller than
-//! the threshold ([`DEFAULT_THRESHOLD_PCT`] unless told otherwise) is still
-//! "the same", since with enough runs any difference becomes significant.
-//! Requiring both follows the advice to judge performance differences by their
-//! confidence and their size together (A. Georges, D. Buytaert, L. Eeckhout,
-//! "Statistically rigorous Java performance evaluation", OOPSLA 2007; T. Kalibera,
-//! R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013). Without
-//! repeats no test applies and the threshold alone decides; the report says so.
+//! §1.3.5.3) at [`SIGNIFICANCE_LEVEL`], and the outcome is one of four:
+//!
+//! - **better** / **worse**: significant, and larger than the threshold
+//!   ([`DEFAULT_THRESHOLD_PCT`] unless told otherwise);
+//! - **same**: the difference's 95% confidence interval lies inside ± the
+//!   threshold, so whatever the true difference is, it is too small to matter
+//!   (an equivalence shown, not merely a difference not found);
+//! - **inconclusive**: neither was shown: the runs are too few or too noisy to
+//!   tell a difference of the threshold's size from none.
+//!
+//! Requiring size and confidence together follows the advice to judge
+//! performance differences by both (A. Georges, D. Buytaert, L. Eeckhout,
+//! "Statistically rigorous Java performance evaluation", OOPSLA 2007; T.
+//! Kalibera, R. Jones, "Rigorous benchmarking in reasonable time", ISMM 2013).
+//! Each judgement also carries the power the test had to find a difference
+//! of the threshold's size ([`linkperf_metrics::Welch::power`]), so a report
+//! can say how much evidence its "inconclusive" rests on.
+//!
+//! Without repeats no test applies and the threshold alone decides (better,
+//! worse or same, never inconclusive); the report says so. Repeated runs that
+//! all gave one figure leave nothing to test either: the threshold decides.
 
 use serde::{Deserialize, Serialize};
 
@@ -71,8 +84,23 @@ pub enum Outcome {
     Better,
     /// Worse by more than the noise.
     Worse,
-    /// Within the noise (or no difference at all).
+    /// Within ± the threshold: with repeats, the whole 95% interval of the
+    /// difference is.
     Same,
+    /// Repeated runs that show neither a difference nor its absence.
+    Inconclusive,
+}
+
+impl Outcome {
+    /// The word for it: `better`, `worse`, `same`, `inconclusive`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Better => "better",
+            Outcome::Worse => "worse",
+            Outcome::Same => "same",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
 }
 
 /// One metric of one test, base against candidate.
@@ -86,6 +114,14 @@ pub struct Judgement {
     pub relative_pct: f64,
     /// Welch's two-sided p-value, when the test applied.
     pub p_value: Option<f64>,
+    /// The 95% confidence interval of the relative difference in percent
+    /// (same sign convention), when the test applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_pct: Option<[f64; 2]>,
+    /// The power the test had to find a true difference of the threshold's
+    /// size at [`SIGNIFICANCE_LEVEL`], between 0 and 1, when it applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<f64>,
     /// How the difference was judged.
     pub method: Method,
     /// The outcome.
@@ -93,10 +129,9 @@ pub struct Judgement {
 }
 
 /// Judges the candidate's values of one metric against the base's, one value
-/// per ok run on each side: the relative difference of the means and whether
-/// it counts. `threshold_pct` is the smallest |difference| that counts, in
-/// percent; with at least two runs on both sides the difference must also be
-/// significant (Welch's p < [`SIGNIFICANCE_LEVEL`]).
+/// per ok run on each side: the relative difference of the means and what it
+/// shows (see the module's description). `threshold_pct` is the smallest
+/// |difference| that counts, in percent.
 ///
 /// `None` when a side has no value or the base's mean is 0.
 pub fn judge(base: &[f64], cand: &[f64], better: Better, threshold_pct: f64) -> Option<Judgement> {
@@ -105,31 +140,54 @@ pub fn judge(base: &[f64], cand: &[f64], better: Better, threshold_pct: f64) -> 
     // "More than the threshold", with rounding of the division forgiven: 98
     // against 100 is −2.0000000000000018%, which is 2%, not more.
     let large = relative_pct.abs() > threshold_pct + ROUNDING;
-    let (method, p_value, counts) = if b.n >= 2 && c.n >= 2 {
-        match welch_t_test(base, cand) {
-            Some(w) => (
-                Method::Welch,
-                Some(w.p_value),
-                large && w.p_value < SIGNIFICANCE_LEVEL,
-            ),
-            None => (Method::ConstantRuns, None, large),
-        }
-    } else {
-        (Method::ThresholdOnly, None, large)
-    };
-    let outcome = match (counts, relative_pct > 0.0) {
+    let by_threshold = match (large, relative_pct > 0.0) {
         (false, _) => Outcome::Same,
         (true, true) => Outcome::Better,
         (true, false) => Outcome::Worse,
     };
-    Some(Judgement {
+    let mut judgement = Judgement {
         base_mean: b.mean,
         candidate_mean: c.mean,
         relative_pct,
-        p_value,
-        method,
-        outcome,
-    })
+        p_value: None,
+        interval_pct: None,
+        power: None,
+        method: Method::ThresholdOnly,
+        outcome: by_threshold,
+    };
+    if b.n < 2 || c.n < 2 {
+        return Some(judgement);
+    }
+    let Some(w) = welch_t_test(base, cand) else {
+        judgement.method = Method::ConstantRuns;
+        return Some(judgement);
+    };
+    // The interval of base − cand, in percent of the base, turned to the
+    // metric's sign convention (positive = candidate better).
+    let (lo, hi) = w.interval(1.0 - SIGNIFICANCE_LEVEL);
+    let to_pct = |d: f64| {
+        let pct = d / b.mean * 100.0;
+        match better {
+            Better::Higher => -pct,
+            Better::Lower => pct,
+        }
+    };
+    let (a, z) = (to_pct(lo), to_pct(hi));
+    let interval = [a.min(z), a.max(z)];
+    let equivalent =
+        interval[0] >= -threshold_pct - ROUNDING && interval[1] <= threshold_pct + ROUNDING;
+    judgement.method = Method::Welch;
+    judgement.p_value = Some(w.p_value);
+    judgement.interval_pct = Some(interval);
+    judgement.power = Some(w.power(SIGNIFICANCE_LEVEL, threshold_pct / 100.0 * b.mean));
+    judgement.outcome = if large && w.p_value < SIGNIFICANCE_LEVEL {
+        by_threshold
+    } else if equivalent {
+        Outcome::Same
+    } else {
+        Outcome::Inconclusive
+    };
+    Some(judgement)
 }
 
 #[cfg(test)]
@@ -217,7 +275,9 @@ mod tests {
         .unwrap();
         assert_eq!((j.method, j.outcome), (Method::Welch, Outcome::Better));
         assert!(j.p_value.unwrap() < 0.001, "{j:?}");
-        // Means 100 and 110 (+10%) but spread ±30: p ≈ 0.72, not significant.
+        // Means 100 and 110 (+10%) but spread ±30: p ≈ 0.72, not significant,
+        // and the interval (about −58% to +78%) is far wider than ±2%: not
+        // the same either, but inconclusive.
         let j = judge(
             &[70.0, 100.0, 130.0],
             &[80.0, 110.0, 140.0],
@@ -225,9 +285,19 @@ mod tests {
             2.0,
         )
         .unwrap();
-        assert_eq!((j.method, j.outcome), (Method::Welch, Outcome::Same));
+        assert_eq!(
+            (j.method, j.outcome),
+            (Method::Welch, Outcome::Inconclusive)
+        );
         assert!(j.p_value.unwrap() > 0.5, "{j:?}");
         assert!(close(j.relative_pct, 10.0));
+        let [lo, hi] = j.interval_pct.unwrap();
+        // SE = √(900/3 + 900/3) = 24.495; df = 4; t(0.975, 4) = 2.776:
+        // 10 ± 68.0 (in percent of the base's 100).
+        assert!((lo - (10.0 - 2.776_445 * 24.494_897)).abs() < 1e-4, "{lo}");
+        assert!((hi - (10.0 + 2.776_445 * 24.494_897)).abs() < 1e-4, "{hi}");
+        // With that spread a 2% difference is found about 5% of the time.
+        assert!(j.power.unwrap() < 0.06, "{j:?}");
     }
 
     #[test]
@@ -242,7 +312,49 @@ mod tests {
         .unwrap();
         assert_eq!(j.method, Method::Welch);
         assert!(j.p_value.unwrap() < 1e-6);
+        // Its interval, about +0.97% to +1.03%, is inside ±2%: the same.
         assert_eq!(j.outcome, Outcome::Same);
+        let [lo, hi] = j.interval_pct.unwrap();
+        assert!(0.9 < lo && hi < 1.1, "{lo} {hi}");
+        assert!(j.power.unwrap() > 0.999, "{j:?}");
+    }
+
+    #[test]
+    fn a_small_difference_not_shown_small_enough_is_inconclusive() {
+        // Means 100 and 101 (+1%), spread ±1: the interval, about −1.3% to
+        // +3.3%, reaches past +2%: not shown the same, not shown different.
+        let j = judge(
+            &[99.0, 100.0, 101.0],
+            &[100.0, 101.0, 102.0],
+            Better::Higher,
+            2.0,
+        )
+        .unwrap();
+        assert_eq!(j.outcome, Outcome::Inconclusive, "{j:?}");
+        // A wider threshold holds the whole interval: the same.
+        let j = judge(
+            &[99.0, 100.0, 101.0],
+            &[100.0, 101.0, 102.0],
+            Better::Higher,
+            5.0,
+        )
+        .unwrap();
+        assert_eq!(j.outcome, Outcome::Same, "{j:?}");
+    }
+
+    #[test]
+    fn a_lower_is_better_interval_is_in_the_candidates_favour_when_positive() {
+        // Transaction time 100 → 90 µs, spread ±1: +10%, interval around it.
+        let j = judge(
+            &[99.0, 100.0, 101.0],
+            &[89.0, 90.0, 91.0],
+            Better::Lower,
+            2.0,
+        )
+        .unwrap();
+        let [lo, hi] = j.interval_pct.unwrap();
+        assert!(lo > 2.0 && lo < 10.0 && hi > 10.0, "{lo} {hi}");
+        assert_eq!(j.outcome, Outcome::Better);
     }
 
     #[test]

@@ -4,12 +4,12 @@
 //! consistency notes.
 
 use linkperf_results::{failed_run, LinkInfo, ResultsDocument, RunStatus};
-use linkperf_workload::Protocol;
+use linkperf_workload::{BitsPerSecond, Protocol};
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric,
-    Options, Outcome, Report, SaturationCause, Source, Verdict,
+    BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric, Options, Outcome,
+    Report, SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -219,7 +219,7 @@ fn break_even_ignores_differences_within_the_noise() {
 fn break_even_with_repeats_needs_significant_differences() {
     // Three runs each side. At 1 user +10% with a ±1 spread (Welch p ≈ 0.0003:
     // counts); at 10 users +10% and at 25 users −10%, both with a ±30 spread
-    // (p > 0.5: noise, although far beyond the threshold); at 50 users −20%
+    // (p > 0.5: inconclusive, although far beyond the threshold); at 50 users −20%
     // with a ±1 spread (counts). The crossing lies between 1 and 50 users,
     // interpolated from the raw +10 and −20: 1 + 10 / 30 × 49 = 17.33.
     let (mut base, mut cand) = (document("a"), document("b"));
@@ -239,8 +239,14 @@ fn break_even_with_repeats_needs_significant_differences() {
         (m.judgement.method, m.judgement.outcome)
     };
     assert_eq!(outcome("rr1c-1x1--1"), (Method::Welch, Outcome::Better));
-    assert_eq!(outcome("rr1c-1x1--10"), (Method::Welch, Outcome::Same));
-    assert_eq!(outcome("rr1c-1x1--25"), (Method::Welch, Outcome::Same));
+    assert_eq!(
+        outcome("rr1c-1x1--10"),
+        (Method::Welch, Outcome::Inconclusive)
+    );
+    assert_eq!(
+        outcome("rr1c-1x1--25"),
+        (Method::Welch, Outcome::Inconclusive)
+    );
     assert_eq!(outcome("rr1c-1x1--50"), (Method::Welch, Outcome::Worse));
     let b = &workload(&r, "rr1c-1x1").break_even[0];
     let at = at(b);
@@ -344,6 +350,8 @@ fn interconnect(label: &str, capacity: Option<f64>) -> ResultsDocument {
         commands: vec![
             "tc qdisc add dev veth0 root tbf rate 1gbit burst 128kb latency 10ms".into(),
         ],
+        lab_command_line: Vec::new(),
+        namespaces: Vec::new(),
     });
     doc
 }
@@ -382,13 +390,13 @@ fn saturation_by_a_capacity_given_on_the_command_line() {
     assert_eq!(n[0].finding.from_users, 60);
     // A 10 Gbit/s link is far from full.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(1e10)),
+        capacity_bits_per_s: Some(BitsPerSecond(10_000_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
     // A capacity below what the path carried does not describe it: said, not used.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(5e8)),
+        capacity_bits_per_s: Some(BitsPerSecond(500_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -414,7 +422,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
             options,
         )
     };
-    let gbit = Some(BitsPerSecond(1e9));
+    let gbit = Some(BitsPerSecond(1_000_000_000));
     // The recorded capacities alone: nothing saturates.
     let r = report(None, None, Options::default());
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -437,7 +445,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
     assert_eq!(
         caps,
         vec![
-            (Some(BitsPerSecond(1e10)), Some(CapacityOrigin::Recorded)),
+            (
+                Some(BitsPerSecond(10_000_000_000)),
+                Some(CapacityOrigin::Recorded)
+            ),
             (gbit, Some(CapacityOrigin::File)),
         ]
     );
@@ -447,7 +458,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         None,
         gbit,
         Options {
-            capacity_bits_per_s: Some(BitsPerSecond(1e11)),
+            capacity_bits_per_s: Some(BitsPerSecond(100_000_000_000)),
             ..Options::default()
         },
     );
@@ -456,7 +467,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         origins,
         vec![Some(CapacityOrigin::AllFiles), Some(CapacityOrigin::File)]
     );
-    assert_eq!(r.files[0].capacity_bits_per_s, Some(BitsPerSecond(1e11)));
+    assert_eq!(
+        r.files[0].capacity_bits_per_s,
+        Some(BitsPerSecond(100_000_000_000))
+    );
     let n = &workload(&r, "rr1c-200x30k").saturation;
     assert_eq!(n.len(), 1);
     assert_eq!(n[0].label, "1g");
@@ -501,7 +515,8 @@ fn with_repeats_differences_must_be_significant() {
             fig(111.0, 100.0, 1e8),
         ],
     );
-    // Test 2: +10% with a ±30% spread: not significant, the same.
+    // Test 2: +10% with a ±30% spread: not significant, and not shown the
+    // same either: inconclusive.
     add(
         &mut base,
         "rr1c-1x1",
@@ -537,9 +552,46 @@ fn with_repeats_differences_must_be_significant() {
     );
     let t2 = c.test("rr1c-1x1--10").unwrap();
     let tp = t2.metric(Metric::Throughput).unwrap().judgement;
-    assert_eq!((tp.method, tp.outcome), (Method::Welch, Outcome::Same));
+    assert_eq!(
+        (tp.method, tp.outcome),
+        (Method::Welch, Outcome::Inconclusive)
+    );
     assert!((tp.relative_pct - 10.0).abs() < 1e-9);
-    assert_eq!(t2.verdict, Verdict::Same);
+    assert_eq!(t2.verdict, Verdict::Inconclusive);
+    assert_eq!((c.counts.better, c.counts.inconclusive), (1, 1));
+    assert!(
+        c.summary
+            .contains("inconclusive in 1 (the runs show neither"),
+        "{}",
+        c.summary
+    );
+    // The power each throughput comparison had, and their median, said.
+    let (p1, p2) = (
+        t1.metric(Metric::Throughput)
+            .unwrap()
+            .judgement
+            .power
+            .unwrap(),
+        tp.power.unwrap(),
+    );
+    assert!(p1 > 0.5 && p2 < 0.1, "{p1} {p2}");
+    assert!((c.median_power.unwrap() - (p1 + p2) / 2.0).abs() < 1e-12);
+    assert!(
+        c.method_note.contains(&format!(
+            "median power of {:.0}% to find a 2% difference (80% is the usual aim",
+            (p1 + p2) / 2.0 * 100.0
+        )),
+        "{}",
+        c.method_note
+    );
+    // Marked in the tables: parentheses are within the threshold, ? is
+    // inconclusive, and the HTML gives the interval and power on hover.
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(md.contains("| +10.0%? |"), "{md}");
+    assert!(md.contains("| inconclusive |"), "{md}");
+    let html = crate::HtmlExporter.render(&r).unwrap();
+    assert!(html.contains("<span class=\"chip inconclusive\">inconclusive 1</span>"));
+    assert!(html.contains("; 95% interval "), "{html}");
     assert!(t2.unstable, "a 30% spread is unstable");
     assert!(c.method_note.starts_with("Repeated runs on both sides: a difference counts when Welch's t-test finds it significant (p < 0.05) and it is larger than 2%"), "{}", c.method_note);
     // The unstable tests are pointed out, per file.
@@ -615,13 +667,13 @@ fn a_headline_metric_one_ok_run_lacks_is_said_beside_the_verdict() {
         .collect();
     assert!(!rows.is_empty());
     assert!(
-        rows.iter().all(|l| l.ends_with(&format!(",{note},0,0"))),
+        rows.iter().all(|l| l.ends_with(&format!(",{note},0,0,,,"))),
         "{csv}"
     );
     assert!(
         csv.lines()
             .filter(|l| l.contains(",rr1c-1x1--10,"))
-            .all(|l| l.ends_with(",false,,0,0")),
+            .all(|l| l.ends_with(",false,,0,0,,,")),
         "{csv}"
     );
     // The one-file CSV counts the runs each metric is missing from.

@@ -66,11 +66,18 @@ pub struct LinkInfo {
     /// The commands that set the link up, in order, one shell command each.
     #[serde(default)]
     pub commands: Vec<String>,
+    /// The `linkperf lab run` command line that produced the results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lab_command_line: Vec<String>,
+    /// Each namespace of the lab's configuration as it was while the tests
+    /// ran (`name`, `links`, `qdiscs`, `offloads`, `sysctls`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<serde_json::Value>,
 }
 
 /// What `linkperf suite` ran, so that `--resume` can continue it and refuse a
 /// changed definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteRecord {
     /// The suite's name (`uperf45`, or a suite file's `name`).
     pub name: String,
@@ -82,6 +89,14 @@ pub struct SuiteRecord {
     pub interleave: bool,
     /// The tests' names, in the order of one pass.
     pub tests: Vec<String>,
+    /// With `--target-ci`: each test ran until the 95% confidence interval of
+    /// its mean throughput was within this share of the mean (a fraction), between
+    /// `min_repeat` and `repeat` runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci: Option<f64>,
+    /// With `--target-ci`: the fewest runs of every test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_repeat: Option<u32>,
 }
 
 impl ResultsDocument {
@@ -532,6 +547,22 @@ pub struct Loss {
     pub answered: u64,
     /// `lost / (lost + answered)`, 0 to 1.
     pub rate: f64,
+}
+
+impl Loss {
+    /// `lost` transactions lost and `answered` answered.
+    pub fn of(lost: u64, answered: u64) -> Self {
+        let total = lost + answered;
+        Loss {
+            lost,
+            answered,
+            rate: if total == 0 {
+                0.0
+            } else {
+                lost as f64 / total as f64
+            },
+        }
+    }
 }
 
 /// What one part of an aggregate (one server of `run --server h1,h2`, one

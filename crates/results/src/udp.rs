@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{DatagramCounts, Interval, SideReport};
-use linkperf_workload::{StreamDirection, TestSpec, Workload};
+use linkperf_workload::{StreamDirection, TestSpec, Workload, UNPACED};
 
 /// A sender whose users' mean rate over the window fell short of the rate
 /// asked by more than this share did not keep its pace. Datagrams are whole,
@@ -119,7 +119,7 @@ pub fn udp_stream(
             loss_rate: share(lost, got.expected),
             jitter_us: got.jitter_us,
             sent_bits_per_s,
-            kept_pace: (!rate.is_unpaced())
+            kept_pace: (rate != UNPACED)
                 .then(|| sent_bits_per_s >= rate.as_f64() * (1.0 - PACE_TOLERANCE)),
         })
     };
@@ -186,7 +186,7 @@ mod tests {
     use std::time::Duration;
 
     use linkperf_metrics::{BusyMethod, ProcStatBreakdown, ProcessMethod, SideCpu, Totals};
-    use linkperf_workload::{BitRate, Protocol};
+    use linkperf_workload::{BitsPerSecond, Protocol};
 
     use super::*;
     use crate::{checks, derive_run, CheckName, CheckStatus, Judge};
@@ -198,7 +198,7 @@ mod tests {
             users,
             Duration::from_secs(2),
         );
-        s.rate = Some(BitRate(rate));
+        s.rate = Some(BitsPerSecond(rate));
         s
     }
 
@@ -248,6 +248,8 @@ mod tests {
             latency_histogram: None,
             flows: Default::default(),
             udp: Some(udp),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 

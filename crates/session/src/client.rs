@@ -273,7 +273,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         Duration::from_secs(20) + Duration::from_millis(5 * u64::from(req.spec.users));
     let client = ClientTest::connect(ClientConfig {
         spec: req.spec.clone(),
-        threads: req.client.threads,
+        threads: req.client.threads.count().unwrap_or(1),
         affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
         busy_poll: req.client.busy_poll,
         endpoints,
@@ -396,7 +396,10 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     if let Some(s) = &agg.socket {
         s.record(&mut env);
     }
-    let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    let mut client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    if let Some(w) = &window {
+        w.fill(&mut client_report);
+    }
     if let Some(stop) = server_stop {
         return Ok(Outcome {
             started,

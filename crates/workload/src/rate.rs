@@ -1,101 +1,123 @@
-//! A UDP stream's pace: bits per second per user, written as iperf3's `-b`
-//! takes it (`100m` is 100,000,000 bit/s: rates use powers of 1000, sizes
-//! keep k = 1024). `0` is no pace: as fast as the socket takes.
+//! Rates in bits per second: the rate a link is shaped to, the capacity a
+//! report judges saturation against.
+//!
+//! The multiples are powers of 1000 (`1gbit` = 10⁹ bit/s), as tc and link
+//! speeds count them, so what the user writes is exactly what tc receives.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
-use crate::WorkloadError;
-
-/// A sending rate in bits per second (payload bits, per user); 0 is no pace.
+/// A rate in whole bits per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct BitRate(pub u64);
+pub struct BitsPerSecond(pub u64);
 
-/// Fastest pace a user may ask for: 1 Tbit/s (nothing carries more, and the
-/// time between datagrams stays above a picosecond).
-pub const MAX_RATE: BitRate = BitRate(1_000_000_000_000);
-
-/// The pace of a UDP stream when none is given: 1 Mbit/s per user, as
-/// iperf3's `-u` without `-b`.
-pub const DEFAULT_UDP_RATE: BitRate = BitRate(1_000_000);
-
-const UNITS: [(char, u64); 4] = [
-    ('t', 1_000_000_000_000),
-    ('g', 1_000_000_000),
-    ('m', 1_000_000),
-    ('k', 1_000),
+/// The multiples, largest first, as tc writes them.
+const UNITS: [(&str, u64); 5] = [
+    ("tbit", 1_000_000_000_000),
+    ("gbit", 1_000_000_000),
+    ("mbit", 1_000_000),
+    ("kbit", 1_000),
+    ("bit", 1),
 ];
 
-impl BitRate {
-    /// True for `0`: no pace, as fast as the socket takes.
-    pub fn is_unpaced(self) -> bool {
-        self.0 == 0
+/// What may follow the number and its multiple: nothing (bits), or bits
+/// written out.
+const UNIT_WORDS: [&str; 5] = ["", "bit", "bits", "bit/s", "bits/s"];
+
+impl BitsPerSecond {
+    /// The rate in bytes per second.
+    pub fn bytes_per_s(self) -> u64 {
+        self.0 / 8
     }
 
-    /// The rate as a float, bits per second.
+    /// The rate as a float, for arithmetic with measured rates.
     pub fn as_f64(self) -> f64 {
         self.0 as f64
     }
+
+    /// The rate of `bits` bits per second from a float (a results file's
+    /// number), to the nearest whole bit; `None` when it is not a number, is
+    /// negative, or is beyond what a `u64` holds.
+    pub fn from_f64(bits: f64) -> Option<Self> {
+        let rounded = bits.round();
+        // 2^64 is exact as an f64; anything at or above it does not fit.
+        (0.0..18_446_744_073_709_551_616.0)
+            .contains(&rounded)
+            .then_some(BitsPerSecond(rounded as u64))
+    }
 }
 
-impl fmt::Display for BitRate {
-    /// The largest SI unit that shows the rate exactly: `100m`, `2500k`,
-    /// `1g`, `9001`; `0` for no pace.
+impl fmt::Display for BitsPerSecond {
+    /// The largest multiple that shows the rate exactly, as tc reads it:
+    /// `10gbit`, `2500mbit`, `1234bit`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (unit, scale) in UNITS {
             if self.0 >= scale && self.0.is_multiple_of(scale) {
                 return write!(f, "{}{unit}", self.0 / scale);
             }
         }
-        write!(f, "{}", self.0)
+        write!(f, "{}bit", self.0)
     }
 }
 
-impl FromStr for BitRate {
-    type Err = WorkloadError;
+/// Why a rate could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RateError {
+    /// No digits where the number should be.
+    #[error("no number")]
+    NoNumber,
+    /// Digits and dots that do not make a number (`1.2.3`).
+    #[error("not a number")]
+    NotANumber,
+    /// What follows the number is not a multiple and a bit unit; byte units
+    /// (`1gb`, `1gbps`, which tc reads as bytes per second) are among these.
+    #[error("unknown unit \"{0}\"")]
+    UnknownUnit(String),
+    /// A fraction of a bit per second (`1.5bit`).
+    #[error("not a whole number of bits per second")]
+    NotWhole,
+    /// More bits per second than a `u64` holds.
+    #[error("too large")]
+    TooLarge,
+}
 
-    /// `100m`, `100M`, `1.5g`, `64k`, `250000`, `100mbit`, `0`
-    /// (case-insensitive; k, m, g, t are powers of 1000).
-    fn from_str(s: &str) -> Result<Self, WorkloadError> {
-        let bad = |why: &str| {
-            WorkloadError::Rate(format!(
-                "rate '{s}': {why} (bits per second: 100m is 100,000,000 bit/s, 1g, 500k, 0 for as fast as the socket takes)"
-            ))
-        };
-        let t = s.trim().to_ascii_lowercase();
-        let t = t.strip_suffix("bit").unwrap_or(&t);
+impl FromStr for BitsPerSecond {
+    type Err = RateError;
+
+    /// Reads `10gbit`, `1G`, `2.5g`, `500mbit`, `100mbit/s`, `100 Mbits/s`,
+    /// `1000000`: a number, an optional multiple `k`, `m`, `g` or `t` (powers
+    /// of 1000) and an optional `bit`, `bits`, `bit/s` or `bits/s`, in any
+    /// case. Byte units are refused rather than guessed.
+    fn from_str(text: &str) -> Result<Self, RateError> {
+        let t = text.trim().to_ascii_lowercase();
         let split = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        if num.is_empty() {
-            return Err(bad("no number"));
+        let (number, rest) = t.split_at(split);
+        if number.is_empty() {
+            return Err(RateError::NoNumber);
         }
-        let scale = match unit {
-            "" => 1u64,
-            u => match UNITS
-                .iter()
-                .find(|(c, _)| u.len() == 1 && u.starts_with(*c))
-            {
-                Some((_, scale)) => *scale,
-                None => return Err(bad("unknown unit")),
-            },
+        let rest = rest.trim_start();
+        let (scale, unit) = match rest.chars().next() {
+            Some('k') => (1e3, &rest[1..]),
+            Some('m') => (1e6, &rest[1..]),
+            Some('g') => (1e9, &rest[1..]),
+            Some('t') => (1e12, &rest[1..]),
+            _ => (1.0, rest),
         };
-        if num.bytes().filter(|&b| b == b'.').count() > 1 || num == "." {
-            return Err(bad("not a number"));
+        if !UNIT_WORDS.contains(&unit) {
+            return Err(RateError::UnknownUnit(rest.to_string()));
         }
-        let value: f64 = num.parse().map_err(|_| bad("not a number"))?;
-        let bits = value * scale as f64;
-        if !bits.is_finite() || bits > MAX_RATE.0 as f64 {
-            return Err(bad("faster than 1 Tbit/s per user"));
+        let value: f64 = number.parse().map_err(|_| RateError::NotANumber)?;
+        let bits = value * scale;
+        if bits.is_finite() && bits.fract() != 0.0 {
+            return Err(RateError::NotWhole);
         }
-        if bits.fract() != 0.0 {
-            return Err(bad("not a whole number of bits per second"));
-        }
-        Ok(BitRate(bits as u64))
+        BitsPerSecond::from_f64(bits).ok_or(RateError::TooLarge)
     }
 }
 
@@ -103,54 +125,73 @@ impl FromStr for BitRate {
 mod tests {
     use super::*;
 
+    fn bits(s: &str) -> u64 {
+        s.parse::<BitsPerSecond>()
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+            .0
+    }
+
     #[test]
-    fn rates_read_as_iperf3_reads_b() {
-        for (s, bits) in [
-            ("100m", 100_000_000),
-            ("100M", 100_000_000),
-            ("1g", 1_000_000_000),
-            ("1.5G", 1_500_000_000),
-            ("64k", 64_000),
-            ("250000", 250_000),
-            ("100mbit", 100_000_000),
+    fn rates_read_in_powers_of_1000_with_or_without_a_bit_unit() {
+        for (s, n) in [
+            ("10Gbit", 10_000_000_000),
+            ("2.5g", 2_500_000_000),
             ("1t", 1_000_000_000_000),
+            ("9000bits", 9_000),
+            ("100mbit/s", 100_000_000),
+            ("100 Mbits/s", 100_000_000),
+            ("640k", 640_000),
+            ("1000000", 1_000_000),
+            (" 1gbit ", 1_000_000_000),
             ("0", 0),
-            (" 10m ", 10_000_000),
         ] {
-            assert_eq!(s.parse::<BitRate>().unwrap(), BitRate(bits), "{s}");
-        }
-        assert!("0".parse::<BitRate>().unwrap().is_unpaced());
-    }
-
-    #[test]
-    fn bad_rates_say_why() {
-        for (s, why) in [
-            ("", "no number"),
-            ("m", "no number"),
-            ("10mbps", "unknown unit"),
-            ("10x", "unknown unit"),
-            ("1.2.3m", "not a number"),
-            ("1.5", "whole number"),
-            ("2t", "faster than"),
-            ("-1m", "no number"),
-        ] {
-            let e = s.parse::<BitRate>().unwrap_err().to_string();
-            assert!(e.contains(why), "{s}: {e}");
-            assert!(e.contains("100m is 100,000,000"), "{e}");
+            assert_eq!(bits(s), n, "{s}");
         }
     }
 
     #[test]
-    fn rates_display_compactly_and_read_back() {
-        for (bits, s) in [
-            (100_000_000, "100m"),
-            (2_500_000, "2500k"),
-            (1_000_000_000, "1g"),
-            (9_001, "9001"),
-            (0, "0"),
+    fn what_is_not_a_rate_says_why() {
+        for (s, want) in [
+            ("", RateError::NoNumber),
+            ("gbit", RateError::NoNumber),
+            ("-1g", RateError::NoNumber),
+            ("1.2.3gbit", RateError::NotANumber),
+            ("1gb", RateError::UnknownUnit("gb".into())),
+            ("1gbps", RateError::UnknownUnit("gbps".into())),
+            ("1GB/s", RateError::UnknownUnit("gb/s".into())),
+            ("1x", RateError::UnknownUnit("x".into())),
+            ("1.5bit", RateError::NotWhole),
+            ("99999999999999999999999tbit", RateError::TooLarge),
+            (&"9".repeat(400), RateError::TooLarge),
         ] {
-            assert_eq!(BitRate(bits).to_string(), s);
-            assert_eq!(s.parse::<BitRate>().unwrap(), BitRate(bits));
+            assert_eq!(s.parse::<BitsPerSecond>(), Err(want), "{s}");
+        }
+    }
+
+    #[test]
+    fn rates_display_in_the_largest_exact_multiple_and_read_back() {
+        for (n, s) in [
+            (10_000_000_000, "10gbit"),
+            (2_500_000_000, "2500mbit"),
+            (1_500_000, "1500kbit"),
+            (9_001, "9001bit"),
+        ] {
+            assert_eq!(BitsPerSecond(n).to_string(), s);
+            assert_eq!(s.parse::<BitsPerSecond>(), Ok(BitsPerSecond(n)));
+        }
+        assert_eq!(BitsPerSecond(1_000_000_000).bytes_per_s(), 125_000_000);
+    }
+
+    #[test]
+    fn floats_become_whole_bits_when_they_fit() {
+        assert_eq!(
+            BitsPerSecond::from_f64(1e9),
+            Some(BitsPerSecond(1_000_000_000))
+        );
+        assert_eq!(BitsPerSecond::from_f64(2.4), Some(BitsPerSecond(2)));
+        assert_eq!(BitsPerSecond::from_f64(0.0), Some(BitsPerSecond(0)));
+        for bad in [f64::NAN, f64::INFINITY, -1.0, 1.9e19] {
+            assert_eq!(BitsPerSecond::from_f64(bad), None, "{bad}");
         }
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{BitRate, CpuList, Workload, WorkloadError, DEFAULT_UDP_RATE};
+use crate::{BitsPerSecond, CpuList, Workload, WorkloadError};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
 /// (session tag, flow id, sequence number, send time). Not counted as payload.
@@ -12,6 +12,47 @@ pub const UDP_HEADER_BYTES: usize = 24;
 
 /// Largest UDP request or response payload (65,507 bytes of IPv4 datagram less the header).
 pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
+
+/// The pace of a UDP stream when none is given: 1 Mbit/s per user, as
+/// iperf3's `-u` without `-b`.
+pub const DEFAULT_UDP_RATE: BitsPerSecond = BitsPerSecond(1_000_000);
+
+/// Fastest pace a UDP stream's user may ask for: 1 Tbit/s (nothing carries
+/// more, and the time between datagrams stays above a picosecond).
+pub const MAX_UDP_RATE: BitsPerSecond = BitsPerSecond(1_000_000_000_000);
+
+/// A UDP stream's pace of 0: no pace, as fast as the socket takes.
+pub const UNPACED: BitsPerSecond = BitsPerSecond(0);
+
+/// A UDP stream's pace per user as `--rate` and a suite file's `rate` take
+/// it, iperf3's `-b`: [`BitsPerSecond`]'s forms (`100m` is 100,000,000
+/// bit/s: rates use powers of 1000, sizes keep k = 1024), a bare number of
+/// bits per second, or `0` for no pace; at most [`MAX_UDP_RATE`].
+pub fn parse_udp_rate(s: &str) -> Result<BitsPerSecond, WorkloadError> {
+    let bad = |why: &str| {
+        WorkloadError::Rate(format!(
+            "rate '{s}': {why} (bits per second: 100m is 100,000,000 bit/s, 1g, 500k, 0 for as fast as the socket takes)"
+        ))
+    };
+    let rate = s
+        .parse::<BitsPerSecond>()
+        .map_err(|e| bad(&e.to_string()))?;
+    if rate > MAX_UDP_RATE {
+        return Err(bad("faster than 1 Tbit/s per user"));
+    }
+    Ok(rate)
+}
+
+/// A UDP stream's pace as its test's name shows it: the largest SI multiple
+/// that is exact, without the unit (`100m`, `2500k`, `1g`, `9001`), `max`
+/// for no pace.
+fn rate_label(rate: BitsPerSecond) -> String {
+    if rate == UNPACED {
+        return "max".to_string();
+    }
+    let shown = rate.to_string();
+    shown.strip_suffix("bit").unwrap_or(&shown).to_string()
+}
 
 /// The transport that carries the data connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -74,10 +115,9 @@ impl SocketOptions {
 /// How one side runs its event-loop workers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
-    /// Number of event-loop worker threads; every user is carried by one of
-    /// them. In the server's placement a client sends, [`Placement::OWN_THREADS`]
-    /// (0) leaves it to the server: one per CPU of its host.
-    pub threads: u32,
+    /// How many event-loop worker threads; every user is carried by one of
+    /// them.
+    pub threads: Threads,
     /// CPUs the workers are pinned to, worker i on `cpus[i % len]`; `None` leaves them free.
     pub affinity: Option<CpuList>,
     /// Workers poll without sleeping (zero-timeout event waits).
@@ -85,16 +125,55 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// The server's `threads` when the client leaves the count to the server.
-    pub const OWN_THREADS: u32 = 0;
-
     /// `threads` workers, free to run anywhere, sleeping when idle.
     pub fn with_threads(threads: u32) -> Self {
         Placement {
-            threads,
+            threads: Threads::Count(threads),
             affinity: None,
             busy_poll: false,
         }
+    }
+}
+
+/// How many event-loop workers a side runs.
+///
+/// Written as a bare number, as the control protocol and results documents
+/// have always carried it: the count, and 0 for [`Threads::ServerDefault`]
+/// (so a 0 read back is `ServerDefault`, never a count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Threads {
+    /// This many (at least 1).
+    Count(u32),
+    /// The server decides: one per CPU of its host. Only in the server's
+    /// placement a client sends; the server settles it before it runs.
+    ServerDefault,
+}
+
+impl Threads {
+    /// The count, or `None` while the server is to decide.
+    pub fn count(self) -> Option<u32> {
+        match self {
+            Threads::Count(n) => Some(n),
+            Threads::ServerDefault => None,
+        }
+    }
+}
+
+/// The number that stands for [`Threads::ServerDefault`] on the wire and in files.
+const SERVER_DEFAULT_THREADS: u32 = 0;
+
+impl Serialize for Threads {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.count().unwrap_or(SERVER_DEFAULT_THREADS))
+    }
+}
+
+impl<'de> Deserialize<'de> for Threads {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match u32::deserialize(d)? {
+            SERVER_DEFAULT_THREADS => Threads::ServerDefault,
+            n => Threads::Count(n),
+        })
     }
 }
 
@@ -119,7 +198,7 @@ pub struct TestSpec {
     /// The pace of each user's UDP stream (UDP streams only): `None` is
     /// [`DEFAULT_UDP_RATE`], a rate of 0 no pace. See [`TestSpec::stream_rate`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<BitRate>,
+    pub rate: Option<BitsPerSecond>,
 }
 
 /// Most users in one test.
@@ -152,7 +231,7 @@ impl TestSpec {
 
     /// The pace of each user's stream, for a UDP stream: the rate asked for,
     /// or [`DEFAULT_UDP_RATE`]; 0 is no pace. `None` for anything else.
-    pub fn stream_rate(&self) -> Option<BitRate> {
+    pub fn stream_rate(&self) -> Option<BitsPerSecond> {
         self.is_udp_stream()
             .then(|| self.rate.unwrap_or(DEFAULT_UDP_RATE))
     }
@@ -161,8 +240,7 @@ impl TestSpec {
     /// (`str-readx1400@100m`, `@max` for no pace).
     pub fn workload_name(&self) -> String {
         match self.stream_rate() {
-            Some(r) if r.is_unpaced() => format!("{}@max", self.workload.name()),
-            Some(r) => format!("{}@{r}", self.workload.name()),
+            Some(r) => format!("{}@{}", self.workload.name(), rate_label(r)),
             None => self.workload.name(),
         }
     }
@@ -243,7 +321,7 @@ impl TestSpec {
                     self.protocol
                 )));
             }
-            if r > crate::MAX_RATE {
+            if r > MAX_UDP_RATE {
                 return Err(WorkloadError::Invalid(format!(
                     "rate {r} is faster than 1 Tbit/s per user"
                 )));
@@ -324,6 +402,26 @@ mod tests {
     }
 
     #[test]
+    fn threads_are_written_as_they_always_were_0_for_the_servers_choice() {
+        let server = Placement {
+            threads: Threads::ServerDefault,
+            affinity: None,
+            busy_poll: false,
+        };
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(json, r#"{"threads":0,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        let four = Placement::with_threads(4);
+        let json = serde_json::to_string(&four).unwrap();
+        assert_eq!(json, r#"{"threads":4,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), four);
+        assert!(serde_json::from_str::<Placement>(
+            r#"{"threads":-1,"affinity":null,"busy_poll":false}"#
+        )
+        .is_err());
+    }
+
+    #[test]
     fn a_congestion_control_is_a_kernel_name() {
         let with_cc = |cc: &str| {
             let mut s = spec("stream-up:16k", Protocol::Tcp, 1);
@@ -394,7 +492,7 @@ mod tests {
         s.rate = Some("100m".parse().unwrap());
         assert!(s.validate().is_ok());
         assert_eq!(s.name(), "str-readx1400@100m--2--udp");
-        s.rate = Some(BitRate(0));
+        s.rate = Some(UNPACED);
         assert_eq!(s.name(), "str-readx1400@max--2--udp");
         assert_eq!(s.workload_name(), "str-readx1400@max");
         for (w, p) in [
@@ -403,13 +501,64 @@ mod tests {
         ] {
             let mut s = spec(w, p, 1);
             assert_eq!(s.stream_rate(), None);
-            s.rate = Some(BitRate(1000));
+            s.rate = Some(BitsPerSecond(1000));
             let e = s.validate().unwrap_err().to_string();
             assert!(e.contains("--rate paces UDP streams"), "{e}");
         }
         let mut s = spec("stream-down:1k", Protocol::Udp, 1);
-        s.rate = Some(BitRate(crate::MAX_RATE.0 + 1));
+        s.rate = Some(BitsPerSecond(MAX_UDP_RATE.0 + 1));
         assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn udp_rates_read_as_iperf3_reads_b() {
+        for (s, bits) in [
+            ("100m", 100_000_000),
+            ("100M", 100_000_000),
+            ("1g", 1_000_000_000),
+            ("1.5G", 1_500_000_000),
+            ("64k", 64_000),
+            ("250000", 250_000),
+            ("100mbit", 100_000_000),
+            ("1t", 1_000_000_000_000),
+            ("0", 0),
+            (" 10m ", 10_000_000),
+        ] {
+            assert_eq!(parse_udp_rate(s).unwrap(), BitsPerSecond(bits), "{s}");
+        }
+        assert_eq!(parse_udp_rate("0").unwrap(), UNPACED);
+    }
+
+    #[test]
+    fn bad_udp_rates_say_why() {
+        for (s, why) in [
+            ("", "no number"),
+            ("m", "no number"),
+            ("10mbps", "unknown unit"),
+            ("10x", "unknown unit"),
+            ("1.2.3m", "not a number"),
+            ("1.5", "whole number"),
+            ("2t", "faster than"),
+            ("-1m", "no number"),
+        ] {
+            let e = parse_udp_rate(s).unwrap_err().to_string();
+            assert!(e.contains(why), "{s}: {e}");
+            assert!(e.contains("100m is 100,000,000"), "{e}");
+        }
+    }
+
+    #[test]
+    fn udp_rates_show_compactly_in_names_and_read_back() {
+        for (bits, s) in [
+            (100_000_000, "100m"),
+            (2_500_000, "2500k"),
+            (1_000_000_000, "1g"),
+            (9_001, "9001"),
+        ] {
+            assert_eq!(rate_label(BitsPerSecond(bits)), s);
+            assert_eq!(parse_udp_rate(s).unwrap(), BitsPerSecond(bits));
+        }
+        assert_eq!(rate_label(UNPACED), "max");
     }
 
     #[test]
@@ -418,7 +567,7 @@ mod tests {
         let json = serde_json::to_string(&s).unwrap();
         assert!(!json.contains("rate"), "{json}");
         let mut u = spec("stream-up:1400", Protocol::Udp, 1);
-        u.rate = Some(BitRate(100_000_000));
+        u.rate = Some(BitsPerSecond(100_000_000));
         let json = serde_json::to_value(&u).unwrap();
         assert_eq!(json["rate"], 100_000_000);
         assert_eq!(serde_json::from_value::<TestSpec>(json).unwrap(), u);

@@ -15,8 +15,8 @@ use toml::Spanned;
 
 use crate::suite::Location;
 use crate::{
-    BitRate, Bytes, CpuList, Protocol, SocketOptions, Suite, SuiteError, SuiteTest, TestOverrides,
-    TestSpec, Workload, MAX_USERS,
+    BitsPerSecond, Bytes, CpuList, Protocol, SocketOptions, Suite, SuiteError, SuiteTest,
+    TestOverrides, TestSpec, Workload, MAX_USERS,
 };
 
 /// Measurement window of a test whose file sets none (as `linkperf run`).
@@ -362,7 +362,7 @@ struct Resolved {
     duration: Duration,
     warmup: Option<Duration>,
     udp_timeout: Option<Duration>,
-    rate: Option<BitRate>,
+    rate: Option<BitsPerSecond>,
     socket: SocketOptions,
     overrides: TestOverrides,
 }
@@ -468,9 +468,12 @@ impl FileCtx<'_> {
     }
 
     /// A UDP stream's pace: `"100m"` (as iperf3's -b), or a number of bits per second.
-    fn rate(&self, value: Option<&Spanned<NumberOrText>>) -> Result<Option<BitRate>, SuiteError> {
+    fn rate(
+        &self,
+        value: Option<&Spanned<NumberOrText>>,
+    ) -> Result<Option<BitsPerSecond>, SuiteError> {
         let Some(v) = value else { return Ok(None) };
-        BitRate::from_str(&v.get_ref().text())
+        crate::parse_udp_rate(&v.get_ref().text())
             .map(Some)
             .map_err(|e| self.value(v.span(), e.to_string()))
     }
@@ -1028,7 +1031,7 @@ threads = 8
                 "str-writex1k@200m--1--udp",
             ]
         );
-        assert_eq!(s.tests[0].spec.rate, Some(BitRate(10_000_000)));
+        assert_eq!(s.tests[0].spec.rate, Some(BitsPerSecond(10_000_000)));
         assert_eq!(s.tests[2].spec.rate, None, "a TCP stream is not paced");
         assert_eq!(s.tests[4].spec.rate, None);
         let s = parse_suite(

@@ -164,6 +164,8 @@ impl ProgramOutcome {
             latency_histogram: self.stats.latency.encode_histogram(),
             flows: Default::default(),
             udp: None,
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 }

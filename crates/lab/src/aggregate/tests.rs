@@ -93,6 +93,8 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
         latency_histogram: None,
         flows: Default::default(),
         udp: None,
+        links: Vec::new(),
+        pinned_cpus: Vec::new(),
     }
 }
 

@@ -82,7 +82,11 @@ fn headline_series(side: CpuSide, tests: &[&crate::TestComparison]) -> Vec<BarSe
                     .collect(),
                 counts: judged
                     .iter()
-                    .map(|j| j.is_some_and(|j| j.judgement.outcome != Outcome::Same))
+                    .map(|j| {
+                        j.is_some_and(|j| {
+                            matches!(j.judgement.outcome, Outcome::Better | Outcome::Worse)
+                        })
+                    })
                     .collect(),
             }
         })
@@ -201,7 +205,11 @@ pub(super) fn candidates(report: &Report, w: &WorkloadReport) -> Option<Chart> {
                     .collect(),
                 counts: judged
                     .iter()
-                    .map(|j| j.is_some_and(|j| j.judgement.outcome != Outcome::Same))
+                    .map(|j| {
+                        j.is_some_and(|j| {
+                            matches!(j.judgement.outcome, Outcome::Better | Outcome::Worse)
+                        })
+                    })
                     .collect(),
             }
         })

@@ -14,7 +14,7 @@ use crate::{Report, ReportError};
 pub struct CsvExporter;
 
 /// Columns of a comparison.
-const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable,verdict_note,base_suspect_runs,candidate_suspect_runs";
+const COMPARISON_COLUMNS: &str = "base,candidate,test,workload,protocol,users,metric,unit,better,headline,base_mean,candidate_mean,relative_pct,p_value,method,outcome,verdict,base_runs,candidate_runs,unstable,verdict_note,base_suspect_runs,candidate_suspect_runs,interval_low_pct,interval_high_pct,power";
 
 /// Columns of a one-file report.
 const SINGLE_COLUMNS: &str =
@@ -66,6 +66,9 @@ impl Exporter for CsvExporter {
                             field(&t.verdict_note().unwrap_or_default()),
                             suspect(report, &c.base, &t.name).to_string(),
                             suspect(report, &c.candidate, &t.name).to_string(),
+                            j.interval_pct.map(|i| i[0].to_string()).unwrap_or_default(),
+                            j.interval_pct.map(|i| i[1].to_string()).unwrap_or_default(),
+                            j.power.map(|p| p.to_string()).unwrap_or_default(),
                         ];
                         let _ = writeln!(out, "{}", row.join(","));
                     }
@@ -80,6 +83,7 @@ impl Exporter for CsvExporter {
                     row.push(field(&n.reason));
                     row.push(suspect(report, &c.base, &n.name).to_string());
                     row.push(suspect(report, &c.candidate, &n.name).to_string());
+                    row.extend(std::iter::repeat_n(String::new(), 3));
                     let _ = writeln!(out, "{}", row.join(","));
                 }
             }
@@ -179,14 +183,14 @@ mod tests {
         assert_eq!(
             lines[1..4],
             [
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false,,0,0",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false,,0,0",
-                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false,,0,0",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.bytes_per_s,bytes/s,higher,true,1000000,1500000,50,,threshold_only,better,better,1,1,false,,0,0,,,",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,throughput.transactions_per_s,1/s,higher,false,1000,1500,50,,threshold_only,better,better,1,1,false,,0,0,,,",
+                "osa,hs,rr1c-1x1--1,rr1c-1x1,tcp,1,transaction_time_us.mean,µs,lower,true,20,15,25,,threshold_only,better,better,1,1,false,,0,0,,,",
             ]
         );
         assert_eq!(
             lines[15],
-            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false,,0,0"
+            "osa,hs,rr1c-1x1--10,rr1c-1x1,tcp,10,transaction_time_us.mean,µs,lower,true,50,49.5,1,,threshold_only,same,same,1,1,false,,0,0,,,"
         );
         // Every row has as many fields as the header.
         let columns = COMPARISON_COLUMNS.split(',').count();

@@ -61,6 +61,9 @@ h3 { font-size: 18px; margin: 22px 0 8px; }
 .nodata { background: #eee; color: #555; }
 .same { color: var(--same-ink); }
 .chip.same { background: #e8e8e8; }
+.inconclusive { color: #4a4a7a; font-style: italic; }
+.chip.inconclusive { background: #e6e6f5; }
+td.inconclusive { font-weight: normal; }
 .method { font-size: 14px; color: #444; margin: 4px 0; }
 ul.notes { padding-left: 20px; }
 ul.notes li { margin: 3px 0; }
@@ -119,6 +122,7 @@ pub(super) fn outcome_class(o: Outcome) -> &'static str {
         Outcome::Better => "better",
         Outcome::Worse => "worse",
         Outcome::Same => "same",
+        Outcome::Inconclusive => "inconclusive",
     }
 }
 
@@ -127,6 +131,7 @@ pub(super) fn verdict_class(v: Verdict) -> &'static str {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
         Verdict::Same => "same",
+        Verdict::Inconclusive => "inconclusive",
         Verdict::Mixed => "mixed",
         Verdict::NoData => "nodata",
     }
@@ -208,15 +213,15 @@ impl Page<'_> {
             let _ = writeln!(self.out, "<p class=\"sentence\">{}</p>", esc(&c.summary));
             let _ = writeln!(
                 self.out,
-                "<div class=\"chips\"><span class=\"chip better\">better {}</span><span class=\"chip same\">same {}</span><span class=\"chip worse\">worse {}</span><span class=\"chip mixed\">mixed {}</span><span class=\"chip nodata\">no data {}</span><span class=\"chip same\">{} tests compared</span></div>",
-                n.better, n.same, n.worse, n.mixed, n.no_data, n.total()
+                "<div class=\"chips\"><span class=\"chip better\">better {}</span><span class=\"chip same\">same {}</span><span class=\"chip worse\">worse {}</span><span class=\"chip inconclusive\">inconclusive {}</span><span class=\"chip mixed\">mixed {}</span><span class=\"chip nodata\">no data {}</span><span class=\"chip same\">{} tests compared</span></div>",
+                n.better, n.same, n.worse, n.inconclusive, n.mixed, n.no_data, n.total()
             );
             let _ = writeln!(self.out, "<p class=\"method\">{}</p>", esc(&c.method_note));
         }
         let eff = Metric::headline(r.options.cpu_side)[2];
         let _ = writeln!(
             self.out,
-            "<p class=\"method\">A test's verdict comes from its throughput, mean transaction time and {}: better when one is better by more than the noise and none worse, worse the other way round, mixed when some are better and others worse, same otherwise. In the tables, a difference in parentheses is within the noise.</p>\n</section>",
+            "<p class=\"method\">A test's verdict comes from its throughput, mean transaction time and {}: better when one is better by more than the noise and none worse, worse the other way round, mixed when some are better and others worse, same when each is shown within the threshold, inconclusive when the runs show neither. In the tables, a difference in parentheses is within the threshold, one followed by ? is inconclusive; hover a difference for its test, interval and power.</p>\n</section>",
             esc(eff.label())
         );
     }
@@ -418,7 +423,7 @@ mod tests {
             });
         }
         let t = &mut hs.tests[1];
-        t.config.client_placement.threads = 2;
+        t.config.client_placement.threads = linkperf_workload::Threads::Count(2);
         t.config.client_placement.affinity = Some("0-1".parse().unwrap());
         t.config.server_placement.busy_poll = true;
         let r = crate::Report::comparison(
@@ -472,12 +477,12 @@ mod tests {
             );
             HtmlExporter.render(&r).unwrap()
         };
-        let gbit = Some(crate::BitsPerSecond(1e9));
+        let gbit = Some(linkperf_workload::BitsPerSecond(1_000_000_000));
         assert!(page(None, None).contains("link capacity not known (none given, none recorded)"));
         assert!(page(None, gbit).contains("link capacity 1 Gbit/s (command line)"));
         assert!(page(gbit, None)
             .contains("link capacity: osa not known, hs 1 Gbit/s (given for this file)"));
-        assert!(page(gbit, Some(crate::BitsPerSecond(1e10))).contains(
+        assert!(page(gbit, Some(linkperf_workload::BitsPerSecond(10_000_000_000))).contains(
             "link capacity: osa 10 Gbit/s (given for every file), hs 1 Gbit/s (given for this file)"
         ));
     }

@@ -8,7 +8,7 @@ use super::html::{esc, outcome_class, verdict_class, Page};
 use crate::compare::{CandidateComparison, TestComparison};
 use crate::significance::{Method, Outcome};
 use crate::units::percent;
-use linkperf_workload::Placement;
+use linkperf_workload::{Placement, Threads};
 
 use crate::{Metric, WorkloadReport};
 
@@ -83,13 +83,26 @@ impl Page<'_> {
             Some(mc) => {
                 let j = &mc.judgement;
                 let text = percent(j.relative_pct);
-                let shown = if j.outcome == Outcome::Same {
-                    format!("({text})")
-                } else {
-                    text
+                let shown = match j.outcome {
+                    Outcome::Same => format!("({text})"),
+                    Outcome::Inconclusive => format!("{text}?"),
+                    _ => text,
                 };
                 let how = match (j.method, j.p_value) {
-                    (Method::Welch, Some(p)) => format!("Welch p = {p:.3}"),
+                    (Method::Welch, Some(p)) => {
+                        let mut how = format!("Welch p = {p:.3}");
+                        if let Some([lo, hi]) = j.interval_pct {
+                            how.push_str(&format!(
+                                "; 95% interval {} to {}",
+                                percent(lo),
+                                percent(hi)
+                            ));
+                        }
+                        if let Some(power) = j.power {
+                            how.push_str(&format!("; power {:.0}%", power * 100.0));
+                        }
+                        how
+                    }
                     (Method::ConstantRuns, _) => "runs did not vary: threshold alone".into(),
                     _ => "single run: threshold alone".into(),
                 };
@@ -211,14 +224,9 @@ fn retransmits(t: &crate::TestFigures) -> String {
 /// Where a side's workers ran: "2 threads, pinned to 0-1", "1 thread, free",
 /// "one per CPU (the server's default), free", with ", busy-poll".
 fn placement(p: &Placement) -> String {
-    let mut s = if p.threads == Placement::OWN_THREADS {
-        "one per CPU (the server's default)".to_string()
-    } else {
-        format!(
-            "{} thread{}",
-            p.threads,
-            if p.threads == 1 { "" } else { "s" }
-        )
+    let mut s = match p.threads {
+        Threads::ServerDefault => "one per CPU (the server's default)".to_string(),
+        Threads::Count(n) => format!("{n} thread{}", if n == 1 { "" } else { "s" }),
     };
     match &p.affinity {
         Some(a) => s.push_str(&format!(", pinned to {a}")),
@@ -276,7 +284,10 @@ mod tests {
         p.affinity = Some("0-1".parse().unwrap());
         p.busy_poll = true;
         assert_eq!(placement(&p), "2 threads, pinned to 0,1, busy-poll");
-        let own = Placement::with_threads(Placement::OWN_THREADS);
+        let own = Placement {
+            threads: Threads::ServerDefault,
+            ..Placement::with_threads(1)
+        };
         assert_eq!(placement(&own), "one per CPU (the server's default), free");
     }
 }

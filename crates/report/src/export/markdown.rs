@@ -104,23 +104,24 @@ fn comparison(report: &Report, s: &mut String) {
     let side = report.options.cpu_side;
     let _ = writeln!(
         s,
-        "Verdicts come from throughput, mean transaction time and {} CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the noise.\n",
+        "Verdicts come from throughput, mean transaction time and {} CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the threshold, one followed by ? is inconclusive (the runs show neither a difference nor its absence).\n",
         side
     );
     let _ = writeln!(
         s,
-        "| candidate | better | same | worse | mixed | no data | compared |"
+        "| candidate | better | same | worse | inconclusive | mixed | no data | compared |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|");
     for c in &report.comparisons {
         let n = &c.counts;
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             c.candidate,
             n.better,
             n.same,
             n.worse,
+            n.inconclusive,
             n.mixed,
             n.no_data,
             n.total()
@@ -175,6 +176,9 @@ pub(crate) fn delta(t: &TestComparison, metric: Metric) -> String {
     match t.metric(metric) {
         Some(m) if m.judgement.outcome == Outcome::Same => {
             format!("({})", percent(m.judgement.relative_pct))
+        }
+        Some(m) if m.judgement.outcome == Outcome::Inconclusive => {
+            format!("{}?", percent(m.judgement.relative_pct))
         }
         Some(m) => percent(m.judgement.relative_pct),
         None => "n/a".into(),
@@ -320,11 +324,11 @@ mod tests {
 hs is better in 1 of 2 tests, about the same in 1, worse in 0.
 
 No repeated runs: a difference counts when it is larger than 2%; with a single run no significance test is possible (run the suites with --repeat 3 for one).
-Verdicts come from throughput, mean transaction time and server CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the noise.
+Verdicts come from throughput, mean transaction time and server CPU efficiency (system-wide). Relative differences are positive when the candidate is better; a difference in parentheses is within the threshold, one followed by ? is inconclusive (the runs show neither a difference nor its absence).
 
-| candidate | better | same | worse | mixed | no data | compared |
-|---|---:|---:|---:|---:|---:|---:|
-| hs | 1 | 1 | 0 | 0 | 0 | 2 |
+| candidate | better | same | worse | inconclusive | mixed | no data | compared |
+|---|---:|---:|---:|---:|---:|---:|---:|
+| hs | 1 | 1 | 0 | 0 | 0 | 0 | 2 |
 
 ## Consistency
 

@@ -55,10 +55,11 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let compiled = compile(&req.profile).map_err(|e| SessionError::Invalid(e.to_string()))?;
     let (mut c, addr, local_ip) = open(target)?;
+    let threads = req.client.threads.count().unwrap_or(1);
     // The server connects back for the profile's accepts: listen first, on
     // the address the server sees this client at.
     let listeners = match (accepts(&req.profile), local_ip) {
-        (true, Some(ip)) => bind_listeners(ip, workers_for(req.client.threads, &req.profile))?,
+        (true, Some(ip)) => bind_listeners(ip, workers_for(threads, &req.profile))?,
         (true, None) => {
             return Err(SessionError::Invalid(
                 "the profile accepts connections and this host's address is unknown".into(),
@@ -103,7 +104,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     let run = ProgramRun::start(ProgramConfig {
         profile: req.profile.clone(),
         role: Role::Client,
-        threads: req.client.threads,
+        threads,
         affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
         busy_poll: req.client.busy_poll,
         token,
