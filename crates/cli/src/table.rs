@@ -173,6 +173,44 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             l.rate * 100.0
         );
     }
+    if let Some(u) = &run.udp {
+        for (dir, d) in u.directions() {
+            let _ = writeln!(
+                s,
+                "  udp            {dir}: {} of {} datagrams received, {} lost ({:.2} %), {} out of order, {} duplicated{}; jitter {}",
+                d.received,
+                d.expected,
+                d.lost,
+                d.loss_rate * 100.0,
+                d.out_of_order,
+                d.duplicates,
+                if d.late > 0 {
+                    format!(", {} too late to tell", d.late)
+                } else {
+                    String::new()
+                },
+                d.jitter_us.map_or("n/a".to_string(), |j| format!("{j:.1} µs"))
+            );
+            let pace = match d.kept_pace {
+                None => " (no pace asked: as fast as the socket takes)".to_string(),
+                Some(kept) => format!(
+                    " of {} asked{}",
+                    rate(u.rate_bits_per_s / 8.0),
+                    if kept {
+                        ""
+                    } else {
+                        ": the sender could not keep the pace"
+                    }
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "  pace           {dir}: {} datagrams sent, {} per user{pace}",
+                d.sent,
+                rate(d.sent_bits_per_s / 8.0)
+            );
+        }
+    }
     if run.parts.len() > 1 {
         let users: u32 = run.parts.iter().map(|p| p.users).sum();
         let each: Vec<String> = run

@@ -1281,6 +1281,101 @@ fn uploads_of_250_users_over_a_1_gbit_link_read_at_most_the_link() {
     assert_gone("t-up250");
 }
 
+/// A UDP stream at twice what a link shaped to 100 Mbit/s carries: about
+/// half its datagrams are lost, and what arrives is about the link's rate;
+/// at half the link's rate nothing is lost. Run by `lab run` from a suite
+/// file with a `rate` key, as a user would.
+#[test]
+fn a_udp_stream_at_twice_a_100_mbit_link_loses_about_half() {
+    let Some(_g) = lab_lock("udp at 200m over 100mbit") else {
+        return;
+    };
+    let _c = Cleanup("t-udp100".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("udp100.toml");
+    std::fs::write(
+        &suite,
+        "name = \"udp100\"\nduration = \"3s\"\nwarmup = \"1s\"\nretry_suspect = 0\n\
+         [[matrix]]\nworkloads = [\"stream-up:1400\"]\nusers = [1]\nprotocols = [\"udp\"]\nrate = \"200m\"\n\
+         [[test]]\nworkload = \"stream-up:1400\"\nusers = 1\nprotocol = \"udp\"\nrate = \"50m\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,rate=100mbit,name=t-udp100",
+        "--suite",
+        suite.to_str().unwrap(),
+        // One run of each: the run is what is checked.
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let doc = load(&out.join("t-udp100.json"));
+    assert_eq!(doc["link"]["capacity_bits_per_s"], 1e8);
+    let run = |name: &str| -> Value {
+        let t = doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no test {name}: {doc}"));
+        assert_eq!(
+            t["config"]["rate_bits_per_s"].as_f64(),
+            t["spec"]["rate"].as_f64()
+        );
+        let r = t["runs"][0].clone();
+        util::assert_measured(&r, name);
+        r
+    };
+    // 200 Mbit/s offered: the link carries its 100 (less the headers of each
+    // 1400-byte payload: 24 of linkperf's, 8 UDP, 20 IP, 14 Ethernet, so
+    // 95.5 Mbit/s of payload), the rest is lost.
+    let r = run("str-readx1400@200m--1--udp");
+    let d = &r["udp"]["client_to_server"];
+    let (loss, received) = (
+        num(d, "/loss_rate"),
+        num(&r, "/throughput/tx_bytes_per_s") * 8.0,
+    );
+    eprintln!(
+        "200 Mbit/s over 100mbit: {:.1} % lost ({} of {} datagrams), {:.1} Mbit/s received, sent {:.1} Mbit/s, jitter {:.1} µs",
+        loss * 100.0,
+        d["lost"],
+        d["expected"],
+        received / 1e6,
+        num(d, "/sent_bits_per_s") / 1e6,
+        num(d, "/jitter_us")
+    );
+    assert_eq!(d["kept_pace"], true, "the sender kept its 200 Mbit/s: {d}");
+    assert!((0.40..=0.60).contains(&loss), "{loss} lost: {d}");
+    assert!(
+        (85e6..=101e6).contains(&received),
+        "{:.1} Mbit/s received over a 100 Mbit/s link",
+        received / 1e6
+    );
+    // Each second lost about as much: the link's queue, not a stall.
+    for i in r["intervals"].as_array().unwrap() {
+        if i["length_s"].as_f64().unwrap_or(0.0) > 0.99 {
+            let l = num(i, "/loss_rate");
+            assert!((0.3..=0.7).contains(&l), "a second lost {l}: {i}");
+        }
+    }
+    // Half the link's rate: nothing lost.
+    let r = run("str-readx1400@50m--1--udp");
+    let d = &r["udp"]["client_to_server"];
+    assert_eq!(int(d, "/lost"), 0, "{d}");
+    let received = num(&r, "/throughput/tx_bytes_per_s") * 8.0;
+    assert!(
+        (received - 50e6).abs() < 2.5e6,
+        "{:.1} Mbit/s received at 50",
+        received / 1e6
+    );
+    assert_gone("t-udp100");
+}
+
 /// Every configuration up at once, and each run of the suite on every
 /// configuration in turn, the order rotating each round (ABC, BCA, CAB,
 /// ABC): the host's drift over the suite lands on all alike.

@@ -102,11 +102,18 @@ pub enum Metric {
     /// Busy CPU-µs of the server's pinned CPUs per transaction.
     #[serde(rename = "efficiency.server_pinned_cpu_us_per_txn")]
     ServerPinnedCpuPerTxn,
+    /// UDP: a stream's datagrams lost / expected at their receivers, or a
+    /// request/response test's transactions lost (unanswered within the timeout).
+    #[serde(rename = "udp.loss_rate")]
+    LossRate,
+    /// UDP streams: RFC 3550 interarrival jitter, µs.
+    #[serde(rename = "udp.jitter_us")]
+    Jitter,
 }
 
 impl Metric {
     /// Every metric, in the order of the report's tables.
-    pub const ALL: [Metric; 16] = [
+    pub const ALL: [Metric; 18] = [
         Metric::Throughput,
         Metric::TransactionRate,
         Metric::TimeMean,
@@ -123,6 +130,8 @@ impl Metric {
         Metric::ServerPinnedEfficiency,
         Metric::ClientPinnedCpuPerTxn,
         Metric::ServerPinnedCpuPerTxn,
+        Metric::LossRate,
+        Metric::Jitter,
     ];
 
     /// The three metrics a verdict is made of: throughput, mean transaction
@@ -157,6 +166,8 @@ impl Metric {
             Metric::ServerPinnedEfficiency => "efficiency.server_bytes_per_pinned_cpu_s",
             Metric::ClientPinnedCpuPerTxn => "efficiency.client_pinned_cpu_us_per_txn",
             Metric::ServerPinnedCpuPerTxn => "efficiency.server_pinned_cpu_us_per_txn",
+            Metric::LossRate => "udp.loss_rate",
+            Metric::Jitter => "udp.jitter_us",
         }
     }
 
@@ -179,6 +190,8 @@ impl Metric {
             Metric::ServerPinnedEfficiency => "server CPU efficiency (its CPUs)",
             Metric::ClientPinnedCpuPerTxn => "client CPU per transaction (its CPUs)",
             Metric::ServerPinnedCpuPerTxn => "server CPU per transaction (its CPUs)",
+            Metric::LossRate => "UDP loss",
+            Metric::Jitter => "UDP jitter",
         }
     }
 
@@ -187,7 +200,8 @@ impl Metric {
         match self {
             Metric::Throughput => "bytes/s",
             Metric::TransactionRate => "1/s",
-            Metric::TimeMean | Metric::TimeP99 => "µs",
+            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => "µs",
+            Metric::LossRate => "share",
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
@@ -222,6 +236,7 @@ impl Metric {
             | Metric::ServerSystemCpuPerTxn
             | Metric::ClientPinnedCpuPerTxn
             | Metric::ServerPinnedCpuPerTxn => Better::Lower,
+            Metric::LossRate | Metric::Jitter => Better::Lower,
         }
     }
 
@@ -246,6 +261,9 @@ impl Metric {
             Metric::ServerPinnedEfficiency => e.and_then(|e| e.server_bytes_per_pinned_cpu_s),
             Metric::ClientPinnedCpuPerTxn => e.and_then(|e| e.client_pinned_cpu_us_per_txn),
             Metric::ServerPinnedCpuPerTxn => e.and_then(|e| e.server_pinned_cpu_us_per_txn),
+            // A stream's datagrams, or a request/response test's transactions.
+            Metric::LossRate => run.udp.map(|u| u.loss_rate).or(run.loss.map(|l| l.rate)),
+            Metric::Jitter => run.udp.and_then(|u| u.jitter_us),
         };
         v.filter(|x| x.is_finite())
     }
@@ -255,7 +273,8 @@ impl Metric {
         match self {
             Metric::Throughput => crate::units::rate(value),
             Metric::TransactionRate => crate::units::per_s(value),
-            Metric::TimeMean | Metric::TimeP99 => crate::units::time_us(value),
+            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => crate::units::time_us(value),
+            Metric::LossRate => format!("{:.2} %", value * 100.0),
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
@@ -304,6 +323,32 @@ mod tests {
                 };
             assert_eq!(m.better(), expected, "{m}");
         }
+    }
+
+    #[test]
+    fn less_udp_loss_and_jitter_is_better() {
+        use crate::significance::relative_difference;
+        for m in [Metric::LossRate, Metric::Jitter] {
+            assert_eq!(m.better(), Better::Lower);
+        }
+        // Base lost 2 %, candidate 1 %: the candidate is 50 % better; 3 %: 50 % worse.
+        let close = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-9;
+        assert!(close(relative_difference(0.02, 0.01, Better::Lower), 50.0));
+        assert!(close(relative_difference(0.02, 0.03, Better::Lower), -50.0));
+        assert_eq!(Metric::LossRate.format(0.0123), "1.23 %");
+        assert_eq!(Metric::Jitter.key(), "udp.jitter_us");
+        // Read from a run's udp block; absent from other runs.
+        let run: Run = serde_json::from_value(serde_json::json!({
+            "run": 1, "started": "", "status": "ok",
+            "udp": {"rate_bits_per_s": 1e8, "loss_rate": 0.25, "jitter_us": 12.5}
+        }))
+        .unwrap();
+        assert_eq!(Metric::LossRate.value(&run), Some(0.25));
+        assert_eq!(Metric::Jitter.value(&run), Some(12.5));
+        let tcp: Run =
+            serde_json::from_value(serde_json::json!({"run": 1, "started": "", "status": "ok"}))
+                .unwrap();
+        assert_eq!(Metric::LossRate.value(&tcp), None);
     }
 
     #[test]

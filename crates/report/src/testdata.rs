@@ -43,6 +43,7 @@ pub fn with_intervals(run: &mut Run, n: u32) {
             transactions: t.transactions_per_s as u64,
             bytes_per_s: t.bytes_per_s,
             transactions_per_s: t.transactions_per_s,
+            ..Default::default()
         })
         .collect();
 }

@@ -46,6 +46,7 @@ pub fn derive_run(
             .then(|| crate::checks::udp_loss_of(&client)),
         wire: crate::Wire::of(&client, server.as_ref()),
         pinned: pinned_cpu(spec, &client, server.as_ref()),
+        udp: crate::udp::udp_stream(spec, &client, server.as_ref()),
         checks: Vec::new(),
         parts: Vec::new(),
         transaction_time_us: client.latency,
@@ -80,6 +81,7 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         loss: None,
         wire: None,
         pinned: None,
+        udp: None,
         checks: Vec::new(),
         parts: Vec::new(),
         transaction_time_us: None,
@@ -184,6 +186,21 @@ fn receiver_intervals(
         .map(|(k, c)| {
             let s = server_iv.and_then(|iv| iv.get(k));
             let up = s.map_or(c.tx_bytes, |s| s.rx_bytes);
+            // Each direction's datagrams from its receiver's second.
+            let receivers: Vec<&Interval> = match &spec.workload {
+                Workload::Stream { direction, .. } => {
+                    let mut r = Vec::new();
+                    if *direction != StreamDirection::Down {
+                        r.extend(s);
+                    }
+                    if *direction != StreamDirection::Up {
+                        r.push(c);
+                    }
+                    r
+                }
+                _ => Vec::new(),
+            };
+            let (loss_rate, jitter_us) = crate::udp::interval_udp(&receivers);
             let transactions = match (&spec.workload, s) {
                 (Workload::Stream { direction, message }, Some(s)) => match direction {
                     StreamDirection::Up => s.transactions,
@@ -192,13 +209,18 @@ fn receiver_intervals(
                 },
                 _ => c.transactions,
             };
-            interval_rate(&Interval {
-                start_s: c.start_s,
-                length_s: c.length_s,
-                tx_bytes: up,
-                rx_bytes: c.rx_bytes,
-                transactions,
-            })
+            IntervalRate {
+                loss_rate,
+                jitter_us,
+                ..interval_rate(&Interval {
+                    start_s: c.start_s,
+                    length_s: c.length_s,
+                    tx_bytes: up,
+                    rx_bytes: c.rx_bytes,
+                    transactions,
+                    ..Default::default()
+                })
+            }
         })
         .collect()
 }
@@ -339,6 +361,8 @@ fn interval_rate(i: &Interval) -> IntervalRate {
         transactions: i.transactions,
         bytes_per_s: rate(i.tx_bytes as f64 + i.rx_bytes as f64, i.length_s),
         transactions_per_s: rate(i.transactions as f64, i.length_s),
+        loss_rate: None,
+        jitter_us: None,
     }
 }
 
@@ -421,6 +445,7 @@ mod tests {
                     tx_bytes: 1000,
                     rx_bytes: 2000,
                     transactions: 50,
+                    ..Default::default()
                 },
                 Interval {
                     start_s: 1.0,
@@ -428,6 +453,7 @@ mod tests {
                     tx_bytes: 1000,
                     rx_bytes: 2000,
                     transactions: 50,
+                    ..Default::default()
                 },
             ],
             cpu,
@@ -442,6 +468,7 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }
@@ -528,6 +555,7 @@ mod tests {
             tx_bytes: 0,
             rx_bytes: 1,
             transactions: 0,
+            ..Interval::default()
         });
         let run = rr_run(1, String::new(), client, Some(server));
         let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
@@ -652,6 +680,7 @@ mod tests {
             tx_bytes: 5,
             rx_bytes: 5,
             transactions: 1,
+            ..Default::default()
         }];
         let run = rr_run(1, String::new(), client, None);
         let t = run.throughput.unwrap();

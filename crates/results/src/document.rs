@@ -206,7 +206,8 @@ impl TestResult {
 pub struct WorkloadInfo {
     /// `rr`, `crr`, `mix` or `stream`.
     pub kind: String,
-    /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`.
+    /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`; a UDP
+    /// stream's with its pace, `str-readx1400@100m`.
     pub name: String,
     /// Request payload in bytes (rr, crr).
     #[serde(default)]
@@ -244,7 +245,7 @@ impl WorkloadInfo {
         };
         WorkloadInfo {
             kind: kind.to_string(),
-            name: spec.workload.name(),
+            name: spec.workload_name(),
             request_bytes,
             response_bytes,
             message_bytes,
@@ -292,6 +293,10 @@ pub struct TestConfig {
     /// is reported, not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_loss: Option<f64>,
+    /// UDP streams: the pace asked of each user, payload bits per second (0:
+    /// as fast as the socket takes); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bits_per_s: Option<f64>,
 }
 
 impl TestConfig {
@@ -315,6 +320,7 @@ impl TestConfig {
             udp_timeout_s: (spec.protocol == Protocol::Udp)
                 .then_some(spec.udp_timeout.as_secs_f64()),
             max_loss: None,
+            rate_bits_per_s: spec.stream_rate().map(|r| r.as_f64()),
         }
     }
 }
@@ -417,6 +423,10 @@ pub struct Run {
     /// pinned to CPUs the other did not use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<PinnedCpu>,
+    /// UDP streams: datagrams received, lost, out of order, duplicated, the
+    /// loss rate and jitter, and the senders' pace, per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<crate::UdpStream>,
     /// The validity checks, in a fixed order (see [`crate::CheckName`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,
@@ -683,6 +693,14 @@ pub struct IntervalRate {
     pub bytes_per_s: f64,
     /// Transactions per second.
     pub transactions_per_s: f64,
+    /// UDP streams: the share of the second's datagrams lost (RFC 3550's
+    /// fraction lost, 0 when late arrivals outnumber losses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<f64>,
+    /// UDP streams: the receiving flows' jitter at the second's last
+    /// datagram, averaged, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod store;
 mod stream;
 mod summary;
 mod timestamp;
+mod udp;
 mod wire;
 
 pub use checks::{
@@ -39,4 +40,5 @@ pub use store::remove_stale_temp_files;
 pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::{rfc3339, rfc3339_millis};
+pub use udp::{udp_stream, UdpDirection, UdpStream, PACE_TOLERANCE};
 pub use wire::{Wire, WireDirection};
