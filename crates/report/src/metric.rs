@@ -349,6 +349,14 @@ mod tests {
             serde_json::from_value(serde_json::json!({"run": 1, "started": "", "status": "ok"}))
                 .unwrap();
         assert_eq!(Metric::LossRate.value(&tcp), None);
+        // UDP request/response: its lost transactions, as the study's retries.
+        let rr: Run = serde_json::from_value(serde_json::json!({
+            "run": 1, "started": "", "status": "ok",
+            "loss": {"lost": 1, "answered": 3, "rate": 0.25}
+        }))
+        .unwrap();
+        assert_eq!(Metric::LossRate.value(&rr), Some(0.25));
+        assert_eq!(Metric::Jitter.value(&rr), None);
     }
 
     #[test]
