@@ -637,6 +637,78 @@ fn accepting_in_every_iteration_of_a_timed_transaction_leaves_the_next_one_align
 }
 
 #[test]
+fn a_connect_in_each_iteration_opens_one_more_connection_as_uperf_does() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "connect-stack.xml", &["--threads", "2"]);
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    // Three users, five connections each, all open at once.
+    assert_clean(r, 15);
+    for (side, open) in [("client", "connect"), ("server", "accept")] {
+        assert_eq!(ops(r, side, open), 15, "{side}");
+        assert_eq!(ops(r, side, "disconnect"), 15, "{side}");
+    }
+    assert_txn(r, 0, 15, 0, 0);
+    assert_txn(r, 1, 12, 12 * 10, 12 * 11);
+    assert_txn(r, 2, 15, 0, 0);
+}
+
+#[test]
+fn an_accept_in_each_iteration_takes_one_more_connection_as_uperf_does() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let started = Instant::now();
+    let doc = profile_on(&server, "accept-stack.xml", &[]);
+    // It once waited for the stall limit (60 s) on the second accept.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 8);
+    assert_eq!(ops(r, "client", "accept"), 8);
+    assert_eq!(ops(r, "server", "connect"), 8);
+    assert_txn(r, 1, 6, 6 * 5, 6 * 7);
+    assert_txn(r, 2, 8, 0, 0);
+}
+
+#[test]
+fn an_unnamed_connect_after_a_named_accept_opens_the_unnamed_connection() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "unnamed-after-named.xml", &[]);
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 4);
+    assert_txn(r, 0, 2, 2 * (64 + 264), 2 * (8 + 9));
+    assert_eq!(ops(r, "client", "disconnect"), 4);
+}
+
+#[test]
+fn canfail_connects_in_many_iterations_make_that_many_connections() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "canfail-connects.xml", &[]);
+    let r = the_run(&doc);
+    // uperf makes every connection; none fails.
+    assert_clean(r, 300);
+    assert_eq!(ops(r, "client", "connect"), 300);
+    assert_eq!(ops(r, "client", "disconnect"), 300);
+    assert_eq!(ops(r, "server", "disconnect"), 300);
+}
+
+#[test]
+fn a_timed_transaction_connecting_without_bound_is_refused() {
+    let file = corpus("err-timed-connect.xml");
+    let err = refused(&file, &[], &[]);
+    let line = line_of(&file, "duration=\"1s\"");
+    let want = format!(
+        "{file}: line {line}, <transaction>: each iteration of this timed transaction opens \
+         a connection it does not close"
+    );
+    assert!(err.contains(&want), "expected {want:?} in: {err}");
+}
+
+#[test]
 fn a_flowop_without_conn_uses_the_users_first_connection() {
     let _g = shared();
     let server = Server::start(&[]);
