@@ -69,6 +69,11 @@ fn line_of(file: &str, needle: &str) -> usize {
 /// `linkperf run --quiet --profile FILE EXTRA...`, which must exit 0 with an
 /// `ok` run; the results document.
 fn profile(file: &str, extra: &[&str]) -> Value {
+    profile_warned(file, extra).0
+}
+
+/// [`profile`], with what it printed on stderr (its warnings).
+fn profile_warned(file: &str, extra: &[&str]) -> (Value, String) {
     let path = corpus(file);
     let mut args = vec!["run", "--quiet", "--profile", &path];
     args.extend(extra);
@@ -78,7 +83,7 @@ fn profile(file: &str, extra: &[&str]) -> Value {
         "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}"
     );
     util::assert_measured(at(&doc, "/tests/0/runs/0"), &format!("linkperf {args:?}"));
-    doc
+    (doc, err)
 }
 
 /// [`profile`] against `server`.
@@ -457,7 +462,8 @@ fn sendfile_and_rsize_move_exact_byte_totals() {
 fn rate_paces_each_user_to_about_the_given_iterations_per_second() {
     let _g = shared();
     let server = Server::start(&[]);
-    let doc = profile_on(&server, "rate.xml", &[]);
+    let addr = server.addr();
+    let (doc, err) = profile_warned("rate.xml", &["--server", addr.as_str()]);
     let r = the_run(&doc);
     assert_mirrored(r);
     assert_clean(r, 2);
@@ -471,14 +477,17 @@ fn rate_paces_each_user_to_about_the_given_iterations_per_second() {
         "rate=100 gave {per_user_second:.1} iterations per user-second ({it} in all)"
     );
     assert_txn(r, 1, it, it * 64, it * 64);
-    // Ten iterations at 50 per second start over at least 9 / 50 s.
+    // uperf paces only a timed transaction: on iterations=10 rate=50 is
+    // ignored, with a warning naming it.
     let t2 = txn(r, "client", 2);
-    assert_eq!(text(t2, "/limit"), "iterations=10 rate=50");
-    let s = num(t2, "/seconds");
-    assert!(
-        (0.17..=1.5).contains(&s),
-        "ten iterations at rate=50 took {s} s"
+    assert_eq!(text(t2, "/limit"), "iterations=10");
+    let line = line_of(&corpus("rate.xml"), "rate=\"50\"");
+    let want = format!(
+        "linkperf: warning: {}: line {line}, <transaction>: rate=50 has no effect on a \
+         transaction of iterations= (uperf paces only a transaction of duration=): ignored",
+        corpus("rate.xml")
     );
+    assert!(err.contains(&want), "expected {want:?} in: {err}");
     assert_txn(r, 2, 20, 160, 160);
 }
 
@@ -706,6 +715,50 @@ fn a_timed_transaction_connecting_without_bound_is_refused() {
          a connection it does not close"
     );
     assert!(err.contains(&want), "expected {want:?} in: {err}");
+}
+
+#[test]
+fn what_uperf_accepts_runs_and_what_linkperf_ignores_is_a_warning_naming_it() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let (doc, err) = profile_warned("uperf-accepts.xml", &["--server", addr.as_str()]);
+    let file = corpus("uperf-accepts.xml");
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 4);
+    // iterations="0": no times.
+    assert_txn(r, 1, 0, 0, 0);
+    assert_txn(r, 2, 6, 6 * 150, 6 * 150);
+    // sendfile from dir= without size=: 64 KiB; sendfilev as sendfile.
+    assert_txn(r, 3, 4, 2 * 2 * (64 * 1024 + 4096), 0);
+    assert_eq!(ops(r, "client", "sendfile"), 2 * 2 * 2);
+    for (needle, message) in [
+        ("stack=fastack", "stack=fastack selects a FreeBSD TCP stack"),
+        ("cc=cubic", "tcp_nodelay has no effect on a UDP connection"),
+        (
+            "cc=cubic",
+            "cc=cubic is TCP congestion control and has no effect on a UDP connection",
+        ),
+        ("duration=10s", "duration= has no effect on a write flowop"),
+        (
+            "type=\"sendfile\"",
+            "dir=. and nfiles=10: linkperf sends from an in-memory file",
+        ),
+        (
+            "type=\"sendfilev\"",
+            "sendfilev is Solaris's sendfilev(3EXT)",
+        ),
+        (
+            "remotehost=127",
+            "remotehost and protocol on a disconnect have no effect",
+        ),
+    ] {
+        let line = line_of(&file, needle);
+        let want = format!("linkperf: warning: {file}: line {line}, <flowop>: {message}");
+        assert!(err.contains(&want), "expected {want:?} in: {err}");
+    }
+    assert!(!err.contains("non_blocking"), "{err}");
 }
 
 #[test]
