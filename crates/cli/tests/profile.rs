@@ -526,6 +526,19 @@ fn think_time_idle_or_busy_is_part_of_the_transaction_time() {
 }
 
 #[test]
+fn a_busy_think_burns_its_duration_for_each_user_sharing_a_worker() {
+    let _g = shared();
+    let doc = profile("busy-many.xml", &["--threads", "1"]);
+    let r = the_run(&doc);
+    let t = txn(r, "client", 0);
+    assert_eq!(int(t, "/iterations"), 20);
+    // One worker's CPU spins for each user in turn: at least the sum.
+    let s = num(t, "/seconds");
+    assert!((0.4..=0.4 + 5.0).contains(&s), "took {s} s: {t}");
+    assert!(num(t, "/latency/min") >= 20_000.0, "{t}");
+}
+
+#[test]
 fn timed_transactions_end_on_time_and_leave_the_streams_aligned() {
     let _g = shared();
     let server = Server::start(&[]);

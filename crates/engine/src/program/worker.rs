@@ -41,6 +41,8 @@ const PREAMBLE_SLACK: usize = 64;
 /// it (the next iteration's, arriving before the user reached it), at least;
 /// a slot the script opens more sockets on at once may have as many.
 const ACCEPTED_PER_SLOT: usize = 2;
+/// Longest a busy think spins before the worker turns to its other users.
+const SPIN_SLICE: Duration = Duration::from_millis(1);
 /// Largest single read or write.
 const MAX_CHUNK: usize = 256 * 1024;
 
@@ -478,6 +480,18 @@ impl Worker {
                     } else {
                         self.timers.push(Reverse((until, u)));
                     }
+                    false
+                }
+                Need::Spin(left) => {
+                    // This user's CPU time: the worker spins for it alone, a
+                    // slice at a time so the others (and their I/O) get turns.
+                    let slice = left.min(SPIN_SLICE);
+                    let start = Instant::now();
+                    while start.elapsed() < slice {
+                        std::hint::spin_loop();
+                    }
+                    self.users[u].spun(start.elapsed());
+                    self.ready.push_back(u);
                     false
                 }
                 Need::Barrier(next) => {
