@@ -3,7 +3,9 @@
 
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
-use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
+use linkperf_workload::profile::{
+    check_runnable, load_profile_warned, profile_spec, split_by_host,
+};
 use linkperf_workload::{CpuList, Placement, Protocol, Side, SocketOptions, TestSpec, Threads};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
@@ -173,7 +175,12 @@ pub fn plan_profile(
     path: &std::path::Path,
     vars: &[(String, String)],
 ) -> anyhow::Result<ProfilePlan> {
-    let profile = load_profile(path, vars).map_err(|e| anyhow::anyhow!(e))?;
+    let (profile, warnings) = load_profile_warned(path, vars).map_err(|e| anyhow::anyhow!(e))?;
+    // What linkperf accepts but ignores or does differently from uperf:
+    // never in silence.
+    for w in &warnings {
+        eprintln!("linkperf: warning: {}: {w}", path.display());
+    }
     let in_file =
         |e: linkperf_workload::profile::ProfileError| anyhow::anyhow!("{}: {e}", path.display());
     check_runnable(&profile).map_err(in_file)?;

@@ -489,7 +489,7 @@ fn per_server_path(p: &std::path::Path, k: usize) -> std::path::PathBuf {
 }
 
 /// Data connections one side of `spec` opens: one per user, or for a
-/// profile, its users times their named connections.
+/// profile, its users times the most sockets each holds open at once.
 pub fn connections_of(spec: &linkperf_workload::TestSpec) -> u64 {
     match &spec.workload {
         linkperf_workload::Workload::Profile { profile } => {

@@ -69,6 +69,11 @@ fn line_of(file: &str, needle: &str) -> usize {
 /// `linkperf run --quiet --profile FILE EXTRA...`, which must exit 0 with an
 /// `ok` run; the results document.
 fn profile(file: &str, extra: &[&str]) -> Value {
+    profile_warned(file, extra).0
+}
+
+/// [`profile`], with what it printed on stderr (its warnings).
+fn profile_warned(file: &str, extra: &[&str]) -> (Value, String) {
     let path = corpus(file);
     let mut args = vec!["run", "--quiet", "--profile", &path];
     args.extend(extra);
@@ -78,7 +83,7 @@ fn profile(file: &str, extra: &[&str]) -> Value {
         "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}"
     );
     util::assert_measured(at(&doc, "/tests/0/runs/0"), &format!("linkperf {args:?}"));
-    doc
+    (doc, err)
 }
 
 /// [`profile`] against `server`.
@@ -457,7 +462,8 @@ fn sendfile_and_rsize_move_exact_byte_totals() {
 fn rate_paces_each_user_to_about_the_given_iterations_per_second() {
     let _g = shared();
     let server = Server::start(&[]);
-    let doc = profile_on(&server, "rate.xml", &[]);
+    let addr = server.addr();
+    let (doc, err) = profile_warned("rate.xml", &["--server", addr.as_str()]);
     let r = the_run(&doc);
     assert_mirrored(r);
     assert_clean(r, 2);
@@ -471,14 +477,17 @@ fn rate_paces_each_user_to_about_the_given_iterations_per_second() {
         "rate=100 gave {per_user_second:.1} iterations per user-second ({it} in all)"
     );
     assert_txn(r, 1, it, it * 64, it * 64);
-    // Ten iterations at 50 per second start over at least 9 / 50 s.
+    // uperf paces only a timed transaction: on iterations=10 rate=50 is
+    // ignored, with a warning naming it.
     let t2 = txn(r, "client", 2);
-    assert_eq!(text(t2, "/limit"), "iterations=10 rate=50");
-    let s = num(t2, "/seconds");
-    assert!(
-        (0.17..=1.5).contains(&s),
-        "ten iterations at rate=50 took {s} s"
+    assert_eq!(text(t2, "/limit"), "iterations=10");
+    let line = line_of(&corpus("rate.xml"), "rate=\"50\"");
+    let want = format!(
+        "linkperf: warning: {}: line {line}, <transaction>: rate=50 has no effect on a \
+         transaction of iterations= (uperf paces only a transaction of duration=): ignored",
+        corpus("rate.xml")
     );
+    assert!(err.contains(&want), "expected {want:?} in: {err}");
     assert_txn(r, 2, 20, 160, 160);
 }
 
@@ -514,6 +523,19 @@ fn think_time_idle_or_busy_is_part_of_the_transaction_time() {
     // The server does not think: each think is a nop there.
     assert!(flowop(r, "server", "think").is_none());
     assert_eq!(ops(r, "server", "nop"), 2 * (3 + 3 + 4 * 2) + 2 * 3);
+}
+
+#[test]
+fn a_busy_think_burns_its_duration_for_each_user_sharing_a_worker() {
+    let _g = shared();
+    let doc = profile("busy-many.xml", &["--threads", "1"]);
+    let r = the_run(&doc);
+    let t = txn(r, "client", 0);
+    assert_eq!(int(t, "/iterations"), 20);
+    // One worker's CPU spins for each user in turn: at least the sum.
+    let s = num(t, "/seconds");
+    assert!((0.4..=0.4 + 5.0).contains(&s), "took {s} s: {t}");
+    assert!(num(t, "/latency/min") >= 20_000.0, "{t}");
 }
 
 #[test]
@@ -634,6 +656,122 @@ fn accepting_in_every_iteration_of_a_timed_transaction_leaves_the_next_one_align
     );
     assert_txn(r, 1, 3, 3 * 12, 3 * 10);
     assert_mirrored(r);
+}
+
+#[test]
+fn a_connect_in_each_iteration_opens_one_more_connection_as_uperf_does() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "connect-stack.xml", &["--threads", "2"]);
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    // Three users, five connections each, all open at once.
+    assert_clean(r, 15);
+    for (side, open) in [("client", "connect"), ("server", "accept")] {
+        assert_eq!(ops(r, side, open), 15, "{side}");
+        assert_eq!(ops(r, side, "disconnect"), 15, "{side}");
+    }
+    assert_txn(r, 0, 15, 0, 0);
+    assert_txn(r, 1, 12, 12 * 10, 12 * 11);
+    assert_txn(r, 2, 15, 0, 0);
+}
+
+#[test]
+fn an_accept_in_each_iteration_takes_one_more_connection_as_uperf_does() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let started = Instant::now();
+    let doc = profile_on(&server, "accept-stack.xml", &[]);
+    // It once waited for the stall limit (60 s) on the second accept.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 8);
+    assert_eq!(ops(r, "client", "accept"), 8);
+    assert_eq!(ops(r, "server", "connect"), 8);
+    assert_txn(r, 1, 6, 6 * 5, 6 * 7);
+    assert_txn(r, 2, 8, 0, 0);
+}
+
+#[test]
+fn an_unnamed_connect_after_a_named_accept_opens_the_unnamed_connection() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "unnamed-after-named.xml", &[]);
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 4);
+    assert_txn(r, 0, 2, 2 * (64 + 264), 2 * (8 + 9));
+    assert_eq!(ops(r, "client", "disconnect"), 4);
+}
+
+#[test]
+fn canfail_connects_in_many_iterations_make_that_many_connections() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = profile_on(&server, "canfail-connects.xml", &[]);
+    let r = the_run(&doc);
+    // uperf makes every connection; none fails.
+    assert_clean(r, 300);
+    assert_eq!(ops(r, "client", "connect"), 300);
+    assert_eq!(ops(r, "client", "disconnect"), 300);
+    assert_eq!(ops(r, "server", "disconnect"), 300);
+}
+
+#[test]
+fn a_timed_transaction_connecting_without_bound_is_refused() {
+    let file = corpus("err-timed-connect.xml");
+    let err = refused(&file, &[], &[]);
+    let line = line_of(&file, "duration=\"1s\"");
+    let want = format!(
+        "{file}: line {line}, <transaction>: each iteration of this timed transaction opens \
+         a connection it does not close"
+    );
+    assert!(err.contains(&want), "expected {want:?} in: {err}");
+}
+
+#[test]
+fn what_uperf_accepts_runs_and_what_linkperf_ignores_is_a_warning_naming_it() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let (doc, err) = profile_warned("uperf-accepts.xml", &["--server", addr.as_str()]);
+    let file = corpus("uperf-accepts.xml");
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_clean(r, 4);
+    // iterations="0": no times.
+    assert_txn(r, 1, 0, 0, 0);
+    assert_txn(r, 2, 6, 6 * 150, 6 * 150);
+    // sendfile from dir= without size=: 64 KiB; sendfilev as sendfile.
+    assert_txn(r, 3, 4, 2 * 2 * (64 * 1024 + 4096), 0);
+    assert_eq!(ops(r, "client", "sendfile"), 2 * 2 * 2);
+    for (needle, message) in [
+        ("stack=fastack", "stack=fastack selects a FreeBSD TCP stack"),
+        ("cc=cubic", "tcp_nodelay has no effect on a UDP connection"),
+        (
+            "cc=cubic",
+            "cc=cubic is TCP congestion control and has no effect on a UDP connection",
+        ),
+        ("duration=10s", "duration= has no effect on a write flowop"),
+        (
+            "type=\"sendfile\"",
+            "dir=. and nfiles=10: linkperf sends from an in-memory file",
+        ),
+        (
+            "type=\"sendfilev\"",
+            "sendfilev is Solaris's sendfilev(3EXT)",
+        ),
+        (
+            "remotehost=127",
+            "remotehost and protocol on a disconnect have no effect",
+        ),
+    ] {
+        let line = line_of(&file, needle);
+        let want = format!("linkperf: warning: {file}: line {line}, <flowop>: {message}");
+        assert!(err.contains(&want), "expected {want:?} in: {err}");
+    }
+    assert!(!err.contains("non_blocking"), "{err}");
 }
 
 #[test]

@@ -42,6 +42,8 @@ struct State {
     stop_generation: u64,
     ended: HashMap<usize, Vec<Option<Vec<u64>>>>,
     gone: Vec<bool>,
+    /// Users whose script is over (done, failed or stopped).
+    finished: usize,
     failure: Option<String>,
 }
 
@@ -65,6 +67,7 @@ impl Coord {
             state: Mutex::new(State {
                 arrivals: vec![None; users],
                 gone: vec![false; users],
+                finished: 0,
                 ..State::default()
             }),
             cv: Condvar::new(),
@@ -238,6 +241,31 @@ impl Coord {
         }
         drop(s);
         self.cv.notify_all();
+    }
+
+    /// A user's script is over.
+    pub fn user_finished(&self) {
+        self.lock().finished += 1;
+        self.cv.notify_all();
+    }
+
+    /// Waits until every user's script is over, or `until`; true when all are.
+    pub fn wait_all_finished(&self, until: Instant) -> bool {
+        let mut s = self.lock();
+        loop {
+            if s.finished >= self.users {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until || self.aborted() {
+                return false;
+            }
+            s = self
+                .cv
+                .wait_timeout(s, until - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// Server: waits until every user in `expected` ended timed transaction

@@ -379,6 +379,12 @@ impl ProgramRun {
         self.coord.failure()
     }
 
+    /// Waits, until `until` at the latest, for every user's script to be
+    /// over; true when all are.
+    pub fn wait_all_finished(&self, until: Instant) -> bool {
+        self.coord.wait_all_finished(until)
+    }
+
     /// Stops every worker now.
     pub fn abort(&self) {
         self.coord.abort();

@@ -99,6 +99,73 @@ pub struct Script {
     pub conns: usize,
     /// Socket options of each connection (from its connect/accept flowop).
     pub conn_options: Vec<ConnOptions>,
+    /// The most sockets each connection holds open at once: every connect
+    /// (or accept) opens one more, as uperf's do, and a disconnect closes
+    /// the newest.
+    pub peaks: Vec<u64>,
+}
+
+/// The most sockets each of a user's connections holds open at once over
+/// the script: a connect opens one more (the earlier ones stay open), a
+/// disconnect closes the newest. A timed transaction whose iterations open
+/// more than they close would open without bound: refused.
+fn peaks(
+    txns: &[Txn],
+    conns: usize,
+    elements: &[linkperf_workload::profile::Transaction],
+) -> Result<Vec<u64>, CompileError> {
+    let mut open = vec![0u64; conns];
+    let mut peak = vec![0u64; conns];
+    for (t, element) in txns.iter().zip(elements) {
+        for c in 0..conns {
+            // One iteration's effect on connection c: the highest it goes
+            // above where it started, and where it ends (disconnects below
+            // nothing close nothing: they fail).
+            let (mut level, mut high) = (0i128, 0i128);
+            for op in t.ops.iter().filter(|o| o.conn == c) {
+                let n = i128::from(op.count);
+                match op.kind {
+                    OpKind::Connect | OpKind::Accept => level = level.saturating_add(n),
+                    OpKind::Disconnect => level = level.saturating_sub(n).max(-i128::from(open[c])),
+                    _ => continue,
+                }
+                high = high.max(level);
+            }
+            let start = i128::from(open[c]);
+            let (end, top) = match t.limit {
+                Limit::Iterations(0) => (start, start),
+                Limit::Iterations(n) if level > 0 => {
+                    let n = i128::from(n);
+                    (
+                        start.saturating_add(n.saturating_mul(level)),
+                        start
+                            .saturating_add((n - 1).saturating_mul(level))
+                            .saturating_add(high),
+                    )
+                }
+                Limit::Iterations(n) => (
+                    start.saturating_add(i128::from(n).saturating_mul(level)),
+                    start + high,
+                ),
+                Limit::Duration(_) if level > 0 => {
+                    return Err(CompileError {
+                        line: element.line,
+                        element: "transaction",
+                        message: "each iteration of this timed transaction opens a connection it \
+                              does not close: it would open connections without bound (uperf \
+                              opens them until it runs out of descriptors); disconnect in the \
+                              same iteration, or limit it with iterations="
+                            .into(),
+                    });
+                }
+                Limit::Duration(_) => ((start + level).max(0), start + high),
+            };
+            let clamp = |v: i128| u64::try_from(v.max(0)).unwrap_or(u64::MAX);
+            open[c] = clamp(end);
+            peak[c] = peak[c].max(clamp(top));
+        }
+    }
+    Ok(peak)
 }
 
 /// Socket options a profile sets on one connection.
@@ -171,14 +238,20 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
         let mut conn_options: Vec<ConnOptions> = Vec::new();
         let mut protocols: std::collections::HashMap<usize, (bool, u32)> =
             std::collections::HashMap::new();
-        // A flowop without conn= uses the user's first connection: the one
-        // the group's first connect (or accept) opens, named or not.
-        let default_conn: Option<String> = g
-            .transactions
-            .iter()
-            .flat_map(|t| t.flowops.iter())
-            .find(|f| matches!(f.kind, FlowopKind::Connect(_) | FlowopKind::Accept(_)))
-            .and_then(|f| f.conn.clone());
+        // A flowop without conn= uses the user's unnamed connection, as
+        // uperf's do; in a group whose connects (and accepts) are all named,
+        // the one the group's first connect opens.
+        let opens = || {
+            g.transactions
+                .iter()
+                .flat_map(|t| t.flowops.iter())
+                .filter(|f| matches!(f.kind, FlowopKind::Connect(_) | FlowopKind::Accept(_)))
+        };
+        let default_conn: Option<String> = if opens().any(|f| f.conn.is_none()) {
+            None
+        } else {
+            opens().next().and_then(|f| f.conn.clone())
+        };
         let mut txns = Vec::new();
         for (ti, t) in g.transactions.iter().enumerate() {
             let mut ops = Vec::new();
@@ -298,10 +371,12 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                 _ => {}
             }
         }
+        let peaks = peaks(&txns, names.len(), &g.transactions)?;
         scripts.push(Arc::new(Script {
             txns,
             conns: names.len(),
             conn_options,
+            peaks,
         }));
     }
     Ok(Compiled {
@@ -367,14 +442,19 @@ pub fn size_key(user: u32, txn: usize, iteration: u64, op: usize, rep: u64) -> u
 }
 
 impl Compiled {
-    /// Data connections one side holds at most: each user's named
-    /// connections, over all users.
+    /// Data connections one side holds open at most: each user's most
+    /// sockets open at once, over all users.
     pub fn connections(&self) -> u64 {
         self.scripts
             .iter()
             .zip(&self.users)
-            .map(|(s, n)| s.conns as u64 * u64::from(*n))
-            .sum()
+            .map(|(s, n)| {
+                s.peaks
+                    .iter()
+                    .fold(0u64, |a, p| a.saturating_add(*p))
+                    .saturating_mul(u64::from(*n))
+            })
+            .fold(0u64, u64::saturating_add)
     }
 
     /// Whether any connection is UDP (the server then binds datagram sockets).
@@ -382,5 +462,56 @@ impl Compiled {
         self.scripts
             .iter()
             .any(|s| s.conn_options.iter().any(|o| o.udp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkperf_workload::profile::parse_profile;
+
+    fn compiled(body: &str) -> Result<Compiled, CompileError> {
+        let text = format!(r#"<profile name="p"><group nthreads="3">{body}</group></profile>"#);
+        compile(&parse_profile(&text, &|_| None).unwrap())
+    }
+
+    #[test]
+    fn each_connect_opens_one_more_socket_and_each_disconnect_closes_one() {
+        let c = compiled(
+            r#"<transaction iterations="10"><flowop type="connect"/></transaction>
+               <transaction iterations="4"><flowop type="disconnect"/></transaction>
+               <transaction iterations="2"><flowop type="connect"/></transaction>"#,
+        )
+        .unwrap();
+        assert_eq!(c.scripts[0].peaks, vec![10]);
+        assert_eq!(c.connections(), 30);
+        let c = compiled(
+            r#"<transaction duration="1s"><flowop type="connect"/>
+               <flowop type="disconnect"/></transaction>"#,
+        )
+        .unwrap();
+        assert_eq!(c.scripts[0].peaks, vec![1]);
+    }
+
+    #[test]
+    fn an_unnamed_flowop_uses_the_unnamed_connection_when_there_is_one() {
+        let c = compiled(
+            r#"<transaction><flowop type="accept" options="conn=1"/>
+               <flowop type="connect"/><flowop type="write" options="size=1"/>
+               <flowop type="write" options="conn=1 size=1"/></transaction>"#,
+        )
+        .unwrap();
+        let ops = &c.scripts[0].txns[0].ops;
+        assert_eq!(
+            ops.iter().map(|o| o.conn).collect::<Vec<_>>(),
+            vec![0, 1, 1, 0]
+        );
+    }
+
+    #[test]
+    fn a_timed_transaction_opening_more_than_it_closes_is_refused() {
+        let e = compiled(r#"<transaction duration="1s"><flowop type="connect"/></transaction>"#)
+            .unwrap_err();
+        assert!(e.message.contains("without bound"), "{e}");
     }
 }

@@ -74,6 +74,10 @@ pub enum Need {
         /// Spin on the CPU.
         busy: bool,
     },
+    /// Spin on the CPU for this much more of a busy think: the user's own
+    /// CPU time, so users sharing a worker spin one after another (each
+    /// burns its think's duration, as each of uperf's threads does).
+    Spin(Duration),
     /// Wait for the release of transaction `.0` (client; the ones before are done).
     Barrier(usize),
     /// The script is over.
@@ -108,6 +112,7 @@ pub struct User {
     left: u64,
     op_started: Option<Instant>,
     think_until: Option<Instant>,
+    spin_left: Duration,
     iter_started: Instant,
     txn_started: Instant,
     /// Bytes written and read per connection in the current transaction.
@@ -151,6 +156,7 @@ impl User {
             left: 0,
             op_started: None,
             think_until: None,
+            spin_left: Duration::ZERO,
             iter_started: now,
             txn_started: now,
             written: vec![0; conns],
@@ -513,6 +519,10 @@ impl User {
                     OpKind::Read(s, _) | OpKind::Write(s) | OpKind::Sendfile(s) => {
                         self.left = s.at(key)
                     }
+                    OpKind::Think {
+                        duration,
+                        busy: true,
+                    } => self.spin_left = duration,
                     OpKind::Think { duration, .. } => self.think_until = Some(now + duration),
                     _ => {}
                 }
@@ -534,6 +544,12 @@ impl User {
                         len: self.left,
                         sendfile: matches!(op.kind, OpKind::Sendfile(_)),
                     }
+                }
+                OpKind::Think { busy: true, .. } => {
+                    if !self.spin_left.is_zero() {
+                        return Need::Spin(self.spin_left);
+                    }
+                    self.op_done(now, stats);
                 }
                 OpKind::Think { busy, .. } => {
                     let until = self.think_until.unwrap_or(now);
@@ -573,6 +589,7 @@ impl User {
         let count = txn.ops.get(self.op).map(|o| o.count).unwrap_or(1);
         self.op_started = None;
         self.think_until = None;
+        self.spin_left = Duration::ZERO;
         self.left = 0;
         self.rep += 1;
         if self.rep < count {
@@ -593,6 +610,11 @@ impl User {
         let txn = self.script.txns.get(self.txn)?;
         let op = txn.ops.get(self.op)?;
         Some((txn.slot, op.type_slot, op.conn))
+    }
+
+    /// The user spun `d` of its busy think.
+    pub fn spun(&mut self, d: Duration) {
+        self.spin_left = self.spin_left.saturating_sub(d);
     }
 
     /// `n` bytes of the current write went out at `now`.

@@ -38,8 +38,11 @@ const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// each new one (as the workload server does: anyone may open one).
 const PREAMBLE_SLACK: usize = 64;
 /// Connections accepted for one user's connection slot and not yet taken by
-/// it (the next iteration's, arriving before the user reached it).
+/// it (the next iteration's, arriving before the user reached it), at least;
+/// a slot the script opens more sockets on at once may have as many.
 const ACCEPTED_PER_SLOT: usize = 2;
+/// Longest a busy think spins before the worker turns to its other users.
+const SPIN_SLICE: Duration = Duration::from_millis(1);
 /// Largest single read or write.
 const MAX_CHUNK: usize = 256 * 1024;
 
@@ -147,7 +150,9 @@ pub struct WorkerSetup {
 struct Worker {
     role: Role,
     users: Vec<User>,
-    links: Vec<Vec<Option<Link>>>,
+    /// Per user, per connection: the sockets open on it, newest last (each
+    /// connect opens one more; data and disconnect use the newest).
+    links: Vec<Vec<Vec<Link>>>,
     arrived: Vec<Option<usize>>,
     done: Vec<bool>,
     workers: usize,
@@ -224,7 +229,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         links: setup
             .users
             .iter()
-            .map(|u| (0..u.conns()).map(|_| None).collect())
+            .map(|u| (0..u.conns()).map(|_| Vec::new()).collect())
             .collect(),
         arrived: vec![None; setup.users.len()],
         done: vec![false; setup.users.len()],
@@ -491,6 +496,18 @@ impl Worker {
                     }
                     false
                 }
+                Need::Spin(left) => {
+                    // This user's CPU time: the worker spins for it alone, a
+                    // slice at a time so the others (and their I/O) get turns.
+                    let slice = left.min(SPIN_SLICE);
+                    let start = Instant::now();
+                    while start.elapsed() < slice {
+                        std::hint::spin_loop();
+                    }
+                    self.users[u].spun(start.elapsed());
+                    self.ready.push_back(u);
+                    false
+                }
                 Need::Barrier(next) => {
                     if self.arrived[u] != Some(next) {
                         self.arrived[u] = Some(next);
@@ -534,6 +551,13 @@ impl Worker {
                                 self.users[u].give_up_lost(now, &mut self.stats);
                                 continue;
                             }
+                            if let Need::Connect(c) = need {
+                                // A connect (or a UDP registration) that timed
+                                // out leaves nothing open.
+                                if self.connecting(u, c) || self.registering(u, c) {
+                                    self.drop_link(u, c);
+                                }
+                            }
                             let why = if self.is_udp(u, &need) {
                                 "no datagram before its timeout (lost)"
                             } else {
@@ -557,9 +581,12 @@ impl Worker {
             return;
         }
         for c in 0..self.links[u].len() {
-            self.drop_link(u, c);
+            while !self.links[u][c].is_empty() {
+                self.drop_link(u, c);
+            }
         }
         self.finished += 1;
+        self.coord.user_finished();
         if let Some(m) = self.users[u].failure() {
             match self.role {
                 Role::Client if m != "aborted" => self.coord.fail(m.to_string()),
@@ -594,59 +621,58 @@ impl Worker {
 
     fn connect(&mut self, u: usize, c: usize, now: Instant) -> bool {
         let udp = self.users[u].script().conn_options[c].udp;
-        match &self.links[u][c] {
-            Some(Link::Tcp {
-                connecting: true, ..
-            }) => {}
-            Some(Link::Udp {
-                registered: false, ..
-            }) => return self.await_udp_answer(u, c, now),
-            Some(_) => return self.fail(u, "the connection is already open", now),
-            None if udp => return self.connect_udp(u, c, now),
-            None => {
-                if self.endpoints.is_empty() {
-                    return self.fail(u, "no endpoint to connect to", now);
-                }
-                let id = self.users[u].id;
-                let addr = self.endpoints[id as usize % self.endpoints.len()];
-                let opts = data_options(&self.users[u].script().conn_options[c]);
-                let stream = match tcp_connect(addr, &opts) {
-                    Ok(Conn::Tcp(s)) => s,
-                    Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
-                    Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
-                };
-                // The connection number, and the transaction it is opened in:
-                // an accepting side takes only its current transaction's.
-                let txn = self.users[u].txn() as u64;
-                let pre = Preamble {
-                    token: self.token,
-                    flow: id,
-                    seq: (txn << 32) | c as u64,
-                }
-                .encode();
-                let mut link = Link::Tcp {
-                    stream,
-                    connecting: true,
-                    preamble: Some((pre, 0)),
-                };
-                if let Some(src) = link.source() {
-                    if let Err(e) = self.poll.registry().register(
-                        src,
-                        Self::user_token(u, c),
-                        Interest::READABLE | Interest::WRITABLE,
-                    ) {
-                        return self.fail(u, &format!("register a connection: {e}"), now);
-                    }
-                }
-                self.links[u][c] = Some(link);
-                return false;
+        // A UDP registration under way goes on.
+        if self.registering(u, c) {
+            return self.await_udp_answer(u, c, now);
+        }
+        // A connect under way goes on; otherwise this one opens another
+        // socket, the earlier ones staying open (as uperf's connect does).
+        if !self.connecting(u, c) {
+            if udp {
+                return self.connect_udp(u, c, now);
             }
+            if self.endpoints.is_empty() {
+                return self.fail(u, "no endpoint to connect to", now);
+            }
+            let id = self.users[u].id;
+            let addr = self.endpoints[id as usize % self.endpoints.len()];
+            let opts = data_options(&self.users[u].script().conn_options[c]);
+            let stream = match tcp_connect(addr, &opts) {
+                Ok(Conn::Tcp(s)) => s,
+                Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
+                Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+            };
+            // The connection number, and the transaction it is opened in:
+            // an accepting side takes only its current transaction's.
+            let txn = self.users[u].txn() as u64;
+            let pre = Preamble {
+                token: self.token,
+                flow: id,
+                seq: (txn << 32) | c as u64,
+            }
+            .encode();
+            let mut link = Link::Tcp {
+                stream,
+                connecting: true,
+                preamble: Some((pre, 0)),
+            };
+            if let Some(src) = link.source() {
+                if let Err(e) = self.poll.registry().register(
+                    src,
+                    Self::user_token(u, c),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    return self.fail(u, &format!("register a connection: {e}"), now);
+                }
+            }
+            self.links[u][c].push(link);
+            return false;
         }
         let Some(Link::Tcp {
             stream,
             connecting,
             preamble,
-        }) = self.links[u][c].as_mut()
+        }) = self.links[u][c].last_mut()
         else {
             return false;
         };
@@ -709,13 +735,25 @@ impl Worker {
         {
             return self.fail(u, &format!("register a connection: {e}"), now);
         }
-        self.links[u][c] = Some(Link::Udp {
+        self.links[u][c].push(Link::Udp {
             sock,
             seq: 0,
             registered: false,
             retry: now,
         });
         self.await_udp_answer(u, c, now)
+    }
+
+    /// Whether connection `c`'s newest socket is a UDP registration the
+    /// server has not answered yet.
+    fn registering(&self, u: usize, c: usize) -> bool {
+        matches!(
+            self.links[u][c].last(),
+            Some(Link::Udp {
+                registered: false,
+                ..
+            })
+        )
     }
 
     /// The header of user `u`'s registration of connection `c` in its
@@ -742,7 +780,7 @@ impl Worker {
             registered,
             retry,
             ..
-        }) = self.links[u][c].as_mut()
+        }) = self.links[u][c].last_mut()
         else {
             return false;
         };
@@ -779,15 +817,24 @@ impl Worker {
     fn established(&mut self, u: usize, c: usize) {
         self.stats.connections += 1;
         if self.socket.is_none() {
-            if let Some(Link::Tcp { stream, .. }) = &self.links[u][c] {
+            if let Some(Link::Tcp { stream, .. }) = self.links[u][c].last() {
                 let ip = stream.local_addr().ok().map(|a| a.ip());
                 self.socket = Some(SocketFacts::read(stream.as_raw_fd(), ip, true));
             }
         }
     }
 
+    /// Whether connection `c`'s newest socket is a connect under way.
+    fn connecting(&self, u: usize, c: usize) -> bool {
+        matches!(
+            self.links[u][c].last(),
+            Some(Link::Tcp { connecting, preamble, .. }) if *connecting || preamble.is_some()
+        )
+    }
+
+    /// Closes connection `c`'s newest socket.
     fn drop_link(&mut self, u: usize, c: usize) {
-        if let Some(mut l) = self.links[u][c].take() {
+        if let Some(mut l) = self.links[u][c].pop() {
             if let Some(src) = l.source() {
                 let _ = self.poll.registry().deregister(src);
             }
@@ -802,7 +849,7 @@ impl Worker {
             let Some(&(_, addr)) = self.peers.get(&(u, c)).filter(|(t, _)| *t == txn) else {
                 return false;
             };
-            self.links[u][c] = Some(Link::Peer { addr, seq: 0 });
+            self.links[u][c].push(Link::Peer { addr, seq: 0 });
             self.stats.connections += 1;
             self.users[u].op_done(now, &mut self.stats);
             return true;
@@ -824,13 +871,10 @@ impl Worker {
         let Some((_, stream)) = q.pop_front() else {
             return false;
         };
-        if self.links[u][c].is_some() {
-            self.drop_link(u, c);
-        }
         if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
             return self.fail(u, &format!("socket options: {e}"), now);
         }
-        self.links[u][c] = Some(Link::Tcp {
+        self.links[u][c].push(Link::Tcp {
             stream,
             connecting: false,
             preamble: None,
@@ -841,7 +885,11 @@ impl Worker {
     }
 
     fn disconnect(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        let tcp = matches!(self.links[u][c], Some(Link::Tcp { .. }));
+        if self.links[u][c].is_empty() {
+            // uperf: "Connection already closed".
+            return self.fail(u, "the connection is not open", now);
+        }
+        let tcp = matches!(self.links[u][c].last(), Some(Link::Tcp { .. }));
         if !tcp || self.role == Role::Client {
             // Datagrams have no close to wait for.
             self.drop_link(u, c);
@@ -850,7 +898,7 @@ impl Worker {
         }
         // The server closes once the client has: read to its EOF.
         loop {
-            let Some(Link::Tcp { stream, .. }) = self.links[u][c].as_mut() else {
+            let Some(Link::Tcp { stream, .. }) = self.links[u][c].last_mut() else {
                 return true;
             };
             match stream.read(&mut self.buf) {
@@ -875,7 +923,7 @@ impl Worker {
         }
         let id = self.users[u].id;
         let tag = self.token.session_tag();
-        let r = match self.links[u][c].as_mut() {
+        let r = match self.links[u][c].last_mut() {
             None => return self.fail(u, "the connection is not open", now),
             Some(Link::Tcp { stream, .. }) => {
                 let n = usize::try_from(len)
@@ -919,7 +967,7 @@ impl Worker {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
             Err(e) => {
-                if matches!(self.links[u][c], Some(Link::Tcp { .. })) {
+                if matches!(self.links[u][c].last(), Some(Link::Tcp { .. })) {
                     self.drop_link(u, c);
                 }
                 self.fail(u, &e.to_string(), now)
@@ -929,7 +977,7 @@ impl Worker {
 
     fn read(&mut self, u: usize, c: usize, len: u64, now: Instant) -> bool {
         let tag = self.token.session_tag();
-        match self.links[u][c].as_mut() {
+        match self.links[u][c].last_mut() {
             None => self.fail(u, "the connection is not open", now),
             Some(Link::Tcp { stream, .. }) => {
                 let n = usize::try_from(len)
@@ -1119,11 +1167,10 @@ impl Worker {
             return;
         }
         // No more than a user's connection can take: more are not a user's.
-        if self
-            .accepted
-            .get(&(u, c))
-            .is_some_and(|q| q.len() >= ACCEPTED_PER_SLOT)
-        {
+        let most = usize::try_from(self.users[u].script().peaks[c])
+            .unwrap_or(usize::MAX)
+            .max(ACCEPTED_PER_SLOT);
+        if self.accepted.get(&(u, c)).is_some_and(|q| q.len() >= most) {
             return;
         }
         if self
@@ -1147,7 +1194,10 @@ impl Worker {
 
     /// How many accepted connections may wait for their preamble at once.
     fn pending_cap(&self) -> usize {
-        let conns: usize = self.users.iter().map(|u| u.conns()).sum();
+        let conns = self.users.iter().fold(0usize, |n, u| {
+            let peaks = u.script().peaks.iter().map(|p| *p as usize);
+            n.saturating_add(peaks.fold(0usize, usize::saturating_add))
+        });
         conns.saturating_mul(2).saturating_add(PREAMBLE_SLACK)
     }
 

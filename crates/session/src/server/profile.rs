@@ -21,6 +21,11 @@ use crate::channel::{Received, RecvError};
 /// How long the server's users may take to stop at the client's count.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long the server's users may take, once the client has finished, to
+/// reach the end of their script (a last disconnect, a last read) before
+/// they are stopped.
+const SCRIPT_END_GRACE: Duration = Duration::from_secs(2);
+
 impl Session<'_> {
     /// Runs a profile's server side; returns its name for the log.
     pub(super) fn profile(
@@ -177,7 +182,14 @@ impl Session<'_> {
                             Err(e) => break Err(fail(ErrorCode::Internal, e)),
                         }
                     }
-                    Ok(ClientMessage::Finished) => break Ok(()),
+                    Ok(ClientMessage::Finished) => {
+                        // The client's users are done; the server's finish
+                        // the script's end (its last disconnects, the reads
+                        // of what the client sent last) before they are
+                        // stopped, within a bound.
+                        run.wait_all_finished(Instant::now() + SCRIPT_END_GRACE);
+                        break Ok(());
+                    }
                     Ok(ClientMessage::Abort { .. }) => {
                         aborted = true;
                         break Ok(());

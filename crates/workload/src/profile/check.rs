@@ -108,9 +108,7 @@ impl Profile {
                     );
                 }
                 match t.limit {
-                    Limit::Iterations(0) => {
-                        return bad(t.line, "iterations=0: it must be at least 1".into())
-                    }
+                    // iterations=0 runs it no times, as in uperf.
                     Limit::Iterations(_) => {}
                     Limit::Duration(d) => time(t.line, "duration", d)?,
                 }
@@ -251,10 +249,6 @@ mod tests {
             (
                 Box::new(|p| p.groups[0].transactions[1].limit = Limit::Duration(Duration::MAX)),
                 "duration=",
-            ),
-            (
-                Box::new(|p| p.groups[0].transactions[0].limit = Limit::Iterations(0)),
-                "iterations=0",
             ),
             (
                 Box::new(|p| p.groups[0].transactions[1].rate = Some(super::super::Rate(f64::NAN))),

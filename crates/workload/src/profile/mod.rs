@@ -14,7 +14,7 @@ pub use model::{
     splitmix64, Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Rate, Size,
     Transaction, Xfer,
 };
-pub use parse::{parse_profile, ProfileError};
+pub use parse::{parse_profile, parse_profile_warned, ProfileError, ProfileWarning};
 
 /// The test spec of a profile run: its users, TCP, no warmup (the profile's
 /// own transactions do what warming up it wants), and its least time as the
@@ -51,8 +51,27 @@ pub fn profile_spec(profile: Profile) -> crate::TestSpec {
 }
 
 /// Reads a profile file with `$variables` from `vars` first, then the
-/// environment. Errors name the file, the line and the element.
+/// environment. Errors name the file, the line and the element. What
+/// [`load_profile_warned`] would warn about is refused here: a caller
+/// without a way to show a warning never runs a profile differently from
+/// what it says in silence.
 pub fn load_profile(path: &std::path::Path, vars: &[(String, String)]) -> Result<Profile, String> {
+    let (profile, warnings) = load_profile_warned(path, vars)?;
+    match warnings.first() {
+        None => Ok(profile),
+        Some(w) => Err(format!(
+            "{}: {w} (refused here; `linkperf run --profile` runs it with a warning)",
+            path.display()
+        )),
+    }
+}
+
+/// [`load_profile`], with the warnings (each names what linkperf ignores or
+/// does differently from uperf; the caller shows them with the file).
+pub fn load_profile_warned(
+    path: &std::path::Path,
+    vars: &[(String, String)],
+) -> Result<(Profile, Vec<ProfileWarning>), String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if meta.len() > 1024 * 1024 {
         return Err(format!(
@@ -69,5 +88,5 @@ pub fn load_profile(path: &std::path::Path, vars: &[(String, String)]) -> Result
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(name).ok())
     };
-    parse_profile(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))
+    parse_profile_warned(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -22,6 +22,19 @@ pub struct ProfileError {
     pub message: String,
 }
 
+/// What linkperf accepts of a profile but does not do as uperf would (an
+/// option it ignores, a flowop it runs as another): where, and what.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("line {line}, <{element}>: {message}")]
+pub struct ProfileWarning {
+    /// The 1-based line of the element.
+    pub line: u32,
+    /// The element: `transaction` or `flowop`.
+    pub element: String,
+    /// What is ignored or done differently, and why.
+    pub message: String,
+}
+
 fn err(line: u32, element: &str, message: String) -> ProfileError {
     ProfileError {
         line,
@@ -40,6 +53,15 @@ pub fn parse_profile(
     text: &str,
     var: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Profile, ProfileError> {
+    parse_profile_warned(text, var).map(|(p, _)| p)
+}
+
+/// [`parse_profile`], with the warnings: what the profile asks that linkperf
+/// accepts but ignores or does differently from uperf, each naming it.
+pub fn parse_profile_warned(
+    text: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Profile, Vec<ProfileWarning>), ProfileError> {
     if text.len() > MAX_TEXT {
         return Err(err(
             1,
@@ -61,6 +83,7 @@ pub fn parse_profile(
         group: None,
         transaction: None,
         flowop_line: 1,
+        warnings: Vec::new(),
     };
     loop {
         let token = lexer
@@ -68,11 +91,12 @@ pub fn parse_profile(
             .map_err(|e| err(e.line, builder.context(), e.message))?;
         match token {
             Token::Eof => {
+                let warnings = std::mem::take(&mut builder.warnings);
                 let profile = builder.finish()?;
                 // What the options' own ranges cannot see (the users of all
                 // groups together); the server runs the same check.
                 return match profile.check() {
-                    Ok(()) => Ok(profile),
+                    Ok(()) => Ok((profile, warnings)),
                     Err(e) => Err(err(e.line, "profile", e.message)),
                 };
             }
@@ -108,6 +132,7 @@ struct Builder<'v> {
     group: Option<Group>,
     transaction: Option<Transaction>,
     flowop_line: u32,
+    warnings: Vec<ProfileWarning>,
 }
 
 impl Builder<'_> {
@@ -313,8 +338,9 @@ impl Builder<'_> {
                     "a <transaction> takes iterations or duration, not both".into(),
                 ))
             }
+            // iterations=0 runs the transaction no times, as in uperf.
             (Some(n), None) => {
-                Limit::Iterations(number_in("iterations", &n, 1, u64::MAX, "").map_err(fail)?)
+                Limit::Iterations(number_in("iterations", &n, 0, u64::MAX, "").map_err(fail)?)
             }
             (None, Some(t)) => Limit::Duration(time_value("duration", &t).map_err(fail)?),
             (None, None) => Limit::Iterations(1),
@@ -322,6 +348,22 @@ impl Builder<'_> {
         let rate = match rate {
             Some(r) => Some(Rate(rate_value(&r).map_err(fail)?)),
             None => None,
+        };
+        // uperf paces only a timed transaction; on iterations= it ignores rate=.
+        let rate = match (limit, rate) {
+            (Limit::Iterations(_), Some(r)) => {
+                self.warnings.push(ProfileWarning {
+                    line,
+                    element: "transaction".into(),
+                    message: format!(
+                        "rate={} has no effect on a transaction of iterations= (uperf paces \
+                         only a transaction of duration=): ignored",
+                        r.0
+                    ),
+                });
+                None
+            }
+            (_, r) => r,
         };
         self.transaction = Some(Transaction {
             limit,
@@ -351,7 +393,14 @@ impl Builder<'_> {
             .find(|(n, _)| n.eq_ignore_ascii_case(t))
             .map(|&(_, ty)| ty)
             .ok_or_else(|| fail(format!("unknown flowop type {}: use {TYPE_LIST}", shown(t))))?;
-        let flowop = build_flowop(ty, options.as_deref().unwrap_or(""), line).map_err(fail)?;
+        let (flowop, warnings) =
+            build_flowop(ty, options.as_deref().unwrap_or(""), line).map_err(fail)?;
+        self.warnings
+            .extend(warnings.into_iter().map(|message| ProfileWarning {
+                line,
+                element: "flowop".into(),
+                message,
+            }));
         if let Some(t) = self.transaction.as_mut() {
             t.flowops.push(flowop);
         }

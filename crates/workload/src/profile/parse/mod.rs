@@ -16,7 +16,7 @@ mod lexer;
 mod options;
 mod values;
 
-pub use builder::{parse_profile, ProfileError};
+pub use builder::{parse_profile, parse_profile_warned, ProfileError, ProfileWarning};
 
 #[cfg(test)]
 mod tests;

@@ -16,11 +16,13 @@ pub(super) enum Type {
     Send,
     Recv,
     Sendfile,
+    /// Solaris's sendfilev(3EXT): run as sendfile, with a warning.
+    Sendfilev,
     Think,
     Nop,
 }
 
-pub(super) const TYPES: [(&str, Type); 10] = [
+pub(super) const TYPES: [(&str, Type); 11] = [
     ("connect", Type::Connect),
     ("accept", Type::Accept),
     ("disconnect", Type::Disconnect),
@@ -29,12 +31,13 @@ pub(super) const TYPES: [(&str, Type); 10] = [
     ("send", Type::Send),
     ("recv", Type::Recv),
     ("sendfile", Type::Sendfile),
+    ("sendfilev", Type::Sendfilev),
     ("think", Type::Think),
     ("nop", Type::Nop),
 ];
 
 pub(super) const TYPE_LIST: &str =
-    "connect, accept, disconnect, read, write, send, recv, sendfile, think or nop";
+    "connect, accept, disconnect, read, write, send, recv, sendfile, sendfilev, think or nop";
 
 /// Which flowops an option applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +46,7 @@ enum Class {
     Data,
     Think,
     Endpoint,
+    Sendfile,
 }
 
 impl Class {
@@ -52,6 +56,7 @@ impl Class {
             Class::Data => "read, write, send, recv and sendfile flowops",
             Class::Think => "think flowops",
             Class::Endpoint => "connect and accept flowops",
+            Class::Sendfile => "sendfile and sendfilev flowops",
         }
     }
 }
@@ -67,14 +72,21 @@ impl Type {
     fn class(self) -> Class {
         match self {
             Type::Connect | Type::Accept => Class::Endpoint,
-            Type::Read | Type::Write | Type::Send | Type::Recv | Type::Sendfile => Class::Data,
+            Type::Read
+            | Type::Write
+            | Type::Send
+            | Type::Recv
+            | Type::Sendfile
+            | Type::Sendfilev => Class::Data,
             Type::Think => Class::Think,
             Type::Disconnect | Type::Nop => Class::Any,
         }
     }
 
     fn takes(self, class: Class) -> bool {
-        class == Class::Any || class == self.class()
+        class == Class::Any
+            || class == self.class()
+            || (class == Class::Sendfile && matches!(self, Type::Sendfile | Type::Sendfilev))
     }
 
     /// The options this type takes, for messages.
@@ -105,6 +117,10 @@ enum Key {
     Wndsz,
     TcpNodelay,
     Cc,
+    NonBlocking,
+    Stack,
+    Dir,
+    Nfiles,
 }
 
 struct OptionSpec {
@@ -124,14 +140,15 @@ const fn opt(name: &'static str, key: Key, flag: bool, class: Class) -> OptionSp
     }
 }
 
-const OPTIONS: [OptionSpec; 15] = [
+const OPTIONS: [OptionSpec; 19] = [
     opt("size", Key::Size, false, Class::Data),
     opt("rsize", Key::Rsize, false, Class::Data),
     opt("count", Key::Count, false, Class::Any),
     opt("conn", Key::Conn, false, Class::Any),
     opt("timeout", Key::Timeout, false, Class::Any),
     opt("canfail", Key::Canfail, true, Class::Any),
-    opt("duration", Key::Duration, false, Class::Think),
+    // uperf reads duration= on any flowop and uses it on think only.
+    opt("duration", Key::Duration, false, Class::Any),
     opt("busy", Key::Busy, true, Class::Think),
     opt("idle", Key::Idle, true, Class::Think),
     opt("remotehost", Key::Remotehost, false, Class::Endpoint),
@@ -140,6 +157,10 @@ const OPTIONS: [OptionSpec; 15] = [
     opt("wndsz", Key::Wndsz, false, Class::Endpoint),
     opt("tcp_nodelay", Key::TcpNodelay, true, Class::Endpoint),
     opt("cc", Key::Cc, false, Class::Endpoint),
+    opt("non_blocking", Key::NonBlocking, true, Class::Any),
+    opt("stack", Key::Stack, false, Class::Endpoint),
+    opt("dir", Key::Dir, false, Class::Sendfile),
+    opt("nfiles", Key::Nfiles, false, Class::Sendfile),
 ];
 
 /// The options of one flowop, as given.
@@ -160,7 +181,16 @@ struct Options {
     wndsz: Option<u64>,
     nodelay: bool,
     cc: Option<String>,
+    stack: Option<String>,
+    dir: Option<String>,
+    nfiles: Option<u64>,
+    /// remotehost= or protocol= on a disconnect (uperf ignores them there).
+    on_disconnect: Vec<&'static str>,
 }
+
+/// Bytes a sendfile with dir= and no size= sends each time: uperf sends a
+/// whole file of the directory, which linkperf does not read.
+pub(crate) const DIR_SENDFILE_SIZE: u64 = 64 * 1024;
 
 /// Splits options at whitespace, except inside parentheses
 /// (`size=rand(1k, 64k)` is one option).
@@ -247,6 +277,18 @@ fn read_options(ty: Type, text: &str) -> Result<Options, String> {
         };
         let spec = &OPTIONS[i];
         let name = spec.name;
+        // uperf takes a disconnect's remotehost= and protocol= and ignores them.
+        let ignored_here =
+            ty == Type::Disconnect && matches!(spec.key, Key::Remotehost | Key::Protocol);
+        if ignored_here {
+            if value.is_none_or(|v| v.trim().is_empty()) {
+                return Err(format!("option {name} needs a value: write {name}=..."));
+            }
+            if !o.on_disconnect.contains(&name) {
+                o.on_disconnect.push(name);
+            }
+            continue;
+        }
         if !ty.takes(spec.class) {
             return Err(format!(
                 "option {name} applies only to {}; a {} flowop takes {}",
@@ -285,14 +327,98 @@ fn read_options(ty: Type, text: &str) -> Result<Options, String> {
             Key::Wndsz => o.wndsz = Some(number_in(name, value, 1, MAX_WNDSZ, "1g")?),
             Key::TcpNodelay => o.nodelay = true,
             Key::Cc => o.cc = Some(value.to_string()),
+            // linkperf's sockets never block: the flowop's I/O already waits
+            // on the event loop, which is what non_blocking asks of uperf.
+            Key::NonBlocking => {}
+            Key::Stack => o.stack = Some(value.to_string()),
+            Key::Dir => o.dir = Some(value.to_string()),
+            Key::Nfiles => o.nfiles = Some(number_in(name, value, 1, u64::MAX, "")?),
         }
     }
     Ok(o)
 }
 
-/// A flowop of type `ty` from its options text (variables already substituted).
-pub(super) fn build_flowop(ty: Type, text: &str, line: u32) -> Result<Flowop, String> {
+/// A flowop of type `ty` from its options text (variables already
+/// substituted), and what linkperf ignores of it, each naming what and why.
+pub(super) fn build_flowop(
+    ty: Type,
+    text: &str,
+    line: u32,
+) -> Result<(Flowop, Vec<String>), String> {
     let mut o = read_options(ty, text)?;
+    let mut warnings = Vec::new();
+    if ty == Type::Sendfilev {
+        warnings.push(
+            "sendfilev is Solaris's sendfilev(3EXT) (uperf on Linux sends nothing for it): \
+             linkperf runs it as sendfile, and counts it as one"
+                .to_string(),
+        );
+    }
+    if !o.on_disconnect.is_empty() {
+        warnings.push(format!(
+            "{} on a disconnect {} no effect (uperf ignores {} too): ignored",
+            o.on_disconnect.join(" and "),
+            if o.on_disconnect.len() == 1 {
+                "has"
+            } else {
+                "have"
+            },
+            if o.on_disconnect.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        ));
+    }
+    if o.duration.is_some() && ty != Type::Think {
+        warnings.push(format!(
+            "duration= has no effect on a {} flowop (uperf uses it on think only): ignored",
+            ty.name()
+        ));
+    }
+    if let Some(stack) = &o.stack {
+        warnings.push(format!(
+            "stack={stack} selects a FreeBSD TCP stack, which linkperf does not set (uperf \
+             does so on FreeBSD only): ignored"
+        ));
+    }
+    if o.protocol == Some(ProfileProtocol::Udp) {
+        if o.nodelay {
+            warnings.push(
+                "tcp_nodelay has no effect on a UDP connection (uperf ignores it there too): \
+                 ignored"
+                    .to_string(),
+            );
+        }
+        if let Some(cc) = o.cc.take() {
+            warnings.push(format!(
+                "cc={cc} is TCP congestion control and has no effect on a UDP connection \
+                 (uperf ignores it there too): ignored"
+            ));
+        }
+        o.nodelay = false;
+    }
+    if o.dir.is_some() || o.nfiles.is_some() {
+        let what = match (&o.dir, o.nfiles) {
+            (Some(d), Some(n)) => format!("dir={d} and nfiles={n}"),
+            (Some(d), None) => format!("dir={d}"),
+            (None, Some(n)) => format!("nfiles={n}"),
+            (None, None) => String::new(),
+        };
+        let size = if o.size.is_none() {
+            o.size = Some(Size::Fixed(DIR_SENDFILE_SIZE));
+            format!(
+                "; without size=, each sends {} KiB (uperf sends a whole file)",
+                DIR_SENDFILE_SIZE / 1024
+            )
+        } else {
+            String::new()
+        };
+        warnings.push(format!(
+            "{what}: linkperf sends from an in-memory file, not the directory's files: \
+             ignored{size}"
+        ));
+    }
     let endpoint = |o: &mut Options| Endpoint {
         remotehost: o.remotehost.take(),
         protocol: o.protocol.unwrap_or(ProfileProtocol::Tcp),
@@ -321,7 +447,7 @@ pub(super) fn build_flowop(ty: Type, text: &str, line: u32) -> Result<Flowop, St
         Type::Write => FlowopKind::Write(xfer(&o)?),
         Type::Send => FlowopKind::Send(xfer(&o)?),
         Type::Recv => FlowopKind::Recv(xfer(&o)?),
-        Type::Sendfile => FlowopKind::Sendfile(xfer(&o)?),
+        Type::Sendfile | Type::Sendfilev => FlowopKind::Sendfile(xfer(&o)?),
         Type::Think => {
             if o.busy && o.idle {
                 return Err(
@@ -339,12 +465,13 @@ pub(super) fn build_flowop(ty: Type, text: &str, line: u32) -> Result<Flowop, St
         }
         Type::Nop => FlowopKind::Nop,
     };
-    Ok(Flowop {
+    let flowop = Flowop {
         kind,
         count: o.count.unwrap_or(1),
         conn: o.conn,
         timeout: o.timeout,
         canfail: o.canfail,
         line,
-    })
+    };
+    Ok((flowop, warnings))
 }

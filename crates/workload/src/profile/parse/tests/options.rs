@@ -5,13 +5,13 @@ use super::*;
 #[test]
 fn options_may_span_lines_and_tabs() {
     let f = flowop(
-        "<flowop type=\"connect\"\n  options=\"remotehost=h\n\tprotocol=udp   port=5001\r\n wndsz=1m cc=bbr\"/>",
+        "<flowop type=\"connect\"\n  options=\"remotehost=h\n\tprotocol=tcp   port=5001\r\n wndsz=1m cc=bbr\"/>",
     );
     assert_eq!(
         f.kind,
         FlowopKind::Connect(Endpoint {
             remotehost: Some("h".into()),
-            protocol: ProfileProtocol::Udp,
+            protocol: ProfileProtocol::Tcp,
             port: Some(5001),
             wndsz: Some(1024 * 1024),
             cc: Some("bbr".into()),
@@ -159,18 +159,18 @@ fn an_unknown_option_is_named_with_the_options_the_type_takes() {
         m.contains("size, rsize, count, conn, timeout, canfail"),
         "{m}"
     );
-    let m = flowop_error("<flowop type=nop options=\"dir=/tmp\"/>");
-    assert!(m.contains("unknown option dir"), "{m}");
+    let m = flowop_error("<flowop type=nop options=\"dirs=/tmp\"/>");
+    assert!(m.contains("unknown option dirs"), "{m}");
 }
 
 #[test]
 fn connect_options_are_read_and_refused_elsewhere() {
-    let f = flowop("<flowop type=accept options=\"protocol=UDP port=65535 cc=cubic tcp_nodelay wndsz=256KB\"/>");
+    let f = flowop("<flowop type=accept options=\"protocol=TCP port=65535 cc=cubic tcp_nodelay wndsz=256KB\"/>");
     assert_eq!(
         f.kind,
         FlowopKind::Accept(Endpoint {
             remotehost: None,
-            protocol: ProfileProtocol::Udp,
+            protocol: ProfileProtocol::Tcp,
             port: Some(65535),
             wndsz: Some(256 * 1024),
             nodelay: true,
@@ -191,8 +191,81 @@ fn connect_options_are_read_and_refused_elsewhere() {
             "{m}"
         );
     }
-    let m = flowop_error("<flowop type=connect options=\"duration=1\"/>");
-    assert!(m.contains("applies only to think flowops"), "{m}");
+    let m = flowop_error("<flowop type=connect options=\"stack=rack dir=.\"/>");
+    assert!(
+        m.contains("applies only to sendfile and sendfilev flowops"),
+        "{m}"
+    );
+}
+
+/// The warnings of a profile around `body` (all about line 4).
+fn warnings(body: &str) -> Vec<String> {
+    let (_, w) =
+        parse_profile_warned(&wrap(body), &no_vars).unwrap_or_else(|e| panic!("{body}: {e}"));
+    w.into_iter()
+        .map(|w| {
+            assert_eq!(w.line, 4, "{w}");
+            w.message
+        })
+        .collect()
+}
+
+#[test]
+fn what_uperf_accepts_and_linkperf_ignores_is_accepted_with_a_warning_naming_it() {
+    let cases = [
+        (
+            "type=write options=\"size=1 duration=10s\"",
+            "duration= has no effect on a write",
+        ),
+        (
+            "type=connect options=\"stack=fastack\"",
+            "stack=fastack selects a FreeBSD TCP stack",
+        ),
+        (
+            "type=disconnect options=\"remotehost=h protocol=tcp\"",
+            "remotehost and protocol on a disconnect have no effect",
+        ),
+        (
+            "type=sendfilev options=\"dir=. nfiles=10\"",
+            "sendfilev is Solaris's",
+        ),
+        (
+            "type=sendfile options=\"dir=. nfiles=10\"",
+            "dir=. and nfiles=10: linkperf sends from an in-memory file",
+        ),
+        (
+            "type=connect options=\"protocol=udp tcp_nodelay\"",
+            "tcp_nodelay has no effect on a UDP connection",
+        ),
+        (
+            "type=connect options=\"protocol=udp cc=cubic\"",
+            "cc=cubic is TCP congestion control and has no effect on a UDP connection",
+        ),
+    ];
+    for (attrs, want) in cases {
+        let w = warnings(&format!("<flowop {attrs}/>"));
+        assert!(w.iter().any(|m| m.contains(want)), "{attrs}: {w:?}");
+    }
+    // A sendfile from a directory without size= sends 64 KiB each time, and says so.
+    let f = flowop("<flowop type=sendfile options=\"dir=.\"/>");
+    assert_eq!(f.kind, FlowopKind::Sendfile(fixed(64 * 1024)));
+    let w = warnings("<flowop type=sendfile options=\"dir=.\"/>");
+    assert!(w[0].contains("each sends 64 KiB"), "{w:?}");
+    // UDP drops what it ignores.
+    let f = flowop("<flowop type=connect options=\"protocol=udp tcp_nodelay cc=bbr\"/>");
+    assert_eq!(
+        f.kind,
+        FlowopKind::Connect(Endpoint {
+            protocol: ProfileProtocol::Udp,
+            ..tcp()
+        })
+    );
+}
+
+#[test]
+fn non_blocking_is_accepted_without_a_warning_as_linkperf_never_blocks() {
+    assert!(warnings("<flowop type=read options=\"size=1 non_blocking\"/>").is_empty());
+    assert!(warnings("<flowop type=connect options=\"tcp_nodelay\"/>").is_empty());
 }
 
 #[test]
