@@ -78,7 +78,7 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// A built-in suite by name, or a suite file.
-fn load_suite(name: &str) -> anyhow::Result<Suite> {
+pub(crate) fn load_suite(name: &str) -> anyhow::Result<Suite> {
     if let Some(s) = builtin_suite(name) {
         return Ok(s);
     }

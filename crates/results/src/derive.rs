@@ -46,6 +46,7 @@ pub fn derive_run(
             .then(|| crate::checks::udp_loss_of(&client)),
         checks: Vec::new(),
         parts: Vec::new(),
+        agents: None,
         transaction_time_us: client.latency,
         cpu: Some(CpuPair {
             client: client.cpu,
@@ -78,6 +79,7 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         loss: None,
         checks: Vec::new(),
         parts: Vec::new(),
+        agents: None,
         transaction_time_us: None,
         cpu: None,
         efficiency: None,

@@ -14,6 +14,7 @@ mod checks;
 mod derive;
 mod document;
 mod error;
+mod mesh;
 mod space;
 mod store;
 mod summary;
@@ -31,6 +32,7 @@ pub use document::{
     Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
+pub use mesh::{MeshRecord, RunAgent, RunAgents};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
