@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The project's test command: formatting check, lints, then the whole test suite.
+# The project's test command: formatting check, lints, the documentation (warnings
+# are errors), the whole test suite, then a build with the Rust version the
+# workspace declares (rust-version in Cargo.toml).
 # Every step runs even when one before it fails, every test binary runs even when
 # another fails (--no-fail-fast), and the last line is always the totals,
 # "N passed, N failed". The exit code is non-zero when anything failed.
@@ -14,8 +16,18 @@ fi
 
 failed_steps=()
 
+# The oldest Rust the workspace says it builds with; a rustc older than that cannot
+# build it (cargo refuses), so say so once, plainly, before the steps fail.
+rust_version=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)
+rustc_version=$(rustc --version | awk '{ print $2 }')
+if [ "$(printf '%s\n' "$rust_version" "$rustc_version" | sort -V | head -n 1)" != "$rust_version" ]; then
+    echo "rustc $rustc_version is older than $rust_version, the workspace's rust-version: update the toolchain"
+    failed_steps+=("rustc $rustc_version is older than the rust-version $rust_version")
+fi
+
 cargo fmt --all -- --check || failed_steps+=("cargo fmt --check")
 cargo clippy --workspace --all-targets --locked -- -D warnings || failed_steps+=("cargo clippy")
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked || failed_steps+=("cargo doc (warnings are errors)")
 
 # cargo test ends on the (often empty) doc-test summary; close with the totals.
 log=$(mktemp)
@@ -26,6 +38,18 @@ read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print 
 if [ "$test_status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     # Nothing counted as failed, yet cargo test failed: a build error or a crashed test binary.
     failed_steps+=("cargo test (exit $test_status: a test target did not build or a test binary crashed; see above)")
+fi
+
+# The declared rust-version is checked, not only stated: the workspace (tests
+# included) must build with exactly that toolchain, which rustup installs when missing.
+if ! command -v rustup >/dev/null 2>&1; then
+    failed_steps+=("rust-version $rust_version not checked: building with that toolchain needs rustup")
+elif ! rustup toolchain list | grep -q "^$rust_version-" \
+    && ! rustup toolchain install "$rust_version" --profile minimal; then
+    failed_steps+=("rust-version $rust_version not checked: rustup could not install that toolchain")
+else
+    rustup run "$rust_version" cargo check --workspace --all-targets --locked \
+        || failed_steps+=("cargo check with Rust $rust_version, the declared rust-version")
 fi
 
 for step in ${failed_steps[@]+"${failed_steps[@]}"}; do

@@ -1,11 +1,10 @@
 //! Values typed on command lines and in suite files: workloads (with mixes),
-//! sizes, CPU lists, protocols and link capacities (`compare --capacity`). A value or an error; what parses prints in a
-//! form that parses back to the same value.
+//! sizes, CPU lists, protocols and rates (a lab link's, and `compare --capacity`). A value or an error; what parses
+//! prints in a form that parses back to the same value.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linkperf_report::BitsPerSecond;
-use linkperf_workload::{Bytes, CpuList, Protocol, Workload};
+use linkperf_workload::{BitsPerSecond, Bytes, CpuList, Protocol, Workload};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {
@@ -34,8 +33,14 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(p) = s.parse::<Protocol>() {
         assert_eq!(p.to_string().parse::<Protocol>().ok(), Some(p), "{s:?}");
     }
-    if let Ok(c) = s.parse::<BitsPerSecond>() {
-        assert!(c.0.is_finite() && c.0 > 0.0, "{s:?}");
-        let _ = c.to_string();
+    if let Ok(r) = s.parse::<BitsPerSecond>() {
+        assert_eq!(
+            r.to_string().parse::<BitsPerSecond>().ok(),
+            Some(r),
+            "{s:?}"
+        );
+    }
+    if let Ok(c) = linkperf_report::parse_capacity(s) {
+        assert!(c.0 > 0, "{s:?}");
     }
 });

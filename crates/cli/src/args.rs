@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_workload::{Bytes, CpuList, Protocol, Workload};
+use linkperf_workload::{Bytes, CpuList, PlacementPolicy, Protocol, Workload};
 
 /// Default control port of `linkperf serve`.
 pub const DEFAULT_PORT: u16 = 7410;
@@ -69,6 +69,10 @@ fn parse_protocol(s: &str) -> Result<Protocol, String> {
 
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
     s.parse::<CpuList>().map_err(|e| e.to_string())
+}
+
+pub(crate) fn parse_policy(s: &str) -> Result<PlacementPolicy, String> {
+    s.parse::<PlacementPolicy>().map_err(|e| e.to_string())
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -190,6 +194,12 @@ pub struct PlacementArgs {
     /// Workers on both sides poll without sleeping (removes wake-up cost; burns CPU).
     #[arg(long)]
     pub busy_poll: bool,
+    /// Where each side's workers run unless --affinity/--server-affinity say:
+    /// split (client on the first half of the host's CPUs, server on the
+    /// second; on 2 CPUs client CPU 0, server CPU 1), same (both sides' worker
+    /// i on CPU i; one host only), free (the scheduler decides).
+    #[arg(long, value_name = "same|split|free", value_parser = parse_policy)]
+    pub placement: Option<PlacementPolicy>,
 }
 
 /// `linkperf run`.
@@ -200,6 +210,9 @@ pub struct RunArgs {
     pub target: TargetArgs,
     /// Run against a stock iperf3 server (`iperf3 -s`) at HOST[:PORT] (port 5201
     /// unless given) instead of a linkperf server; stream workloads only.
+    // clap prints this comment as the option's help, brackets and all: they
+    // are not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "server")]
     pub iperf3_server: Option<String>,
     /// Workload: rr1c-1x1, rr1c-200x1000, rr1c-200x30k, str-readx30k, str-writex30k,
@@ -264,9 +277,32 @@ pub struct RunArgs {
     /// Write the results document (JSON) to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// A line every D while the test runs, as the client sees it: what it sent and received,
+    /// transactions/s and transaction time (request/response), retransmits (TCP), loss (UDP);
+    /// the warm-up's seconds marked. Whole seconds (1s, 2s, or a bare number; 0 for none).
+    /// Default: 1s when the lines go to a terminal, none otherwise.
+    #[arg(long, value_name = "D", value_parser = parse_interval)]
+    pub interval: Option<u32>,
+    /// Write the test as JSON lines while it runs (start, one interval per second, end;
+    /// docs/results-schema.md) to FILE, or with `-` to standard output (the lines and the
+    /// table then go to standard error).
+    #[arg(long, value_name = "FILE|-")]
+    pub json_stream: Option<std::path::PathBuf>,
     /// Print only the results, no progress lines.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// `--interval D`: whole seconds, so that its lines are made of the results'
+/// per-second intervals.
+fn parse_interval(s: &str) -> Result<u32, String> {
+    let d = parse_duration(s)?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{s} is not a whole number of seconds (the lines add up the per-second intervals: 1s, 2s, ...; 0 for none)"
+        ));
+    }
+    u32::try_from(d.as_secs()).map_err(|_| format!("{s} is too long an interval"))
 }
 
 /// `linkperf suite`.
@@ -368,6 +404,16 @@ fn parse_max_loss(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_whole_seconds() {
+        assert_eq!(parse_interval("1s"), Ok(1));
+        assert_eq!(parse_interval("2"), Ok(2));
+        assert_eq!(parse_interval("0"), Ok(0));
+        assert_eq!(parse_interval("1m"), Ok(60));
+        let e = parse_interval("500ms").unwrap_err();
+        assert!(e.contains("whole number of seconds"), "{e}");
+    }
 
     #[test]
     fn profile_variables_are_name_equals_value() {

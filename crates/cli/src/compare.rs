@@ -8,10 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use linkperf_report::{
-    write_report, BitsPerSecond, CpuSide, CsvExporter, Exporter, HtmlExporter, JsonExporter,
-    MarkdownExporter, Options, Report, Source, DEFAULT_THRESHOLD_PCT,
+    write_report, CpuSide, CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter,
+    Options, Report, Source, DEFAULT_THRESHOLD_PCT,
 };
 use linkperf_results::ResultsDocument;
+use linkperf_workload::BitsPerSecond;
 
 use crate::UsageError;
 
@@ -36,7 +37,7 @@ fn parse_threshold(s: &str) -> Result<f64, String> {
 }
 
 fn parse_capacity(s: &str) -> Result<BitsPerSecond, String> {
-    s.parse::<BitsPerSecond>().map_err(|e| {
+    linkperf_report::parse_capacity(s).map_err(|e| {
         let msg = e.to_string();
         msg.split_once(": ")
             .map_or(msg.clone(), |(_, why)| why.to_string())
@@ -345,6 +346,18 @@ fn emit(report: &Report, out: &OutputArgs) -> anyhow::Result<ExitCode> {
         (None, None) => Some(Format::Md),
         (_, f) => f,
     };
+    // What makes a difference say more than the compared thing, on the
+    // terminal whatever the format.
+    let c = &report.consistency;
+    for d in &c.placement {
+        eprintln!(
+            "linkperf: warning: placement differs in {}: {} in {}; {} in {}",
+            d.side, d.base, d.base_label, d.candidate, d.candidate_label
+        );
+    }
+    for d in &c.environment {
+        eprintln!("linkperf: warning: environments differ: {}", d.describe());
+    }
     let mut stdout = std::io::stdout().lock();
     if let Some(dir) = &out.out {
         let written = write_report(report, dir).map_err(|e| usage(format!("failed to {e}")))?;
@@ -401,7 +414,7 @@ mod tests {
 
     #[test]
     fn a_capacity_is_for_every_file_or_for_one() {
-        let gbit = BitsPerSecond(1e9);
+        let gbit = BitsPerSecond(1_000_000_000);
         assert_eq!(parse_capacity_arg("1gbit"), Ok(CapacityArg::All(gbit)));
         assert_eq!(
             parse_capacity_arg("lab/1g.json=1gbit"),
@@ -426,7 +439,7 @@ mod tests {
             std::fs::write(p, "{}").unwrap();
         }
         let files = vec![a.clone(), b.clone()];
-        let (g, t) = (BitsPerSecond(1e9), BitsPerSecond(1e10));
+        let (g, t) = (BitsPerSecond(1_000_000_000), BitsPerSecond(10_000_000_000));
         // By path, by bare file name, and the plain form for every file.
         let (all, each) = capacities(
             &[

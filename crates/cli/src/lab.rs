@@ -20,8 +20,9 @@ use anyhow::Context;
 use linkperf_lab::sys::{interrupt, netns_command, Host};
 use linkperf_lab::{aggregate, Catalog, Lab, LabError, LinkRecord, Pair, Record, Topology};
 use linkperf_results::ResultsDocument;
+use linkperf_workload::PlacementPolicy;
 
-use crate::args::parse_duration;
+use crate::args::{parse_duration, parse_policy};
 use crate::UsageError;
 
 /// How long `linkperf serve` may take to listen.
@@ -108,6 +109,13 @@ pub struct LabRunArgs {
     /// Client/server pairs through the same link at once; results per pair and aggregated.
     #[arg(long, default_value_t = 1)]
     pub pairs: u32,
+    /// Where each side's workers run (same|split|free): split, the default,
+    /// pins every client to the first half of the host's CPUs and every
+    /// server to the second half (on 2 CPUs client CPU 0, server CPU 1), so
+    /// no configuration wins by where the scheduler happened to put it.
+    /// Recorded in every results file; a suite file's CPU lists win.
+    #[arg(long, value_name = "same|split|free", default_value = "split", value_parser = parse_policy)]
+    pub placement: PlacementPolicy,
     /// Directory for the results (CONFIG.json per configuration), logs and the report.
     #[arg(long)]
     pub out: PathBuf,
@@ -465,6 +473,7 @@ fn suite_options(a: &LabRunArgs) -> Vec<String> {
     if let Some(m) = &a.max_loss {
         v.extend(["--max-loss".into(), m.clone()]);
     }
+    v.extend(["--placement".into(), a.placement.to_string()]);
     v
 }
 

@@ -5,6 +5,7 @@
 mod args;
 mod compare;
 mod lab;
+mod live;
 mod mesh;
 mod plan;
 mod progress;

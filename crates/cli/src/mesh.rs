@@ -14,7 +14,7 @@ use clap::Args;
 use linkperf_mesh::{name_agents, plan_pairs, Agent, Concurrency, Pair, Plan, PlanCost};
 use linkperf_results::{MeshRecord, ResultsDocument, SuiteRecord};
 use linkperf_session::{identify, AuthKey, Target};
-use linkperf_workload::{run_order, Placement, Suite, SuiteTest};
+use linkperf_workload::{run_order, Placement, PlacementPolicy, Suite, SuiteTest, Threads};
 
 use crate::args::{parse_duration, DEFAULT_PORT};
 use crate::UsageError;
@@ -102,8 +102,29 @@ pub(crate) struct MeshPlan {
     pub pairs: Vec<Pair>,
     pub plan: Plan,
     pub seed: u64,
-    pub client: Placement,
-    pub server: Placement,
+    /// Each test's (source agent's, target agent's) placement.
+    pub placements: Vec<(Placement, Placement)>,
+}
+
+/// A delegated test's placements: the suite test's own settings, then the
+/// command line's, then each agent's own (one worker per CPU of its host,
+/// settled by the agent); nothing pinned unless a CPU list says (the two
+/// agents are usually on two hosts).
+fn placements(a: &MeshArgs, t: &SuiteTest) -> (Placement, Placement) {
+    let o = &t.overrides;
+    let side = |threads: Option<u32>, affinity: Option<linkperf_workload::CpuList>| Placement {
+        threads: threads.map_or(Threads::ServerDefault, Threads::Count),
+        affinity,
+        busy_poll: o.busy_poll.unwrap_or(false),
+        policy: PlacementPolicy::Free,
+    };
+    (
+        side(o.threads.or(a.threads), o.affinity.clone()),
+        side(
+            o.server_threads.or(a.server_threads),
+            o.server_affinity.clone(),
+        ),
+    )
 }
 
 /// Runs a mesh.
@@ -183,7 +204,9 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
             (agents, pairs, plan, a.seed)
         }
     };
+    let placements = suite.tests.iter().map(|t| placements(&a, t)).collect();
     let p = MeshPlan {
+        placements,
         key,
         suite,
         repeat,
@@ -193,8 +216,6 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
         pairs,
         plan,
         seed,
-        client: Placement::with_threads(a.threads.unwrap_or(Placement::OWN_THREADS)),
-        server: Placement::with_threads(a.server_threads.unwrap_or(Placement::OWN_THREADS)),
     };
     let record = SuiteRecord {
         name: p.suite.name.clone(),

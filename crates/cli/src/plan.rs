@@ -4,7 +4,7 @@
 use linkperf_metrics::ProcessMethod;
 use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{check_runnable, load_profile, profile_spec, split_by_host};
-use linkperf_workload::{CpuList, Placement, Protocol, SocketOptions, TestSpec};
+use linkperf_workload::{CpuList, Placement, Protocol, Side, SocketOptions, TestSpec, Threads};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
 
@@ -85,16 +85,14 @@ pub fn placements(
             anyhow::bail!("{what} must be between 1 and 1024, got {n}");
         }
     }
-    let threads = threads.unwrap_or_else(default_threads);
+    let threads = Threads::Count(threads.unwrap_or_else(default_threads));
     // A server elsewhere runs one worker per CPU of its own host unless told
     // otherwise; the embedded one shares this host.
-    let server_threads = server_threads.unwrap_or_else(|| {
-        if embedded {
-            default_threads()
-        } else {
-            Placement::OWN_THREADS
-        }
-    });
+    let server_threads = match server_threads {
+        Some(n) => Threads::Count(n),
+        None if embedded => Threads::Count(default_threads()),
+        None => Threads::ServerDefault,
+    };
     let affinity = o.affinity.clone().or_else(|| p.affinity.clone());
     let server_affinity = o
         .server_affinity
@@ -121,18 +119,35 @@ pub fn placements(
         }
     }
     let busy_poll = o.busy_poll.unwrap_or(p.busy_poll);
-    Ok((
-        Placement {
-            threads,
-            affinity,
-            busy_poll,
-        },
-        Placement {
-            threads: server_threads,
-            affinity: server_affinity,
-            busy_poll,
-        },
-    ))
+    let policy = p.placement.unwrap_or_default();
+    // Conflicting flags on the command line; a suite's per-test CPU lists
+    // simply win over it.
+    if !policy.is_free() && p.affinity.is_some() && p.server_affinity.is_some() {
+        anyhow::bail!(
+            "--placement {policy} has no effect: --affinity and --server-affinity place both \
+             sides (give one of them, or leave --placement out)"
+        );
+    }
+    let mut client = Placement {
+        threads,
+        affinity,
+        busy_poll,
+        policy,
+    };
+    let mut server = Placement {
+        threads: server_threads,
+        affinity: server_affinity,
+        busy_poll,
+        policy,
+    };
+    // Each side settles the policy against its own host's CPUs: this one for
+    // the client, and for the server when it is embedded; a server elsewhere
+    // settles its own.
+    client.settle(Side::Client, &allowed);
+    if embedded {
+        server.settle(Side::Server, &allowed);
+    }
+    Ok((client, server))
 }
 
 /// How the client's process CPU is taken: by thread when the server shares the process.

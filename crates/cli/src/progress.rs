@@ -1,5 +1,6 @@
 //! Progress of a suite: a bar with the current test, its live throughput and
-//! the suite's ETA on a terminal; one plain line per finished run otherwise.
+//! the suite's ETA on a terminal, and under it the test's last second as
+//! `run --interval` shows it; one plain line per finished run otherwise.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -8,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use linkperf_engine::LiveStats;
+
+use crate::live::Columns;
 
 /// How often the live throughput is refreshed.
 const TICK: Duration = Duration::from_millis(500);
@@ -31,8 +34,10 @@ impl Progress {
         let total = estimates.len();
         let bar = (!plain).then(|| {
             let b = ProgressBar::new(total as u64);
+            // The running test on the bar's line, its last second under it,
+            // cut to the terminal's width.
             b.set_style(
-                ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {msg}")
+                ProgressStyle::with_template("{bar:30} {pos}/{len} runs  {prefix}\n{wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b
@@ -54,13 +59,23 @@ impl Progress {
     }
 
     /// Run `k` (0-based among the pending), shown as `head` (`NAME run 2/3`,
-    /// `… retry 1`), starts; its warmup and window together last `traffic`.
-    pub fn start_run(&mut self, k: usize, head: &str, traffic: Duration, live: Arc<LiveStats>) {
+    /// `… retry 1`), starts; its warmup and window together last `traffic`;
+    /// its seconds are shown with `columns`.
+    pub fn start_run(
+        &mut self,
+        k: usize,
+        head: &str,
+        traffic: Duration,
+        live: Arc<LiveStats>,
+        columns: Columns,
+    ) {
         self.stop_ticker();
         let Some(bar) = self.bar.clone() else { return };
         let eta: Duration = self.estimates.iter().skip(k).sum();
         let head = head.to_string();
-        bar.set_message(format!("{head}  ETA {}", fmt_eta(eta)));
+        // The last test's second goes first: no frame shows it with this test.
+        bar.set_message("");
+        bar.set_prefix(format!("{head}  ETA {}", fmt_eta(eta)));
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let started = Instant::now();
@@ -87,7 +102,13 @@ impl Progress {
                         txns as f64 / dt
                     )
                 };
-                bar.set_message(format!("{head}  {state}  ETA {}", fmt_eta(left)));
+                bar.set_prefix(format!("{head}  {state}  ETA {}", fmt_eta(left)));
+                if let Some(second) = live.intervals().last() {
+                    // One space between figures: the line is cut at the
+                    // terminal's width.
+                    let line = crate::live::line(second, &columns);
+                    bar.set_message(line.split_whitespace().collect::<Vec<_>>().join(" "));
+                }
                 last = now;
             }
         });

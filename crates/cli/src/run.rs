@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::Context;
+use linkperf_engine::LiveStats;
 use linkperf_results::{
-    derive_run, failed_run, hosts_of_run, judge_run, rfc3339_millis, Judge, ResultsDocument,
-    RunStatus, TestConfig,
+    derive_run, failed_run, hosts_of_run, judge_run, rfc3339, rfc3339_millis, Judge,
+    ResultsDocument, RunStatus, StreamStart, TestConfig,
 };
 use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
+use linkperf_workload::TestSpec;
 
 use crate::args::RunArgs;
+use crate::live::LiveOutput;
 use crate::plan::{plan_run, RunPlan};
 use crate::suite::Judging;
 use crate::table::render_run;
@@ -61,12 +64,18 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         });
     }
     plan.request.cancel = Some(cancel.clone());
+    let mut out = LiveOutput::new(
+        a.interval,
+        a.json_stream.as_deref(),
+        a.quiet,
+        &plan.request.spec,
+    )?;
     if let Some(server) = &a.iperf3_server {
-        return run_iperf3(&a, server, &plan.request, command_line, saver);
+        return run_iperf3(&a, server, &plan.request, command_line, saver, out);
     }
 
     if !plan.profile_parts.is_empty() {
-        return run_profile_plan(&a, plan, command_line, saver);
+        return run_profile_plan(&a, plan, command_line, saver, out);
     }
     // Several servers: one client group per server, all at once, aggregated.
     if let Some(t) = &plan.target {
@@ -79,7 +88,7 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
                 ))
                 .into());
             }
-            return run_many(&a, &plan.request, t, &servers, command_line, saver);
+            return run_many(&a, &plan.request, t, &servers, command_line, saver, out);
         }
     }
     // Without --server: a daemon on loopback in this process.
@@ -105,16 +114,57 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
             spec.warmup
         );
     }
+    let judging = judging(&a, false);
+    let config = config_of(&plan.request, server_label.clone(), judging);
+    out.start(stream_start(&a, &command_line, &spec, config));
+    let live = Arc::new(LiveStats::new(
+        plan.request.client.threads.count().unwrap_or(1) as usize,
+    ));
+    let watch = out.watch(vec![live.clone()]);
     let (doc, code, err) = one_run(
         &target,
         &plan.request,
         &a.label,
         server_label,
         &command_line,
-        judging(&a, false),
+        judging,
+        Some(live),
     );
+    let out = watch.finish()?;
     drop(embedded);
-    report_one(&a, &doc, code, err, saver)
+    report_one(&a, &doc, code, err, saver, out)
+}
+
+/// How `request`'s test is set up, against `server_label`, as its results
+/// record it.
+fn config_of(request: &RunRequest, server_label: String, judging: Judging) -> TestConfig {
+    let spec = &request.spec;
+    let mut config = TestConfig::from_spec(
+        spec,
+        server_label,
+        request.client.clone(),
+        request.server.clone(),
+    );
+    config.max_loss = judging
+        .max_loss
+        .filter(|_| spec.protocol == linkperf_workload::Protocol::Udp);
+    config
+}
+
+/// The stream's start event for `spec`, set up as `config`.
+fn stream_start(
+    a: &RunArgs,
+    command_line: &[String],
+    spec: &TestSpec,
+    config: TestConfig,
+) -> StreamStart {
+    StreamStart::new(
+        a.label.clone(),
+        command_line.to_vec(),
+        rfc3339(SystemTime::now()),
+        spec,
+        config,
+    )
 }
 
 /// How `run`'s runs are judged: `shared` when other client groups share
@@ -126,24 +176,27 @@ fn judging(a: &RunArgs, shared: bool) -> Judging {
     }
 }
 
-/// Prints the one run of `doc`, saves it with `--json`, and turns a run that
-/// never started into the error.
+/// Prints the one run of `doc` and ends the stream with it, saves it with
+/// `--json`, and turns a run that never started into the error.
 fn report_one(
     a: &RunArgs,
     doc: &ResultsDocument,
     code: ExitCode,
     err: Option<String>,
     saver: Option<crate::save::Saver>,
+    mut out: LiveOutput,
 ) -> anyhow::Result<ExitCode> {
     let test = &doc.tests[0];
+    let streamed = out.end(&test.runs[0]);
     // Shown before it is saved: a save that fails cannot hide it.
-    crate::emit(&render_run(test, &test.runs[0]))?;
+    out.human(&render_run(test, &test.runs[0]))?;
     if let Some(mut saver) = saver {
         saver.save(doc)?;
         if !a.quiet {
             eprintln!("linkperf: results written to {}", saver.path().display());
         }
     }
+    streamed.context("failed to write the JSON stream")?;
     if let Some(e) = err {
         anyhow::bail!("the test did not run: {e}");
     }
@@ -151,7 +204,8 @@ fn report_one(
 }
 
 /// One test against one server, as a results document of one run; the exit
-/// code it calls for, and the error if it did not run at all.
+/// code it calls for, and the error if it did not run at all. The client's
+/// workers publish into `live`, if given.
 fn one_run(
     target: &Target,
     request: &RunRequest,
@@ -159,19 +213,14 @@ fn one_run(
     server_label: String,
     command_line: &[String],
     judging: Judging,
+    live: Option<Arc<LiveStats>>,
 ) -> (ResultsDocument, ExitCode, Option<String>) {
     let spec = request.spec.clone();
-    let mut config = TestConfig::from_spec(
-        &spec,
-        server_label,
-        request.client.clone(),
-        request.server.clone(),
-    );
-    config.max_loss = judging
-        .max_loss
-        .filter(|_| spec.protocol == linkperf_workload::Protocol::Udp);
+    let config = config_of(request, server_label, judging);
     let mut doc = ResultsDocument::new(label.to_string(), command_line.to_vec());
-    let (run, envs) = crate::suite::execute(target, request, 1, judging);
+    let mut request = request.clone();
+    request.live = live;
+    let (run, envs) = crate::suite::execute(target, &request, 1, judging);
     // A run that never started has no environments; its error says why.
     let err = envs
         .is_none()
@@ -198,6 +247,7 @@ fn run_profile_plan(
     plan: RunPlan,
     command_line: Vec<String>,
     saver: Option<crate::save::Saver>,
+    mut out: LiveOutput,
 ) -> anyhow::Result<ExitCode> {
     let hosts: Vec<&str> = plan
         .profile_parts
@@ -234,7 +284,7 @@ fn run_profile_plan(
                 (host.clone(), named(&host), request)
             })
             .collect();
-        return run_groups(a, &plan.request, groups, command_line, saver);
+        return run_groups(a, &plan.request, groups, command_line, saver, out);
     }
     let host = plan.profile_parts[0].0.clone();
     let (embedded, target, label) = match (&plan.target, host) {
@@ -258,16 +308,25 @@ fn run_profile_plan(
             request.spec.users
         );
     }
+    // A profile's workers publish no seconds: the stream has its start and end.
+    let judging = judging(a, false);
+    out.start(stream_start(
+        a,
+        &command_line,
+        &request.spec,
+        config_of(&request, label.clone(), judging),
+    ));
     let (doc, code, err) = one_run(
         &target,
         &request,
         &a.label,
         label,
         &command_line,
-        judging(a, false),
+        judging,
+        None,
     );
     drop(embedded);
-    report_one(a, &doc, code, err, saver)
+    report_one(a, &doc, code, err, saver, out)
 }
 
 /// `--server h1,h2,h3`: one client group per server, started together, each
@@ -280,6 +339,7 @@ fn run_many(
     servers: &[String],
     command_line: Vec<String>,
     saver: Option<crate::save::Saver>,
+    out: LiveOutput,
 ) -> anyhow::Result<ExitCode> {
     let groups = servers
         .iter()
@@ -289,17 +349,19 @@ fn run_many(
             (s.clone(), target, request.clone())
         })
         .collect();
-    run_groups(a, request, groups, command_line, saver)
+    run_groups(a, request, groups, command_line, saver, out)
 }
 
 /// Client groups (server label, target, request) started together, each
-/// recorded on its own and aggregated as the test of `whole`.
+/// recorded on its own and aggregated as the test of `whole`; their seconds
+/// are shown added up.
 fn run_groups(
     a: &RunArgs,
     whole: &RunRequest,
     groups: Vec<(String, Target, RunRequest)>,
     command_line: Vec<String>,
     saver: Option<crate::save::Saver>,
+    mut out: LiveOutput,
 ) -> anyhow::Result<ExitCode> {
     let servers: Vec<String> = groups.iter().map(|(s, _, _)| s.clone()).collect();
     if !a.quiet {
@@ -310,9 +372,25 @@ fn run_groups(
             servers.join(", ")
         );
     }
+    out.start(stream_start(
+        a,
+        &command_line,
+        &whole.spec,
+        config_of(whole, servers.join(","), judging(a, true)),
+    ));
+    let sides: Vec<Arc<LiveStats>> = groups
+        .iter()
+        .map(|(_, _, r)| {
+            Arc::new(LiveStats::new(
+                r.client.threads.count().unwrap_or(1) as usize
+            ))
+        })
+        .collect();
+    let watch = out.watch(sides.clone());
     let handles: Vec<_> = groups
         .into_iter()
-        .map(|(server, target, mut request)| {
+        .zip(sides)
+        .map(|((server, target, mut request), live)| {
             // The groups share this process: each counts its own workers' CPU.
             request.process_method = linkperf_metrics::ProcessMethod::RusageThreadSum;
             let label = a.label.clone();
@@ -320,16 +398,30 @@ fn run_groups(
             // The groups share this host: its noise is judged on their aggregate.
             let judging = judging(a, true);
             std::thread::spawn(move || {
-                one_run(&target, &request, &label, server, &command_line, judging)
+                one_run(
+                    &target,
+                    &request,
+                    &label,
+                    server,
+                    &command_line,
+                    judging,
+                    Some(live),
+                )
             })
         })
         .collect();
+    let mut done = Vec::new();
+    for (k, h) in handles.into_iter().enumerate() {
+        done.push(
+            h.join().map_err(|_| {
+                anyhow::anyhow!("the client group for server {} panicked", servers[k])
+            })?,
+        );
+    }
+    let mut out = watch.finish()?;
     let mut docs = Vec::new();
     let mut code = ExitCode::SUCCESS;
-    for (k, h) in handles.into_iter().enumerate() {
-        let (doc, c, err) = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("the client group for server {} panicked", servers[k]))?;
+    for (k, (doc, c, err)) in done.into_iter().enumerate() {
         if c != ExitCode::SUCCESS {
             code = ExitCode::from(1);
         }
@@ -337,7 +429,7 @@ fn run_groups(
             eprintln!("linkperf: server {}: the test did not run: {e}", servers[k]);
         }
         let test = &doc.tests[0];
-        crate::emit(&format!(
+        out.human(&format!(
             "server {} ({}):\n{}",
             k + 1,
             servers[k],
@@ -357,7 +449,8 @@ fn run_groups(
     let agg = linkperf_lab::aggregate(&a.label, &command_line, &parts, &servers)
         .map_err(|e| anyhow::anyhow!("failed to aggregate: {e}"))?;
     let test = &agg.tests[0];
-    crate::emit(&format!(
+    let streamed = out.end(&test.runs[0]);
+    out.human(&format!(
         "all {} servers together:\n{}",
         servers.len(),
         render_run(test, &test.runs[0])
@@ -379,6 +472,7 @@ fn run_groups(
             );
         }
     }
+    streamed.context("failed to write the JSON stream")?;
     Ok(code)
 }
 
@@ -446,6 +540,7 @@ fn run_iperf3(
     req: &linkperf_session::RunRequest,
     command_line: Vec<String>,
     saver: Option<crate::save::Saver>,
+    mut out: LiveOutput,
 ) -> anyhow::Result<ExitCode> {
     let spec = req.spec.clone();
     linkperf_iperf3::check_spec(&spec).map_err(|e| UsageError(format!("cannot {e}")))?;
@@ -458,11 +553,7 @@ fn run_iperf3(
         );
     }
     // iperf3 3.12 runs a test on one thread; linkperf cannot see another's.
-    let iperf3_placement = linkperf_workload::Placement {
-        threads: 1,
-        affinity: None,
-        busy_poll: false,
-    };
+    let iperf3_placement = linkperf_workload::Placement::with_threads(1);
     let config = TestConfig::from_spec(
         &spec,
         format!("iperf3 {server}"),
@@ -470,6 +561,8 @@ fn run_iperf3(
         iperf3_placement,
     );
     let mut doc = ResultsDocument::new(a.label.clone(), command_line.clone());
+    // iperf3's side publishes no seconds: the stream has its start and end.
+    out.start(stream_start(a, &command_line, &spec, config.clone()));
     let started = SystemTime::now();
     let target = linkperf_iperf3::Iperf3Target {
         address: server.to_string(),
@@ -531,13 +624,15 @@ fn run_iperf3(
     };
     doc.push_run(&spec, config, run);
     let test = &doc.tests[0];
-    crate::emit(&render_run(test, &test.runs[0]))?;
+    let streamed = out.end(&test.runs[0]);
+    out.human(&render_run(test, &test.runs[0]))?;
     if let Some(mut saver) = saver {
         saver.save(&doc)?;
         if !a.quiet {
             eprintln!("linkperf: results written to {}", saver.path().display());
         }
     }
+    streamed.context("failed to write the JSON stream")?;
     if let Some(e) = err {
         anyhow::bail!("the test did not run: failed to {e}");
     }

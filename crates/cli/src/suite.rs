@@ -336,7 +336,9 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             }
             let mut req = requests[ti].clone();
             req.cancel = Some(cancel.clone());
-            let live = Arc::new(LiveStats::new(req.client.threads as usize));
+            let live = Arc::new(LiveStats::new(
+                req.client.threads.count().unwrap_or(1) as usize
+            ));
             req.live = Some(live.clone());
             let traffic = test.spec.warmup + test.spec.duration;
             let head = if attempt > 0 {
@@ -344,7 +346,13 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             } else {
                 format!("{name} run {run_no}/{repeat}")
             };
-            progress.start_run(k, &head, traffic, live);
+            progress.start_run(
+                k,
+                &head,
+                traffic,
+                live,
+                crate::live::Columns::of(&test.spec),
+            );
             let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
             let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
             run.retry_of = retry_of;

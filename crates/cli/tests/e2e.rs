@@ -823,7 +823,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
     let json = dir.path().join("never.json");
     let json = json.to_str().unwrap();
     // Port 9 (discard) refuses: anything that slipped through would fail with 1.
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 15] = [
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
@@ -832,6 +832,18 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--duration", "abc"], "--duration"),
         (&["--affinity", "x"], "--affinity"),
         (&["--affinity", "1000"], "not available"),
+        (&["--placement", "spread"], "expected same, split or free"),
+        (
+            &[
+                "--placement",
+                "split",
+                "--affinity",
+                "0",
+                "--server-affinity",
+                "0",
+            ],
+            "--placement split has no effect",
+        ),
         (&["--frobnicate"], "--frobnicate"),
         // Regression: a lookup failure with exit 1.
         (
@@ -1511,6 +1523,118 @@ fn affinity_pins_every_worker_on_both_sides() {
     }
 }
 
+/// `--placement split`: the client's workers on the first half of the
+/// host's CPUs, the server's on the second half, each side settling it on
+/// its own host (here a separate server process on the same one); `same`:
+/// both sides' worker i on the i-th CPU.
+#[test]
+fn placement_split_halves_the_host_and_same_shares_it() {
+    let _g = shared();
+    let allowed = linkperf_metrics::current_thread_allowed_cpus();
+    let half = (allowed.len() / 2).max(1);
+    let (first, second) = (&allowed[..half], &allowed[allowed.len() - half..]);
+    let server = Server::start(&[]);
+    let pinned = |doc: &Value, side: &str| -> Vec<u64> {
+        at(doc, &format!("/tests/0/runs/0/{side}/workers"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|w| at(w, "/pinned").as_array().unwrap().clone())
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    let as_u64 = |cpus: &[usize]| cpus.iter().map(|&c| c as u64).collect::<Vec<_>>();
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        2,
+        &[
+            "--placement",
+            "split",
+            "--threads",
+            "2",
+            "--server-threads",
+            "2",
+        ],
+    );
+    check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
+    // Worker i on the i-th CPU of its side's half, round-robin.
+    let expect = |cpus: &[usize]| vec![cpus[0] as u64, cpus[1 % cpus.len()] as u64];
+    assert_eq!(pinned(&doc, "client"), expect(first));
+    assert_eq!(pinned(&doc, "server"), expect(second));
+    // The client settled its own; the server, elsewhere, its own.
+    assert_eq!(
+        at(&doc, "/tests/0/config/client_placement/affinity"),
+        &serde_json::json!(as_u64(first))
+    );
+    assert_eq!(
+        at(&doc, "/tests/0/config/server_placement/affinity"),
+        &Value::Null
+    );
+    for side in ["client", "server"] {
+        assert_eq!(
+            at(&doc, &format!("/tests/0/config/{side}_placement/policy")),
+            "split"
+        );
+    }
+    // Each side's CPU time is read from the CPUs it was pinned to.
+    let cpus_of = |side: &str| -> Vec<u64> {
+        at(&doc, &format!("/tests/0/runs/0/{side}/pinned_cpus"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["cpu"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(cpus_of("client"), {
+        let mut v = expect(first);
+        v.dedup();
+        v
+    });
+    assert_eq!(cpus_of("server"), {
+        let mut v = expect(second);
+        v.dedup();
+        v
+    });
+    // An explicit list wins over the policy.
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        1,
+        &[
+            "--placement",
+            "split",
+            "--threads",
+            "1",
+            "--server-threads",
+            "1",
+            "--server-affinity",
+            &allowed[0].to_string(),
+        ],
+    );
+    assert_eq!(pinned(&doc, "server"), vec![allowed[0] as u64]);
+    assert_eq!(pinned(&doc, "client"), vec![first[0] as u64]);
+    // `same`: worker i of both sides on the i-th CPU of the host.
+    let doc = load(
+        &server,
+        "rr1c-1x1",
+        "tcp",
+        1,
+        &[
+            "--placement",
+            "same",
+            "--threads",
+            "1",
+            "--server-threads",
+            "1",
+        ],
+    );
+    assert_eq!(pinned(&doc, "client"), vec![allowed[0] as u64]);
+    assert_eq!(pinned(&doc, "server"), vec![allowed[0] as u64]);
+}
+
 #[test]
 fn busy_poll_is_recorded_on_both_sides() {
     let _g = shared();
@@ -1790,4 +1914,364 @@ fn a_cpu_hog_beside_a_pinned_test_is_host_noise() {
         out.contains("SUSPECT        host_noise: "),
         "the table says why: {out}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Live intervals: `--interval` and `--json-stream`.
+// ---------------------------------------------------------------------------
+
+/// The interval lines of some output: `(warmup, start, end)` of each.
+fn interval_lines(output: &str) -> Vec<(bool, f64, f64)> {
+    output
+        .lines()
+        .filter(|l| l.contains(" s  sent "))
+        .map(|l| {
+            let warmup = l.starts_with("warmup");
+            let range = l
+                .trim_start_matches("warmup")
+                .split_whitespace()
+                .next()
+                .unwrap_or_else(|| panic!("no time in {l:?}"));
+            let (a, b) = range.split_once('-').unwrap_or_else(|| panic!("{l:?}"));
+            (warmup, a.parse().expect(l), b.parse().expect(l))
+        })
+        .collect()
+}
+
+/// Each line of a JSON stream: `(event, data)`.
+fn stream_events(lines: &str) -> Vec<(String, Value)> {
+    lines
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}"));
+            let obj = v.as_object().expect("an object per line");
+            assert_eq!(obj.len(), 2, "event and data only: {l}");
+            (text(&v, "/event").to_string(), v["data"].clone())
+        })
+        .collect()
+}
+
+/// What a stream must be: a start, its intervals (the warm-up's first,
+/// marked), then the end, which is the results document's run; the
+/// window's intervals are the client's intervals of the run, count for
+/// count. The window's interval events.
+fn check_stream(events: &[(String, Value)], doc: &Value) -> Vec<Value> {
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names.first(), Some(&"start"), "{names:?}");
+    assert_eq!(names.last(), Some(&"end"), "{names:?}");
+    let start = &events[0].1;
+    assert_eq!(text(start, "/schema"), "linkperf/stream/v1");
+    assert_eq!(text(start, "/test"), text(doc, "/tests/0/name"));
+    assert_eq!(start["workload"], doc["tests"][0]["workload"]);
+    assert_eq!(start["config"], doc["tests"][0]["config"]);
+    assert_eq!(start["spec"], doc["tests"][0]["spec"]);
+    let run = at(doc, "/tests/0/runs/0");
+    assert_eq!(&events[events.len() - 1].1, run, "the end is the saved run");
+    let intervals: Vec<&Value> = events
+        .iter()
+        .filter(|(e, _)| e == "interval")
+        .map(|(_, d)| d)
+        .collect();
+    let warm = intervals.iter().take_while(|d| d["warmup"] == true).count();
+    let window: Vec<Value> = intervals[warm..].iter().map(|d| (*d).clone()).collect();
+    assert!(
+        window.iter().all(|d| d["warmup"] == false),
+        "the warm-up's seconds come first: {intervals:?}"
+    );
+    for d in &intervals[..warm] {
+        assert!(
+            num(d, "/start_s") < 0.0,
+            "a warm-up second before the window: {d}"
+        );
+    }
+    let client = at(run, "/client/intervals").as_array().unwrap();
+    assert_eq!(window.len(), client.len(), "{window:?}\n{client:?}");
+    for (k, (d, c)) in window.iter().zip(client).enumerate() {
+        for f in [
+            "/start_s",
+            "/length_s",
+            "/tx_bytes",
+            "/rx_bytes",
+            "/transactions",
+        ] {
+            assert_eq!(d.pointer(f), c.pointer(f), "second {k}{f}: {d} vs {c}");
+        }
+    }
+    window
+}
+
+/// Output into a pipe shows no lines unless asked; asked, one per second
+/// of the warm-up and of the window, then the table.
+#[test]
+fn run_prints_a_line_per_second_when_asked() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let base = [
+        "run",
+        "--server",
+        &addr,
+        "--users",
+        "2",
+        "--duration",
+        "3s",
+        "--warmup",
+        "1500ms",
+    ];
+    let (code, out, err, doc) = run_json(&[&base[..], &["--interval", "1s"]].concat());
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lines = interval_lines(&out);
+    assert_eq!(
+        lines,
+        [
+            (true, 0.0, 1.0),
+            (true, 1.0, 1.5),
+            (false, 0.0, 1.0),
+            (false, 1.0, 2.0),
+            (false, 2.0, 3.0)
+        ],
+        "{out}"
+    );
+    for l in out.lines().filter(|l| l.contains(" s  sent ")) {
+        for figure in ["received ", " txn/s", "mean ", "p99 ", "retr "] {
+            assert!(l.contains(figure), "{figure:?} in {l:?}");
+        }
+    }
+    // Then the table, as always.
+    let table = out.find("rr1c-1x1--2  (tcp").expect("the table");
+    assert!(out.rfind(" s  sent ").unwrap() < table, "{out}");
+    assert_eq!(
+        at(&doc, "/tests/0/runs/0/client/intervals")
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    // Two seconds a line; standard output is not a terminal: none by default.
+    let short = [
+        "run",
+        "--server",
+        &addr,
+        "--duration",
+        "2s",
+        "--warmup",
+        "200ms",
+    ];
+    let (code, out, err) = run(&[&short[..], &["--interval", "2"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        interval_lines(&out),
+        [(true, 0.0, 0.2), (false, 0.0, 2.0)],
+        "{out}"
+    );
+    let (code, out, err) = run(&short);
+    assert_eq!(code, 0, "{err}");
+    assert!(interval_lines(&out).is_empty(), "{out}");
+}
+
+/// `--json-stream -`: standard output is JSON lines only, the end is the
+/// results document's run, and the lines and the table go to standard
+/// error.
+#[test]
+fn json_stream_to_stdout_is_the_run_as_it_runs() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let (code, out, err, doc) = run_json(&[
+        "run",
+        "--server",
+        &addr,
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--interval",
+        "1s",
+        "--json-stream",
+        "-",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let events = stream_events(&out);
+    let window = check_stream(&events, &doc);
+    assert_eq!(window.len(), 2);
+    let warm: Vec<&Value> = events
+        .iter()
+        .filter(|(e, d)| e == "interval" && d["warmup"] == true)
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    assert_eq!(
+        (num(warm[0], "/start_s"), num(warm[0], "/length_s")),
+        (-0.5, 0.5)
+    );
+    for d in &window {
+        // Request/response over TCP: each second's own transaction times, no loss.
+        assert_eq!(
+            int(d, "/transaction_time_us/count"),
+            int(d, "/transactions"),
+            "{d}"
+        );
+        assert!(d.get("loss").is_none(), "{d}");
+    }
+    // Retransmits are read once a second (a worker held up past a second
+    // reads them for the later one only).
+    assert!(
+        window.iter().any(|d| d["retransmits"].is_u64()),
+        "{window:?}"
+    );
+    // The people's text is on standard error.
+    assert_eq!(interval_lines(&err).len(), 3, "{err}");
+    assert!(err.contains("rr1c-1x1--2  (tcp"), "the table: {err}");
+}
+
+/// `--json-stream FILE`: the stream in the file, the table on standard
+/// output. UDP: each second says what it lost.
+#[test]
+fn json_stream_to_a_file() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let stream = dir.path().join("stream.jsonl");
+    let (code, out, err, doc) = run_json(&[
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "--protocol",
+        "udp",
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "200ms",
+        "--json-stream",
+        stream.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("rr1c-1x1--2--udp  (udp"), "{out}");
+    assert!(!out.contains("\"event\""), "{out}");
+    let events = stream_events(&std::fs::read_to_string(&stream).unwrap());
+    let window = check_stream(&events, &doc);
+    let lost: u64 = window.iter().map(|d| int(d, "/loss/lost")).sum();
+    assert_eq!(lost, int(&doc, "/tests/0/runs/0/client/errors"));
+    for d in &window {
+        assert_eq!(int(d, "/loss/answered"), int(d, "/transactions"), "{d}");
+        assert!(d["retransmits"].is_null(), "no TCP: {d}");
+    }
+}
+
+/// Ctrl-C in the window: the run is aborted and keeps the seconds that ran,
+/// the last one cut to its real length; nothing after it, on either side,
+/// in the stream or in the file.
+#[test]
+fn ctrl_c_keeps_the_seconds_that_ran_without_padding() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("aborted.json");
+    let mut child = util::spawn(&[
+        "run",
+        "--server",
+        &addr,
+        "--users",
+        "2",
+        "--duration",
+        "60s",
+        "--warmup",
+        "200ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--json-stream",
+        "-",
+    ]);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = { stderr }.read_to_string(&mut s);
+        s
+    });
+    // Two seconds of the window are over.
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lines
+        .iter()
+        .filter(|l: &&String| l.contains("\"warmup\":false"))
+        .count()
+        < 2
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => lines.push(l),
+            Err(e) => {
+                let _ = child.kill();
+                panic!("no second interval event ({e}): {lines:?}");
+            }
+        }
+    }
+    let seen = 2;
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(sent.success());
+    lines.extend(rx.iter());
+    reader.join().unwrap();
+    let status = child.wait().unwrap();
+    let err = err_reader.join().unwrap();
+    assert_eq!(status.code(), Some(1), "interrupted: {err}");
+
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(text(r, "/status"), "aborted", "{r}");
+    let client = at(r, "/client/intervals").as_array().unwrap();
+    // The interrupt lands a moment after the second second's event: one
+    // more second, and part of another, may have run (a busy host delays).
+    assert!(
+        (seen..=seen + 4).contains(&client.len()),
+        "the seconds that ran, not the 60 of the window: {client:?}"
+    );
+    let (last, whole) = client.split_last().unwrap();
+    for (k, i) in whole.iter().enumerate() {
+        assert_eq!(num(i, "/start_s"), k as f64);
+        assert_eq!(num(i, "/length_s"), 1.0, "{i}");
+    }
+    let cut = num(last, "/length_s");
+    assert!(
+        cut > 0.0 && cut <= 1.0,
+        "the last second as long as it ran: {last}"
+    );
+    let sum: u64 = client.iter().map(|i| int(i, "/transactions")).sum();
+    assert_eq!(sum, int(r, "/client/transactions"));
+    assert_eq!(at(r, "/intervals").as_array().unwrap().len(), client.len());
+    // The server, told a moment later (once the client has collected its
+    // side), stopped counting too.
+    let server_iv = at(r, "/server/intervals").as_array().unwrap();
+    assert!(
+        (client.len()..=client.len() + 3).contains(&server_iv.len()),
+        "{server_iv:?}"
+    );
+
+    let events = stream_events(&lines.join("\n"));
+    check_stream(&events, &doc);
+    let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(&names[names.len() - 2..], ["error", "end"], "{names:?}");
+    let error = &events[events.len() - 2].1;
+    assert_eq!(text(error, "/status"), "aborted");
 }

@@ -70,6 +70,9 @@ impl ClientTest {
             ));
         }
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
+        if let Some(live) = &cfg.live {
+            live.expect_workers(threads);
+        }
         let signals = Arc::new(Signals::default());
         let (setup_tx, setup_rx) = mpsc::channel();
         let (done_tx, done) = mpsc::channel::<()>();

@@ -73,6 +73,19 @@ struct Flow {
     /// Its connection's retransmits when the window opened (0 for one
     /// opened since).
     retrans_before: u32,
+    /// Its connection's retransmits when it closed, for the live seconds.
+    retrans_at_close: Option<u32>,
+}
+
+impl Flow {
+    /// Its TCP connection's retransmits so far, or when it closed.
+    fn retransmits(&self) -> Option<u32> {
+        match self.conn.as_ref() {
+            Some(c) if c.is_tcp() => Some(retransmits_so_far(c.as_raw_fd())),
+            Some(_) => None,
+            None => self.retrans_at_close,
+        }
+    }
 }
 
 /// One client worker's state.
@@ -164,6 +177,7 @@ impl Worker {
                 logic: new_logic(&spec.workload, spec.protocol, fid),
                 seq: 0,
                 retrans_before: 0,
+                retrans_at_close: None,
             })
             .collect();
         // Flow i counts in slot i.
@@ -261,7 +275,9 @@ impl Worker {
             let now = last.take().unwrap_or_else(Instant::now);
             if let Some(live) = &self.live {
                 if publisher.due(now) {
-                    live.publish(self.index, &self.counters.totals);
+                    let flows = &self.flows;
+                    let retransmits = || flows.iter().map(Flow::retransmits);
+                    publisher.publish(live, self.index, &mut self.counters, now, retransmits);
                 }
             }
             if self.clock.opening(&schedule, now) {
@@ -312,15 +328,21 @@ impl Worker {
             }
         }
         drop(parked);
+        if self.signals.aborted() {
+            // The seconds after this one never ran.
+            self.counters.stop(Instant::now());
+        }
         if !self.clock.closed {
             self.clock.close();
             self.read_tcp_info();
         }
+        if let Some(live) = &self.live {
+            let flows = &self.flows;
+            let retransmits = || flows.iter().map(Flow::retransmits);
+            publisher.publish_last(live, self.index, &mut self.counters, retransmits);
+        }
         for i in 0..self.flows.len() {
             self.close(i);
-        }
-        if let Some(live) = &self.live {
-            live.publish(self.index, &self.counters.totals);
         }
         self.report()
     }
@@ -618,6 +640,10 @@ impl Worker {
                         sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
                     }
                 }
+            }
+            if self.live.is_some() {
+                // Its last second's retransmits are read after it is gone.
+                self.flows[i].retrans_at_close = self.flows[i].retransmits();
             }
             self.drop_conn(i);
             if matches!(

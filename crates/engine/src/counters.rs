@@ -2,7 +2,14 @@
 //! intervals, transaction times, and each flow's own counts. The worker passes
 //! the time in, and says which of its flows (a slot from [`Counters::add_flow`])
 //! each count belongs to.
+//!
+//! Seconds are counted from the start of the traffic: the warm-up's seconds
+//! (for live display only), then the window's (the run's `intervals`). A
+//! second handed over for display ([`Counters::take_seconds`]) is sealed: a
+//! count stamped inside it that arrives later goes into the next second still
+//! open, so that what was shown is what is saved.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
@@ -12,11 +19,15 @@ use crate::schedule::Schedule;
 /// Distinct error messages kept per worker for the report.
 const MAX_ERROR_SAMPLES: usize = 4;
 
+/// No second: the transaction times of no second are being recorded.
+const NO_SECOND: usize = usize::MAX;
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Bucket {
     tx: u64,
     rx: u64,
     txns: u64,
+    errors: u64,
 }
 
 /// One flow's counts: in the window, and over its whole life.
@@ -28,6 +39,24 @@ struct FlowSlot {
 
 /// A flow's place in a worker's [`Counters`].
 pub type FlowSlotId = usize;
+
+/// One second of traffic as one worker counted it, for live display.
+#[derive(Debug, Clone)]
+pub(crate) struct Second {
+    /// Seconds since the window opened (negative in the warm-up).
+    pub start_s: f64,
+    /// Its length: 1 s, or less for the warm-up's and the window's last, or
+    /// for the second in which counting stopped.
+    pub length_s: f64,
+    /// A second of the warm-up, not of the window.
+    pub warmup: bool,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+    pub transactions: u64,
+    pub errors: u64,
+    /// Its transaction times, where they are recorded.
+    pub latency: Option<LatencyRecorder>,
+}
 
 /// One worker's counters for one test.
 #[derive(Debug)]
@@ -44,9 +73,26 @@ pub struct Counters {
     pub errors: u64,
     /// Whole-life counts.
     pub totals: Totals,
-    /// Transaction times recorded in the window.
-    pub latency: LatencyRecorder,
+    /// Transaction times of the window, but for those of the second being
+    /// counted, which are in `second_latency` until the next second begins
+    /// (one histogram per transaction either way).
+    latency: LatencyRecorder,
+    second_latency: LatencyRecorder,
+    /// The second whose times `second_latency` holds, or [`NO_SECOND`].
+    latency_second: usize,
+    /// Seconds' transaction times kept for [`Counters::take_seconds`], once
+    /// anyone takes seconds.
+    kept_latency: VecDeque<(usize, LatencyRecorder)>,
+    keep_latency: bool,
+    /// The warm-up's seconds, then the window's.
     buckets: Vec<Bucket>,
+    /// How many of `buckets` are the warm-up's.
+    warmup_buckets: usize,
+    /// Seconds handed over: the first `sealed` buckets take no more counts.
+    sealed: usize,
+    /// Counting stopped here (the test was aborted): the seconds after it
+    /// never ran.
+    stopped: Option<Instant>,
     /// The interval the last count fell in, and its bounds: the next count
     /// usually falls in it too, and two comparisons then place it (a
     /// subtraction of times costs more, and there are three per transaction).
@@ -72,7 +118,14 @@ impl Counters {
             errors: 0,
             totals: Totals::default(),
             latency: LatencyRecorder::new(),
+            second_latency: LatencyRecorder::new(),
+            latency_second: NO_SECOND,
+            kept_latency: VecDeque::new(),
+            keep_latency: false,
             buckets: Vec::new(),
+            warmup_buckets: 0,
+            sealed: 0,
+            stopped: None,
             current: 0,
             // An empty range: the first count takes the long way.
             current_from: now,
@@ -84,7 +137,8 @@ impl Counters {
 
     /// A slot for flow `flow`, for the counts of its traffic. A flow that
     /// comes back (a connect-per-transaction flow's next connection) should
-    /// be given the slot it had: [`Counters::flow_slot`] finds it.
+    /// be given the slot it had, which the caller keeps (a server worker maps
+    /// each flow to its slot).
     pub fn add_flow(&mut self, flow: u32) -> FlowSlotId {
         self.flows.push(FlowSlot {
             window: FlowCount {
@@ -103,48 +157,114 @@ impl Counters {
 
     /// Sets the schedule that defines the window.
     pub fn set_schedule(&mut self, schedule: Schedule) {
-        let secs = schedule.window().as_secs_f64().ceil().max(1.0) as usize;
-        self.buckets = vec![Bucket::default(); secs];
+        let seconds = |d: Duration| d.as_secs_f64().ceil() as usize;
+        let warmup = seconds(schedule.measure_from - schedule.start);
+        let window = seconds(schedule.window()).max(1);
+        self.buckets = vec![Bucket::default(); warmup + window];
+        self.warmup_buckets = warmup;
         self.schedule = Some(schedule);
+        self.sealed = 0;
+        self.stopped = None;
         self.current = 0;
-        self.current_from = schedule.measure_from;
-        self.current_until = schedule.measure_from;
+        self.current_from = schedule.start;
+        self.current_until = schedule.start;
     }
 
-    fn bucket(&mut self, now: Instant) -> Option<&mut Bucket> {
-        if now >= self.current_from && now < self.current_until {
-            return self.buckets.get_mut(self.current);
+    /// Counting stops at `now`: the test was aborted. The seconds after it
+    /// never ran and are not in [`Counters::intervals`]; the one it falls in
+    /// is cut there. Nothing is counted after it but whole-life totals.
+    pub fn stop(&mut self, now: Instant) {
+        if self.stopped.is_none() {
+            self.stopped = Some(now);
+            self.current_until = self.current_from;
         }
+    }
+
+    /// Where counting ends: the window's close, or the stop before it.
+    fn end(&self, s: &Schedule) -> Instant {
+        self.stopped
+            .map_or(s.measure_until, |t| t.min(s.measure_until))
+    }
+
+    /// Bucket `i`'s bounds, not cut by a stop.
+    fn bounds(&self, s: &Schedule, i: usize) -> (Instant, Instant) {
+        let second = Duration::from_secs(1);
+        if i < self.warmup_buckets {
+            let from = s.start + second * i as u32;
+            (from, (from + second).min(s.measure_from))
+        } else {
+            let k = i - self.warmup_buckets;
+            let from = s.measure_from + second * k as u32;
+            let until = if i + 1 == self.buckets.len() {
+                // The last one runs to the window's end.
+                s.measure_until
+            } else {
+                (from + second).min(s.measure_until)
+            };
+            (from, until)
+        }
+    }
+
+    /// Buckets that ran: all of them, or those begun before the stop.
+    fn ran(&self, s: &Schedule) -> usize {
+        if self.stopped.is_none() {
+            return self.buckets.len();
+        }
+        let end = self.end(s);
+        (0..self.buckets.len())
+            .take_while(|&i| self.bounds(s, i).0 < end)
+            .count()
+    }
+
+    /// The bucket a count at `now` goes in, if it is counted at all.
+    #[inline]
+    fn place(&mut self, now: Instant) -> Option<usize> {
+        if now >= self.current_from && now < self.current_until {
+            return Some(self.current);
+        }
+        self.place_anew(now)
+    }
+
+    /// [`Counters::place`] when `now` is not in the bucket of the last count.
+    #[inline(never)]
+    fn place_anew(&mut self, now: Instant) -> Option<usize> {
         let s = self.schedule?;
-        if now < s.measure_from || now >= s.measure_until {
+        let end = self.end(&s);
+        if now < s.start || now >= end || self.buckets.is_empty() {
             return None;
         }
-        let last = self.buckets.len().saturating_sub(1);
-        let idx = ((now - s.measure_from).as_secs() as usize).min(last);
-        // Interval idx runs from its second to the next, the last one to the
-        // window's end.
-        let from = s.measure_from + Duration::from_secs(idx as u64);
+        let last = self.buckets.len() - 1;
+        let idx = if now < s.measure_from {
+            ((now - s.start).as_secs() as usize).min(self.warmup_buckets.saturating_sub(1))
+        } else {
+            self.warmup_buckets + (now - s.measure_from).as_secs() as usize
+        };
+        // A count stamped in a second already handed over goes into the
+        // next one still open.
+        let idx = idx.max(self.sealed).min(last);
+        let (from, until) = self.bounds(&s, idx);
         self.current = idx;
         self.current_from = from;
-        self.current_until = if idx == last {
-            s.measure_until
-        } else {
-            (from + Duration::from_secs(1)).min(s.measure_until)
-        };
-        self.buckets.get_mut(idx)
+        self.current_until = until.min(end);
+        Some(idx)
     }
 
     /// `n` payload bytes written by the flow in `slot` at `now`.
     pub fn tx(&mut self, slot: FlowSlotId, n: usize, now: Instant) {
         let n = n as u64;
         self.totals.tx_bytes += n;
-        let inside = if let Some(b) = self.bucket(now) {
-            b.tx += n;
-            self.tx_bytes += n;
-            true
-        } else {
-            false
+        let inside = match self.place(now) {
+            Some(i) => {
+                if let Some(b) = self.buckets.get_mut(i) {
+                    b.tx += n;
+                }
+                i >= self.warmup_buckets
+            }
+            None => false,
         };
+        if inside {
+            self.tx_bytes += n;
+        }
         if let Some(f) = self.flows.get_mut(slot) {
             f.totals.tx_bytes += n;
             if inside {
@@ -157,13 +277,18 @@ impl Counters {
     pub fn rx(&mut self, slot: FlowSlotId, n: usize, now: Instant) {
         let n = n as u64;
         self.totals.rx_bytes += n;
-        let inside = if let Some(b) = self.bucket(now) {
-            b.rx += n;
-            self.rx_bytes += n;
-            true
-        } else {
-            false
+        let inside = match self.place(now) {
+            Some(i) => {
+                if let Some(b) = self.buckets.get_mut(i) {
+                    b.rx += n;
+                }
+                i >= self.warmup_buckets
+            }
+            None => false,
         };
+        if inside {
+            self.rx_bytes += n;
+        }
         if let Some(f) = self.flows.get_mut(slot) {
             f.totals.rx_bytes += n;
             if inside {
@@ -176,24 +301,149 @@ impl Counters {
     /// taking `took`.
     pub fn transactions(&mut self, slot: FlowSlotId, count: u64, took: Duration, now: Instant) {
         self.totals.transactions += count;
-        let record = self.record_latency;
-        let inside = if let Some(b) = self.bucket(now) {
-            b.txns += count;
-            self.transactions += count;
-            if record {
-                let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-                self.latency.record_n_ns(ns, count);
+        let inside = match self.place(now) {
+            Some(i) => {
+                if let Some(b) = self.buckets.get_mut(i) {
+                    b.txns += count;
+                }
+                if self.record_latency {
+                    if i != self.latency_second {
+                        self.fold_second_latency();
+                        self.latency_second = i;
+                    }
+                    let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+                    self.second_latency.record_n_ns(ns, count);
+                }
+                i >= self.warmup_buckets
             }
-            true
-        } else {
-            false
+            None => false,
         };
+        if inside {
+            self.transactions += count;
+        }
         if let Some(f) = self.flows.get_mut(slot) {
             f.totals.transactions += count;
             if inside {
                 f.window.transactions += count;
             }
         }
+    }
+
+    /// The times of the second recorded so far join the window's (a
+    /// warm-up second's do not), and are kept for display if wanted. Once a
+    /// second: a histogram merge, not a cost per transaction.
+    fn fold_second_latency(&mut self) {
+        let i = std::mem::replace(&mut self.latency_second, NO_SECOND);
+        if i == NO_SECOND || self.second_latency.count() == 0 {
+            return;
+        }
+        if i >= self.warmup_buckets {
+            self.latency.merge(&self.second_latency);
+        }
+        let times = std::mem::take(&mut self.second_latency);
+        if self.keep_latency {
+            self.kept_latency.push_back((i, times));
+        }
+    }
+
+    /// The window's transaction times.
+    pub fn window_latency(&self) -> LatencyRecorder {
+        let mut l = self.latency.clone();
+        if self.latency_second != NO_SECOND && self.latency_second >= self.warmup_buckets {
+            l.merge(&self.second_latency);
+        }
+        l
+    }
+
+    /// The seconds over by `now` that were not taken before, in order; they
+    /// are sealed (see the module's documentation). From the first call on,
+    /// each second's transaction times are kept until taken.
+    pub(crate) fn take_seconds(&mut self, now: Instant) -> Vec<Second> {
+        self.keep_latency = true;
+        let Some(s) = self.schedule else {
+            return Vec::new();
+        };
+        let ran = self.ran(&s);
+        let end = self.end(&s);
+        let mut over = self.sealed;
+        while over < ran && self.bounds(&s, over).1.min(end) <= now {
+            over += 1;
+        }
+        self.seal(&s, over)
+    }
+
+    /// Every second not taken yet, up to where counting stopped: for when
+    /// the worker is done.
+    pub(crate) fn take_rest(&mut self) -> Vec<Second> {
+        self.keep_latency = true;
+        let Some(s) = self.schedule else {
+            return Vec::new();
+        };
+        let ran = self.ran(&s);
+        self.seal(&s, ran.max(self.sealed))
+    }
+
+    fn seal(&mut self, s: &Schedule, upto: usize) -> Vec<Second> {
+        if self.latency_second < upto {
+            self.fold_second_latency();
+        }
+        let end = self.end(s);
+        let mut out = Vec::with_capacity(upto.saturating_sub(self.sealed));
+        for i in self.sealed..upto {
+            let (from, until) = self.bounds(s, i);
+            let warmup = i < self.warmup_buckets;
+            let start_s = if warmup {
+                -(s.measure_from - from).as_secs_f64()
+            } else {
+                (i - self.warmup_buckets) as f64
+            };
+            let length_s = if warmup {
+                (until.min(end).saturating_duration_since(from)).as_secs_f64()
+            } else {
+                self.window_length_s(s, i - self.warmup_buckets)
+            };
+            let mut latency: Option<LatencyRecorder> = None;
+            while let Some((j, _)) = self.kept_latency.front() {
+                if *j > i {
+                    break;
+                }
+                if let Some((j, l)) = self.kept_latency.pop_front() {
+                    if j == i {
+                        latency.get_or_insert_with(LatencyRecorder::new).merge(&l);
+                    }
+                }
+            }
+            if self.record_latency && latency.is_none() {
+                latency = Some(LatencyRecorder::new());
+            }
+            let b = self.buckets.get(i).copied().unwrap_or_default();
+            out.push(Second {
+                start_s,
+                length_s,
+                warmup,
+                tx_bytes: b.tx,
+                rx_bytes: b.rx,
+                transactions: b.txns,
+                errors: b.errors,
+                latency,
+            });
+        }
+        self.sealed = self.sealed.max(upto);
+        if self.current < self.sealed {
+            // The next count takes the long way, past the sealed seconds.
+            self.current_until = self.current_from;
+        }
+        out
+    }
+
+    /// Length of window interval `k`: 1 s, the last one to the window's end
+    /// or to the stop.
+    fn window_length_s(&self, s: &Schedule, k: usize) -> f64 {
+        let end_s = self
+            .end(s)
+            .saturating_duration_since(s.measure_from)
+            .as_secs_f64();
+        (end_s - k as f64).clamp(0.0, 1.0)
     }
 
     /// Each flow's counts in the window, a flow with several slots (in
@@ -213,9 +463,15 @@ impl Counters {
     /// One error: counted if it happens inside the window (like every other
     /// metric); its message is kept whenever it happens.
     pub fn error(&mut self, now: Instant, message: impl FnOnce() -> String) {
-        let counted = self
-            .schedule
-            .is_some_and(|s| now >= s.measure_from && now < s.measure_until);
+        let counted = match self.place(now) {
+            Some(i) => {
+                if let Some(b) = self.buckets.get_mut(i) {
+                    b.errors += 1;
+                }
+                i >= self.warmup_buckets
+            }
+            None => false,
+        };
         if counted {
             self.errors += 1;
         }
@@ -236,7 +492,7 @@ impl Counters {
         self.totals.tx_bytes += other.totals.tx_bytes;
         self.totals.rx_bytes += other.totals.rx_bytes;
         self.totals.transactions += other.totals.transactions;
-        self.latency.merge(&other.latency);
+        self.latency.merge(&other.window_latency());
         if self.buckets.len() < other.buckets.len() {
             self.buckets.resize(other.buckets.len(), Bucket::default());
         }
@@ -244,6 +500,7 @@ impl Counters {
             a.tx += b.tx;
             a.rx += b.rx;
             a.txns += b.txns;
+            a.errors += b.errors;
         }
         for m in &other.error_samples {
             if self.error_samples.len() < MAX_ERROR_SAMPLES && !self.error_samples.contains(m) {
@@ -252,24 +509,34 @@ impl Counters {
         }
         if self.schedule.is_none() {
             self.schedule = other.schedule;
+            self.warmup_buckets = other.warmup_buckets;
         }
+        // The side stopped when its last worker did.
+        self.stopped = match (self.stopped, other.stopped) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         self.flows.extend_from_slice(&other.flows);
     }
 
-    /// The per-second intervals of the window.
+    /// The per-second intervals of the window: every second of it, or, when
+    /// counting stopped early, the seconds that ran, the last one cut where
+    /// it stopped.
     pub fn intervals(&self) -> Vec<Interval> {
         let Some(s) = self.schedule else {
             return Vec::new();
         };
-        let window = s.window().as_secs_f64();
+        let ran = self.ran(&s);
         self.buckets
             .iter()
             .enumerate()
+            .take(ran)
+            .skip(self.warmup_buckets)
             .map(|(i, b)| {
-                let start = i as f64;
+                let k = i - self.warmup_buckets;
                 Interval {
-                    start_s: start,
-                    length_s: (window - start).clamp(0.0, 1.0),
+                    start_s: k as f64,
+                    length_s: self.window_length_s(&s, k),
                     tx_bytes: b.tx,
                     rx_bytes: b.rx,
                     transactions: b.txns,
@@ -317,7 +584,7 @@ mod tests {
                 transactions: 2
             }
         );
-        assert_eq!(c.latency.count(), 2);
+        assert_eq!(c.window_latency().count(), 2);
         assert_eq!(
             c.flow_counts().as_slice(),
             &[FlowCount {
@@ -406,5 +673,149 @@ mod tests {
             (1, 4)
         );
         assert_eq!(flows.get(1).unwrap().tx_bytes, 2);
+    }
+
+    #[test]
+    fn warmup_seconds_are_counted_apart_from_the_window() {
+        let t0 = Instant::now();
+        let mut c = Counters::new(true);
+        c.set_schedule(sched(t0));
+        let f = c.add_flow(0);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        // Someone watches from the start.
+        assert!(c.take_seconds(t0).is_empty());
+        c.tx(f, 3, ms(100));
+        c.transactions(f, 1, Duration::from_micros(500), ms(200));
+        c.error(ms(300), || "warm".into());
+        c.tx(f, 5, ms(1100));
+        c.transactions(f, 1, Duration::from_micros(10), ms(1200));
+        // Nothing of the warm-up in the window.
+        assert_eq!((c.tx_bytes, c.transactions, c.errors), (5, 1, 0));
+        assert_eq!(c.window_latency().count(), 1);
+        assert_eq!(c.intervals().len(), 3);
+        assert_eq!(c.intervals()[0].tx_bytes, 5);
+        // But the warm-up's second is there to be shown, marked.
+        let s = c.take_seconds(ms(1000));
+        assert_eq!(s.len(), 1);
+        assert!(s[0].warmup);
+        assert_eq!((s[0].start_s, s[0].length_s), (-1.0, 1.0));
+        assert_eq!((s[0].tx_bytes, s[0].transactions, s[0].errors), (3, 1, 1));
+        assert_eq!(s[0].latency.as_ref().map(|l| l.count()), Some(1));
+    }
+
+    #[test]
+    fn seconds_taken_as_they_end_are_the_intervals() {
+        let t0 = Instant::now();
+        let mut c = Counters::new(true);
+        c.set_schedule(sched(t0));
+        let f = c.add_flow(0);
+        let mut taken = Vec::new();
+        // Every 10 ms from the start to past the window, a transaction, and
+        // every 100 ms the seconds that are over.
+        for step in 0..400u64 {
+            let now = t0 + Duration::from_millis(10 * step);
+            c.tx(f, 1, now);
+            c.rx(f, 2, now);
+            c.transactions(f, 1, Duration::from_micros(step + 1), now);
+            if step % 10 == 0 {
+                taken.extend(c.take_seconds(now));
+            }
+        }
+        taken.extend(c.take_rest());
+        let warm: Vec<&Second> = taken.iter().filter(|s| s.warmup).collect();
+        let window: Vec<&Second> = taken.iter().filter(|s| !s.warmup).collect();
+        assert_eq!(warm.len(), 1);
+        let iv = c.intervals();
+        assert_eq!(window.len(), iv.len());
+        for (s, i) in window.iter().zip(&iv) {
+            assert_eq!(
+                (
+                    s.start_s,
+                    s.length_s,
+                    s.tx_bytes,
+                    s.rx_bytes,
+                    s.transactions
+                ),
+                (
+                    i.start_s,
+                    i.length_s,
+                    i.tx_bytes,
+                    i.rx_bytes,
+                    i.transactions
+                )
+            );
+            assert_eq!(s.latency.as_ref().map(|l| l.count()), Some(i.transactions));
+        }
+        // Each second's times are its own: the window's are all of them.
+        let all: u64 = window
+            .iter()
+            .map(|s| s.latency.as_ref().map_or(0, |l| l.count()))
+            .sum();
+        assert_eq!(all, c.window_latency().count());
+        assert_eq!(c.transactions, c.window_latency().count());
+    }
+
+    #[test]
+    fn a_count_late_for_a_sealed_second_goes_into_the_next() {
+        let t0 = Instant::now();
+        let mut c = Counters::new(false);
+        c.set_schedule(sched(t0));
+        let f = c.add_flow(0);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        c.tx(f, 1, ms(1500));
+        assert_eq!(c.take_seconds(ms(2000)).len(), 2);
+        // Stamped in the window's first second, counted after it was shown.
+        c.tx(f, 10, ms(1900));
+        c.tx(f, 100, ms(2100));
+        let iv = c.intervals();
+        assert_eq!((iv[0].tx_bytes, iv[1].tx_bytes), (1, 110));
+        assert_eq!(c.tx_bytes, 111);
+    }
+
+    #[test]
+    fn a_stop_ends_the_intervals_where_counting_stopped() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut c = Counters::new(false);
+        c.set_schedule(sched(t0));
+        let f = c.add_flow(0);
+        c.tx(f, 1, ms(1500));
+        c.tx(f, 2, ms(2250));
+        c.stop(ms(2400));
+        // After the stop: whole-life totals only.
+        c.tx(f, 4, ms(2450));
+        let iv = c.intervals();
+        assert_eq!(iv.len(), 2, "no second after the stop: {iv:?}");
+        assert_eq!((iv[0].length_s, iv[0].tx_bytes), (1.0, 1));
+        assert!((iv[1].length_s - 0.4).abs() < 1e-9, "{iv:?}");
+        assert_eq!(iv[1].tx_bytes, 2);
+        assert_eq!((c.tx_bytes, c.totals.tx_bytes), (3, 7));
+        let rest = c.take_rest();
+        assert_eq!(rest.len(), 3, "the warm-up's second and the two that ran");
+        assert!((rest[2].length_s - 0.4).abs() < 1e-9);
+
+        // Stopped in the warm-up: no interval at all.
+        let mut w = Counters::new(false);
+        w.set_schedule(sched(t0));
+        w.stop(ms(500));
+        assert!(w.intervals().is_empty());
+        let rest = w.take_rest();
+        assert_eq!(rest.len(), 1);
+        assert!(rest[0].warmup && (rest[0].length_s - 0.5).abs() < 1e-9);
+
+        // Stopped after the window: every interval, as if never stopped.
+        let mut late = Counters::new(false);
+        late.set_schedule(sched(t0));
+        late.stop(ms(4000));
+        assert_eq!(late.intervals().len(), 3);
+
+        // Merged, the side stopped when its last worker did.
+        let mut a = Counters::new(false);
+        a.set_schedule(sched(t0));
+        a.stop(ms(1200));
+        let mut agg = Counters::new(false);
+        agg.merge(&a);
+        agg.merge(&c);
+        assert_eq!(agg.intervals().len(), 2);
     }
 }

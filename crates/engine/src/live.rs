@@ -1,26 +1,124 @@
-//! Live progress of a running side, for progress bars: each worker publishes
-//! its whole-life totals into its own slot a few times a second; readers add
-//! the slots up. Workers never contend on one counter.
+//! Live progress of a running side, for progress bars and interval lines.
+//!
+//! Each worker publishes into its own slot a few times a second
+//! ([`PUBLISH_EVERY`]): its whole-life totals, and on the client each second
+//! of traffic once it is over (its counts, its transaction times, the
+//! retransmits of its connections). Readers add the slots up. Workers never
+//! contend on one counter and never wait for a reader: a worker that finds
+//! its slot being read keeps its seconds for the next turn. Nothing is done
+//! per transaction: a second's transaction times are the histogram the
+//! worker records into anyway ([`crate::Counters`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::Totals;
+use linkperf_metrics::{LatencyRecorder, Totals};
+
+use crate::counters::{Counters, Second};
 
 /// How often a worker publishes.
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+
+/// One second of a side's traffic as its workers counted it, live: on the
+/// client, what the client wrote and read (each direction at the client, not
+/// at its receiver as in a run's `intervals`). Its window seconds are the
+/// side's report's `intervals`, count for count.
+#[derive(Debug, Clone)]
+pub struct LiveInterval {
+    /// Seconds since the measurement window opened; negative in the warm-up.
+    pub start_s: f64,
+    /// Length in seconds: 1, or less for the warm-up's last, the window's
+    /// last, or the second in which an aborted test stopped.
+    pub length_s: f64,
+    /// A second of the warm-up, not counted in any figure of the run.
+    pub warmup: bool,
+    /// Payload bytes this side wrote.
+    pub tx_bytes: u64,
+    /// Payload bytes this side read.
+    pub rx_bytes: u64,
+    /// Transactions completed (messages, for streams).
+    pub transactions: u64,
+    /// Failed or lost transactions.
+    pub errors: u64,
+    /// TCP segments retransmitted by the side's connections, read when the
+    /// second was published (within [`PUBLISH_EVERY`] of its end); `None`
+    /// when none was read (UDP, Unix sockets, or a worker that published
+    /// several seconds at once and read them for the last one).
+    pub retransmits: Option<u64>,
+    /// The second's transaction times, where the side records them.
+    pub latency: Option<LatencyRecorder>,
+}
+
+impl LiveInterval {
+    fn from_second(s: Second) -> Self {
+        LiveInterval {
+            start_s: s.start_s,
+            length_s: s.length_s,
+            warmup: s.warmup,
+            tx_bytes: s.tx_bytes,
+            rx_bytes: s.rx_bytes,
+            transactions: s.transactions,
+            errors: s.errors,
+            retransmits: None,
+            latency: s.latency,
+        }
+    }
+
+    /// Adds `other`'s counts to these: the same second of another worker,
+    /// or a following second (the caller then extends `length_s`).
+    pub fn add(&mut self, other: &LiveInterval) {
+        self.tx_bytes += other.tx_bytes;
+        self.rx_bytes += other.rx_bytes;
+        self.transactions += other.transactions;
+        self.errors += other.errors;
+        self.retransmits = match (self.retransmits, other.retransmits) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        match (&mut self.latency, &other.latency) {
+            (Some(a), Some(b)) => a.merge(b),
+            (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Handed {
+    /// Seconds over, not yet taken by the reader.
+    seconds: Vec<LiveInterval>,
+    /// The worker has handed over its last second.
+    last: bool,
+}
 
 #[derive(Debug, Default)]
 struct Slot {
     tx_bytes: AtomicU64,
     rx_bytes: AtomicU64,
     transactions: AtomicU64,
+    seconds: Mutex<Handed>,
 }
 
-/// Live totals of one side, one slot per worker.
+/// What the reader took from each worker and has not yet merged.
+#[derive(Debug, Default)]
+struct Reader {
+    pending: Vec<VecDeque<LiveInterval>>,
+    last: Vec<bool>,
+}
+
+/// Live totals and seconds of one side, one slot per worker.
 #[derive(Debug)]
 pub struct LiveStats {
     slots: Vec<Slot>,
+    /// Workers that publish seconds: set by the side once it knows.
+    workers: AtomicUsize,
+    reader: Mutex<Reader>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl LiveStats {
@@ -28,7 +126,15 @@ impl LiveStats {
     pub fn new(workers: usize) -> Self {
         LiveStats {
             slots: (0..workers.max(1)).map(|_| Slot::default()).collect(),
+            workers: AtomicUsize::new(0),
+            reader: Mutex::new(Reader::default()),
         }
+    }
+
+    /// Workers `0..n` will publish seconds (the side calls it before they start).
+    pub(crate) fn expect_workers(&self, n: usize) {
+        self.workers
+            .store(n.min(self.slots.len()), Ordering::Release);
     }
 
     /// Worker `w` publishes its totals.
@@ -50,18 +156,98 @@ impl LiveStats {
         }
         t
     }
+
+    /// Worker `w` hands over `seconds` (emptied when they were taken); its
+    /// `last` ones at its end. Never waits for a reader but at the end.
+    fn hand_over(&self, w: usize, seconds: &mut Vec<LiveInterval>, last: bool) {
+        let Some(slot) = self.slots.get(w) else {
+            seconds.clear();
+            return;
+        };
+        let mut handed = if last {
+            lock(&slot.seconds)
+        } else {
+            match slot.seconds.try_lock() {
+                Ok(h) => h,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            }
+        };
+        handed.seconds.append(seconds);
+        handed.last |= last;
+    }
+
+    /// The seconds every worker has handed over since the last call, each
+    /// added up over the workers, in order. One reader at a time: each
+    /// second is returned once.
+    pub fn intervals(&self) -> Vec<LiveInterval> {
+        self.read(false)
+    }
+
+    /// Every second handed over, whether every worker has handed it over or
+    /// not: for after the side has stopped (a worker that failed before the
+    /// traffic began hands over nothing).
+    pub fn drain(&self) -> Vec<LiveInterval> {
+        self.read(true)
+    }
+
+    fn read(&self, all: bool) -> Vec<LiveInterval> {
+        let workers = self.workers.load(Ordering::Acquire);
+        let mut r = lock(&self.reader);
+        r.pending.resize_with(workers, VecDeque::new);
+        r.last.resize(workers, false);
+        for (w, slot) in self.slots.iter().enumerate().take(workers) {
+            let mut h = lock(&slot.seconds);
+            r.pending[w].extend(h.seconds.drain(..));
+            r.last[w] |= h.last;
+        }
+        let mut out = Vec::new();
+        loop {
+            // Every worker's k-th second is the same second: the next is
+            // ready when each worker has handed it over or is done.
+            let waiting = (0..workers).any(|w| r.pending[w].is_empty() && !r.last[w]);
+            if waiting && !all {
+                break;
+            }
+            let mut merged: Option<LiveInterval> = None;
+            for q in &mut r.pending {
+                if let Some(s) = q.pop_front() {
+                    match &mut merged {
+                        Some(m) => {
+                            // A worker stopped a moment later ran a moment longer.
+                            m.length_s = m.length_s.max(s.length_s);
+                            m.add(&s);
+                        }
+                        None => merged = Some(s),
+                    }
+                }
+            }
+            match merged {
+                Some(m) => out.push(m),
+                None => break,
+            }
+        }
+        out
+    }
 }
 
-/// A worker's publishing schedule.
+/// A worker's publishing: its schedule, the seconds it could not hand over
+/// yet, and what its connections had retransmitted when last read.
 #[derive(Debug)]
 pub struct Publisher {
     next: Instant,
+    unsent: Vec<LiveInterval>,
+    retransmits_seen: Option<Vec<u32>>,
 }
 
 impl Publisher {
     /// Publishes first at `now`.
     pub fn new(now: Instant) -> Self {
-        Publisher { next: now }
+        Publisher {
+            next: now,
+            unsent: Vec::new(),
+            retransmits_seen: None,
+        }
     }
 
     /// True when it is time to publish again.
@@ -72,11 +258,88 @@ impl Publisher {
         }
         false
     }
+
+    /// Worker `w` publishes its totals and the seconds over by `now`.
+    /// `retransmits` reads, flow slot by flow slot, each TCP connection's
+    /// retransmits so far (`None` for a flow without one); it is called only
+    /// when a second is over (and once at first, to know where they start).
+    pub(crate) fn publish<I>(
+        &mut self,
+        live: &LiveStats,
+        w: usize,
+        counters: &mut Counters,
+        now: Instant,
+        retransmits: impl FnOnce() -> I,
+    ) where
+        I: IntoIterator<Item = Option<u32>>,
+    {
+        live.publish(w, &counters.totals);
+        let seconds = counters.take_seconds(now);
+        self.add(seconds, retransmits);
+        live.hand_over(w, &mut self.unsent, false);
+    }
+
+    /// Worker `w`, done, publishes its totals and every second left.
+    pub(crate) fn publish_last<I>(
+        &mut self,
+        live: &LiveStats,
+        w: usize,
+        counters: &mut Counters,
+        retransmits: impl FnOnce() -> I,
+    ) where
+        I: IntoIterator<Item = Option<u32>>,
+    {
+        live.publish(w, &counters.totals);
+        let seconds = counters.take_rest();
+        self.add(seconds, retransmits);
+        live.hand_over(w, &mut self.unsent, true);
+    }
+
+    fn add<I>(&mut self, seconds: Vec<Second>, retransmits: impl FnOnce() -> I)
+    where
+        I: IntoIterator<Item = Option<u32>>,
+    {
+        if seconds.is_empty() && self.retransmits_seen.is_some() {
+            return;
+        }
+        let read = self.retransmits_since(retransmits());
+        let n = seconds.len();
+        for (k, s) in seconds.into_iter().enumerate() {
+            let mut iv = LiveInterval::from_second(s);
+            if k + 1 == n {
+                iv.retransmits = read;
+            }
+            self.unsent.push(iv);
+        }
+    }
+
+    /// Retransmits since the last reading, over the connections read now
+    /// (`None` if there is none). A connection whose count went down is a
+    /// new one (connect per transaction): it counts from its connect.
+    fn retransmits_since(&mut self, now: impl IntoIterator<Item = Option<u32>>) -> Option<u64> {
+        let seen = self.retransmits_seen.get_or_insert_with(Vec::new);
+        let mut sum = None;
+        for (i, r) in now.into_iter().enumerate() {
+            if i >= seen.len() {
+                seen.resize(i + 1, 0);
+            }
+            match r {
+                Some(r) => {
+                    let new = r.checked_sub(seen[i]).unwrap_or(r);
+                    *sum.get_or_insert(0) += u64::from(new);
+                    seen[i] = r;
+                }
+                None => seen[i] = 0,
+            }
+        }
+        sum
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::Schedule;
 
     #[test]
     fn sums_the_slots() {
@@ -113,5 +376,76 @@ mod tests {
                 transactions: 33
             }
         );
+    }
+
+    fn sched(t0: Instant) -> Schedule {
+        Schedule::new(
+            t0,
+            Duration::from_millis(500),
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn a_second_is_read_once_every_worker_has_published_it() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let live = LiveStats::new(4);
+        live.expect_workers(2);
+        let mut c: Vec<Counters> = (0..2).map(|_| Counters::new(true)).collect();
+        let mut p: Vec<Publisher> = (0..2).map(|_| Publisher::new(t0)).collect();
+        for (w, c) in c.iter_mut().enumerate() {
+            c.set_schedule(sched(t0));
+            let f = c.add_flow(w as u32);
+            c.tx(f, 100, ms(100));
+            c.transactions(f, 1, Duration::from_micros(10 * (w as u64 + 1)), ms(700));
+            c.tx(f, 1, ms(800));
+            p[w].publish(&live, w, c, t0, || [Some(0)]);
+        }
+        assert!(live.intervals().is_empty(), "nothing over yet");
+        // Worker 0 is past the warm-up and the window's first second; worker 1 is not yet.
+        p[0].publish(&live, 0, &mut c[0], ms(1600), || [Some(3)]);
+        assert!(
+            live.intervals().is_empty(),
+            "worker 1 has not published them"
+        );
+        p[1].publish(&live, 1, &mut c[1], ms(600), || [None]);
+        let got = live.intervals();
+        assert_eq!(got.len(), 1, "the warm-up's second: {got:?}");
+        assert!(got[0].warmup);
+        assert_eq!((got[0].start_s, got[0].length_s), (-0.5, 0.5));
+        assert_eq!(got[0].tx_bytes, 200);
+        assert_eq!(
+            got[0].retransmits, None,
+            "worker 0 read its for the later second"
+        );
+        p[1].publish(&live, 1, &mut c[1], ms(1500), || [Some(2)]);
+        let got = live.intervals();
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].warmup);
+        assert_eq!((got[0].tx_bytes, got[0].transactions), (2, 2));
+        assert_eq!(got[0].retransmits, Some(5));
+        let l = got[0].latency.as_ref().unwrap().summary().unwrap();
+        assert_eq!((l.count, l.min, l.max), (2, 10.0, 20.0));
+        // One worker is done early (aborted); the other's seconds come alone.
+        c[0].stop(ms(1700));
+        p[0].publish_last(&live, 0, &mut c[0], || [None]);
+        assert!(live.intervals().is_empty());
+        p[1].publish_last(&live, 1, &mut c[1], || [None]);
+        let got = live.intervals();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].length_s, 1.0, "worker 1 ran to the end");
+        assert!(live.intervals().is_empty() && live.drain().is_empty());
+    }
+
+    #[test]
+    fn retransmits_count_from_the_last_reading_and_from_a_new_connect() {
+        let mut p = Publisher::new(Instant::now());
+        assert_eq!(p.retransmits_since([Some(5), None]), Some(5));
+        assert_eq!(p.retransmits_since([Some(7), None]), Some(2));
+        // A new connection on the first slot, a first one on the second.
+        assert_eq!(p.retransmits_since([Some(1), Some(4)]), Some(5));
+        assert_eq!(p.retransmits_since([None, None]), None);
     }
 }

@@ -55,6 +55,7 @@ impl Aggregate {
     /// The side's record, given its CPU over a window of `window_s` seconds.
     pub fn into_report(self, window_s: f64, cpu: SideCpu, busy_poll: bool) -> SideReport {
         let c = &self.counters;
+        let latency = c.window_latency();
         SideReport {
             window_s,
             tx_bytes: c.tx_bytes,
@@ -62,7 +63,7 @@ impl Aggregate {
             transactions: c.transactions,
             errors: c.errors,
             totals: c.totals,
-            latency: c.latency.summary(),
+            latency: latency.summary(),
             intervals: c.intervals(),
             cpu,
             tcp_info: self.tcp.summary(),
@@ -71,8 +72,10 @@ impl Aggregate {
             connections: self.connections,
             error_samples: c.error_samples.clone(),
             profile: None,
-            latency_histogram: c.latency.encode_histogram(),
+            latency_histogram: latency.encode_histogram(),
             flows: c.flow_counts(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 }

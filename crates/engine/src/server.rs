@@ -433,6 +433,10 @@ impl Worker {
                 self.drive(k);
             }
         }
+        if self.signals.aborted() {
+            // The seconds after this one never ran.
+            self.counters.stop(Instant::now());
+        }
         if !self.clock.closed {
             self.clock.close();
             self.read_tcp_info();

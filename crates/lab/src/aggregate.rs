@@ -313,6 +313,18 @@ fn merge_sides(sides: &[(&SideReport, u32)]) -> SideReport {
         profile: None,
         latency_histogram,
         flows: FlowCounts::merged(&shifted.iter().collect::<Vec<_>>()),
+        // Each part's interfaces are its own (a pair's devices have their own
+        // names); a CPU several parts pinned to is one CPU, counted once.
+        links: reports.iter().flat_map(|s| s.links.clone()).collect(),
+        pinned_cpus: {
+            let mut cpus: Vec<linkperf_metrics::CpuShare> = Vec::new();
+            for c in reports.iter().flat_map(|s| &s.pinned_cpus) {
+                if !cpus.iter().any(|k| k.cpu == c.cpu) {
+                    cpus.push(*c);
+                }
+            }
+            cpus
+        },
     }
 }
 

@@ -7,10 +7,10 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use linkperf_workload::Bytes;
+use linkperf_workload::{BitsPerSecond, Bytes};
 use serde::{Deserialize, Serialize};
 
-use crate::{BitsPerSecond, LabError, Mtu};
+use crate::{LabError, Mtu};
 
 /// Longest configuration name: it becomes part of namespace names.
 pub const MAX_NAME_LEN: usize = 40;
@@ -116,7 +116,7 @@ impl LinkConfig {
         match key {
             "name" => self.name = check_name(value)?.to_string(),
             "mtu" => self.mtu = Some(value.parse()?),
-            "rate" => self.rate = Some(value.parse()?),
+            "rate" => self.rate = Some(crate::parse_rate(value)?),
             "burst" => {
                 let b = value
                     .parse::<Bytes>()

@@ -99,7 +99,8 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BitsPerSecond, Kind, Mtu};
+    use crate::{Kind, Mtu};
+    use linkperf_workload::BitsPerSecond;
 
     #[test]
     fn custom_configurations_build_on_builtins_and_each_other() {

@@ -49,4 +49,4 @@ pub use preflight::Missing;
 pub use snapshot::{snapshot, NamespaceSnapshot};
 pub use table::{pairs_table, throughput_table};
 pub use topology::{Pair, Topology};
-pub use units::{BitsPerSecond, Mtu, MAX_MTU, MAX_RATE, MIN_MTU, MIN_RATE};
+pub use units::{parse_rate, Mtu, MAX_MTU, MAX_RATE, MIN_MTU, MIN_RATE};

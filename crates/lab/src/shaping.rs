@@ -26,7 +26,9 @@
 
 use std::time::Duration;
 
-use crate::{BitsPerSecond, LinkConfig};
+use linkperf_workload::BitsPerSecond;
+
+use crate::LinkConfig;
 
 /// The bucket holds at least this much of the rate.
 pub const BURST_TIME: Duration = Duration::from_millis(1);

@@ -22,6 +22,7 @@
 
 use std::net::Ipv4Addr;
 
+use linkperf_workload::BitsPerSecond;
 use serde::{Deserialize, Serialize};
 
 use crate::addresses::{
@@ -29,7 +30,7 @@ use crate::addresses::{
     PREFIX_LEN,
 };
 use crate::shaping::Tbf;
-use crate::{BitsPerSecond, Cmd, Kind, LabError, LinkConfig, Mtu};
+use crate::{Cmd, Kind, LabError, LinkConfig, Mtu};
 
 /// Bytes VXLAN adds to every packet (outer Ethernet, IPv4, UDP, VXLAN headers).
 pub const VXLAN_OVERHEAD: u32 = 50;

@@ -1,4 +1,5 @@
-//! Units of a link: its rate in bits per second and its MTU in bytes.
+//! Units of a link: its rate (the workspace's [`BitsPerSecond`], with the
+//! lab's rules) and its MTU in bytes.
 //!
 //! Rates follow `tc`'s convention: `kbit`, `mbit`, `gbit`, `tbit` are powers of
 //! 1000 (`1gbit` = 10⁹ bit/s), so what the user writes is exactly what `tc`
@@ -7,90 +8,35 @@
 use std::fmt;
 use std::str::FromStr;
 
+use linkperf_workload::BitsPerSecond;
 use serde::{Deserialize, Serialize};
 
 use crate::LabError;
-
-/// A link rate in bits per second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct BitsPerSecond(pub u64);
 
 /// Slowest rate accepted: below it `tc` rounds and TCP stalls.
 pub const MIN_RATE: BitsPerSecond = BitsPerSecond(8_000);
 /// Fastest rate accepted (`tc` takes 64-bit rates; nothing virtual goes faster).
 pub const MAX_RATE: BitsPerSecond = BitsPerSecond(1_000_000_000_000);
 
-const UNITS: [(&str, u64); 5] = [
-    ("tbit", 1_000_000_000_000),
-    ("gbit", 1_000_000_000),
-    ("mbit", 1_000_000),
-    ("kbit", 1_000),
-    ("bit", 1),
-];
-
-impl BitsPerSecond {
-    /// The rate in bytes per second.
-    pub fn bytes_per_s(self) -> u64 {
-        self.0 / 8
+/// A link's rate: `10gbit`, `1gbit`, `2.5gbit`, `500mbit`, `10g`, `100m`
+/// ([`BitsPerSecond`]'s forms), with a unit (a bare number is refused, not
+/// guessed) and between [`MIN_RATE`] and [`MAX_RATE`].
+pub fn parse_rate(s: &str) -> Result<BitsPerSecond, LabError> {
+    let bad = |why: &str| {
+        LabError::Option(format!(
+            "rate '{s}': {why} (examples: 10gbit, 1gbit, 500mbit)"
+        ))
+    };
+    if s.trim().ends_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err(bad("no unit"));
     }
-
-    /// The rate as a float, for results documents.
-    pub fn as_f64(self) -> f64 {
-        self.0 as f64
+    let rate = s
+        .parse::<BitsPerSecond>()
+        .map_err(|e| bad(&e.to_string()))?;
+    if rate < MIN_RATE || rate > MAX_RATE {
+        return Err(bad(&format!("must be between {MIN_RATE} and {MAX_RATE}")));
     }
-}
-
-impl fmt::Display for BitsPerSecond {
-    /// The largest unit that shows the rate exactly: `10gbit`, `2500mbit`, `1234bit`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (unit, scale) in UNITS {
-            if self.0 >= scale && self.0.is_multiple_of(scale) {
-                return write!(f, "{}{unit}", self.0 / scale);
-            }
-        }
-        write!(f, "{}bit", self.0)
-    }
-}
-
-impl FromStr for BitsPerSecond {
-    type Err = LabError;
-
-    /// `10gbit`, `1gbit`, `2.5gbit`, `500mbit`, `10g`, `100m` (case-insensitive).
-    fn from_str(s: &str) -> Result<Self, LabError> {
-        let bad = |why: &str| {
-            LabError::Option(format!(
-                "rate '{s}': {why} (examples: 10gbit, 1gbit, 500mbit)"
-            ))
-        };
-        let t = s.trim().to_ascii_lowercase();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        if num.is_empty() {
-            return Err(bad("no number"));
-        }
-        let scale = match unit {
-            "" => return Err(bad("no unit")),
-            "bit" => 1u64,
-            "k" | "kbit" => 1_000,
-            "m" | "mbit" => 1_000_000,
-            "g" | "gbit" => 1_000_000_000,
-            "t" | "tbit" => 1_000_000_000_000,
-            _ => return Err(bad("unknown unit")),
-        };
-        let value: f64 = num.parse().map_err(|_| bad("not a number"))?;
-        let bits = value * scale as f64;
-        if !bits.is_finite() || bits.fract() != 0.0 {
-            return Err(bad("not a whole number of bits per second"));
-        }
-        let rate = BitsPerSecond(bits as u64);
-        if rate < MIN_RATE || rate > MAX_RATE {
-            return Err(bad(&format!("must be between {MIN_RATE} and {MAX_RATE}")));
-        }
-        Ok(rate)
-    }
+    Ok(rate)
 }
 
 /// A link MTU in bytes.
@@ -149,11 +95,7 @@ mod tests {
             ("1tbit", 1_000_000_000_000),
             ("9000bit", 9_000),
         ] {
-            assert_eq!(
-                s.parse::<BitsPerSecond>().unwrap(),
-                BitsPerSecond(bits),
-                "{s}"
-            );
+            assert_eq!(parse_rate(s).unwrap(), BitsPerSecond(bits), "{s}");
         }
     }
 
@@ -169,23 +111,9 @@ mod tests {
             ("1bit", "between"),
             ("2tbit", "between"),
         ] {
-            let e = s.parse::<BitsPerSecond>().unwrap_err().to_string();
+            let e = parse_rate(s).unwrap_err().to_string();
             assert!(e.contains(why), "{s}: {e}");
         }
-    }
-
-    #[test]
-    fn rates_display_in_the_largest_exact_unit() {
-        for (bits, s) in [
-            (10_000_000_000, "10gbit"),
-            (2_500_000_000, "2500mbit"),
-            (1_500_000, "1500kbit"),
-            (9_001, "9001bit"),
-        ] {
-            assert_eq!(BitsPerSecond(bits).to_string(), s);
-            assert_eq!(s.parse::<BitsPerSecond>().unwrap(), BitsPerSecond(bits));
-        }
-        assert_eq!(BitsPerSecond(1_000_000_000).bytes_per_s(), 125_000_000);
     }
 
     #[test]

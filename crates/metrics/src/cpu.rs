@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 
 use crate::sys::procfs::{self, ProcStatTicks};
 use crate::sys::rusage::{self, Who};
-use crate::{BusyMethod, ProcStatBreakdown, ProcessMethod, SideCpu};
+use crate::{BusyMethod, CpuShare, ProcStatBreakdown, ProcessMethod, SideCpu};
 
 /// CPU time of a process or thread, in seconds: a snapshot, or the difference
 /// of two.
@@ -192,9 +192,10 @@ pub fn system_busy_method() -> BusyMethod {
 /// A snapshot of the host's CPU counters: `/proc/stat`'s aggregate line and,
 /// where the kernel has one, a precise busy counter (see the module notes on
 /// what each counts). Compare two with [`system_cpu_between`].
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SystemCpuSample {
     proc_stat: Option<ProcStatTicks>,
+    per_cpu: Vec<(usize, ProcStatTicks)>,
     precise: Option<(BusyMethod, u64)>,
     ticks_per_s: u64,
 }
@@ -211,8 +212,10 @@ impl SystemCpuSample {
 /// left out, and the delta falls back accordingly.
 pub fn system_cpu_now() -> SystemCpuSample {
     let precise = busy_source().and_then(|s| read_busy_ns(s, &real_read).map(|ns| (s.method, ns)));
+    let (proc_stat, per_cpu) = procfs::read_proc_stat_all();
     SystemCpuSample {
-        proc_stat: procfs::read_proc_stat(),
+        proc_stat,
+        per_cpu,
         precise,
         ticks_per_s: rusage::clock_ticks_per_second(),
     }
@@ -263,6 +266,22 @@ pub fn system_cpu_between(start: &SystemCpuSample, end: &SystemCpuSample) -> Sys
             proc_stat,
         },
     }
+}
+
+/// Each CPU's time from `start` to `end`, by CPU number, from `/proc/stat`'s
+/// per-CPU lines (USER_HZ ticks: 10 ms each on most kernels). A CPU missing
+/// from either sample is left out.
+pub fn per_cpu_between(start: &SystemCpuSample, end: &SystemCpuSample) -> Vec<CpuShare> {
+    end.per_cpu
+        .iter()
+        .filter_map(|(cpu, b)| {
+            let (_, a) = start.per_cpu.iter().find(|(c, _)| c == cpu)?;
+            Some(CpuShare {
+                cpu: *cpu,
+                time: breakdown(&b.saturating_sub(a), end.ticks_per_s),
+            })
+        })
+        .collect()
 }
 
 /// Fills a side's CPU record from its process CPU over the window, how that was
@@ -360,9 +379,36 @@ mod tests {
     fn sample(ticks: ProcStatTicks, precise: Option<(BusyMethod, u64)>) -> SystemCpuSample {
         SystemCpuSample {
             proc_stat: Some(ticks),
+            per_cpu: vec![(0, ticks), (3, ticks)],
             precise,
             ticks_per_s: 100,
         }
+    }
+
+    #[test]
+    fn per_cpu_time_is_each_cpus_own_difference() {
+        let a = ProcStatTicks {
+            user: 100,
+            softirq: 10,
+            idle: 50,
+            ..ProcStatTicks::default()
+        };
+        let b = ProcStatTicks {
+            user: 150,
+            softirq: 40,
+            idle: 70,
+            ..ProcStatTicks::default()
+        };
+        let mut end = sample(b, None);
+        // CPU 3 went offline: left out; CPU 7 came online: no start.
+        end.per_cpu = vec![(0, b), (7, b)];
+        let shares = per_cpu_between(&sample(a, None), &end);
+        assert_eq!(shares.len(), 1);
+        assert_eq!(shares[0].cpu, 0);
+        // 50 user and 30 softirq ticks at 100 per second.
+        assert!((shares[0].time.user_s - 0.5).abs() < 1e-12);
+        assert!((shares[0].time.softirq_s - 0.3).abs() < 1e-12);
+        assert!((shares[0].time.busy_s() - 0.8).abs() < 1e-12);
     }
 
     #[test]

@@ -47,12 +47,17 @@ pub fn capture_environment(local_addr: Option<IpAddr>, command_line: Vec<String>
         socket_sndbuf: None,
         socket_rcvbuf: None,
         socket_nodelay: None,
-        boot_id: procfs::read_text("/proc/sys/kernel/random/boot_id")
-            .map(|t| t.trim().to_string())
-            .filter(|t| !t.is_empty()),
+        boot_id: boot_id(),
         linkperf_version: env!("CARGO_PKG_VERSION").to_string(),
         command_line,
     }
+}
+
+/// This kernel's boot id: two processes that read the same one run on one host.
+pub fn boot_id() -> Option<String> {
+    procfs::read_text("/proc/sys/kernel/random/boot_id")
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
 }
 
 /// The interface owning `addr`, among (interface, address) pairs. Any loopback

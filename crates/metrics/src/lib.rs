@@ -13,6 +13,7 @@ mod error;
 mod flows;
 mod latency;
 mod limits;
+mod link;
 mod placement;
 mod record;
 mod stats;
@@ -21,16 +22,21 @@ mod tcp_info;
 
 pub use congestion::{check_congestion_control, congestion_controls, CongestionControls};
 pub use cpu::{
-    online_cpus, process_cpu_now, side_cpu, system_busy_method, system_cpu_between, system_cpu_now,
-    thread_cpu_now, ProcessCpu, SystemCpuDelta, SystemCpuSample,
+    online_cpus, per_cpu_between, process_cpu_now, side_cpu, system_busy_method,
+    system_cpu_between, system_cpu_now, thread_cpu_now, ProcessCpu, SystemCpuDelta,
+    SystemCpuSample,
 };
-pub use environment::capture_environment;
+pub use environment::{boot_id, capture_environment};
 pub use error::MetricsError;
 pub use flows::{
     FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,
 };
 pub use latency::LatencyRecorder;
 pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
+pub use link::{
+    interfaces_now, links_between, sending_link, InterfaceSample, LinkCounters, QdiscCounters,
+    QdiscSample, MAX_INTERFACES,
+};
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
 };

@@ -77,6 +77,16 @@ impl ProcStatBreakdown {
     }
 }
 
+/// One CPU's time over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuShare {
+    /// The CPU's number.
+    pub cpu: usize,
+    /// Its time, by kind (`busy_s()` is everything but idle and steal).
+    #[serde(flatten)]
+    pub time: ProcStatBreakdown,
+}
+
 /// CPU time used by one side over the measurement window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SideCpu {
@@ -217,6 +227,15 @@ pub struct SideReport {
     /// text form ([`FlowCounts`]).
     #[serde(default, skip_serializing_if = "FlowCounts::is_empty")]
     pub flows: FlowCounts,
+    /// What this side's network interfaces carried over the window (their own
+    /// counters and their root queues'), busiest sender first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<crate::LinkCounters>,
+    /// The time of each CPU this side's workers were pinned to, over the
+    /// window, softirq and irq included: with the two sides pinned apart on
+    /// one host, what each side's CPUs did, whoever's code it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned_cpus: Vec<CpuShare>,
 }
 
 /// What a profile run measured, per transaction element and per flowop type.

@@ -1,12 +1,14 @@
 //! What may make a comparison say more than it should: tests whose runs
 //! disagreed or failed, and environments that differ in more than the compared
-//! thing (kernel, CPU count, MTU, linkperf version).
+//! thing (kernel, CPU model and count, MTU, linkperf version, the tests'
+//! worker placement).
 
 use serde::Serialize;
 
 use linkperf_metrics::Environment;
 use linkperf_results::ResultsDocument;
 
+use crate::export::describe_placement;
 use crate::FileFigures;
 
 /// A test worth a second look.
@@ -23,9 +25,11 @@ pub struct FlaggedTest {
 /// A difference between the base's environment and a candidate's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EnvDifference {
-    /// What differs: `kernel`, `cpu_count`, `mtu`, `linkperf_version`.
+    /// What differs: `kernel`, `cpu_model`, `cpu_count`, `mtu`,
+    /// `linkperf_version`, or `placement` (worker placement of some tests).
     pub field: String,
-    /// Whose: `client`, `server`, or `file` (the document's own version).
+    /// Whose: `client`, `server`, `file` (the document's own version), or
+    /// for `placement` the tests it concerns.
     pub side: String,
     /// The base's label.
     pub base_label: String,
@@ -42,6 +46,7 @@ impl EnvDifference {
     pub fn describe(&self) -> String {
         let field = match self.field.as_str() {
             "kernel" => "kernel",
+            "cpu_model" => "CPU model",
             "cpu_count" => "CPU count",
             "mtu" => "MTU",
             "linkperf_version" => "linkperf version",
@@ -74,6 +79,10 @@ pub struct Consistency {
     pub incomplete: Vec<FlaggedTest>,
     /// Environment fields that differ between the base and a candidate.
     pub environment: Vec<EnvDifference>,
+    /// Tests that ran with another worker placement (threads, CPUs, policy)
+    /// in a candidate than in the base.
+    #[serde(default)]
+    pub placement: Vec<EnvDifference>,
     /// Notes on the link capacity (a path faster than the capacity given).
     pub capacity: Vec<String>,
     /// Files whose uploads were counted at the sender (v1 files, foreign servers).
@@ -92,6 +101,7 @@ impl Consistency {
             && self.suspect.is_empty()
             && self.incomplete.is_empty()
             && self.environment.is_empty()
+            && self.placement.is_empty()
             && self.capacity.is_empty()
             && self.counting.is_empty()
             && self.stability_unjudged.is_none()
@@ -206,9 +216,10 @@ pub(crate) fn flag_tests(figures: &FileFigures, c: &mut Consistency) {
 }
 
 /// The fields of an environment that a comparison must hold equal.
-fn fields(e: &Environment) -> [(&'static str, String); 4] {
+fn fields(e: &Environment) -> [(&'static str, String); 5] {
     [
         ("kernel", e.kernel.clone()),
+        ("cpu_model", e.cpu_model.clone()),
         ("cpu_count", e.cpu_count.to_string()),
         (
             "mtu",
@@ -265,4 +276,46 @@ pub(crate) fn environment_differences(
         ));
     }
     out
+}
+
+/// The tests that ran with another worker placement in `cand` than in
+/// `base` (threads, CPU lists, policy on either side), one difference per
+/// distinct pair of placements with the tests it concerns: on one host a
+/// request/response result depends on whether the sides share CPUs.
+pub(crate) fn placement_differences(
+    base: (&str, &ResultsDocument),
+    cand: (&str, &ResultsDocument),
+) -> Vec<EnvDifference> {
+    let describe = |c: &linkperf_results::TestConfig| {
+        format!(
+            "client {}, server {}",
+            describe_placement(&c.client_placement),
+            describe_placement(&c.server_placement)
+        )
+    };
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for bt in &base.1.tests {
+        let Some(ct) = cand.1.find_test(&bt.name) else {
+            continue;
+        };
+        let (b, c) = (describe(&bt.config), describe(&ct.config));
+        if b == c {
+            continue;
+        }
+        match groups.iter_mut().find(|g| g.0 == b && g.1 == c) {
+            Some(g) => g.2.push(&bt.name),
+            None => groups.push((b, c, vec![&bt.name])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(b, c, tests)| EnvDifference {
+            field: "placement".to_string(),
+            side: tests.join(", "),
+            base_label: base.0.to_string(),
+            base: b,
+            candidate_label: cand.0.to_string(),
+            candidate: c,
+        })
+        .collect()
 }

@@ -64,7 +64,7 @@ pub use significance::{
     judge, relative_difference, Judgement, Method, Outcome, DEFAULT_THRESHOLD_PCT,
     SIGNIFICANCE_LEVEL,
 };
-pub use units::BitsPerSecond;
+pub use units::parse_capacity;
 
 #[cfg(test)]
 mod testdata;

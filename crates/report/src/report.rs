@@ -6,14 +6,16 @@ use std::path::Path;
 use serde::Serialize;
 
 use linkperf_results::{Environments, LinkInfo, ResultsDocument, TestConfig};
-use linkperf_workload::Placement;
+use linkperf_workload::{BitsPerSecond, Placement, Threads};
 
 use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
-use crate::consistency::{environment_differences, flag_tests, stability_unjudged, Consistency};
+use crate::consistency::{
+    environment_differences, flag_tests, placement_differences, stability_unjudged, Consistency,
+};
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
-use crate::units::rate;
-use crate::{BitsPerSecond, CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
+use crate::units::{capacity, capacity_as_f64, rate};
+use crate::{CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
 
 /// The schema of the report's JSON export (`comparison.json`, `report.json`).
 pub const REPORT_SCHEMA: &str = "linkperf/report/v1";
@@ -58,7 +60,7 @@ impl<'a> Source<'a> {
             .link
             .as_ref()
             .and_then(|l| l.capacity_bits_per_s)
-            .map(BitsPerSecond);
+            .and_then(BitsPerSecond::from_f64);
         self.capacity_bits_per_s
             .map(|c| (c, CapacityOrigin::File))
             .or_else(|| {
@@ -105,6 +107,7 @@ pub struct Options {
     /// a file has one of its own, [`Source::capacity_bits_per_s`]); a file's
     /// recorded capacity (`link.capacity_bits_per_s`) is used where this is
     /// `None`.
+    #[serde(serialize_with = "capacity_as_f64")]
     pub capacity_bits_per_s: Option<BitsPerSecond>,
 }
 
@@ -146,6 +149,7 @@ pub struct FileInfo {
     /// The capacity saturation was judged against (the one given for this
     /// file, else the one given for every file, else the file's recorded
     /// one), bits per second.
+    #[serde(serialize_with = "capacity_as_f64")]
     pub capacity_bits_per_s: Option<BitsPerSecond>,
     /// Where [`capacity_bits_per_s`](Self::capacity_bits_per_s) came from.
     pub capacity_origin: Option<CapacityOrigin>,
@@ -309,6 +313,10 @@ impl Report {
                 (&labels[0], sources[0].doc),
                 (label, s.doc),
             ));
+            consistency.placement.extend(placement_differences(
+                (&labels[0], sources[0].doc),
+                (label, s.doc),
+            ));
         }
 
         let mut keys: Vec<WorkloadKey> = Vec::new();
@@ -403,9 +411,10 @@ fn workload_report(
                 .reduce(|a, b| if b.1 > a.1 { b } else { a })
             {
                 consistency.capacity.push(format!(
-                    "{}: {key} carried up to {} in its busier direction (at {u} users), more than the {cap} capacity allows: the capacity does not describe this path, so saturation is judged by the knee rule alone",
+                    "{}: {key} carried up to {} in its busier direction (at {u} users), more than the {} capacity allows: the capacity does not describe this path, so saturation is judged by the knee rule alone",
                     info.label,
-                    rate(bits / 8.0)
+                    rate(bits / 8.0),
+                    capacity(cap.as_f64())
                 ));
             }
         }
@@ -458,14 +467,9 @@ const SETTINGS: &[(&str, Setting)] = &[
 
 /// "2 threads, pinned to 0,1, busy-poll".
 fn placement(p: &Placement) -> String {
-    let mut s = if p.threads == Placement::OWN_THREADS {
-        "the server's default threads (one per CPU)".to_string()
-    } else {
-        format!(
-            "{} thread{}",
-            p.threads,
-            if p.threads == 1 { "" } else { "s" }
-        )
+    let mut s = match p.threads {
+        Threads::ServerDefault => "the server's default threads (one per CPU)".to_string(),
+        Threads::Count(n) => format!("{n} thread{}", if n == 1 { "" } else { "s" }),
     };
     if let Some(a) = &p.affinity {
         s.push_str(&format!(", pinned to {a}"));

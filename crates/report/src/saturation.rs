@@ -26,7 +26,9 @@
 
 use serde::Serialize;
 
-use crate::units::{rate, BitsPerSecond};
+use linkperf_workload::BitsPerSecond;
+
+use crate::units::{capacity, rate};
 
 /// Largest throughput growth between neighbouring user counts, as a fraction,
 /// that counts as "no more throughput": 5%.
@@ -121,7 +123,7 @@ impl Saturation {
                 users(u),
                 rate(throughput_bits_per_s / 8.0),
                 throughput_bits_per_s / capacity_bits_per_s * 100.0,
-                BitsPerSecond(capacity_bits_per_s)
+                capacity(capacity_bits_per_s)
             ),
             SaturationCause::Knee {
                 to_users,
@@ -163,13 +165,13 @@ pub fn saturation(
     let by_capacity = capacity.and_then(|cap| {
         pts.iter().find_map(|p| {
             let bits = p.busiest_direction_bytes_per_s * 8.0;
-            (bits >= cap.0 * (1.0 - CAPACITY_MARGIN)).then(|| {
+            (bits >= cap.as_f64() * (1.0 - CAPACITY_MARGIN)).then(|| {
                 resting_on(
                     &[p],
                     p.users,
                     SaturationCause::Capacity {
                         throughput_bits_per_s: bits,
-                        capacity_bits_per_s: cap.0,
+                        capacity_bits_per_s: cap.as_f64(),
                     },
                 )
             })
@@ -226,7 +228,7 @@ pub(crate) fn above_capacity(
     points
         .iter()
         .map(|p| (p.users, p.busiest_direction_bytes_per_s * 8.0))
-        .filter(|(_, bits)| *bits > capacity.0 * (1.0 + CAPACITY_MARGIN))
+        .filter(|(_, bits)| *bits > capacity.as_f64() * (1.0 + CAPACITY_MARGIN))
         .collect()
 }
 
@@ -295,7 +297,11 @@ mod tests {
             .describe("x")
             .ends_with("grows 40.0% (from unstable runs)"));
         // The capacity rule rests on the one test that met the capacity.
-        let s = saturation(&[shaky(60, 960.0, 110.0, 0.09)], Some(BitsPerSecond(1e9))).unwrap();
+        let s = saturation(
+            &[shaky(60, 960.0, 110.0, 0.09)],
+            Some(BitsPerSecond(1_000_000_000)),
+        )
+        .unwrap();
         assert!(s
             .describe("1gbit")
             .ends_with("96% of its 1 Gbit/s capacity) (from unstable runs: throughput CV 9.0%)"));
@@ -364,27 +370,27 @@ mod tests {
             p(80, 985.0, 118.0),
         ];
         assert_eq!(saturation(&pts, None), None);
-        let s = saturation(&pts, Some(BitsPerSecond(1e9))).unwrap();
+        let s = saturation(&pts, Some(BitsPerSecond(1_000_000_000))).unwrap();
         assert_eq!(s.from_users, 60);
         assert_eq!(
             s.describe("1gbit"),
             "1gbit saturates from 60 users: the link is not sufficient for this load (960.0 Mbit/s in the busier direction, 96% of its 1 Gbit/s capacity)"
         );
         // A 10 Gbit/s link is nowhere near.
-        assert_eq!(saturation(&pts, Some(BitsPerSecond(1e10))), None);
+        assert_eq!(saturation(&pts, Some(BitsPerSecond(10_000_000_000))), None);
         // Within 5% means at least 95%: 949 Mbit/s is not.
         assert_eq!(
-            saturation(&[p(40, 949.0, 1.0)], Some(BitsPerSecond(1e9))),
+            saturation(&[p(40, 949.0, 1.0)], Some(BitsPerSecond(1_000_000_000))),
             None
         );
-        assert!(saturation(&[p(40, 951.0, 1.0)], Some(BitsPerSecond(1e9))).is_some());
+        assert!(saturation(&[p(40, 951.0, 1.0)], Some(BitsPerSecond(1_000_000_000))).is_some());
     }
 
     #[test]
     fn the_earlier_rule_wins() {
         // A knee from 10 to 20 users; the capacity is reached only at 60.
         let pts = [p(10, 500.0, 10.0), p(20, 510.0, 20.0), p(60, 960.0, 30.0)];
-        let s = saturation(&pts, Some(BitsPerSecond(1e9))).unwrap();
+        let s = saturation(&pts, Some(BitsPerSecond(1_000_000_000))).unwrap();
         assert_eq!(s.from_users, 10);
         assert!(matches!(
             s.cause,
@@ -403,9 +409,12 @@ mod tests {
             unstable: false,
             throughput_cv: None,
         };
-        let s = saturation(&[pt], Some(BitsPerSecond(1e9))).unwrap();
+        let s = saturation(&[pt], Some(BitsPerSecond(1_000_000_000))).unwrap();
         assert_eq!(s.from_users, 60);
-        assert!(above_capacity(&[pt], BitsPerSecond(1e9)).is_empty());
-        assert_eq!(above_capacity(&[pt], BitsPerSecond(5e8)), vec![(60, 960e6)]);
+        assert!(above_capacity(&[pt], BitsPerSecond(1_000_000_000)).is_empty());
+        assert_eq!(
+            above_capacity(&[pt], BitsPerSecond(500_000_000)),
+            vec![(60, 960e6)]
+        );
     }
 }

@@ -4,12 +4,12 @@
 //! consistency notes.
 
 use linkperf_results::{failed_run, LinkInfo, ResultsDocument, RunStatus};
-use linkperf_workload::Protocol;
+use linkperf_workload::{BitsPerSecond, Protocol};
 
 use crate::testdata::{add, add_on, document, environment, fig, run, Fig};
 use crate::{
-    BitsPerSecond, BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric,
-    Options, Outcome, Report, SaturationCause, Source, Verdict,
+    BreakEven, CapacityOrigin, CpuSide, Exporter, Method, Metric, MissingMetric, Options, Outcome,
+    Report, SaturationCause, Source, Verdict,
 };
 
 const USERS: [u32; 9] = [1, 10, 25, 50, 75, 100, 150, 200, 250];
@@ -390,13 +390,13 @@ fn saturation_by_a_capacity_given_on_the_command_line() {
     assert_eq!(n[0].finding.from_users, 60);
     // A 10 Gbit/s link is far from full.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(1e10)),
+        capacity_bits_per_s: Some(BitsPerSecond(10_000_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
     // A capacity below what the path carried does not describe it: said, not used.
     let r = single(Options {
-        capacity_bits_per_s: Some(BitsPerSecond(5e8)),
+        capacity_bits_per_s: Some(BitsPerSecond(500_000_000)),
         ..Options::default()
     });
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -422,7 +422,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
             options,
         )
     };
-    let gbit = Some(BitsPerSecond(1e9));
+    let gbit = Some(BitsPerSecond(1_000_000_000));
     // The recorded capacities alone: nothing saturates.
     let r = report(None, None, Options::default());
     assert!(workload(&r, "rr1c-200x30k").saturation.is_empty());
@@ -445,7 +445,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
     assert_eq!(
         caps,
         vec![
-            (Some(BitsPerSecond(1e10)), Some(CapacityOrigin::Recorded)),
+            (
+                Some(BitsPerSecond(10_000_000_000)),
+                Some(CapacityOrigin::Recorded)
+            ),
             (gbit, Some(CapacityOrigin::File)),
         ]
     );
@@ -455,7 +458,7 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         None,
         gbit,
         Options {
-            capacity_bits_per_s: Some(BitsPerSecond(1e11)),
+            capacity_bits_per_s: Some(BitsPerSecond(100_000_000_000)),
             ..Options::default()
         },
     );
@@ -464,7 +467,10 @@ fn a_capacity_given_for_one_file_applies_to_that_file_only() {
         origins,
         vec![Some(CapacityOrigin::AllFiles), Some(CapacityOrigin::File)]
     );
-    assert_eq!(r.files[0].capacity_bits_per_s, Some(BitsPerSecond(1e11)));
+    assert_eq!(
+        r.files[0].capacity_bits_per_s,
+        Some(BitsPerSecond(100_000_000_000))
+    );
     let n = &workload(&r, "rr1c-200x30k").saturation;
     assert_eq!(n.len(), 1);
     assert_eq!(n[0].label, "1g");
@@ -995,6 +1001,43 @@ fn environments_that_differ_are_pointed_out() {
     let c = compare(&osa, &[&hs], Options::default()).consistency;
     assert!(c.environment.is_empty());
     assert!(c.stability_unjudged.is_some());
+}
+
+#[test]
+fn tests_placed_differently_are_pointed_out_per_test() {
+    use linkperf_workload::{CpuList, PlacementPolicy};
+    let (mut base, mut cand) = (document("veth"), document("veth-1g"));
+    for d in [&mut base, &mut cand] {
+        add(d, "rr1c-1x1", 1, &[fig(100.0, 10.0, 1.0)]);
+        add(d, "rr1c-1x1", 50, &[fig(100.0, 10.0, 1.0)]);
+        add(d, "str-readx30k", 1, &[fig(100.0, 10.0, 1.0)]);
+    }
+    // The base split its sides; the candidate left two tests to the scheduler.
+    for t in &mut base.tests {
+        for (p, cpu) in [
+            (&mut t.config.client_placement, 0),
+            (&mut t.config.server_placement, 1),
+        ] {
+            p.policy = PlacementPolicy::Split;
+            p.affinity = Some(CpuList(vec![cpu]));
+        }
+    }
+    cand.tests[2].config = base.tests[2].config.clone();
+    let r = compare(&base, &[&cand], Options::default());
+    let p = &r.consistency.placement;
+    assert_eq!(p.len(), 1, "{p:?}");
+    assert_eq!(p[0].side, "rr1c-1x1--1, rr1c-1x1--50");
+    assert!(p[0].base.contains("pinned to 0 (split)"), "{}", p[0].base);
+    assert!(p[0].candidate.contains("free"), "{}", p[0].candidate);
+    assert!(!r.consistency.is_empty());
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    assert!(
+        md.contains("Placement differs in rr1c-1x1--1, rr1c-1x1--50:"),
+        "{md}"
+    );
+    // Placed alike: nothing to say.
+    let r = compare(&base, &[&base.clone()], Options::default());
+    assert!(r.consistency.placement.is_empty());
 }
 
 #[test]

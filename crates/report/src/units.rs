@@ -1,76 +1,51 @@
 //! Units of the report: link capacities in bits per second, and how figures are
 //! written for people (rates in bit/s, times in µs or ms, percentages).
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
+use linkperf_workload::{BitsPerSecond, RateError};
+use serde::Serializer;
 
 use crate::ReportError;
 
-/// A rate in bits per second, e.g. a link's capacity in each direction.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct BitsPerSecond(pub f64);
-
-impl BitsPerSecond {
-    /// The rate of `bytes_per_s` payload bytes per second.
-    pub fn from_bytes_per_s(bytes_per_s: f64) -> Self {
-        BitsPerSecond(bytes_per_s * 8.0)
+/// A link capacity as the user gives it (`--capacity`): one of
+/// [`BitsPerSecond`]'s forms (`1gbit`, `10g`, `100mbit/s`, `2.5g`,
+/// `1000000`), more than 0 bit/s.
+pub fn parse_capacity(input: &str) -> Result<BitsPerSecond, ReportError> {
+    let fail = |reason: String| ReportError::Capacity {
+        input: input.to_string(),
+        reason,
+    };
+    let bits = input.parse::<BitsPerSecond>().map_err(|e| {
+        fail(match e {
+            RateError::NoNumber | RateError::NotANumber => {
+                "expected a number of bits per second such as 1gbit, 10g or 100mbit".into()
+            }
+            RateError::UnknownUnit(unit) => format!(
+                "unknown unit \"{unit}\": write bits per second, e.g. 1gbit, 10g, 100mbit (k, m, g, t are powers of 1000)"
+            ),
+            other => other.to_string(),
+        })
+    })?;
+    if bits.0 == 0 {
+        return Err(fail("the capacity must be more than 0 bit/s".into()));
     }
+    Ok(bits)
 }
 
-/// Accepted unit words after the number and its multiplier.
-const UNIT_WORDS: &[&str] = &["", "bit", "bits", "bit/s", "bits/s"];
-
-impl FromStr for BitsPerSecond {
-    type Err = ReportError;
-
-    /// Reads `1gbit`, `10g`, `100mbit/s`, `2.5g`, `1000000`: a number, an
-    /// optional multiplier `k`, `m`, `g` or `t` (powers of 1000, as link speeds
-    /// are counted) and an optional `bit`, `bits`, `bit/s` or `bits/s`. Byte
-    /// units (`1gb`, `1gbps`, which tc reads as bytes per second) are refused
-    /// rather than guessed.
-    fn from_str(input: &str) -> Result<Self, Self::Err> {
-        let fail = |reason: String| ReportError::Capacity {
-            input: input.to_string(),
-            reason,
-        };
-        let s = input.trim().to_ascii_lowercase();
-        let split = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
-        let (number, rest) = s.split_at(split);
-        let value: f64 = number.parse().map_err(|_| {
-            fail("expected a number of bits per second such as 1gbit, 10g or 100mbit".into())
-        })?;
-        let rest = rest.trim_start();
-        let (multiplier, unit) = match rest.chars().next() {
-            Some('k') => (1e3, &rest[1..]),
-            Some('m') => (1e6, &rest[1..]),
-            Some('g') => (1e9, &rest[1..]),
-            Some('t') => (1e12, &rest[1..]),
-            _ => (1.0, rest),
-        };
-        if !UNIT_WORDS.contains(&unit) {
-            return Err(fail(format!(
-                "unknown unit \"{}\": write bits per second, e.g. 1gbit, 10g, 100mbit (k, m, g, t are powers of 1000)",
-                rest
-            )));
-        }
-        let bits = value * multiplier;
-        if !(bits.is_finite() && bits > 0.0) {
-            return Err(fail("the capacity must be more than 0 bit/s".into()));
-        }
-        Ok(BitsPerSecond(bits))
-    }
+/// A link capacity for people: `1 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`.
+pub(crate) fn capacity(bits_per_s: f64) -> String {
+    let (value, unit) = scale_bits(bits_per_s);
+    format!("{} {unit}", trim_number(value, 2))
 }
 
-impl fmt::Display for BitsPerSecond {
-    /// `1 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (value, unit) = scale_bits(self.0);
-        write!(f, "{} {unit}", trim_number(value, 2))
+/// A capacity in a report's JSON: a number of bits per second written as a
+/// float (`1000000000.0`), as the report has always written it.
+pub(crate) fn capacity_as_f64<S: Serializer>(
+    c: &Option<BitsPerSecond>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match c {
+        Some(c) => s.serialize_some(&c.as_f64()),
+        None => s.serialize_none(),
     }
 }
 
@@ -175,7 +150,7 @@ mod tests {
     use super::*;
 
     fn bits(s: &str) -> f64 {
-        s.parse::<BitsPerSecond>().unwrap().0
+        parse_capacity(s).unwrap().as_f64()
     }
 
     #[test]
@@ -197,19 +172,34 @@ mod tests {
         for bad in [
             "1gb", "1gbps", "1GB/s", "fast", "", "g", "0", "0gbit", "-1g", "1x",
         ] {
-            let e = bad.parse::<BitsPerSecond>().unwrap_err().to_string();
+            let e = parse_capacity(bad).unwrap_err().to_string();
             assert!(e.starts_with("read capacity"), "{bad}: {e}");
         }
-        let e = "1gbps".parse::<BitsPerSecond>().unwrap_err().to_string();
+        let e = parse_capacity("1gbps").unwrap_err().to_string();
         assert!(e.contains("1gbit"), "{e}");
     }
 
     #[test]
+    fn capacities_are_written_to_json_as_floats_as_before() {
+        let options = crate::Options {
+            capacity_bits_per_s: Some(BitsPerSecond(1_000_000_000)),
+            ..crate::Options::default()
+        };
+        let json = serde_json::to_string(&options).unwrap();
+        assert!(
+            json.contains(r#""capacity_bits_per_s":1000000000.0"#),
+            "{json}"
+        );
+        let none = serde_json::to_string(&crate::Options::default()).unwrap();
+        assert!(none.contains(r#""capacity_bits_per_s":null"#), "{none}");
+    }
+
+    #[test]
     fn capacities_display_in_the_largest_unit() {
-        assert_eq!(BitsPerSecond(1e9).to_string(), "1 Gbit/s");
-        assert_eq!(BitsPerSecond(2.5e9).to_string(), "2.5 Gbit/s");
-        assert_eq!(BitsPerSecond(1e8).to_string(), "100 Mbit/s");
-        assert_eq!(BitsPerSecond(1e10).to_string(), "10 Gbit/s");
+        assert_eq!(capacity(1e9), "1 Gbit/s");
+        assert_eq!(capacity(2.5e9), "2.5 Gbit/s");
+        assert_eq!(capacity(1e8), "100 Mbit/s");
+        assert_eq!(capacity(1e10), "10 Gbit/s");
     }
 
     #[test]

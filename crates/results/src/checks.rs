@@ -581,18 +581,7 @@ fn udp_loss(run: &Run, j: &Judge<'_>) -> Check {
 /// The loss of a UDP run from its client's report: each error of a UDP
 /// client is a transaction that went unanswered.
 pub(crate) fn udp_loss_of(client: &SideReport) -> crate::Loss {
-    let lost = client.errors;
-    let answered = client.transactions;
-    let total = lost + answered;
-    crate::Loss {
-        lost,
-        answered,
-        rate: if total == 0 {
-            0.0
-        } else {
-            lost as f64 / total as f64
-        },
-    }
+    crate::Loss::of(client.errors, client.transactions)
 }
 
 #[cfg(test)]
@@ -688,6 +677,8 @@ mod tests {
                     })
                     .collect(),
             ),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 

@@ -165,6 +165,8 @@ impl Carried {
 /// The run's per-second samples, each direction from its receiver: the
 /// server's intervals for client to server, the client's for server to
 /// client (the client's alone where the server sent none that line up).
+/// An aborted test's server, told to stop a moment after the client, may
+/// have counted a second more: its seconds still line up with the client's.
 fn receiver_intervals(
     spec: &TestSpec,
     client: &SideReport,
@@ -172,7 +174,7 @@ fn receiver_intervals(
 ) -> Vec<IntervalRate> {
     let server_iv = server
         .map(|s| &s.intervals)
-        .filter(|iv| iv.len() == client.intervals.len());
+        .filter(|iv| iv.len() >= client.intervals.len());
     client
         .intervals
         .iter()
@@ -291,7 +293,7 @@ fn interval_rate(i: &Interval) -> IntervalRate {
 }
 
 /// `amount / seconds`, or 0 when there is no (valid) time to divide by.
-fn rate(amount: f64, seconds: f64) -> f64 {
+pub(crate) fn rate(amount: f64, seconds: f64) -> f64 {
     ratio(amount, seconds).unwrap_or(0.0)
 }
 
@@ -390,6 +392,8 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 
@@ -458,6 +462,41 @@ mod tests {
         assert!(close(run.intervals[1].transactions_per_s, 100.0));
         assert_eq!(run.client, Some(client));
         assert_eq!(run.server, Some(server));
+    }
+
+    #[test]
+    fn an_aborted_servers_later_second_leaves_the_others_receiver_counted() {
+        // The client stopped 1.5 s into the window, the server a moment
+        // later, in the third second.
+        let client = side(1.5, 2000, 4000, 100, cpu(0.5, 1.0));
+        let mut server = side(1.6, 4000, 2000, 100, cpu(0.25, 2.0));
+        server.intervals[0].rx_bytes = 900;
+        server.intervals[1].rx_bytes = 700;
+        server.intervals.push(Interval {
+            start_s: 2.0,
+            length_s: 0.1,
+            tx_bytes: 0,
+            rx_bytes: 1,
+            transactions: 0,
+        });
+        let run = rr_run(1, String::new(), client, Some(server));
+        let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
+        assert_eq!(
+            up,
+            [900, 700],
+            "the server's seconds, as many as the client's"
+        );
+        // A server with fewer seconds than the client's does not line up.
+        let mut short = side(1.5, 4000, 2000, 100, cpu(0.25, 2.0));
+        short.intervals.pop();
+        let run = rr_run(
+            1,
+            String::new(),
+            side(1.5, 2000, 4000, 100, cpu(0.5, 1.0)),
+            Some(short),
+        );
+        let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
+        assert_eq!(up, [1000, 1000], "the client's own count");
     }
 
     #[test]

@@ -552,6 +552,22 @@ pub struct Loss {
     pub rate: f64,
 }
 
+impl Loss {
+    /// `lost` transactions lost and `answered` answered.
+    pub fn of(lost: u64, answered: u64) -> Self {
+        let total = lost + answered;
+        Loss {
+            lost,
+            answered,
+            rate: if total == 0 {
+                0.0
+            } else {
+                lost as f64 / total as f64
+            },
+        }
+    }
+}
+
 /// What one part of an aggregate (one server of `run --server h1,h2`, one
 /// pair of the lab's `--pairs`) carried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

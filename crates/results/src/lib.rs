@@ -2,7 +2,8 @@
 //! serde types every exporter and comparison reads, the derivation of a run's
 //! figures (throughput, transaction time, CPU efficiency) from what the client
 //! and the server measured, the statistics of a test's repeated runs, and
-//! saving and loading the file.
+//! saving and loading the file; and the events of the live stream of a test
+//! (`linkperf/stream/v1`).
 //!
 //! Saving is atomic (temporary file, sync, rename, directory sync); loading
 //! refuses a missing, empty, truncated, foreign or newer file with a message that
@@ -17,6 +18,7 @@ mod error;
 mod mesh;
 mod space;
 mod store;
+mod stream;
 mod summary;
 mod timestamp;
 
@@ -35,5 +37,6 @@ pub use error::ResultsError;
 pub use mesh::{MeshRecord, RunAgent, RunAgents};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
+pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::{rfc3339, rfc3339_millis};

@@ -58,8 +58,8 @@ fn temp_prefix(path: &Path, pid: u32) -> String {
 
 /// Removes what an interrupted save to `path` left behind (a process killed
 /// between writing its temporary file and renaming it): the temporary files
-/// of saves to this same path (`.NAME.PID.RANDOM` and [`TEMP_SUFFIX`],
-/// exactly) by processes that no longer run, once [`STALE_AFTER`] old. A save
+/// of saves to this same path (`.NAME.PID.RANDOM` and `.linkperf-tmp`,
+/// exactly) by processes that no longer run, once a minute old. A save
 /// in progress (another live process's, or this one's) is left alone.
 /// Returns how many were removed.
 pub fn remove_stale_temp_files(path: &Path) -> usize {
@@ -441,6 +441,8 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 

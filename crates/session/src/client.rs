@@ -13,7 +13,7 @@ use linkperf_metrics::{
 use linkperf_wire::{
     decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
 };
-use linkperf_workload::{Placement, Protocol, TestSpec};
+use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::{new_challenge, AuthKey};
 use crate::channel::{Channel, Received};
@@ -282,6 +282,27 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     })
 }
 
+/// `--placement same` shares CPUs between the sides, which only one host
+/// has: against a server on another host (another kernel boot id) it is
+/// refused before any data flows.
+pub(crate) fn same_needs_one_host(
+    server: &Placement,
+    server_env: &Environment,
+) -> Result<(), SessionError> {
+    let (Some(theirs), Some(ours)) = (&server_env.boot_id, linkperf_metrics::boot_id()) else {
+        return Ok(());
+    };
+    if server.policy == PlacementPolicy::Same && *theirs != ours {
+        return Err(SessionError::Invalid(format!(
+            "--placement same shares CPUs between client and server, but the server runs on \
+             another host ({}): use --placement split (each side takes its own host's CPUs) \
+             or free",
+            server_env.hostname
+        )));
+    }
+    Ok(())
+}
+
 /// Runs one test against the daemon at `target`.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
@@ -333,13 +354,19 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             "the server offered no data endpoint".into(),
         ));
     }
+    if let Err(e) = same_needs_one_host(&req.server, &server_env) {
+        let _ = c.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        return Err(e);
+    }
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let connect_timeout =
         Duration::from_secs(20) + Duration::from_millis(5 * u64::from(req.spec.users));
     let client = ClientTest::connect(ClientConfig {
         spec: req.spec.clone(),
-        threads: req.client.threads,
+        threads: req.client.threads.count().unwrap_or(1),
         affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
         busy_poll: req.client.busy_poll,
         endpoints,
@@ -462,7 +489,10 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     if let Some(s) = &agg.socket {
         s.record(&mut env);
     }
-    let client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    let mut client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
+    if let Some(w) = &window {
+        w.fill(&mut client_report);
+    }
     if let Some(stop) = server_stop {
         return Ok(Outcome {
             started,
@@ -535,5 +565,44 @@ fn name(m: &ServerMessage) -> &'static str {
         ServerMessage::Results { .. } => "results",
         ServerMessage::Error { .. } => "error",
         ServerMessage::Delegated { .. } => "delegated",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_placement_is_refused_against_another_host_only() {
+        let same = Placement {
+            policy: PlacementPolicy::Same,
+            ..Placement::with_threads(1)
+        };
+        let split = Placement {
+            policy: PlacementPolicy::Split,
+            ..same.clone()
+        };
+        let here = Environment {
+            boot_id: linkperf_metrics::boot_id(),
+            ..Environment::default()
+        };
+        let elsewhere = Environment {
+            hostname: "far".into(),
+            boot_id: Some("another-boot".into()),
+            ..Environment::default()
+        };
+        assert!(same_needs_one_host(&same, &here).is_ok());
+        assert!(same_needs_one_host(&split, &elsewhere).is_ok());
+        // A server that does not say where it runs is given the benefit of the doubt.
+        assert!(same_needs_one_host(&same, &Environment::default()).is_ok());
+        if here.boot_id.is_some() {
+            let e = same_needs_one_host(&same, &elsewhere)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("another host (far)") && e.contains("--placement split"),
+                "{e}"
+            );
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! Samples a side's process and system-wide CPU at the edges of the window.
+//! Samples a side's process and system-wide CPU, each CPU's time, and its
+//! namespace's interface and queue counters at the edges of the window.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
@@ -6,7 +7,8 @@ use std::time::Instant;
 
 use linkperf_engine::Schedule;
 use linkperf_metrics::{
-    process_cpu_now, system_cpu_between, system_cpu_now, ProcessCpu, SystemCpuDelta,
+    interfaces_now, links_between, per_cpu_between, process_cpu_now, system_cpu_between,
+    system_cpu_now, CpuShare, LinkCounters, ProcessCpu, SideReport, SystemCpuDelta,
     SystemCpuSample,
 };
 
@@ -24,6 +26,11 @@ pub struct WindowCpu {
     /// Seconds from the window's close to the second sample (negative when
     /// the run was cut short).
     pub closed_late_s: f64,
+    /// Each CPU's time over the window.
+    pub per_cpu: Vec<CpuShare>,
+    /// What the namespace's interfaces carried over the window (empty when
+    /// they could not be read).
+    pub links: Vec<LinkCounters>,
 }
 
 impl WindowCpu {
@@ -31,6 +38,27 @@ impl WindowCpu {
     pub fn mark(&self, cpu: &mut linkperf_metrics::SideCpu) {
         cpu.opened_late_s = Some(self.opened_late_s);
         cpu.closed_late_s = Some(self.closed_late_s);
+    }
+
+    /// Gives `report` the window's interface counters and the time of each
+    /// CPU its workers were pinned to (none when they ran free).
+    pub fn fill(&self, report: &mut SideReport) {
+        report.links = self.links.clone();
+        let mut pinned: Vec<usize> = report
+            .workers
+            .iter()
+            .filter_map(|w| w.pinned.as_ref())
+            .flatten()
+            .copied()
+            .collect();
+        pinned.sort_unstable();
+        pinned.dedup();
+        report.pinned_cpus = self
+            .per_cpu
+            .iter()
+            .filter(|c| pinned.binary_search(&c.cpu).is_ok())
+            .copied()
+            .collect();
     }
 }
 
@@ -67,15 +95,22 @@ impl Sampler {
             }
             let t0 = Instant::now();
             let (p0, s0): (ProcessCpu, SystemCpuSample) = (process_cpu_now(), system_cpu_now());
+            let l0 = interfaces_now();
             let _ = wait(schedule.measure_until);
             let t1 = Instant::now();
             let (p1, s1) = (process_cpu_now(), system_cpu_now());
+            let l1 = interfaces_now();
             Some(WindowCpu {
                 process: p1.since(&p0),
                 system: system_cpu_between(&s0, &s1),
                 window_s: t1.saturating_duration_since(t0).as_secs_f64(),
                 opened_late_s: late(t0, schedule.measure_from),
                 closed_late_s: late(t1, schedule.measure_until),
+                per_cpu: per_cpu_between(&s0, &s1),
+                links: match (l0, l1) {
+                    (Some(a), Some(b)) => links_between(&a, &b),
+                    _ => Vec::new(),
+                },
             })
         });
         Sampler { stop, handle }

@@ -12,7 +12,7 @@ use linkperf_wire::{
     decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
     WireError, PROTOCOL_VERSION,
 };
-use linkperf_workload::{Placement, TestSpec};
+use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
 use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
@@ -339,18 +339,20 @@ impl Session<'_> {
         }
         let _session = Held(&self.state.sessions);
         let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
-            ClientMessage::Test { spec, placement } => (spec, own_threads(placement)),
+            ClientMessage::Test { spec, placement } => (spec, own_placement(placement)),
             ClientMessage::Profile {
                 profile,
                 placement,
                 client_ports,
-            } => return self.profile(profile, own_threads(placement), client_ports),
+            } => return self.profile(profile, own_placement(placement), client_ports),
             ClientMessage::Delegate {
                 target,
                 spec,
                 client,
                 server,
-            } => return self.delegate(target, spec, own_threads(client), server),
+            } => {
+                return self.delegate(target, spec, own_placement_as(client, Side::Client), server)
+            }
             // A controller asking who this agent is, and nothing more.
             ClientMessage::Abort { reason } => return Ok(format!("no test ({reason})")),
             other => return Err(out_of_order("test", &other)),
@@ -361,7 +363,8 @@ impl Session<'_> {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;
         }
-        let cost = Cost::workload(&spec, placement.threads);
+        // Settled by own_placement: never the server's default here.
+        let cost = Cost::workload(&spec, placement.threads.count().unwrap_or(1));
         let _charge = self.admit(spec.users, spec.warmup + spec.duration, &placement, cost)?;
         let name = spec.name();
         self.log(&format!("running {name}"));
@@ -419,10 +422,12 @@ impl Session<'_> {
     fn run_test(&mut self, spec: TestSpec, placement: Placement) -> Result<(), Fail> {
         let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(u64::from(spec.users) + 256);
-        let live = Arc::new(LiveStats::new(placement.threads as usize));
+        // Settled by own_placement: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let live = Arc::new(LiveStats::new(threads as usize));
         let server = ServerTest::bind(ServerConfig {
             spec: spec.clone(),
-            threads: placement.threads,
+            threads,
             affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
             busy_poll: placement.busy_poll,
             bind_ip,
@@ -554,8 +559,11 @@ impl Session<'_> {
         if let Some(s) = &agg.socket {
             s.record(&mut env);
         }
-        let report: SideReport =
+        let mut report: SideReport =
             agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
+        if let Some(w) = &window {
+            w.fill(&mut report);
+        }
         if aborted {
             self.log("test aborted by the client");
         }
@@ -594,14 +602,14 @@ impl<'a> Session<'a> {
                 in_use: 0,
             }));
         }
-        if placement.threads == 0 || placement.threads > MAX_TEST_THREADS {
-            return Err(fail(
-                ErrorCode::Refused,
-                format!(
-                    "server threads must be between 1 and {MAX_TEST_THREADS}, got {}",
-                    placement.threads
-                ),
-            ));
+        if let Threads::Count(n @ 0) | Threads::Count(n @ (MAX_TEST_THREADS..)) = placement.threads
+        {
+            if n != MAX_TEST_THREADS {
+                return Err(fail(
+                    ErrorCode::Refused,
+                    format!("server threads must be between 1 and {MAX_TEST_THREADS}, got {n}"),
+                ));
+            }
         }
         self.state
             .ledger
@@ -691,14 +699,26 @@ impl Liveness {
     }
 }
 
-/// A placement whose `threads` is 0 ([`Placement::OWN_THREADS`]) gets this
-/// host's default, one worker per CPU this process may use: a client that was
-/// not told how many server workers to ask for leaves it to the server, whose
-/// CPUs it does not know.
-fn own_threads(mut placement: Placement) -> Placement {
-    if placement.threads == Placement::OWN_THREADS {
-        placement.threads = std::thread::available_parallelism()
-            .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024));
+/// A placement that leaves the threads to the server ([`Threads::ServerDefault`])
+/// gets this host's default, one worker per CPU this process may use: a client
+/// that was not told how many server workers to ask for leaves it to the
+/// server, whose CPUs it does not know.
+///
+/// A placement policy (`--placement split|same`) without a CPU list is
+/// settled against this host's CPUs, as the client settles its own.
+fn own_placement(placement: Placement) -> Placement {
+    own_placement_as(placement, Side::Server)
+}
+
+/// [`own_placement`] for `side`: a delegated test's client side is this
+/// daemon's too.
+fn own_placement_as(mut placement: Placement, side: Side) -> Placement {
+    if placement.threads == Threads::ServerDefault {
+        placement.threads = Threads::Count(
+            std::thread::available_parallelism()
+                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024)),
+        );
     }
+    placement.settle(side, &linkperf_metrics::current_thread_allowed_cpus());
     placement
 }

@@ -462,7 +462,10 @@ mod tests {
         BusyMethod, Interval, LatencySummary, ProcStatBreakdown, ProcessMethod, SideCpu,
         TcpInfoSummary, Totals, WorkerPlacement,
     };
-    use linkperf_workload::{Bytes, CpuList, Protocol, SocketOptions, StreamDirection, Workload};
+    use linkperf_workload::{
+        Bytes, CpuList, PlacementPolicy, Protocol, SocketOptions, StreamDirection, Threads,
+        Workload,
+    };
     use proptest::prelude::*;
 
     use super::*;
@@ -603,6 +606,8 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 
@@ -627,9 +632,10 @@ mod tests {
     #[test]
     fn every_client_message_round_trips() {
         let placement = Placement {
-            threads: 4,
+            threads: Threads::Count(4),
             affinity: Some(CpuList(vec![0, 2, 4, 6])),
             busy_poll: true,
+            policy: PlacementPolicy::Split,
         };
         let workloads = [
             Workload::Rr {
@@ -835,6 +841,37 @@ mod tests {
             encode_client(&ClientMessage::Start),
             b"\x00\x00\x00\x10{\"type\":\"start\"}"
         );
+    }
+
+    /// The server's placement a client sends carries `threads` as it always
+    /// has: 0 when the server is to decide, else the count.
+    #[test]
+    fn golden_test_placements() {
+        let test = |threads| {
+            let m = ClientMessage::Test {
+                spec: spec(
+                    Workload::Rr {
+                        request: Bytes(1),
+                        response: Bytes(1),
+                    },
+                    Protocol::Tcp,
+                ),
+                placement: Placement {
+                    threads,
+                    affinity: None,
+                    busy_poll: false,
+                    policy: PlacementPolicy::Free,
+                },
+            };
+            let frame = encode_client(&m);
+            let json = std::str::from_utf8(&frame[4..]).unwrap().to_string();
+            assert_eq!(decode_client(&frame[4..]).unwrap(), m);
+            json
+        };
+        let placement = r#""placement":{"threads":0,"affinity":null,"busy_poll":false}"#;
+        assert!(test(Threads::ServerDefault).ends_with(&format!("{placement}}}")));
+        let placement = r#""placement":{"threads":8,"affinity":null,"busy_poll":false}"#;
+        assert!(test(Threads::Count(8)).ends_with(&format!("{placement}}}")));
     }
 
     #[test]
@@ -1185,7 +1222,7 @@ mod tests {
         fn messages_with_any_numbers_round_trip(
             users in any::<u32>(),
             nanos in any::<u64>(),
-            threads in any::<u32>(),
+            threads in prop_oneof![Just(Threads::ServerDefault), (1u32..).prop_map(Threads::Count)],
             busy_poll in any::<bool>(),
             cpus in proptest::collection::vec(0usize..4096, 1..8),
             ports in proptest::collection::vec(any::<u16>(), 0..16),
@@ -1203,6 +1240,7 @@ mod tests {
                 threads,
                 affinity: Some(CpuList(cpus)),
                 busy_poll,
+                policy: PlacementPolicy::Same,
             };
             let mut test = spec(workload.parse().unwrap(), protocol);
             test.users = users;

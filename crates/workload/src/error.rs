@@ -30,6 +30,9 @@ pub enum WorkloadError {
     /// A CPU list such as `0-3,6` could not be read.
     #[error("invalid CPU list '{0}': expected numbers and ranges such as 0,2-3")]
     CpuList(String),
+    /// A placement other than `same`, `split` or `free`.
+    #[error("invalid placement '{0}': expected same, split or free")]
+    Placement(String),
     /// The combination of settings cannot run.
     #[error("{0}")]
     Invalid(String),

@@ -15,6 +15,7 @@ mod duration;
 mod error;
 mod mix;
 pub mod profile;
+mod rate;
 mod size;
 mod spec;
 mod suite;
@@ -22,14 +23,15 @@ mod suite_file;
 mod workload;
 
 pub use builtin::{builtin_suite, builtin_suites, STUDY_USERS, STUDY_WORKLOADS};
-pub use cpus::CpuList;
+pub use cpus::{CpuList, PlacementPolicy, Side};
 pub use duration::parse_duration;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
+pub use rate::{BitsPerSecond, RateError};
 pub use size::{parse_percent, Bytes};
 pub use spec::{
-    Placement, Protocol, SocketOptions, TestSpec, MAX_TEST_TIME, MAX_UDP_PAYLOAD, MAX_USERS,
-    UDP_HEADER_BYTES,
+    Placement, Protocol, SocketOptions, TestSpec, Threads, MAX_TEST_TIME, MAX_UDP_PAYLOAD,
+    MAX_USERS, UDP_HEADER_BYTES,
 };
 pub use suite::{run_order, Location, Suite, SuiteError, SuiteTest, TestOverrides, RUN_OVERHEAD};
 pub use suite_file::parse_suite;

@@ -42,29 +42,47 @@ impl Bytes {
 impl FromStr for Bytes {
     type Err = WorkloadError;
 
-    /// Reads `200`, `30k`, `30K`, `1m`, `2g` (binary multiples).
+    /// Reads `200`, `30k`, `30K`, `1m`, `2g` (binary multiples): the one reader
+    /// of byte sizes, `parse_size`, with the workload error.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let err = || WorkloadError::Size(s.to_string());
-        let t = s.trim();
-        let (digits, mult) = match t.char_indices().last() {
-            Some((i, c)) if c.is_ascii_alphabetic() => {
-                let mult = match c.to_ascii_lowercase() {
-                    'k' => KIB,
-                    'm' => MIB,
-                    'g' => GIB,
-                    _ => return Err(err()),
-                };
-                (&t[..i], mult)
-            }
-            Some(_) => (t, 1),
-            None => return Err(err()),
-        };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(err());
-        }
-        let n: u64 = digits.parse().map_err(|_| err())?;
-        n.checked_mul(mult).map(Bytes).ok_or_else(err)
+        parse_size(s)
+            .map(Bytes)
+            .map_err(|_| WorkloadError::Size(s.to_string()))
     }
+}
+
+/// Why a size could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SizeError {
+    /// Not digits with an optional `k`, `m` or `g`.
+    NotANumber,
+    /// More bytes than a `u64` holds.
+    TooLarge,
+}
+
+/// The one reader of byte sizes: decimal digits with an optional binary
+/// multiple `k`, `m` or `g` in either case (`200`, `30k`, `1M`, `2g`), spaces
+/// around them ignored. Workload names, suite files and options read sizes
+/// with it through [`Bytes`]; profiles (which also take uperf's `64kb`) call it
+/// directly.
+pub(crate) fn parse_size(text: &str) -> Result<u64, SizeError> {
+    let t = text.trim();
+    let (digits, multiple) = match t.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&t[..t.len() - 1], KIB),
+        Some(b'm') => (&t[..t.len() - 1], MIB),
+        Some(b'g') => (&t[..t.len() - 1], GIB),
+        _ => (t, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SizeError::NotANumber);
+    }
+    digits
+        .bytes()
+        .try_fold(0u64, |n, d| {
+            n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })
+        .and_then(|n| n.checked_mul(multiple))
+        .ok_or(SizeError::TooLarge)
 }
 
 impl fmt::Display for Bytes {

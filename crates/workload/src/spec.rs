@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CpuList, Workload, WorkloadError};
+use crate::{CpuList, PlacementPolicy, Side, Workload, WorkloadError};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
 /// (session tag, flow id, sequence number). Not counted as payload.
@@ -73,27 +73,79 @@ impl SocketOptions {
 /// How one side runs its event-loop workers.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Placement {
-    /// Number of event-loop worker threads; every user is carried by one of
-    /// them. In the server's placement a client sends, [`Placement::OWN_THREADS`]
-    /// (0) leaves it to the server: one per CPU of its host.
-    pub threads: u32,
+    /// How many event-loop worker threads; every user is carried by one of
+    /// them.
+    pub threads: Threads,
     /// CPUs the workers are pinned to, worker i on `cpus[i % len]`; `None` leaves them free.
     pub affinity: Option<CpuList>,
     /// Workers poll without sleeping (zero-timeout event waits).
     pub busy_poll: bool,
+    /// Where the workers go when `affinity` is not given: the side settles
+    /// it against its own host's CPUs before it runs (`free`, pinning
+    /// nothing, is left out of messages and files).
+    #[serde(default, skip_serializing_if = "PlacementPolicy::is_free")]
+    pub policy: PlacementPolicy,
 }
 
 impl Placement {
-    /// The server's `threads` when the client leaves the count to the server.
-    pub const OWN_THREADS: u32 = 0;
-
     /// `threads` workers, free to run anywhere, sleeping when idle.
     pub fn with_threads(threads: u32) -> Self {
         Placement {
-            threads,
+            threads: Threads::Count(threads),
             affinity: None,
             busy_poll: false,
+            policy: PlacementPolicy::Free,
         }
+    }
+
+    /// Settles the policy into a CPU list for `side` on a host whose usable
+    /// CPUs are `allowed`; an explicit list wins and is kept.
+    pub fn settle(&mut self, side: Side, allowed: &[usize]) {
+        if self.affinity.is_none() {
+            self.affinity = self.policy.cpus(side, allowed);
+        }
+    }
+}
+
+/// How many event-loop workers a side runs.
+///
+/// Written as a bare number, as the control protocol and results documents
+/// have always carried it: the count, and 0 for [`Threads::ServerDefault`]
+/// (so a 0 read back is `ServerDefault`, never a count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Threads {
+    /// This many (at least 1).
+    Count(u32),
+    /// The server decides: one per CPU of its host. Only in the server's
+    /// placement a client sends; the server settles it before it runs.
+    ServerDefault,
+}
+
+impl Threads {
+    /// The count, or `None` while the server is to decide.
+    pub fn count(self) -> Option<u32> {
+        match self {
+            Threads::Count(n) => Some(n),
+            Threads::ServerDefault => None,
+        }
+    }
+}
+
+/// The number that stands for [`Threads::ServerDefault`] on the wire and in files.
+const SERVER_DEFAULT_THREADS: u32 = 0;
+
+impl Serialize for Threads {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(self.count().unwrap_or(SERVER_DEFAULT_THREADS))
+    }
+}
+
+impl<'de> Deserialize<'de> for Threads {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match u32::deserialize(d)? {
+            SERVER_DEFAULT_THREADS => Threads::ServerDefault,
+            n => Threads::Count(n),
+        })
     }
 }
 
@@ -274,6 +326,43 @@ mod tests {
         // The parser refuses the same, with the same words.
         let e = "mix:200x200*0".parse::<Workload>().unwrap_err().to_string();
         assert!(e.contains("weight 0"), "{e}");
+    }
+
+    #[test]
+    fn threads_are_written_as_they_always_were_0_for_the_servers_choice() {
+        let mut server = Placement {
+            threads: Threads::ServerDefault,
+            affinity: None,
+            busy_poll: false,
+            policy: PlacementPolicy::Free,
+        };
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(json, r#"{"threads":0,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        // A policy is written when it pins something, and settled by the side.
+        server.policy = PlacementPolicy::Split;
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(
+            json,
+            r#"{"threads":0,"affinity":null,"busy_poll":false,"policy":"split"}"#
+        );
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), server);
+        server.settle(Side::Server, &[0, 1]);
+        assert_eq!(server.affinity, Some(CpuList(vec![1])));
+        // An explicit list wins.
+        let mut client = Placement::with_threads(1);
+        client.affinity = Some(CpuList(vec![1]));
+        client.policy = PlacementPolicy::Split;
+        client.settle(Side::Client, &[0, 1]);
+        assert_eq!(client.affinity, Some(CpuList(vec![1])));
+        let four = Placement::with_threads(4);
+        let json = serde_json::to_string(&four).unwrap();
+        assert_eq!(json, r#"{"threads":4,"affinity":null,"busy_poll":false}"#);
+        assert_eq!(serde_json::from_str::<Placement>(&json).unwrap(), four);
+        assert!(serde_json::from_str::<Placement>(
+            r#"{"threads":-1,"affinity":null,"busy_poll":false}"#
+        )
+        .is_err());
     }
 
     #[test]

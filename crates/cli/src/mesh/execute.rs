@@ -124,8 +124,8 @@ pub(crate) fn run_mesh(
                 let req = DelegateRequest {
                     target: target.address.clone(),
                     spec: p.suite.tests[item.test as usize].spec.clone(),
-                    client: p.client.clone(),
-                    server: p.server.clone(),
+                    client: p.placements[item.test as usize].0.clone(),
+                    server: p.placements[item.test as usize].1.clone(),
                     cancel: Some(cancel.clone()),
                 };
                 let tx = tx.clone();
@@ -162,8 +162,8 @@ pub(crate) fn run_mesh(
             p.agents[p.pairs[item.pair as usize].target as usize]
                 .address
                 .clone(),
-            p.client.clone(),
-            p.server.clone(),
+            p.placements[item.test as usize].0.clone(),
+            p.placements[item.test as usize].1.clone(),
         );
         doc.push_named_run(name, spec, config, run);
         doc.refresh_summaries();

@@ -163,6 +163,8 @@ impl ProgramOutcome {
             profile: with_profile.then(|| self.report.clone()),
             latency_histogram: self.stats.latency.encode_histogram(),
             flows: Default::default(),
+            links: Vec::new(),
+            pinned_cpus: Vec::new(),
         }
     }
 }

@@ -313,7 +313,7 @@ pub fn run_client(
         };
         ClientTest::connect(ClientConfig {
             spec,
-            threads: req.placement.threads,
+            threads: req.placement.threads.count().unwrap_or(1),
             affinity: req.placement.affinity.as_ref().map(|c| c.0.clone()),
             busy_poll: req.placement.busy_poll,
             endpoints: DataEndpoints::Tcp(vec![addr]),

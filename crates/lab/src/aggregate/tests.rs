@@ -90,6 +90,8 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
         profile: None,
         latency_histogram: None,
         flows: Default::default(),
+        links: Vec::new(),
+        pinned_cpus: Vec::new(),
     }
 }
 

@@ -20,10 +20,12 @@
 //! Modules: [`procfs`] (text files and their parsers), [`rusage`] (getrusage,
 //! rlimits, sysconf), [`affinity`] (sched_setaffinity, sched_getaffinity,
 //! sched_getcpu), [`socket`] (TCP_INFO and other getsockopt), [`host`] (hostname,
-//! uname, interface addresses).
+//! uname, interface addresses), [`netlink`] (the namespace's interfaces and root
+//! queues with their counters, over rtnetlink).
 
 pub(crate) mod affinity;
 pub(crate) mod host;
+pub(crate) mod netlink;
 pub(crate) mod procfs;
 pub(crate) mod rusage;
 pub(crate) mod socket;

@@ -97,9 +97,28 @@ pub(crate) fn parse_proc_stat_cpu_line(line: &str) -> Option<ProcStatTicks> {
     })
 }
 
-/// Reads and parses `/proc/stat`.
-pub(crate) fn read_proc_stat() -> Option<ProcStatTicks> {
-    read_text(PROC_STAT).as_deref().and_then(parse_proc_stat)
+/// The per-CPU lines of a whole `/proc/stat` text (`cpu0 …`, `cpu1 …`), by CPU
+/// number; lines that do not parse are left out.
+pub(crate) fn parse_proc_stat_cpus(text: &str) -> Vec<(usize, ProcStatTicks)> {
+    text.lines()
+        .filter_map(|l| {
+            let n: usize = l
+                .split_whitespace()
+                .next()?
+                .strip_prefix("cpu")?
+                .parse()
+                .ok()?;
+            Some((n, parse_proc_stat_cpu_line(l)?))
+        })
+        .collect()
+}
+
+/// Reads `/proc/stat` once: its aggregate line and its per-CPU lines.
+pub(crate) fn read_proc_stat_all() -> (Option<ProcStatTicks>, Vec<(usize, ProcStatTicks)>) {
+    match read_text(PROC_STAT) {
+        Some(text) => (parse_proc_stat(&text), parse_proc_stat_cpus(&text)),
+        None => (None, Vec::new()),
+    }
 }
 
 /// `usage_usec` from a cgroup v2 `cpu.stat` text.
@@ -260,6 +279,15 @@ processes 4321
                 steal: 680
             }
         );
+    }
+
+    #[test]
+    fn parses_the_per_cpu_lines() {
+        let text = "cpu  10 0 5 100 0 0 2 0 0 0\ncpu0 6 0 3 50 0 0 2 0 0 0\ncpu1 4 0 2 50 0 0 0 0 0 0\nintr 5\n";
+        let cpus = parse_proc_stat_cpus(text);
+        assert_eq!(cpus.len(), 2);
+        assert_eq!((cpus[0].0, cpus[0].1.user, cpus[0].1.softirq), (0, 6, 2));
+        assert_eq!((cpus[1].0, cpus[1].1.system), (1, 2));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use super::axis::{wants_log, ValueUnit};
 use super::spec::{file_colour, CapacityLine, Chart, ChartKind, LineChart, LinePoint, LineSeries};
 use super::spec::{Purpose, CHART_HEIGHT, CHART_WIDTH};
-use crate::units::file_safe;
+use crate::units::{capacity, file_safe};
 use crate::{Metric, Report, WorkloadReport};
 
 /// One absolute figure of `w` against users, a line per file that measured
@@ -80,13 +80,20 @@ fn capacity_lines(report: &Report, w: &WorkloadReport, unit: ValueUnit) -> Vec<C
             continue;
         }
         let (value, text) = match unit {
-            ValueUnit::BitsPerSecond => (cap.0, cap.to_string()),
+            ValueUnit::BitsPerSecond => (cap.as_f64(), capacity(cap.as_f64())),
             ValueUnit::TransactionsPerSecond => {
                 let Some(bytes) = w.transaction_bytes.filter(|b| *b > 0) else {
                     continue;
                 };
-                let tps = cap.0 / 8.0 / bytes as f64;
-                (tps, format!("{cap}, {} of {bytes} B", unit.format(tps)))
+                let tps = cap.as_f64() / 8.0 / bytes as f64;
+                (
+                    tps,
+                    format!(
+                        "{}, {} of {bytes} B",
+                        capacity(cap.as_f64()),
+                        unit.format(tps)
+                    ),
+                )
             }
             _ => continue,
         };
@@ -186,7 +193,8 @@ mod tests {
     use super::*;
     use crate::testdata::{add, document, fig};
     use crate::tests::small_report;
-    use crate::{BitsPerSecond, Options, Source};
+    use crate::{Options, Source};
+    use linkperf_workload::BitsPerSecond;
 
     fn lines_of(c: &Chart) -> &LineChart {
         match &c.kind {
@@ -333,8 +341,9 @@ mod tests {
         let r = Report::comparison(
             Source::new("veth.json", &docs[0]),
             &[
-                Source::new("10g.json", &docs[1]).with_capacity(Some(BitsPerSecond(1e10))),
-                Source::new("1g.json", &docs[2]).with_capacity(Some(BitsPerSecond(1e9))),
+                Source::new("10g.json", &docs[1])
+                    .with_capacity(Some(BitsPerSecond(10_000_000_000))),
+                Source::new("1g.json", &docs[2]).with_capacity(Some(BitsPerSecond(1_000_000_000))),
             ],
             Options::default(),
         );
@@ -376,7 +385,7 @@ mod tests {
             Source::new("veth.json", &docs[0]),
             &[Source::new("10g.json", &docs[1])],
             Options {
-                capacity_bits_per_s: Some(BitsPerSecond(4e10)),
+                capacity_bits_per_s: Some(BitsPerSecond(40_000_000_000)),
                 ..Options::default()
             },
         );

@@ -423,7 +423,7 @@ mod tests {
             });
         }
         let t = &mut hs.tests[1];
-        t.config.client_placement.threads = 2;
+        t.config.client_placement.threads = linkperf_workload::Threads::Count(2);
         t.config.client_placement.affinity = Some("0-1".parse().unwrap());
         t.config.server_placement.busy_poll = true;
         let r = crate::Report::comparison(
@@ -477,12 +477,12 @@ mod tests {
             );
             HtmlExporter.render(&r).unwrap()
         };
-        let gbit = Some(crate::BitsPerSecond(1e9));
+        let gbit = Some(linkperf_workload::BitsPerSecond(1_000_000_000));
         assert!(page(None, None).contains("link capacity not known (none given, none recorded)"));
         assert!(page(None, gbit).contains("link capacity 1 Gbit/s (command line)"));
         assert!(page(gbit, None)
             .contains("link capacity: osa not known, hs 1 Gbit/s (given for this file)"));
-        assert!(page(gbit, Some(crate::BitsPerSecond(1e10))).contains(
+        assert!(page(gbit, Some(linkperf_workload::BitsPerSecond(10_000_000_000))).contains(
             "link capacity: osa 10 Gbit/s (given for every file), hs 1 Gbit/s (given for this file)"
         ));
     }

@@ -7,6 +7,7 @@ use linkperf_metrics::Environment;
 
 use super::html::{esc, Page};
 use super::markdown::shell_words;
+use crate::units::capacity;
 use crate::{CapacityOrigin, Report};
 
 impl Page<'_> {
@@ -104,7 +105,7 @@ impl Page<'_> {
                     .iter()
                     .map(|f| match &f.link {
                         Some(l) => match l.capacity_bits_per_s {
-                            Some(c) => format!("{} ({})", l.configuration, crate::BitsPerSecond(c)),
+                            Some(c) => format!("{} ({})", l.configuration, capacity(c)),
                             None => l.configuration.clone(),
                         },
                         None => "not recorded".into(),
@@ -187,7 +188,9 @@ pub(super) fn capacity_note(r: &Report) -> String {
         .iter()
         .all(|f| f.capacity_origin == Some(CapacityOrigin::AllFiles));
     match r.options.capacity_bits_per_s {
-        Some(c) if all_given => return format!("link capacity {c} (command line)"),
+        Some(c) if all_given => {
+            return format!("link capacity {} (command line)", capacity(c.as_f64()))
+        }
         _ => {}
     }
     if r.files.iter().all(|f| f.capacity_bits_per_s.is_none()) {
@@ -197,7 +200,9 @@ pub(super) fn capacity_note(r: &Report) -> String {
         .files
         .iter()
         .map(|f| match (f.capacity_bits_per_s, f.capacity_origin) {
-            (Some(c), Some(o)) => format!("{} {c} ({})", f.label, o.describe()),
+            (Some(c), Some(o)) => {
+                format!("{} {} ({})", f.label, capacity(c.as_f64()), o.describe())
+            }
             _ => format!("{} not known", f.label),
         })
         .collect();

@@ -8,7 +8,7 @@ use super::html::{esc, outcome_class, verdict_class, Page};
 use crate::compare::{CandidateComparison, TestComparison};
 use crate::significance::{Method, Outcome};
 use crate::units::percent;
-use linkperf_workload::Placement;
+use linkperf_workload::{Placement, Threads};
 
 use crate::{Metric, WorkloadReport};
 
@@ -223,19 +223,20 @@ fn retransmits(t: &crate::TestFigures) -> String {
 
 /// Where a side's workers ran: "2 threads, pinned to 0-1", "1 thread, free",
 /// "one per CPU (the server's default), free", with ", busy-poll".
-fn placement(p: &Placement) -> String {
-    let mut s = if p.threads == Placement::OWN_THREADS {
-        "one per CPU (the server's default)".to_string()
+pub(crate) fn placement(p: &Placement) -> String {
+    let mut s = match p.threads {
+        Threads::ServerDefault => "one per CPU (the server's default)".to_string(),
+        Threads::Count(n) => format!("{n} thread{}", if n == 1 { "" } else { "s" }),
+    };
+    let policy = if p.policy.is_free() {
+        String::new()
     } else {
-        format!(
-            "{} thread{}",
-            p.threads,
-            if p.threads == 1 { "" } else { "s" }
-        )
+        format!(" ({})", p.policy)
     };
     match &p.affinity {
-        Some(a) => s.push_str(&format!(", pinned to {a}")),
-        None => s.push_str(", free"),
+        Some(a) => s.push_str(&format!(", pinned to {a}{policy}")),
+        None if p.policy.is_free() => s.push_str(", free"),
+        None => s.push_str(&format!(", {} on the server's host", p.policy)),
     }
     if p.busy_poll {
         s.push_str(", busy-poll");
@@ -289,7 +290,26 @@ mod tests {
         p.affinity = Some("0-1".parse().unwrap());
         p.busy_poll = true;
         assert_eq!(placement(&p), "2 threads, pinned to 0,1, busy-poll");
-        let own = Placement::with_threads(Placement::OWN_THREADS);
+        let own = Placement {
+            threads: Threads::ServerDefault,
+            ..Placement::with_threads(1)
+        };
         assert_eq!(placement(&own), "one per CPU (the server's default), free");
+        let split = Placement {
+            policy: linkperf_workload::PlacementPolicy::Split,
+            ..own
+        };
+        assert_eq!(
+            placement(&split),
+            "one per CPU (the server's default), split on the server's host"
+        );
+        let settled = Placement {
+            affinity: Some("1".parse().unwrap()),
+            ..split
+        };
+        assert_eq!(
+            placement(&settled),
+            "one per CPU (the server's default), pinned to 1 (split)"
+        );
     }
 }

@@ -50,6 +50,12 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
             diffs.join("; ")
         ));
     }
+    for d in &c.placement {
+        lines.push(format!(
+            "Placement differs in {}: {} in {}; {} in {}. On one host whether the sides share CPUs moves request/response results by several times: rerun with one --placement for both.",
+            d.side, d.base, d.base_label, d.candidate, d.candidate_label
+        ));
+    }
     for t in &c.unstable {
         lines.push(format!("Unstable: {} {}: {}", t.label, t.test, t.reason));
     }

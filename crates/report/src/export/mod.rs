@@ -14,3 +14,5 @@ pub use self::html::HtmlExporter;
 pub use self::json::JsonExporter;
 pub use self::markdown::MarkdownExporter;
 pub(crate) use html::{esc, outcome_class, verdict_class};
+
+pub(crate) use html_tables::placement as describe_placement;

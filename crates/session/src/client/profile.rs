@@ -60,10 +60,11 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         local_ip,
         agent: server_agent,
     } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
+    let threads = req.client.threads.count().unwrap_or(1);
     // The server connects back for the profile's accepts: listen first, on
     // the address the server sees this client at.
     let listeners = match (accepts(&req.profile), local_ip) {
-        (true, Some(ip)) => bind_listeners(ip, workers_for(req.client.threads, &req.profile))?,
+        (true, Some(ip)) => bind_listeners(ip, workers_for(threads, &req.profile))?,
         (true, None) => {
             return Err(SessionError::Invalid(
                 "the profile accepts connections and this host's address is unknown".into(),
@@ -102,13 +103,19 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             "the server offered no data endpoint".into(),
         ));
     }
+    if let Err(e) = super::same_needs_one_host(&req.server, &server_env) {
+        let _ = c.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        return Err(e);
+    }
     let conns = compiled.connections();
     linkperf_metrics::raise_fd_limit(conns + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let run = ProgramRun::start(ProgramConfig {
         profile: req.profile.clone(),
         role: Role::Client,
-        threads: req.client.threads,
+        threads,
         affinity: req.client.affinity.as_ref().map(|c| c.0.clone()),
         busy_poll: req.client.busy_poll,
         token,

@@ -54,7 +54,8 @@ impl Session<'_> {
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the agent's host, {e}")))?;
         }
         // Its client workers hold what a server side of the same test would.
-        let cost = Cost::workload(&spec, client.threads);
+        // Settled by own_placement_as: a count.
+        let cost = Cost::workload(&spec, client.threads.count().unwrap_or(1));
         let _charge = self.admit(spec.users, spec.warmup + spec.duration, &client, cost)?;
         let name = format!("{} delegated toward {target}", spec.name());
         self.log(&format!("running {name}"));

@@ -45,7 +45,9 @@ impl Session<'_> {
         let mirrored = mirror(&profile);
         let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         let connections: u64 = compiled.connections();
-        let workers = u32::try_from(workers_for(placement.threads, &mirrored)).unwrap_or(u32::MAX);
+        // Settled by own_placement: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let workers = u32::try_from(workers_for(threads, &mirrored)).unwrap_or(u32::MAX);
         let cost = Cost::profile(connections, workers);
         let _charge = self.admit(users, profile.least_time(), &placement, cost)?;
         let name = format!("profile:{}--{users}", profile.name);
@@ -60,11 +62,13 @@ impl Session<'_> {
             .filter(|p| **p != 0)
             .map(|p| std::net::SocketAddr::new(peer, *p))
             .collect();
-        let live = Arc::new(LiveStats::new(workers_for(placement.threads, &mirrored)));
+        // Settled by own_placement: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
         let run = ProgramRun::start(ProgramConfig {
             profile: mirrored,
             role: Role::Server,
-            threads: placement.threads,
+            threads,
             affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
             busy_poll: placement.busy_poll,
             token,

@@ -1,6 +1,6 @@
 //! The bounds every profile keeps, whoever built it.
 //!
-//! The parser (parse.rs) refuses values out of range with the line and the
+//! The parser (parse/) refuses values out of range with the line and the
 //! option at fault. A profile also arrives over the control protocol, as a
 //! serde value a client built however it liked: the server checks it here
 //! before anything computes with it, so that no size, count, time or user

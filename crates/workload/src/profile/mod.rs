@@ -1,4 +1,4 @@
-//! uperf profiles: the model (model.rs), the lenient XML reader (parse.rs)
+//! uperf profiles: the model (model.rs), the lenient XML reader (parse/)
 //! and the server's view of a profile (mirror.rs). Documented in docs/profiles.md.
 
 mod check;

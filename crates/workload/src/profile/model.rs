@@ -1,6 +1,6 @@
 //! A uperf profile as linkperf runs it: groups of users, each running the
 //! same transactions in order, each transaction a list of flowops repeated a
-//! number of times or for a time. Parsed from uperf's XML (parse.rs), turned
+//! number of times or for a time. Parsed from uperf's XML (parse/), turned
 //! into the server's view (mirror.rs), shipped in the control protocol.
 
 use std::time::Duration;
