@@ -27,8 +27,9 @@ pub struct MeshArgs {
     /// The agents: HOST[:PORT],... (each a `linkperf serve --auth-key` on its node).
     #[arg(long, value_name = "HOST[:PORT],...", conflicts_with = "agents_dns")]
     pub agents: Option<String>,
-    /// Every address this name resolves to is an agent (a headless Service).
-    #[arg(long, value_name = "NAME", required_unless_present_any = ["agents", "resume"])]
+    /// Every address these names resolve to is an agent (headless Services: one per
+    /// network when the pod and host agents listen on different ports).
+    #[arg(long, value_name = "NAME[:PORT],...", required_unless_present_any = ["agents", "resume"])]
     pub agents_dns: Option<String>,
     /// The agents' control port where an address has none.
     #[arg(long, default_value_t = DEFAULT_PORT)]
@@ -42,7 +43,7 @@ pub struct MeshArgs {
     /// Seed of the plans that draw pairs (path-classes, random).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Runs at once: a number (no agent in two at once; 1 = each pair alone) or
+    /// Runs at once: a number (no node in two at once; 1 = each pair alone) or
     /// all (every pair at once, test by test).
     #[arg(long, default_value = "1")]
     pub concurrency: String,
@@ -67,6 +68,10 @@ pub struct MeshArgs {
     /// Server workers of each delegated test (default: the target agent's CPUs).
     #[arg(long)]
     pub server_threads: Option<u32>,
+    /// Run a suspect run again at once, up to N times (default: the suite file's
+    /// `retry_suspect`, else 2). Retries do not count toward --repeat.
+    #[arg(long, value_name = "N")]
+    pub retry_suspect: Option<u32>,
     /// The directory of mesh.json and report/.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
@@ -104,16 +109,28 @@ pub(crate) struct MeshPlan {
     pub seed: u64,
     /// Each test's (source agent's, target agent's) placement.
     pub placements: Vec<(Placement, Placement)>,
+    /// Times a suspect run is run again.
+    pub retry_suspect: u32,
 }
+
+/// Default of `--retry-suspect`, as `suite`'s.
+const DEFAULT_RETRY_SUSPECT: u32 = 2;
+/// Most of `--retry-suspect`.
+const MAX_RETRY_SUSPECT: u32 = 100;
 
 /// A delegated test's placements: the suite test's own settings, then the
 /// command line's, then each agent's own (one worker per CPU of its host,
-/// settled by the agent); nothing pinned unless a CPU list says (the two
-/// agents are usually on two hosts).
-fn placements(a: &MeshArgs, t: &SuiteTest) -> (Placement, Placement) {
+/// settled by the agent; one worker under `--concurrency all`, where an
+/// agent carries many tests at once); nothing pinned unless a CPU list says
+/// (the two agents are usually on two hosts).
+fn placements(a: &MeshArgs, t: &SuiteTest, concurrency: Concurrency) -> (Placement, Placement) {
     let o = &t.overrides;
+    let default = match concurrency {
+        Concurrency::All => Threads::Count(1),
+        Concurrency::Count(_) => Threads::ServerDefault,
+    };
     let side = |threads: Option<u32>, affinity: Option<linkperf_workload::CpuList>| Placement {
-        threads: threads.map_or(Threads::ServerDefault, Threads::Count),
+        threads: threads.map_or(default, Threads::Count),
         affinity,
         busy_poll: o.busy_poll.unwrap_or(false),
         policy: PlacementPolicy::Free,
@@ -204,9 +221,23 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
             (agents, pairs, plan, a.seed)
         }
     };
-    let placements = suite.tests.iter().map(|t| placements(&a, t)).collect();
+    let placements = suite
+        .tests
+        .iter()
+        .map(|t| placements(&a, t, concurrency))
+        .collect();
+    let retry_suspect = a
+        .retry_suspect
+        .or(suite.retry_suspect)
+        .unwrap_or(DEFAULT_RETRY_SUSPECT);
+    if retry_suspect > MAX_RETRY_SUSPECT {
+        return Err(usage(format!(
+            "--retry-suspect must be at most {MAX_RETRY_SUSPECT}, got {retry_suspect}"
+        )));
+    }
     let p = MeshPlan {
         placements,
+        retry_suspect,
         key,
         suite,
         repeat,
@@ -294,14 +325,26 @@ fn discover(a: &MeshArgs, key: &AuthKey) -> anyhow::Result<Vec<Agent>> {
                 })
                 .collect::<anyhow::Result<_>>()?
         }
-        (None, Some(name)) => {
-            let mut v: Vec<std::net::SocketAddr> = (name.as_str(), a.port)
-                .to_socket_addrs()
-                .map_err(|e| usage(format!("--agents-dns {name}: it does not resolve: {e}")))?
-                .collect();
-            v.sort();
-            v.dedup();
-            v.into_iter().map(|s| s.to_string()).collect()
+        (None, Some(names)) => {
+            let mut all = Vec::new();
+            for item in names.split(',').map(str::trim) {
+                if item.is_empty() {
+                    return Err(usage(format!(
+                        "--agents-dns {names}: an empty name in the list"
+                    )));
+                }
+                let (host, port) = linkperf_session::parse_address(item, a.port)
+                    .map_err(|e| usage(format!("--agents-dns: {e}")))?;
+                let mut v: Vec<std::net::SocketAddr> = (host.as_str(), port)
+                    .to_socket_addrs()
+                    .map_err(|e| usage(format!("--agents-dns {item}: it does not resolve: {e}")))?
+                    .collect();
+                v.sort();
+                all.extend(v);
+            }
+            let mut seen = std::collections::HashSet::new();
+            all.retain(|addr| seen.insert(*addr));
+            all.into_iter().map(|s| s.to_string()).collect()
         }
         (None, None) => return Err(usage("give --agents or --agents-dns")),
     };
@@ -405,9 +448,13 @@ fn plan_text(p: &MeshPlan) -> String {
         Concurrency::All => None,
         Concurrency::Count(n) => Some(u64::from(n)),
     };
+    let nodes = linkperf_mesh::nodes_of(&p.agents)
+        .into_iter()
+        .max()
+        .map_or(0, |n| n as usize + 1);
     let cost = PlanCost::of(
         &p.pairs,
-        p.agents.len(),
+        nodes,
         p.suite.tests.len() as u64,
         u64::from(p.repeat),
         at_once,

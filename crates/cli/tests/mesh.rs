@@ -492,3 +492,130 @@ fn a_mesh_of_three_agents_runs_every_pair_and_reports() {
     }
     assert!(stdout.contains("mesh of 3 agents"), "{stdout}");
 }
+
+#[test]
+fn agents_are_found_by_name_and_every_plan_is_priced_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", KEY);
+    let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host"), ("n2", "pod")]
+        .iter()
+        .map(|(node, network)| {
+            Agent::start(&AgentSpec {
+                key: Some(&key),
+                node: Some(node),
+                network: Some(network),
+                ..AgentSpec::default()
+            })
+        })
+        .collect();
+    // Every address of every name (here: localhost, at each agent's port).
+    let names = agents
+        .iter()
+        .map(|a| format!("localhost:{}", a.addr().rsplit(':').next().unwrap()))
+        .collect::<Vec<_>>()
+        .join(",");
+    let out = dir.path().join("out");
+    let dry = |plan: &str, concurrency: &str| {
+        run(&[
+            "mesh",
+            "--agents-dns",
+            &names,
+            "--auth-key",
+            key.to_str().unwrap(),
+            "--suite",
+            "quick",
+            "--plan",
+            plan,
+            "--concurrency",
+            concurrency,
+            "--out",
+            out.to_str().unwrap(),
+            "--dry-run",
+        ])
+    };
+    for (plan, pairs) in [
+        ("all-pairs", 12),
+        ("ring", 4),
+        ("one-to-all:n2-pod", 3),
+        ("path-classes:1", 6),
+        ("random:5", 5),
+    ] {
+        let (code, stdout, err) = dry(plan, "2");
+        assert_eq!(code, 0, "{plan}: {err}");
+        assert!(
+            stdout.contains(&format!("4 agents, plan {plan}, {pairs} pairs")),
+            "{plan}: {stdout}"
+        );
+        assert!(
+            stdout.contains("n2-pod") && stdout.contains("estimated time"),
+            "{stdout}"
+        );
+    }
+    let (_, stdout, _) = dry("all-pairs", "2");
+    assert!(stdout.contains("2 pairs same-node host-pod"), "{stdout}");
+    // Two nodes: one run at a time, whatever --concurrency says.
+    assert!(stdout.contains("up to 1 at once"), "{stdout}");
+    assert!(!out.exists(), "a dry run writes nothing");
+    // Bad plans and concurrencies are input errors.
+    for (plan, concurrency, says) in [
+        ("every", "1", "use all-pairs, ring"),
+        ("one-to-all:n9", "1", "no agent is named so"),
+        ("ring", "0", "use a number from 1 up, or all"),
+    ] {
+        let (code, _, err) = dry(plan, concurrency);
+        assert_eq!(code, 2, "{plan} {concurrency}: {err}");
+        assert!(err.contains(says), "{err}");
+    }
+    // An agent that cannot prove the key is left out, saying why.
+    let other = key_file(dir.path(), "o", OTHER_KEY);
+    let stranger = Agent::start(&AgentSpec {
+        key: Some(&other),
+        ..AgentSpec::default()
+    });
+    let list = format!(
+        "{},{},{}",
+        agents[0].addr(),
+        agents[1].addr(),
+        stranger.addr()
+    );
+    let (code, stdout, err) = run(&[
+        "mesh",
+        "--agents",
+        &list,
+        "--auth-key",
+        key.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("1 of 3 agents left out"), "{err}");
+    assert!(err.contains("it holds another key"), "{err}");
+    assert!(
+        stdout.contains("2 agents, plan all-pairs, 2 pairs"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_mesh_without_the_key_or_over_an_old_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", KEY);
+    let (code, _, err) = run(&["mesh", "--agents", "127.0.0.1:9,127.0.0.1:10", "--out", "x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a mesh needs the agents' key"), "{err}");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("mesh.json"), "{}").unwrap();
+    let (code, _, err) = run(&[
+        "mesh",
+        "--agents",
+        "127.0.0.1:9,127.0.0.1:10",
+        "--auth-key",
+        key.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("add --resume"), "{err}");
+}

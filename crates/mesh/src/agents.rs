@@ -63,6 +63,24 @@ pub fn name_agents(agents: &mut [Agent]) {
     }
 }
 
+/// Each agent's node as an index from 0: agents stating the same node share
+/// one; an agent that states none is a node of its own.
+pub fn nodes_of(agents: &[Agent]) -> Vec<u32> {
+    let mut index: HashMap<&str, u32> = HashMap::new();
+    let mut next = 0u32;
+    let mut fresh = || {
+        next += 1;
+        next - 1
+    };
+    agents
+        .iter()
+        .map(|a| match a.identity.node.as_deref() {
+            Some(n) => *index.entry(n).or_insert_with(&mut fresh),
+            None => fresh(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +95,18 @@ mod tests {
                 zone: None,
             },
         }
+    }
+
+    #[test]
+    fn agents_of_one_node_share_its_index() {
+        let a = vec![
+            agent("a:1", Some("n1"), Some("host")),
+            agent("b:1", None, None),
+            agent("c:1", Some("n1"), Some("pod")),
+            agent("d:1", Some("n2"), None),
+            agent("e:1", None, None),
+        ];
+        assert_eq!(nodes_of(&a), [0, 1, 0, 2, 3]);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! - [`plan`]: the plans (`all-pairs`, `ring`, `one-to-all:AGENT`,
 //!   `path-classes`, `random:K`) turned into pairs, with what they cost.
 //! - [`schedule`]: which (pair, test, run) goes next, at a bounded
-//!   concurrency, no agent in two pairs at once unless every pair runs at once.
+//!   concurrency, no node in two pairs at once unless every pair runs at once.
 //!
 //! The controller itself (`linkperf mesh`) is in the binary; the delegated
 //! test in `linkperf-session`; the report in `linkperf-report`.
@@ -22,8 +22,8 @@ mod error;
 pub mod plan;
 pub mod schedule;
 
-pub use agents::{name_agents, Agent};
+pub use agents::{name_agents, nodes_of, Agent};
 pub use classes::{classify, Locality, PathClass, ZonePath};
 pub use error::MeshError;
 pub use plan::{plan_pairs, Pair, Plan, PlanCost, DEFAULT_PER_CLASS, MAX_AGENTS};
-pub use schedule::{Concurrency, Item, Scheduler};
+pub use schedule::{Concurrency, Item, Scheduler, MAX_AT_ONCE};

@@ -104,20 +104,21 @@ pub struct PlanCost {
 }
 
 impl PlanCost {
-    /// The cost of `pairs` over `agents` agents, each pair running `tests`
-    /// tests `repeat` times, at most `concurrency` at once (`None`: all).
-    /// No agent is in two pairs at once below `all`, so at most N/2 run at once.
+    /// The cost of `pairs` over agents on `nodes` nodes, each pair running
+    /// `tests` tests `repeat` times, at most `concurrency` at once (`None`:
+    /// all, within [`MAX_AT_ONCE`](crate::MAX_AT_ONCE)). No node is in two
+    /// pairs at once below `all`, so at most `nodes / 2` run at once.
     pub fn of(
         pairs: &Vec<Pair>,
-        agents: usize,
+        nodes: usize,
         tests: u64,
         repeat: u64,
         concurrency: Option<u64>,
     ) -> PlanCost {
         let n = pairs.len() as u64;
         let at_once = match concurrency {
-            None => n.max(1),
-            Some(c) => c.min((agents as u64 / 2).max(1)).min(n.max(1)),
+            None => n.min(crate::MAX_AT_ONCE as u64).max(1),
+            Some(c) => c.min((nodes as u64 / 2).max(1)).min(n.max(1)),
         };
         PlanCost {
             pairs: n,
@@ -401,18 +402,19 @@ mod tests {
         assert_eq!(agents.len(), 2000);
         let all = plan_pairs(&Plan::AllPairs, &agents[..1000], 0).unwrap();
         assert_eq!(all.len(), 999_000, "1,000 agents: N × (N − 1)");
-        let cost = PlanCost::of(&all, 1000, 1, 1, Some(500));
+        // The first 1,000 agents are those of 500 nodes.
+        let cost = PlanCost::of(&all, 500, 1, 1, Some(500));
         assert_eq!(
             cost.plan_bytes,
             999_000 * 8,
             "exactly sized: 8 bytes a pair"
         );
-        assert_eq!(cost.rounds(), 1998, "500 disjoint pairs at once");
+        assert_eq!(cost.rounds(), 3996, "250 pairs of disjoint nodes at once");
         let classes = plan_pairs(&Plan::PathClasses(3), &agents, 1).unwrap();
         assert_eq!(classes.len(), 6 * 3, "six classes, three pairs each");
         let sample = plan_pairs(&Plan::Random(10_000), &agents, 1).unwrap();
         assert_eq!(sample.len(), 10_000);
-        assert!(PlanCost::of(&sample, 2000, 1, 1, None).plan_bytes <= 16 * 10_000);
+        assert!(PlanCost::of(&sample, 1000, 1, 1, None).plan_bytes <= 16 * 10_000);
     }
 
     proptest::proptest! {

@@ -159,6 +159,31 @@ impl ResultsDocument {
         }
     }
 
+    /// Keeps only the runs that completed (ok or suspect), as a resumed suite
+    /// or mesh does before it runs again what did not: each test's runs are
+    /// numbered again from 1 and a retry's `retry_of` follows its run's new
+    /// number (`None` when that run is gone). Tests left without runs stay.
+    pub fn keep_completed_runs(&mut self) {
+        for t in &mut self.tests {
+            t.runs.retain(|r| r.status.completed());
+            let renumbered: Vec<(u32, u32)> = t
+                .runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.run, i as u32 + 1))
+                .collect();
+            for (i, r) in t.runs.iter_mut().enumerate() {
+                r.run = i as u32 + 1;
+                r.retry_of = r.retry_of.and_then(|old| {
+                    renumbered
+                        .iter()
+                        .find(|(was, _)| *was == old)
+                        .map(|(_, now)| *now)
+                });
+            }
+        }
+    }
+
     /// Recomputes the summary of every test from its runs (`None` for a test
     /// without an `ok` run).
     pub fn refresh_summaries(&mut self) {

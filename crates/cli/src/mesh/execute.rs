@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use linkperf_mesh::{classify, Concurrency, Item, Scheduler};
+use linkperf_mesh::{classify, nodes_of, Concurrency, Item, Scheduler};
 use linkperf_results::{
     derive_run, failed_run, hosts_of_run, judge_run, rfc3339_millis, Judge, ResultsDocument, Run,
     RunAgent, RunAgents, RunStatus, TestConfig, TestResult,
@@ -25,9 +25,12 @@ pub fn pair_test_name(test: &str, source: &str, target: &str) -> String {
     format!("{test}@{source}->{target}")
 }
 
-/// Runs that count as done of a test: its completed runs.
+/// Runs that count as done of a test: its completed runs, retries aside.
 fn completed(t: &TestResult) -> usize {
-    t.runs.iter().filter(|r| r.status.completed()).count()
+    t.runs
+        .iter()
+        .filter(|r| r.status.completed() && r.retry_of.is_none())
+        .count()
 }
 
 /// Runs the mesh's pending runs into `doc`, saving to `out` after each.
@@ -40,12 +43,7 @@ pub(crate) fn run_mesh(
     quiet: bool,
 ) -> anyhow::Result<ExitCode> {
     // A resumed mesh runs again what did not complete.
-    for t in &mut doc.tests {
-        t.runs.retain(|r| r.status.completed());
-        for (i, r) in t.runs.iter_mut().enumerate() {
-            r.run = i as u32 + 1;
-        }
-    }
+    doc.keep_completed_runs();
     doc.tests.retain(|t| !t.runs.is_empty());
     let names: Vec<Vec<String>> = p
         .pairs
@@ -105,11 +103,14 @@ pub(crate) fn run_mesh(
             }
         });
     }
-    let mut sched = Scheduler::new(p.pairs.clone(), p.agents.len(), items, p.concurrency);
+    let mut sched = Scheduler::new(p.pairs.clone(), nodes_of(&p.agents), items, p.concurrency);
     let (tx, rx) = mpsc::channel::<(Item, Result<Delegated, SessionError>)>();
     let mut failed = 0usize;
     let mut finished = 0usize;
+    let mut total = total;
     let mut interrupted = false;
+    // A suspect run's retries so far, and the run it retries.
+    let mut retries: HashMap<Item, (u32, u32)> = HashMap::new();
     while !sched.is_done() {
         if !cancel.load(Ordering::Acquire) {
             while let Some(item) = sched.next_run() {
@@ -147,15 +148,26 @@ pub(crate) fn run_mesh(
         let Ok((item, result)) = rx.recv() else {
             break;
         };
-        sched.finished(item);
         finished += 1;
         let name = names[item.pair as usize][item.test as usize].clone();
         let spec = &p.suite.tests[item.test as usize].spec;
         let index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
-        let run = record(p, item, spec, index, result);
-        if !run.status.completed() {
-            failed += 1;
+        let mut run = record(p, item, spec, index, result);
+        run.retry_of = retries.get(&item).map(|(_, first)| *first);
+        match run.status {
+            RunStatus::Failed | RunStatus::Aborted => failed += 1,
+            RunStatus::Suspect if !cancel.load(Ordering::Acquire) => {
+                let (n, _) = retries.entry(item).or_insert((0, index));
+                if *n < p.retry_suspect {
+                    *n += 1;
+                    total += 1;
+                    // Before finished: a round under `all` waits for it.
+                    sched.retry(item);
+                }
+            }
+            _ => {}
         }
+        sched.finished(item);
         let line = line(&name, &run, finished, total);
         let config = TestConfig::from_spec(
             spec,
@@ -298,6 +310,10 @@ fn line(name: &str, run: &Run, k: usize, total: usize) -> String {
         .or_else(|| (!run.status_reasons.is_empty()).then(|| run.status_reasons.join("; ")))
         .map(|w| format!(": {w}"))
         .unwrap_or_default();
+    let name = match run.retry_of {
+        Some(n) => format!("{name} (retry of run {n})"),
+        None => name.to_string(),
+    };
     match (&run.throughput, &run.transaction_time_us, run.status) {
         (Some(t), Some(l), RunStatus::Ok | RunStatus::Suspect) => format!(
             "[{k}/{total}] {name}: {:.3} Gbit/s, {:.0} transactions/s, p99 {:.1} µs [{}]{why}",

@@ -160,3 +160,163 @@ pub fn key_file(dir: &Path, name: &str, key: &str) -> std::path::PathBuf {
     std::fs::write(&p, key).expect("write the key");
     p
 }
+
+/// `linkperf ARGS` (inside `netns` when given) with its output lines read as
+/// they come: the tests act on what it has printed.
+pub struct Controller {
+    child: Child,
+    lines: mpsc::Receiver<(bool, String)>,
+    /// Everything it printed so far: (from stderr, line).
+    pub seen: Vec<(bool, String)>,
+}
+
+impl Controller {
+    /// Spawns `linkperf ARGS`.
+    pub fn spawn(netns: Option<&str>, args: &[&str]) -> Controller {
+        let mut c = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns, BIN]);
+                c
+            }
+            None => Command::new(BIN),
+        };
+        let mut child = c
+            .args(args)
+            .env_remove("LINKPERF_AUTH_KEY_FILE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn linkperf");
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().expect("piped stdout");
+        let err = child.stderr.take().expect("piped stderr");
+        let tx2 = tx.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send((false, l));
+            }
+        });
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx2.send((true, l));
+            }
+        });
+        Controller {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Reads lines until `until` holds for one of stdout's (then true), or the
+    /// output ends or `within` passes (then false).
+    pub fn wait_for(&mut self, within: Duration, until: impl Fn(&str) -> bool) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((is_err, l)) => {
+                    let hit = !is_err && until(&l);
+                    self.seen.push((is_err, l));
+                    if hit {
+                        return true;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Reads to the end and waits for the exit (at most `within`, else it is
+    /// killed and the test fails): the exit code, stdout and stderr.
+    pub fn finish(mut self, within: Duration) -> (i32, String, String) {
+        let deadline = std::time::Instant::now() + within;
+        let ended = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break true,
+                Err(mpsc::RecvTimeoutError::Timeout) => break false,
+            }
+        };
+        // Its output has ended: it has exited, or is exiting.
+        let status = if ended {
+            Some(self.child.wait().expect("wait for linkperf"))
+        } else {
+            None
+        };
+        let text = |e: bool| {
+            self.seen
+                .iter()
+                .filter(|(is_err, _)| *is_err == e)
+                .map(|(_, l)| format!("{l}\n"))
+                .collect::<String>()
+        };
+        let (out, err) = (text(false), text(true));
+        match status {
+            Some(s) => (s.code().unwrap_or(-1), out, err),
+            None => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("linkperf did not end within {within:?}; stdout:\n{out}\nstderr:\n{err}");
+            }
+        }
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With this set to 1, a lab test that cannot run on this host fails instead
+/// of skipping.
+const REQUIRED: &str = "LINKPERF_LAB_REQUIRED";
+
+/// Whether this process can build namespaces (CAP_NET_ADMIN, CAP_SYS_ADMIN,
+/// iproute2's `ip`, `tc` and `bridge`); if not, says so and the test skips, or
+/// fails under LINKPERF_LAB_REQUIRED=1.
+pub fn lab_ready(test: &str) -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let caps = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or(0);
+    let mut missing = Vec::new();
+    if caps & (1 << 12) == 0 {
+        missing.push("CAP_NET_ADMIN (run as root)");
+    }
+    if caps & (1 << 21) == 0 {
+        missing.push("CAP_SYS_ADMIN (run as root)");
+    }
+    for program in ["ip", "tc", "bridge"] {
+        let ok = Command::new(program)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            missing.push(match program {
+                "ip" => "iproute2's `ip`",
+                "tc" => "iproute2's `tc`",
+                _ => "iproute2's `bridge`",
+            });
+        }
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    let what = missing.join(", ");
+    assert!(
+        std::env::var(REQUIRED).as_deref() != Ok("1"),
+        "{test}: {REQUIRED}=1, but this host cannot run the lab tests: missing {what}"
+    );
+    eprintln!("{test}: SKIPPED: missing {what}");
+    false
+}
