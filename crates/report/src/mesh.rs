@@ -49,8 +49,8 @@ pub struct MeshReport {
     pub comparisons: Vec<ClassComparison>,
 }
 
-/// One metric of one test: the mean of each pair's ok runs, by source row
-/// and target column (`None`: no ok run).
+/// One metric of one test: each pair's mean, by source row and target
+/// column (`None`: no measured run, or no pair).
 #[derive(Debug, Clone, Serialize)]
 pub struct Heatmap {
     /// The test (without the pair).
@@ -58,9 +58,21 @@ pub struct Heatmap {
     /// The metric.
     pub metric: Metric,
     /// `cells[source][target]`.
-    pub cells: Vec<Vec<Option<f64>>>,
-    /// The median over the pairs with a value.
+    pub cells: Vec<Vec<Option<Cell>>>,
+    /// The median over the cells of ok runs.
     pub median: Option<f64>,
+}
+
+/// One pair's figure in a heatmap.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Cell {
+    /// The mean of the pair's ok runs, or, when it has none, of its suspect
+    /// runs (shown as such, and left out of the median and every verdict).
+    pub value: f64,
+    /// The runs averaged.
+    pub runs: u32,
+    /// Whether they are suspect runs.
+    pub suspect: bool,
 }
 
 /// A pair of one test below the median.
@@ -144,6 +156,29 @@ fn ok_runs(t: &TestResult) -> impl Iterator<Item = &Run> {
         .filter(|r| r.status == linkperf_results::RunStatus::Ok)
 }
 
+/// A pair's cell for `metric`: its ok runs' mean, else its suspect runs'.
+fn cell(t: &TestResult, metric: Metric) -> Option<Cell> {
+    for status in [
+        linkperf_results::RunStatus::Ok,
+        linkperf_results::RunStatus::Suspect,
+    ] {
+        let values: Vec<f64> = t
+            .runs
+            .iter()
+            .filter(|r| r.status == status)
+            .filter_map(|r| metric.value(r))
+            .collect();
+        if let Some(value) = mean(&values) {
+            return Some(Cell {
+                value,
+                runs: values.len() as u32,
+                suspect: status == linkperf_results::RunStatus::Suspect,
+            });
+        }
+    }
+    None
+}
+
 impl MeshReport {
     /// The report of a mesh's document (a document without a mesh gives an
     /// empty one).
@@ -192,8 +227,7 @@ impl MeshReport {
                     let mut cells = vec![vec![None; agents.len()]; agents.len()];
                     let mut all = Vec::new();
                     for t in &of_test {
-                        let values: Vec<f64> = ok_runs(t).filter_map(|r| metric.value(r)).collect();
-                        let Some(m) = mean(&values) else { continue };
+                        let Some(c) = cell(t, metric) else { continue };
                         let Some(a) = t.runs.iter().find_map(|r| r.agents.as_ref()) else {
                             continue;
                         };
@@ -201,8 +235,10 @@ impl MeshReport {
                             index.get(a.source.name.as_str()),
                             index.get(a.target.name.as_str()),
                         ) {
-                            cells[s][d] = Some(m);
-                            all.push(m);
+                            cells[s][d] = Some(c);
+                            if !c.suspect {
+                                all.push(c.value);
+                            }
                         }
                     }
                     heatmaps.push(Heatmap {
@@ -504,6 +540,234 @@ fn slug(title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testdata::{self, fig};
+    use crate::{Outcome, Verdict};
+    use linkperf_mesh::{Agent, Pair};
+    use linkperf_metrics::AgentIdentity;
+    use linkperf_results::{MeshRecord, RunAgent, RunAgents, RunStatus, TestConfig};
+    use linkperf_workload::{Placement, Protocol, TestSpec};
+
+    /// Two nodes with a host and a pod agent each, every directed pair run
+    /// three times, each class at a throughput known by construction:
+    /// same node 8 GB/s, cross-node host 1 GB/s, cross-node pod 0.8 GB/s,
+    /// host to pod and pod to host 0.9 GB/s; but n2-pod to n1-host 0.5 GB/s,
+    /// the third run of n1-pod to n2-host failed, and n1-host to n1-pod has
+    /// only suspect runs.
+    fn mesh_doc() -> ResultsDocument {
+        let mut doc = testdata::document("mesh-all-pairs");
+        let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host"), ("n2", "pod")]
+            .iter()
+            .enumerate()
+            .map(|(i, (node, network))| Agent {
+                name: format!("{node}-{network}"),
+                address: format!("198.18.0.{}:7410", i + 1),
+                identity: AgentIdentity {
+                    node: Some(node.to_string()),
+                    network: Some(network.to_string()),
+                    zone: None,
+                },
+            })
+            .collect();
+        let mut pairs = Vec::new();
+        let spec = TestSpec::new(
+            "str-writex30k".parse().unwrap(),
+            Protocol::Tcp,
+            1,
+            std::time::Duration::from_secs(1),
+        );
+        for s in 0..4u32 {
+            for t in (0..4u32).filter(|t| *t != s) {
+                pairs.push(Pair {
+                    source: s,
+                    target: t,
+                });
+                let (a, b) = (&agents[s as usize], &agents[t as usize]);
+                let class = classify(&a.identity, &b.identity);
+                let bytes = match (class.locality, class.network.as_str()) {
+                    _ if a.name == "n2-pod" && b.name == "n1-host" => 0.5e9,
+                    (Locality::SameNode, _) => 8e9,
+                    (_, "host") => 1e9,
+                    (_, "pod") => 0.8e9,
+                    _ => 0.9e9,
+                };
+                let name = format!("{}@{}->{}", spec.name(), a.name, b.name);
+                for k in 0..3u32 {
+                    // ±1 % around the class's figure, so that runs vary.
+                    let f = fig(bytes * (0.99 + 0.01 * f64::from(k)), 50.0, 2e9);
+                    let mut run = testdata::run(k + 1, f);
+                    if a.name == "n1-pod" && b.name == "n2-host" && k == 2 {
+                        run = linkperf_results::failed_run(
+                            3,
+                            "2024-05-01T10:00:00Z".into(),
+                            RunStatus::Failed,
+                            "agent n1-pod toward n2-host: connection refused".into(),
+                        );
+                    }
+                    if a.name == "n1-host" && b.name == "n1-pod" {
+                        run.status = RunStatus::Suspect;
+                    }
+                    let side = |x: &Agent| RunAgent {
+                        name: x.name.clone(),
+                        address: x.address.clone(),
+                        identity: x.identity.clone(),
+                        environment: Some(testdata::environment("6.1.0", 1500)),
+                    };
+                    run.agents = Some(RunAgents {
+                        source: side(a),
+                        target: side(b),
+                        path_class: class.to_string(),
+                    });
+                    let config = TestConfig::from_spec(
+                        &spec,
+                        b.address.clone(),
+                        Placement::with_threads(1),
+                        Placement::with_threads(1),
+                    );
+                    doc.push_named_run(name.clone(), &spec, config, run);
+                }
+            }
+        }
+        doc.refresh_summaries();
+        doc.mesh = Some(MeshRecord {
+            plan: "all-pairs".into(),
+            seed: 1,
+            concurrency: "1".into(),
+            agents,
+            pairs,
+        });
+        doc
+    }
+
+    #[test]
+    fn heatmaps_hold_each_pairs_mean_by_source_and_destination() {
+        let r = MeshReport::of(&mesh_doc(), Options::default());
+        assert_eq!(r.agents, ["n1-host", "n1-pod", "n2-host", "n2-pod"]);
+        assert_eq!(r.tests, ["str-writex30k--1"]);
+        assert_eq!(r.heatmaps.len(), HEATMAP_METRICS.len());
+        let h = &r.heatmaps[0];
+        assert_eq!(h.metric, Metric::Throughput);
+        for (i, row) in h.cells.iter().enumerate() {
+            assert_eq!(row.len(), 4);
+            assert_eq!(row[i], None, "no agent meets itself");
+        }
+        let c = h.cells[0][2].unwrap();
+        assert!(
+            (c.value - 1e9).abs() < 1.0 && c.runs == 3 && !c.suspect,
+            "{c:?}"
+        );
+        let two_ok = h.cells[1][2].unwrap();
+        assert_eq!(two_ok.runs, 2, "the failed run is not in the mean");
+        let suspect = h.cells[0][1].unwrap();
+        assert!(suspect.suspect && (suspect.value - 8e9).abs() < 1.0);
+        // The median of the 11 pairs with ok runs: 0.9 GB/s.
+        assert!((h.median.unwrap() - 0.9e9).abs() < 1.0, "{:?}", h.median);
+    }
+
+    #[test]
+    fn the_slowest_pairs_are_listed_with_their_distance_from_the_median() {
+        let r = MeshReport::of(&mesh_doc(), Options::default());
+        let first = &r.slowest[0];
+        assert_eq!(first.pair, "n2-pod->n1-host");
+        assert_eq!(first.class, "cross-node pod-host");
+        // 0.5 against a median of 0.9 (suspect runs included in neither).
+        let expect = (1.0 - 0.5 / 0.9) * 100.0;
+        assert!((first.below_median_pct - expect).abs() < 0.1, "{first:?}");
+        assert!(r.slowest.len() <= SLOWEST);
+        assert!(r.slowest.iter().all(|p| p.below_median_pct > 0.0));
+    }
+
+    #[test]
+    fn node_totals_count_each_nodes_runs_on_either_side() {
+        let r = MeshReport::of(&mesh_doc(), Options::default());
+        let names: Vec<&str> = r.nodes.iter().map(|n| n.node.as_str()).collect();
+        assert_eq!(names, ["n1", "n2"]);
+        let n1 = &r.nodes[0];
+        assert_eq!(n1.agents, 2);
+        assert_eq!(n1.failed_runs, 1, "n1-pod's failed run");
+        assert_eq!(r.nodes[1].failed_runs, 1, "toward n2-host");
+        assert_eq!(r.failures.len(), 1);
+        assert!(r.failures[0].1.contains("connection refused"));
+        // 36 runs: 1 failed, 3 suspect.
+        assert_eq!(r.ok_runs, 32);
+    }
+
+    #[test]
+    fn path_classes_are_compared_as_any_two_files_are() {
+        let r = MeshReport::of(&mesh_doc(), Options::default());
+        let titles: Vec<&str> = r.comparisons.iter().map(|c| c.title.as_str()).collect();
+        assert!(
+            titles.contains(&"pod network vs host network (cross-node)"),
+            "{titles:?}"
+        );
+        assert!(
+            titles.contains(&"cross-node vs same-node (pod-host network)"),
+            "{titles:?}"
+        );
+        let overlay = r
+            .comparisons
+            .iter()
+            .find(|c| c.title == "pod network vs host network (cross-node)")
+            .unwrap();
+        let t = &overlay.comparison.tests[0];
+        assert_eq!(t.name, "str-writex30k--1");
+        assert_eq!(
+            (t.base_runs, t.candidate_runs),
+            (6, 6),
+            "two pairs of three runs each"
+        );
+        let m = t.metric(Metric::Throughput).unwrap();
+        assert!((m.judgement.relative_pct + 20.0).abs() < 0.5, "{m:?}");
+        assert_eq!(m.judgement.outcome, Outcome::Worse);
+        assert_eq!(t.verdict, Verdict::Worse);
+        assert_eq!(overlay.dir, "pod-network-vs-host-network-cross-node");
+        let text = r.text();
+        assert!(
+            text.contains(
+                "pod network vs host network (cross-node): cross-node pod is better in 0 of 1 test"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("str-writex30k--1: throughput -20.0 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains("slow: str-writex30k--1 n2-pod->n1-host"),
+            "{text}"
+        );
+        assert!(
+            text.contains("failed: str-writex30k--1@n1-pod->n2-host"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_page_shows_every_part_and_marks_suspect_cells() {
+        let r = MeshReport::of(&mesh_doc(), Options::default());
+        let page = crate::mesh_page::mesh_page(&r);
+        for part in [
+            "<h1>Mesh of 4 agents</h1>",
+            "Path classes compared",
+            "href=\"pod-network-vs-host-network-cross-node/index.html\"",
+            "str-writex30k--1: throughput (source rows × destination columns)",
+            "Slowest pairs",
+            "<h2>Per node</h2>",
+            "Runs that did not complete",
+            "<td class=suspect",
+        ] {
+            assert!(page.contains(part), "{part}");
+        }
+        assert_eq!(
+            page.matches("<table>").count(),
+            page.matches("</table>").count()
+        );
+    }
+
+    #[test]
+    fn a_document_without_a_mesh_gives_an_empty_report() {
+        let r = MeshReport::of(&testdata::document("plain"), Options::default());
+        assert!(r.agents.is_empty() && r.heatmaps.is_empty() && r.comparisons.is_empty());
+    }
 
     #[test]
     fn names_and_slugs() {

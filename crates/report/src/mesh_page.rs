@@ -17,6 +17,7 @@ td.name, th.name { text-align: left; }
 .better { background: #d8f0d8; } .worse { background: #f6d5d5; }
 .same { background: #eee; } .inconclusive, .mixed, .nodata { background: #fff6d0; }
 .note { color: #555; font-size: 13px; }
+td.suspect { font-style: italic; color: #777; }
 "#;
 
 /// A figure in its metric's unit, short.
@@ -29,13 +30,21 @@ fn show(metric: Metric, v: f64) -> String {
     }
 }
 
-/// A cell's background: green for the best, red for the worst, by the
-/// cell's place between the map's lowest and highest value.
-fn shade(h: &Heatmap, v: f64) -> String {
-    let values: Vec<f64> = h.cells.iter().flatten().flatten().copied().collect();
-    let (lo, hi) = values
+/// The lowest and highest value of a map's cells of ok runs.
+fn range(h: &Heatmap) -> (f64, f64) {
+    h.cells
         .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        .flatten()
+        .flatten()
+        .filter(|c| !c.suspect)
+        .fold((f64::MAX, f64::MIN), |(a, b), c| {
+            (a.min(c.value), b.max(c.value))
+        })
+}
+
+/// A cell's background: green for the best, red for the worst, by the
+/// cell's place between the map's lowest and highest value (`lo`, `hi`).
+fn shade(h: &Heatmap, (lo, hi): (f64, f64), v: f64) -> String {
     let mut t = if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
     if h.metric.better() == Better::Lower {
         t = 1.0 - t;
@@ -116,24 +125,37 @@ pub fn mesh_page(r: &MeshReport) -> String {
             esc(&h.test),
             esc(h.metric.label())
         );
-        if let Some(m) = h.median {
-            let _ = write!(o, "<p class=note>median {}</p>", show(h.metric, m));
-        }
+        let _ = write!(
+            o,
+            "<p class=note>Each cell: the mean of the pair's ok runs; green the best, red the worst{}. \
+             A value in italics with * is of suspect runs only (no ok run), left out of the median.</p>",
+            h.median
+                .map(|m| format!("; median {}", show(h.metric, m)))
+                .unwrap_or_default()
+        );
         o.push_str("<table><tr><th class=name>source \\ destination</th>");
         for a in &r.agents {
             let _ = write!(o, "<th>{}</th>", esc(a));
         }
         o.push_str("</tr>");
+        let scale = range(h);
         for (s, row) in h.cells.iter().enumerate() {
             let _ = write!(o, "<tr><th class=name>{}</th>", esc(&r.agents[s]));
             for (d, v) in row.iter().enumerate() {
                 match v {
-                    Some(v) => {
+                    Some(c) if c.suspect => {
+                        let _ = write!(
+                            o,
+                            "<td class=suspect title=\"suspect runs only: not in the median\">{}*</td>",
+                            show(h.metric, c.value)
+                        );
+                    }
+                    Some(c) => {
                         let _ = write!(
                             o,
                             "<td style=\"{}\">{}</td>",
-                            shade(h, *v),
-                            show(h.metric, *v)
+                            shade(h, scale, c.value),
+                            show(h.metric, c.value)
                         );
                     }
                     None if s == d => o.push_str("<td></td>"),
