@@ -5,7 +5,8 @@
 //! `DIR/mesh.json`, and writes the mesh report into `DIR/report/`.
 
 use std::collections::BTreeMap;
-use std::net::ToSocketAddrs;
+use std::collections::HashSet;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -22,6 +23,9 @@ use crate::UsageError;
 mod execute;
 
 /// `linkperf mesh`.
+// clap prints the fields' comments as the options' help, brackets and all:
+// they are not links.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Args)]
 pub struct MeshArgs {
     /// The agents: HOST[:PORT],... (each a `linkperf serve --auth-key` on its node).
@@ -79,6 +83,14 @@ pub struct MeshArgs {
     /// that did not complete.
     #[arg(long)]
     pub resume: bool,
+    /// With --agents-dns: look the names up until their addresses have not
+    /// changed for 3 looks 2 s apart (agents still starting join them), at most D.
+    #[arg(long, value_name = "D", value_parser = parse_duration, requires = "agents_dns")]
+    pub wait_agents: Option<Duration>,
+    /// Continue DIR/mesh.json if it exists, else start it (for a Job that may be
+    /// run again).
+    #[arg(long, conflicts_with = "resume")]
+    pub resume_if_present: bool,
     /// Find the agents and print the plan and what it will take; run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -189,7 +201,8 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
         std::fs::create_dir_all(&a.out)
             .map_err(|e| usage(format!("cannot create {}: {e}", a.out.display())))?;
     }
-    let resumed = if a.resume {
+    let resume = a.resume || (a.resume_if_present && out_file.exists());
+    let resumed = if resume {
         Some(ResultsDocument::load(&out_file).map_err(|e| usage(format!("cannot resume: {e}")))?)
     } else {
         if out_file.exists() && !a.dry_run {
@@ -326,25 +339,23 @@ fn discover(a: &MeshArgs, key: &AuthKey) -> anyhow::Result<Vec<Agent>> {
                 .collect::<anyhow::Result<_>>()?
         }
         (None, Some(names)) => {
-            let mut all = Vec::new();
+            let mut names_of: Vec<(String, u16)> = Vec::new();
             for item in names.split(',').map(str::trim) {
                 if item.is_empty() {
                     return Err(usage(format!(
                         "--agents-dns {names}: an empty name in the list"
                     )));
                 }
-                let (host, port) = linkperf_session::parse_address(item, a.port)
-                    .map_err(|e| usage(format!("--agents-dns: {e}")))?;
-                let mut v: Vec<std::net::SocketAddr> = (host.as_str(), port)
-                    .to_socket_addrs()
-                    .map_err(|e| usage(format!("--agents-dns {item}: it does not resolve: {e}")))?
-                    .collect();
-                v.sort();
-                all.extend(v);
+                names_of.push(
+                    linkperf_session::parse_address(item, a.port)
+                        .map_err(|e| usage(format!("--agents-dns: {e}")))?,
+                );
             }
-            let mut seen = std::collections::HashSet::new();
-            all.retain(|addr| seen.insert(*addr));
-            all.into_iter().map(|s| s.to_string()).collect()
+            let mut found = resolve_all(&names_of, a.wait_agents.is_some())?;
+            if let Some(wait) = a.wait_agents {
+                found = settle(&names_of, found, wait);
+            }
+            found.into_iter().map(|s| s.to_string()).collect()
         }
         (None, None) => return Err(usage("give --agents or --agents-dns")),
     };
@@ -395,6 +406,59 @@ fn discover(a: &MeshArgs, key: &AuthKey) -> anyhow::Result<Vec<Agent>> {
     }
     name_agents(&mut agents);
     Ok(agents)
+}
+
+/// Every address of every name, in order, each once. A name that does not
+/// resolve is an error, unless `lenient` (while waiting for agents to come).
+fn resolve_all(names: &[(String, u16)], lenient: bool) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut all = Vec::new();
+    for (host, port) in names {
+        match (host.as_str(), *port).to_socket_addrs() {
+            Ok(v) => {
+                let mut v: Vec<SocketAddr> = v.collect();
+                v.sort();
+                all.extend(v);
+            }
+            Err(_) if lenient => {}
+            Err(e) => {
+                return Err(usage(format!(
+                    "--agents-dns {host}:{port}: it does not resolve: {e}"
+                )))
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    all.retain(|addr| seen.insert(*addr));
+    Ok(all)
+}
+
+/// How often `--wait-agents` looks the names up again, and how many looks in
+/// a row must find the same addresses.
+const SETTLE_EVERY: Duration = Duration::from_secs(2);
+const SETTLE_LOOKS: u32 = 3;
+
+/// The names' addresses once they have settled: looked up every
+/// [`SETTLE_EVERY`] until [`SETTLE_LOOKS`] looks in a row find the same (at
+/// least 2) addresses, or `wait` has passed. Agents that start at once (a
+/// DaemonSet's pods becoming ready) join a headless Service's name over a few
+/// seconds; a mesh started with them should not leave the late ones out.
+fn settle(names: &[(String, u16)], mut found: Vec<SocketAddr>, wait: Duration) -> Vec<SocketAddr> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut same = 1;
+    while (same < SETTLE_LOOKS || found.len() < 2) && std::time::Instant::now() < deadline {
+        std::thread::sleep(
+            SETTLE_EVERY.min(deadline.saturating_duration_since(std::time::Instant::now())),
+        );
+        let now = resolve_all(names, true).unwrap_or_default();
+        if now == found {
+            same += 1;
+        } else {
+            eprintln!("linkperf: waiting for the agents: {} found", now.len());
+            found = now;
+            same = 1;
+        }
+    }
+    found
 }
 
 /// `host:port`, with brackets around an IPv6 host.

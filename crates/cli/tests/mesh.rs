@@ -491,6 +491,24 @@ fn a_mesh_of_three_agents_runs_every_pair_and_reports() {
         assert!(out.join("report").join(f).is_file(), "report/{f}");
     }
     assert!(stdout.contains("mesh of 3 agents"), "{stdout}");
+    // A Job run again continues its mesh: here, nothing is left to run.
+    let (code, _, err) = run(&[
+        "mesh",
+        "--agents",
+        &list,
+        "--auth-key",
+        key.to_str().unwrap(),
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--resume-if-present",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("resuming: 6 runs already done, 0 to run"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -551,6 +569,24 @@ fn agents_are_found_by_name_and_every_plan_is_priced_before_anything_runs() {
             "{stdout}"
         );
     }
+    // Waiting for the names' addresses to settle: here they are settled.
+    let (code, stdout, err) = run(&[
+        "mesh",
+        "--agents-dns",
+        &names,
+        "--wait-agents",
+        "30s",
+        "--auth-key",
+        key.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("4 agents, plan all-pairs, 12 pairs"),
+        "{stdout}"
+    );
     let (_, stdout, _) = dry("all-pairs", "2");
     assert!(stdout.contains("2 pairs same-node host-pod"), "{stdout}");
     // Two nodes: one run at a time, whatever --concurrency says.

@@ -40,18 +40,26 @@ pub struct AgentSpec<'a> {
     pub zone: Option<&'a str>,
     /// More `serve` arguments.
     pub extra: &'a [&'a str],
+    /// The program and arguments that stand for `linkperf` (e.g. a chroot of
+    /// another binary), instead of the binary under test.
+    pub command: Option<&'a [&'a str]>,
 }
 
 impl Agent {
     /// Starts an agent and returns once it has said where it listens.
     pub fn start(spec: &AgentSpec) -> Agent {
-        let mut c = match spec.netns {
-            Some(ns) => {
+        let mut c = match (spec.command, spec.netns) {
+            (Some(command), _) => {
+                let mut c = Command::new(command[0]);
+                c.args(&command[1..]);
+                c
+            }
+            (None, Some(ns)) => {
                 let mut c = Command::new("ip");
                 c.args(["netns", "exec", ns, BIN]);
                 c
             }
-            None => Command::new(BIN),
+            (None, None) => Command::new(BIN),
         };
         c.args([
             "serve",
@@ -173,14 +181,16 @@ pub struct Controller {
 impl Controller {
     /// Spawns `linkperf ARGS`.
     pub fn spawn(netns: Option<&str>, args: &[&str]) -> Controller {
-        let mut c = match netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, BIN]);
-                c
-            }
-            None => Command::new(BIN),
-        };
+        match netns {
+            Some(ns) => Controller::spawn_as(&["ip", "netns", "exec", ns, BIN], args),
+            None => Controller::spawn_as(&[BIN], args),
+        }
+    }
+
+    /// Spawns `COMMAND ARGS`, COMMAND standing for `linkperf`.
+    pub fn spawn_as(command: &[&str], args: &[&str]) -> Controller {
+        let mut c = Command::new(command[0]);
+        c.args(&command[1..]);
         let mut child = c
             .args(args)
             .env_remove("LINKPERF_AUTH_KEY_FILE")
