@@ -1,6 +1,6 @@
 //! A mesh across a lab cluster on this host: four "nodes" (network
 //! namespaces) on a bridge (the host network, 198.18.0.0/24, each node's
-//! link shaped to 500 Mbit/s) with a VXLAN overlay between them (the pod
+//! link shaped to 200 Mbit/s) with a VXLAN overlay between them (the pod
 //! network, 198.19.0.0/24), two agents per node, one on each network, and
 //! `linkperf mesh` run from the first node as a Job's pod would.
 //!
@@ -26,7 +26,7 @@ const NODES: u32 = 4;
 const HOST_PORT: u16 = 7410;
 const POD_PORT: u16 = 7411;
 /// The rate of each node's link.
-const RATE: &str = "500mbit";
+const RATE: &str = "200mbit";
 /// Longest a mesh of this test may take.
 const MESH_DEADLINE: Duration = Duration::from_secs(300);
 
@@ -206,6 +206,26 @@ fn measured(r: &Value) -> bool {
     }
 }
 
+/// The report's comparison of the pod network with the host network across
+/// nodes: its throughput's relative difference (%) and the test's comparison.
+fn overlay_throughput_pct(report: &Value) -> (f64, Value) {
+    let overlay = report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["title"] == "pod network vs host network (cross-node)")
+        .unwrap_or_else(|| panic!("no overlay comparison: {}", report["comparisons"]));
+    let t = overlay["comparison"]["tests"][0].clone();
+    let throughput = t["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "throughput.bytes_per_s")
+        .unwrap_or_else(|| panic!("no throughput in {t}"))
+        .clone();
+    (throughput["relative_pct"].as_f64().unwrap(), t)
+}
+
 /// Test name → its runs.
 fn runs_by_test(doc: &Value) -> Vec<(String, Vec<Value>)> {
     doc["tests"]
@@ -347,9 +367,17 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     let heatmap = &report["heatmaps"][0];
     assert_eq!(heatmap["cells"].as_array().unwrap().len(), 8);
     assert!(all.join("report").join("index.html").is_file());
+    // The overlay's cost, over the 12 cross-node pairs of each network: the
+    // 50 bytes VXLAN adds to each packet on a link of a fixed rate.
+    let (pct, t) = overlay_throughput_pct(&report);
+    assert!(
+        pct < 0.0,
+        "the overlay's throughput is below the underlay's: {pct:+.1} %: {t}"
+    );
 
-    // 3. path-classes: a few pairs of each class, compared. The overlay
-    // (pod network) carries a stream slower than the underlay across nodes.
+    // 3. path-classes: a few pairs of each class, compared (four pairs a
+    // class are too few to hold the sign of a 3.5 % difference on a busy
+    // host: the all-pairs mesh above showed it).
     let classes = dir.path().join("classes");
     let class_args = args(&classes, "path-classes:4", "2");
     let argv: Vec<&str> = class_args.iter().map(String::as_str).collect();
@@ -364,24 +392,7 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
         "six classes among 4 nodes × {{host, pod}}, four pairs each"
     );
     let report = load(&classes.join("report").join("mesh-report.json"));
-    let overlay = report["comparisons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["title"] == "pod network vs host network (cross-node)")
-        .unwrap_or_else(|| panic!("no overlay comparison: {}", report["comparisons"]));
-    let t = &overlay["comparison"]["tests"][0];
-    let throughput = t["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["metric"] == "throughput.bytes_per_s")
-        .unwrap_or_else(|| panic!("no throughput in {t}"));
-    let pct = throughput["relative_pct"].as_f64().unwrap();
-    assert!(
-        pct < 0.0,
-        "the overlay's throughput is below the underlay's: {pct:+.1} %: {t}"
-    );
+    overlay_throughput_pct(&report);
     assert!(
         out.contains("pod network vs host network (cross-node)"),
         "the summary says it: {out}"

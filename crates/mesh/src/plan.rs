@@ -99,6 +99,10 @@ pub struct PlanCost {
     pub runs: u64,
     /// Bytes the plan's pairs hold in memory (by counting: capacity × size).
     pub plan_bytes: u64,
+    /// Bytes the scheduler's queue of runs holds at its start (one
+    /// [`Item`](crate::Item) a run; [`Scheduler::held_bytes`](crate::Scheduler::held_bytes)
+    /// counts what it holds).
+    pub queue_bytes: u64,
     /// Runs going on at once at most.
     pub at_once: u64,
 }
@@ -124,6 +128,7 @@ impl PlanCost {
             pairs: n,
             runs: n * tests * repeat,
             plan_bytes: (pairs.capacity() * std::mem::size_of::<Pair>()) as u64,
+            queue_bytes: n * tests * repeat * std::mem::size_of::<crate::Item>() as u64,
             at_once,
         }
     }
@@ -135,8 +140,10 @@ impl PlanCost {
 }
 
 /// The pairs of `plan` over `agents`, drawing with `seed` where the plan
-/// draws; in a fixed order (by source, then target; for `path-classes`, by
-/// class first).
+/// draws, in an order that spreads the agents (`all-pairs` by offset,
+/// `random` shuffled with the seed, `path-classes` by class, each class's
+/// pairs by source): the same arguments give the same pairs in the same
+/// order.
 pub fn plan_pairs(plan: &Plan, agents: &[Agent], seed: u64) -> Result<Vec<Pair>, MeshError> {
     let n = agents.len();
     if !(2..=MAX_AGENTS).contains(&n) {
@@ -154,11 +161,16 @@ pub fn plan_pairs(plan: &Plan, agents: &[Agent], seed: u64) -> Result<Vec<Pair>,
     let n32 = n as u32;
     let pairs = match plan {
         Plan::AllPairs => {
+            // By offset: every agent to the next, then to the one after, ...
+            // Each offset is a round in which every agent is the source of one
+            // pair and the target of one, so that pairs next to each other in
+            // the plan share no agent and a scheduler finds disjoint pairs
+            // without looking far.
             let mut v = Vec::with_capacity(n * (n - 1));
-            for s in 0..n32 {
-                v.extend((0..n32).filter(|t| *t != s).map(|t| Pair {
+            for d in 1..n32 {
+                v.extend((0..n32).map(|s| Pair {
                     source: s,
-                    target: t,
+                    target: (s + d) % n32,
                 }));
             }
             v
@@ -210,7 +222,8 @@ fn nth_pair(n: u64, m: u64) -> Pair {
 }
 
 /// `k` ordered pairs of `n` agents drawn without replacement (Floyd's
-/// algorithm: k draws, k held), sorted.
+/// algorithm: k draws, k held), sorted, then shuffled with the seed (so that
+/// pairs next to each other rarely share an agent).
 fn random(n: u64, k: u64, seed: u64) -> Vec<Pair> {
     let total = n * (n - 1);
     if k >= total {
@@ -226,6 +239,7 @@ fn random(n: u64, k: u64, seed: u64) -> Vec<Pair> {
     }
     let mut v: Vec<Pair> = chosen.into_iter().map(|m| nth_pair(n, m)).collect();
     v.sort_unstable();
+    rng.shuffle(&mut v);
     v
 }
 

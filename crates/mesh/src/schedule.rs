@@ -181,6 +181,15 @@ impl Scheduler {
         self.pending.len()
     }
 
+    /// Bytes this scheduler holds, by counting its collections' capacity:
+    /// the pairs, each agent's node, the queue of runs, the nodes' flags.
+    pub fn held_bytes(&self) -> u64 {
+        (self.pairs.capacity() * std::mem::size_of::<Pair>()
+            + self.node_of.capacity() * std::mem::size_of::<u32>()
+            + self.pending.capacity() * std::mem::size_of::<Item>()
+            + self.busy.capacity() * std::mem::size_of::<bool>()) as u64
+    }
+
     /// Whether every run has been handed out and has ended.
     pub fn is_done(&self) -> bool {
         self.pending.is_empty() && self.running == 0

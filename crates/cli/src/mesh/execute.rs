@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_mesh::{classify, nodes_of, Concurrency, Item, Scheduler};
 use linkperf_results::{
@@ -103,6 +103,7 @@ pub(crate) fn run_mesh(
             }
         });
     }
+    let mut pacer = SavePacer::default();
     let mut sched = Scheduler::new(p.pairs.clone(), nodes_of(&p.agents), items, p.concurrency);
     let (tx, rx) = mpsc::channel::<(Item, Result<Delegated, SessionError>)>();
     let mut failed = 0usize;
@@ -183,8 +184,10 @@ pub(crate) fn run_mesh(
         if !quiet || !line.contains("[ok]") {
             crate::emit(&format!("{line}\n"))?;
         }
-        saver.save(doc)?;
+        pacer.save(&mut saver, doc, sched.is_done())?;
     }
+    // Whatever ended the loop, the last runs are saved.
+    pacer.save(&mut saver, doc, true)?;
     if interrupted || cancel.load(Ordering::Acquire) {
         eprintln!(
             "linkperf: mesh interrupted; finished runs are kept. resume with: {}",
@@ -200,6 +203,40 @@ pub(crate) fn run_mesh(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Saves after every run while saving is cheap; once the document is large
+/// (a mesh of thousands of pairs), no more often than keeps saving under a
+/// tenth of the time: each save rewrites the whole file, so saving after
+/// every run would make the time spent saving grow with the square of the
+/// runs. A crash then loses at most the runs of the last interval, which
+/// `--resume` runs again.
+#[derive(Default)]
+struct SavePacer {
+    last: Option<(Instant, Duration)>,
+}
+
+/// How much longer than a save takes must pass before the next one.
+const SAVE_SHARE: u32 = 10;
+
+impl SavePacer {
+    /// Saves `doc` now if `must`, or if enough time has passed since the last save.
+    fn save(
+        &mut self,
+        saver: &mut crate::save::Saver,
+        doc: &ResultsDocument,
+        must: bool,
+    ) -> anyhow::Result<()> {
+        if let Some((at, took)) = self.last {
+            if !must && at.elapsed() < took * SAVE_SHARE {
+                return Ok(());
+            }
+        }
+        let start = Instant::now();
+        saver.save(doc)?;
+        self.last = Some((Instant::now(), start.elapsed()));
+        Ok(())
+    }
 }
 
 /// One delegated run as the results document records it: measured and
