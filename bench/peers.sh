@@ -134,7 +134,12 @@ def emit(out, prefix, **kv):
 def linkperf(path, out, prefix):
     doc = json.load(open(path))
     run = doc["tests"][0]["runs"][0]
-    if run["status"] != "ok":
+    # A suspect run measured: on a busy host its figures are what the host
+    # allowed, said so on stderr; a run that failed or was aborted did not.
+    if run["status"] == "suspect":
+        print(f"linkperf run suspect ({prefix}): " + "; ".join(run.get("status_reasons", [])),
+              file=sys.stderr)
+    elif run["status"] != "ok":
         sys.exit(f"linkperf run {run['status']}: {run.get('error', '')}")
     gb = run["client"]["tx_bytes"] / 1e9
     cpu, eff = run["cpu"], run["efficiency"]
@@ -163,6 +168,37 @@ def iperf3(path, out, prefix):
          gbps=recv["bits_per_second"] / 1e9,
          cpu_gb_client=cu["host_total"] / 100 * secs / gb,
          cpu_gb_server=cu["remote_total"] / 100 * secs / gb)
+
+def linkperf_udp(path, out, prefix):
+    # A UDP stream: what arrived (the receiver's count) and what was sent;
+    # the client's CPU per GB it sent, the server's per GB it received.
+    doc = json.load(open(path))
+    run = doc["tests"][0]["runs"][0]
+    if run["status"] not in ("ok", "suspect"):
+        sys.exit(f"linkperf run {run['status']}: {run.get('error', '')}")
+    c, s = run["client"], run["server"]
+    sent_gb, got_gb = c["tx_bytes"] / 1e9, s["rx_bytes"] / 1e9
+    emit(out, prefix,
+         gbps=run["throughput"]["tx_bytes_per_s"] * 8 / 1e9,
+         sent_gbps=c["tx_bytes"] * 8 / c["window_s"] / 1e9,
+         loss_pct=run["udp"]["loss_rate"] * 100,
+         cpu_gb_client=c["cpu"]["process_s"] / sent_gb if sent_gb else None,
+         cpu_gb_server=s["cpu"]["process_s"] / got_gb if got_gb else None)
+
+def iperf3_udp(path, out, prefix):
+    doc = json.load(open(path))
+    if "error" in doc:
+        sys.exit(f"iperf3: {doc['error']}")
+    end = doc["end"]
+    recv, sent = end["sum_received"], end["sum_sent"]
+    secs = sent["seconds"]
+    cu = end["cpu_utilization_percent"]
+    emit(out, prefix,
+         gbps=recv["bits_per_second"] / 1e9,
+         sent_gbps=sent["bits_per_second"] / 1e9,
+         loss_pct=end["sum"]["lost_percent"],
+         cpu_gb_client=cu["host_total"] / 100 * secs / (sent["bytes"] / 1e9),
+         cpu_gb_server=cu["remote_total"] / 100 * secs / (recv["bytes"] / 1e9))
 
 def sockperf(path, out, prefix):
     text = open(path, errors="replace").read()
@@ -216,7 +252,7 @@ def table(path, secs, ref):
         a = num(lp) if isinstance(lp, str) else lp
         b = num(peer) if isinstance(peer, str) else peer
         q = None
-        if isinstance(a, float) and isinstance(b, float) and a and b:
+        if isinstance(a, float) and isinstance(b, float) and a and b and ratio != "none":
             q = a / b if ratio == "lp/peer" else b / a
         t = ""
         if target is not None:
@@ -267,6 +303,17 @@ def table(path, secs, ref):
         paired(f"rr14.{pin}", "tps", f"rr 14x14, 1 user, {label}", "txn/s", tps, ("linkperf", "sockperf"))
     paired("srv", "gbps", "iperf3 -c to serve --iperf3 vs to iperf3 -s, TCP", "Gbit/s", gbit,
            ("serve --iperf3", "iperf3 -s"))
+    paired("udp", "gbps", "udp stream-up 1400, 1 user, unpaced", "received Gbit/s", gbit,
+           ("linkperf", "iperf3 -u -b 0 -l 1400"))
+    def med(key, metric, side):
+        vals = [num(f"{key}.r{n}.{side}.{metric}") for n in range(1, 100)]
+        vals = [v for v in vals if isinstance(v, float)]
+        return statistics.median(vals) if vals else f"{key}.r1.{side}.{metric}"
+    if num("udp.r1.lp.gbps") is not None or num("udp.r1.peer.gbps") is not None:
+        row("udp stream-up 1400, 1 user, unpaced: sent Gbit/s, median", med("udp", "sent_gbps", "lp"), med("udp", "sent_gbps", "peer"), gbit)
+        row("udp stream-up 1400, 1 user, unpaced: loss %, median", med("udp", "loss_pct", "lp"), med("udp", "loss_pct", "peer"), "{:.1f}", ratio="none")
+        row("udp stream-up 1400, 1 user, unpaced: client CPU-s/GB sent, median", med("udp", "cpu_gb_client", "lp"), med("udp", "cpu_gb_client", "peer"), cpg, ratio="peer/lp")
+        row("udp stream-up 1400, 1 user, unpaced: server CPU-s/GB received, median", med("udp", "cpu_gb_server", "lp"), med("udp", "cpu_gb_server", "peer"), cpg, ratio="peer/lp")
     for n in (1, 5):
         p = f"st{n}"
         row(f"stream-up 30k, {n} user(s): Gbit/s (peer iperf3)", f"{p}.lp.gbps", f"{p}.peer.gbps", gbit)
@@ -305,7 +352,8 @@ cmd = sys.argv[1]
 if cmd == "table":
     table(sys.argv[2], sys.argv[3], float(sys.argv[4]))
 else:
-    {"linkperf": linkperf, "iperf3": iperf3, "sockperf": sockperf, "floor": floor, "rss": rss}[cmd](*sys.argv[2:])
+    {"linkperf": linkperf, "linkperf_udp": linkperf_udp, "iperf3": iperf3, "iperf3_udp": iperf3_udp,
+     "sockperf": sockperf, "floor": floor, "rss": rss}[cmd](*sys.argv[2:])
 PY
 
 # ---- measurements ----------------------------------------------------------------
@@ -402,6 +450,36 @@ srv_measure() {
   if ! ((ok)) || ! py iperf3 "$WORK/$key.$side.json" "$RES" "$key.$side"; then fail "$key.$side.gbps"; fi
 }
 
+# udp_measure KEY SIDE
+#   A UDP stream of 1400-byte datagrams, one user, unpaced: linkperf (SIDE=lp,
+#   `run --protocol udp -w stream-up:1400 --rate 0` against a `linkperf serve`
+#   child) or iperf3 (SIDE=peer, `iperf3 -u -b 0 -l 1400` against `iperf3 -s -1`).
+udp_measure() {
+  local key=$1 side=$2 port ok=1
+  port=$(free_port_udp_too)
+  if [[ $side == lp ]]; then
+    echo "linkperf: $key (udp stream-up:1400, --rate 0, 1 user, ${SECS}s)" >&2
+    if ! start_server "$WORK/$key.lp.serve.log" "$port" "$LP" serve --listen "$HOST" --port "$port" --quiet; then
+      stop_server "$SERVER_PID"; fail "$key.lp.gbps"; return 0
+    fi
+    local srv=$SERVER_PID json=$WORK/$key.lp.json
+    run_client $((SECS + 60)) "$WORK/$key.lp.run.log" "$LP" run --server "$HOST:$port" --protocol udp \
+      --workload stream-up:1400 --rate 0 --users 1 --duration "${SECS}s" --json "$json" --quiet || ok=0
+    stop_server "$srv"
+    if ! ((ok)) || ! py linkperf_udp "$json" "$RES" "$key.lp"; then fail "$key.lp.gbps"; fi
+  else
+    echo "iperf3: $key (-u -b 0 -l 1400, ${SECS}s)" >&2
+    if ! start_server "$WORK/$key.peer.iperf3-server.log" "$port" iperf3 -s -1 -B "$HOST" -p "$port"; then
+      stop_server "$SERVER_PID"; fail "$key.peer.gbps"; return 0
+    fi
+    local srv=$SERVER_PID
+    run_client $((SECS + 60)) "$WORK/$key.peer.json" \
+      iperf3 -c "$HOST" -p "$port" -u -b 0 -l 1400 -t "$SECS" -J || ok=0
+    stop_server "$srv"
+    if ! ((ok)) || ! py iperf3_udp "$WORK/$key.peer.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
+  fi
+}
+
 # floor_measure KEY USERS REQ RESP
 #   bench/rrfloor.c on the same work as linkperf's default placement: one
 #   event-loop thread per CPU on each side, 1 s warm-up, then the window.
@@ -428,8 +506,8 @@ floor_measure() {
   if ! ((ok)) || ! py floor "$WORK/$key.floor.log" "$RES" "$key.floor"; then fail "$key.floor.tps"; fi
 }
 
-# BENCH_ONLY=rr14,streams,users,iperf3srv runs only those parts (default: all).
-ONLY=${BENCH_ONLY:-rr14,streams,users,iperf3srv}
+# BENCH_ONLY=rr14,streams,udp,users,iperf3srv runs only those parts (default: all).
+ONLY=${BENCH_ONLY:-rr14,streams,udp,users,iperf3srv}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
 
 # a. request/response 14x14, one user, free and pinned to CPU 0, ROUNDS times
@@ -455,6 +533,20 @@ if part streams; then
   for n in 1 5; do
     lp_measure "st$n" free "$n" stream-up:30k
     iperf3_measure "st$n" "$n"
+  done
+fi
+
+# b2. a UDP stream, unpaced, 1400-byte datagrams, one user: linkperf and
+#     iperf3 -u -b 0 -l 1400, ROUNDS times, in turn first
+if part udp; then
+  for r in $(seq "$ROUNDS"); do
+    if ((r % 2)); then
+      udp_measure "udp.r$r" lp
+      udp_measure "udp.r$r" peer
+    else
+      udp_measure "udp.r$r" peer
+      udp_measure "udp.r$r" lp
+    fi
   done
 fi
 

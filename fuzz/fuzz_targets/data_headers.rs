@@ -1,5 +1,5 @@
 //! The data path: the 32-byte preamble of a TCP/Unix data connection and the
-//! 16-byte header of a UDP datagram, from whatever bytes a stranger sends.
+//! 24-byte header of a UDP datagram, from whatever bytes a stranger sends.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

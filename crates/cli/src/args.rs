@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_workload::{Bytes, CpuList, PlacementPolicy, Protocol, Workload};
+use linkperf_workload::{BitsPerSecond, Bytes, CpuList, PlacementPolicy, Protocol, Workload};
 
 /// Default control port of `linkperf serve`.
 pub const DEFAULT_PORT: u16 = 7410;
@@ -65,6 +65,10 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
     s.parse::<Protocol>().map_err(|e| e.to_string())
+}
+
+fn parse_rate(s: &str) -> Result<BitsPerSecond, String> {
+    linkperf_workload::parse_udp_rate(s).map_err(|e| e.to_string())
 }
 
 fn parse_cpus(s: &str) -> Result<CpuList, String> {
@@ -226,15 +230,19 @@ pub struct RunArgs {
     #[arg(
         long,
         value_name = "FILE",
-        conflicts_with_all = ["iperf3_server", "workload", "users", "duration", "warmup", "protocol"]
+        conflicts_with_all = ["iperf3_server", "workload", "users", "duration", "warmup", "protocol", "rate"]
     )]
     pub profile: Option<std::path::PathBuf>,
     /// A profile variable: `--var h=127.0.0.1` sets `$h` (over the environment's). Repeatable.
     #[arg(long = "var", value_name = "NAME=VALUE", value_parser = parse_var, requires = "profile")]
     pub vars: Vec<(String, String)>,
-    /// Transport: tcp, udp (request/response only) or unix (same host only).
+    /// Transport: tcp, udp (request/response, or streams paced at --rate) or unix (same host only).
     #[arg(long, default_value = "tcp", value_parser = parse_protocol)]
     pub protocol: Protocol,
+    /// UDP streams: each user's pace in bits per second, as iperf3's -b (100m = 100,000,000
+    /// bit/s; k, m, g are powers of 1000); 0: as fast as the socket takes (default: 1m).
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<BitsPerSecond>,
     /// Concurrent users, each a flow with its own connection.
     #[arg(long, short, default_value_t = 1)]
     pub users: u32,
@@ -365,6 +373,10 @@ pub struct SuiteArgs {
     /// host noise is not judged here, and suspect runs are not retried.
     #[arg(long, hide = true)]
     pub shared_host: bool,
+    /// Run by `linkperf lab run`: an interrupted suite leaves the hint to
+    /// continue to the lab (whose `--resume` continues every file).
+    #[arg(long, hide = true)]
+    pub by_lab: bool,
     /// Run at most N of the runs still to do (with --resume), then stop without the
     /// table: the lab's interleaving runs one run of each configuration in turn.
     #[arg(long, hide = true, value_name = "N", requires = "resume")]

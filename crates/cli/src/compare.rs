@@ -369,6 +369,7 @@ fn emit(report: &Report, out: &OutputArgs) -> anyhow::Result<ExitCode> {
             .comparisons
             .iter()
             .map(|c| c.summary.clone())
+            .chain(report.insufficient().into_iter().map(str::to_string))
             .collect();
         lines.push(format!(
             "wrote {} files to {}: open {}",

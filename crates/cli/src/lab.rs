@@ -116,6 +116,12 @@ pub struct LabRunArgs {
     /// Recorded in every results file; a suite file's CPU lists win.
     #[arg(long, value_name = "same|split|free", default_value = "split", value_parser = parse_policy)]
     pub placement: PlacementPolicy,
+    /// Continue an interrupted lab run: the same command with --resume. Each
+    /// configuration's results file goes on where it stopped (checked against
+    /// the suite and its options, as `suite --resume` does); the comparison
+    /// is made when every file is complete.
+    #[arg(long)]
+    pub resume: bool,
     /// Directory for the results (CONFIG.json per configuration), logs and the report.
     #[arg(long)]
     pub out: PathBuf,
@@ -499,9 +505,12 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("failed to resolve {}", a.out.display()))?;
     for t in &topologies {
         let (all, pairs) = result_files(&dir, &t.config.name, a.pairs);
+        if a.resume {
+            continue;
+        }
         if let Some(f) = std::iter::once(&all).chain(&pairs).find(|f| f.exists()) {
             return Err(usage(format!(
-                "{} exists: choose another --out or remove it",
+                "{} exists: continue the lab run that wrote it with --resume, or choose another --out",
                 f.display()
             )));
         }
@@ -544,8 +553,9 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     };
     if interrupts.load(Ordering::Acquire) > 0 {
         eprintln!(
-            "linkperf lab: interrupted; everything the lab brought up is down. Results so far are in {}",
-            dir.display()
+            "linkperf lab: interrupted; everything the lab brought up is down. Results so far are in {}; continue with: {}",
+            dir.display(),
+            crate::save::resume_command(&command_line, &a.out)
         );
         return Ok(ExitCode::from(1));
     }
@@ -769,7 +779,7 @@ fn check_suite(exe: &Path, a: &LabRunArgs) -> anyhow::Result<usize> {
         .output()
         .context("failed to run linkperf suite --dry-run")?;
     if out.status.success() {
-        // "N tests × R run(s) = T runs, ..."
+        // "N tests × R runs = T runs, ..."
         let text = String::from_utf8_lossy(&out.stdout);
         return text
             .lines()
@@ -825,7 +835,13 @@ impl RunContext<'_> {
         let (_, files) = result_files(self.dir, name, n);
         let mut suites = Children(Vec::new());
         for (p, file) in t.pairs.iter().zip(&files) {
-            suites.0.push(self.suite_with(name, p, file, n, &[])?);
+            // Resuming, a file that was started goes on where it stopped.
+            let resume: &[&str] = if self.args.resume && file.exists() {
+                &["--resume"]
+            } else {
+                &[]
+            };
+            suites.0.push(self.suite_with(name, p, file, n, resume)?);
         }
         eprintln!(
             "linkperf lab: {name}: running suite {} over {n} pair(s)",
@@ -937,6 +953,8 @@ impl RunContext<'_> {
             file.display().to_string(),
             "--label".into(),
             label.clone(),
+            // The lab says how to continue, not each suite.
+            "--by-lab".into(),
         ];
         args.extend(suite_options(self.args));
         args.extend(extra.iter().map(|a| a.to_string()));

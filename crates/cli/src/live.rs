@@ -17,7 +17,7 @@ use linkperf_engine::live::LiveInterval;
 use linkperf_engine::LiveStats;
 use linkperf_metrics::Interval;
 use linkperf_results::{Run, RunStatus, StreamError, StreamEvent, StreamInterval, StreamStart};
-use linkperf_workload::{Protocol, TestSpec};
+use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::UsageError;
 
@@ -34,6 +34,10 @@ pub struct Columns {
     tcp: bool,
     /// UDP request/response: lost transactions.
     udp_rr: bool,
+    /// A UDP stream the client receives (stream-down, stream-bidir): the
+    /// datagrams lost on their way to it, and their jitter. An upload's
+    /// datagrams are counted by the server, in the run's figures.
+    udp_stream_in: bool,
     /// The warm-up's length, seconds: its lines count from the traffic's start.
     warmup_s: f64,
 }
@@ -46,6 +50,11 @@ impl Columns {
             round_trip,
             tcp: spec.protocol == Protocol::Tcp,
             udp_rr: round_trip && spec.protocol == Protocol::Udp,
+            udp_stream_in: spec.is_udp_stream()
+                && matches!(
+                    spec.workload,
+                    Workload::Stream { direction, .. } if direction != StreamDirection::Up
+                ),
             warmup_s: spec.warmup.as_secs_f64(),
         }
     }
@@ -130,6 +139,20 @@ pub fn line(iv: &LiveInterval, c: &Columns) -> String {
             0.0
         };
         let _ = write!(s, "  lost {} ({pct:.2} %)", iv.errors);
+    }
+    if c.udp_stream_in {
+        match &iv.datagrams {
+            Some(d) => {
+                let pct = if d.expected > 0 {
+                    d.lost() as f64 * 100.0 / d.expected as f64
+                } else {
+                    0.0
+                };
+                let jitter = d.jitter_us().map_or_else(|| "-".to_string(), time_us);
+                let _ = write!(s, "  lost {} ({pct:.2} %)  jitter {jitter:>9}", d.lost());
+            }
+            None => s.push_str("  lost -  jitter -"),
+        }
     }
     s
 }
@@ -264,6 +287,9 @@ impl LiveOutput {
                 tx_bytes: iv.tx_bytes,
                 rx_bytes: iv.rx_bytes,
                 transactions: iv.transactions,
+                datagrams: iv.datagrams.map(|d| d.received),
+                expected: iv.datagrams.map(|d| d.expected),
+                jitter_us: iv.datagrams.and_then(|d| d.jitter_us()),
             };
             let latency = iv.latency.as_ref().and_then(|l| l.summary());
             let e = StreamInterval::new(
@@ -274,7 +300,7 @@ impl LiveOutput {
                 iv.retransmits,
                 self.columns.udp_rr,
             );
-            self.event(&StreamEvent::Interval(e));
+            self.event(&StreamEvent::Interval(Box::new(e)));
         }
         let groups = match &mut self.lines {
             Some((g, _)) => g.push(iv),
@@ -411,6 +437,7 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use linkperf_engine::SecondDatagrams;
     use linkperf_metrics::LatencyRecorder;
 
     fn second(start_s: f64, warmup: bool, tx: u64) -> LiveInterval {
@@ -426,6 +453,7 @@ mod tests {
             errors: 0,
             retransmits: Some(1),
             latency: Some(l),
+            datagrams: None,
         }
     }
 
@@ -462,6 +490,28 @@ mod tests {
         let mut iv = second(0.0, false, 1);
         iv.errors = 10;
         assert!(line(&iv, &udp).ends_with("  lost 10 (50.00 %)"));
+
+        // A UDP stream the client receives: the datagrams lost on their way
+        // to it, and their jitter.
+        let down = Columns::of(&spec("stream-down:1400", Protocol::Udp));
+        let mut iv = second(0.0, false, 1);
+        iv.datagrams = Some(SecondDatagrams {
+            received: 990,
+            expected: 1000,
+            jitter_sum_ns: 30_000.0,
+            jitter_flows: 2,
+        });
+        assert!(
+            line(&iv, &down).ends_with("  lost 10 (1.00 %)  jitter   15.0 µs"),
+            "{}",
+            line(&iv, &down)
+        );
+        iv.datagrams = None;
+        assert!(line(&iv, &down).ends_with("  lost -  jitter -"));
+        // An upload's datagrams are counted by the server: no column.
+        let up = Columns::of(&spec("stream-up:1400", Protocol::Udp));
+        assert!(!line(&iv, &up).contains("lost"));
+        assert!(!Columns::of(&spec("stream-down:1400", Protocol::Tcp)).udp_stream_in);
     }
 
     #[test]

@@ -232,6 +232,11 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         let mut spec = TestSpec::new(a.workload.clone(), a.protocol, a.users, a.duration);
         spec.warmup = a.warmup;
         spec.udp_timeout = a.udp_timeout;
+        spec.rate = a.rate;
+        if let Some(default) = spec.stream_rate() {
+            // Recorded as it runs, the default included.
+            spec.rate.get_or_insert(default);
+        }
         spec.socket = SocketOptions {
             nodelay: a.nodelay,
             sndbuf: a.sndbuf,

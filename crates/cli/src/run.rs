@@ -107,11 +107,10 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let spec = plan.request.spec.clone();
     if !a.quiet {
         eprintln!(
-            "linkperf: running {} against {} for {:?} (+{:?} warmup)",
+            "linkperf: running {} against {} for {}",
             spec.name(),
             server_label,
-            spec.duration,
-            spec.warmup
+            crate::table::window_words(spec.duration, spec.warmup)
         );
     }
     let judging = judging(&a, false);
@@ -303,9 +302,9 @@ fn run_profile_plan(
     }
     if !a.quiet {
         eprintln!(
-            "linkperf: running {} ({} users) against {label}",
+            "linkperf: running {} ({}) against {label}",
             request.spec.name(),
-            request.spec.users
+            crate::table::count(u64::from(request.spec.users), "user")
         );
     }
     // A profile's workers publish no seconds: the stream has its start and end.
@@ -546,10 +545,9 @@ fn run_iperf3(
     linkperf_iperf3::check_spec(&spec).map_err(|e| UsageError(format!("cannot {e}")))?;
     if !a.quiet {
         eprintln!(
-            "linkperf: running {} against the iperf3 server at {server} for {:?} (+{:?} warmup)",
+            "linkperf: running {} against the iperf3 server at {server} for {}",
             spec.name(),
-            spec.duration,
-            spec.warmup
+            crate::table::window_words(spec.duration, spec.warmup)
         );
     }
     // iperf3 3.12 runs a test on one thread; linkperf cannot see another's.

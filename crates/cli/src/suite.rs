@@ -418,6 +418,10 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             ),
             None => "nothing was saved: run with --out FILE to be able to resume".into(),
         };
+        if a.by_lab {
+            eprintln!("linkperf: suite interrupted; completed runs are kept");
+            return Ok(ExitCode::from(1));
+        }
         eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
         return Ok(ExitCode::from(1));
     }
@@ -428,7 +432,10 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         );
     }
     if failures > 0 {
-        eprintln!("linkperf: {failures} run(s) failed; see the table and the results document");
+        eprintln!(
+            "linkperf: {} failed; see the table and the results document",
+            crate::table::count(failures as u64, "run")
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -715,8 +722,9 @@ fn plan_text(
         None => {
             let _ = writeln!(
                 s,
-                "{} tests × {repeat} run(s) = {} runs, {ordered}",
-                suite.tests.len(),
+                "{} × {} = {} runs, {ordered}",
+                crate::table::count(suite.tests.len() as u64, "test"),
+                crate::table::count(u64::from(repeat), "run"),
                 order.len(),
             );
         }
@@ -735,12 +743,11 @@ fn plan_text(
         let spec = &t.spec;
         let _ = writeln!(
             s,
-            "  {:<32} {:<6} {:>6} users  {:>6.1} s + {:.1} s warmup",
+            "  {:<32} {:<6} {:>10}  {}",
             t.name(),
             spec.protocol.to_string(),
-            spec.users,
-            spec.duration.as_secs_f64(),
-            spec.warmup.as_secs_f64()
+            crate::table::count(u64::from(spec.users), "user"),
+            crate::table::window_words(spec.duration, spec.warmup)
         );
     }
     let total = suite.estimated_time(repeat);

@@ -4,29 +4,58 @@ use std::fmt::Write as _;
 
 use linkperf_results::{Run, TestResult};
 
-fn rate(bytes_per_s: f64) -> String {
-    let bits = bytes_per_s * 8.0;
-    if bits >= 1e9 {
-        format!("{:.2} Gbit/s", bits / 1e9)
-    } else if bits >= 1e6 {
-        format!("{:.2} Mbit/s", bits / 1e6)
-    } else {
-        format!("{:.2} kbit/s", bits / 1e3)
-    }
-}
+use linkperf_report::units::{cpu_us, per_cpu_s, rate, time_us};
 
-fn opt(v: Option<f64>, unit: &str) -> String {
-    match v {
-        Some(x) if x >= 1e6 => format!("{:.3e} {unit}", x),
-        Some(x) => format!("{x:.2} {unit}"),
-        None => "n/a".into(),
-    }
+fn opt_cpu_us(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), cpu_us)
 }
 
 fn per_cpu(v: Option<f64>) -> String {
-    match v {
-        Some(b) => format!("{:.1} MB/cpu-s", b / 1e6),
-        None => "n/a".into(),
+    v.map_or_else(|| "n/a".into(), per_cpu_s)
+}
+
+/// `1 user`, `2 users`: a count and its noun.
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// A test's window and warm-up for people: `10 s + 1 s warm-up`, `1 s, no warm-up`.
+pub fn window_words(window: std::time::Duration, warmup: std::time::Duration) -> String {
+    if warmup.is_zero() {
+        format!("{}, no warm-up", seconds(window.as_secs_f64()))
+    } else {
+        format!(
+            "{} + {} warm-up",
+            seconds(window.as_secs_f64()),
+            seconds(warmup.as_secs_f64())
+        )
+    }
+}
+
+/// A duration in seconds for people: `500 ms`, `1 s`, `2.5 s`, `1 min 30 s`.
+pub fn seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else if s < 60.0 {
+        let t = format!("{s:.1}");
+        format!("{} s", t.trim_end_matches(".0"))
+    } else {
+        let m = (s / 60.0).floor();
+        let rest = s - m * 60.0;
+        if rest < 0.05 {
+            format!("{m:.0} min")
+        } else {
+            format!("{m:.0} min {:.0} s", rest)
+        }
+    }
+}
+
+/// `part` as a percentage of `whole`.
+fn share(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
     }
 }
 
@@ -42,15 +71,24 @@ fn wire_name<T: serde::Serialize>(v: &T) -> String {
 pub fn render_run(test: &TestResult, run: &Run) -> String {
     let mut s = String::new();
     let w = &test.workload;
+    let warmup = if w.warmup_s > 0.0 {
+        format!(" after {} warm-up", seconds(w.warmup_s))
+    } else {
+        ", no warm-up".to_string()
+    };
+    // An interrupted run measured less than it was to.
+    let window = run
+        .client
+        .as_ref()
+        .map_or(w.duration_s, |c| c.window_s.min(w.duration_s));
     let _ = writeln!(
         s,
-        "{}  ({}, {}, {} users, {:.1} s window after {:.1} s warmup)  [{}]",
+        "{}  ({}, {}, {}, {} window{warmup})  [{}]",
         test.name,
         w.protocol,
         w.direction,
-        w.users,
-        w.duration_s,
-        w.warmup_s,
+        count(u64::from(w.users), "user"),
+        seconds(window),
         wire_name(&run.status)
     );
     if let Some(e) = &run.error {
@@ -67,16 +105,29 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             linkperf_results::Counter::Receiver => "",
             linkperf_results::Counter::Sender => " as sent",
         };
-        let _ = writeln!(
-            s,
-            "  throughput     {} (client→server {}{}, server→client {}{}), {:.0} transactions/s",
-            rate(t.bytes_per_s),
+        let directions = format!(
+            "client→server {}{}, server→client {}{}",
             rate(t.tx_bytes_per_s),
             sender(t.counted_at.client_to_server),
             rate(t.rx_bytes_per_s),
             sender(t.counted_at.server_to_client),
-            t.transactions_per_s
         );
+        // Request/response leads with its transactions, a stream with its bits.
+        if matches!(w.kind.as_str(), "rr" | "crr" | "mix" | "profile") {
+            let _ = writeln!(
+                s,
+                "  throughput     {:.0} transactions/s, {} ({directions})",
+                t.transactions_per_s,
+                rate(t.bytes_per_s),
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "  throughput     {} ({directions}), {:.0} messages/s",
+                rate(t.bytes_per_s),
+                t.transactions_per_s
+            );
+        }
     }
     if let Some(p) = &run.payload {
         // Bytes written but not yet read when the window closed: the sender's
@@ -122,6 +173,44 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             l.rate * 100.0
         );
     }
+    if let Some(u) = &run.udp {
+        for (dir, d) in u.directions() {
+            let _ = writeln!(
+                s,
+                "  udp            {dir}: {} of {} datagrams received, {} lost ({:.2} %), {} out of order, {} duplicated{}; jitter {}",
+                d.received,
+                d.expected,
+                d.lost,
+                d.loss_rate * 100.0,
+                d.out_of_order,
+                d.duplicates,
+                if d.late > 0 {
+                    format!(", {} too late to tell", d.late)
+                } else {
+                    String::new()
+                },
+                d.jitter_us.map_or("n/a".to_string(), |j| format!("{j:.1} µs"))
+            );
+            let pace = match d.kept_pace {
+                None => " (no pace asked: as fast as the socket takes)".to_string(),
+                Some(kept) => format!(
+                    " of {} asked{}",
+                    rate(u.rate_bits_per_s / 8.0),
+                    if kept {
+                        ""
+                    } else {
+                        ": the sender could not keep the pace"
+                    }
+                ),
+            };
+            let _ = writeln!(
+                s,
+                "  pace           {dir}: {} datagrams sent, {} per user{pace}",
+                d.sent,
+                rate(d.sent_bits_per_s / 8.0)
+            );
+        }
+    }
     if run.parts.len() > 1 {
         let users: u32 = run.parts.iter().map(|p| p.users).sum();
         let each: Vec<String> = run
@@ -151,8 +240,14 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
     if let Some(l) = &run.transaction_time_us {
         let _ = writeln!(
             s,
-            "  transaction    mean {:.1} µs  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1} µs  ({} transactions)",
-            l.mean, l.p50, l.p90, l.p99, l.p999, l.max, l.count
+            "  transaction    mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}  ({})",
+            time_us(l.mean),
+            time_us(l.p50),
+            time_us(l.p90),
+            time_us(l.p99),
+            time_us(l.p999),
+            time_us(l.max),
+            count(l.count, "transaction")
         );
     }
     if let Some(cpu) = &run.cpu {
@@ -181,24 +276,60 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             s,
             "  efficiency     client {} / {} per txn, server {} / {} per txn (process CPU)",
             per_cpu(e.client_bytes_per_cpu_s),
-            opt(e.client_cpu_us_per_txn, "cpu-µs"),
+            opt_cpu_us(e.client_cpu_us_per_txn),
             per_cpu(e.server_bytes_per_cpu_s),
-            opt(e.server_cpu_us_per_txn, "cpu-µs"),
+            opt_cpu_us(e.server_cpu_us_per_txn),
         );
         let _ = writeln!(
             s,
             "                 client {} / {} per txn, server {} / {} per txn (system-wide CPU)",
             per_cpu(e.client_bytes_per_system_cpu_s),
-            opt(e.client_system_cpu_us_per_txn, "cpu-µs"),
+            opt_cpu_us(e.client_system_cpu_us_per_txn),
             per_cpu(e.server_bytes_per_system_cpu_s),
-            opt(e.server_system_cpu_us_per_txn, "cpu-µs"),
+            opt_cpu_us(e.server_system_cpu_us_per_txn),
         );
+        if let Some(p) = &run.pinned {
+            let _ = writeln!(
+                s,
+                "                 client {} / {} per txn, server {} / {} per txn (each side's pinned CPUs: client {:.2} CPUs busy, {:.0}% softirq; server {:.2}, {:.0}%)",
+                per_cpu(e.client_bytes_per_pinned_cpu_s),
+                opt_cpu_us(e.client_pinned_cpu_us_per_txn),
+                per_cpu(e.server_bytes_per_pinned_cpu_s),
+                opt_cpu_us(e.server_pinned_cpu_us_per_txn),
+                p.client.utilisation,
+                share(p.client.softirq_s, p.client.busy_s),
+                p.server.utilisation,
+                share(p.server.softirq_s, p.server.busy_s),
+            );
+        }
     }
     if let Some(t) = &run.tcp_info {
         let _ = writeln!(
             s,
-            "  tcp            {} retransmits over {} flows, rtt mean {:.0} µs (max {:.0} µs), cwnd {:.0}",
-            t.retransmits, t.flows, t.rtt_us_mean, t.rtt_us_max, t.snd_cwnd_mean
+            "  tcp            {} over {}, rtt mean {} (max {}), cwnd {:.0} segments",
+            count(t.retransmits, "retransmit"),
+            count(u64::from(t.flows), "flow"),
+            time_us(t.rtt_us_mean),
+            time_us(t.rtt_us_max),
+            t.snd_cwnd_mean
+        );
+    }
+    if let Some(w) = run.wire.as_ref().and_then(|w| w.busier()) {
+        let _ = writeln!(
+            s,
+            "  wire           {} on {} ({}, headers included){}",
+            rate(w.bits_per_s / 8.0),
+            w.interface,
+            w.queue.as_deref().unwrap_or("no queue"),
+            if w.drops > 0 {
+                format!(
+                    ", {} dropped ({:.2} %)",
+                    count(w.drops, "packet"),
+                    w.drop_ratio * 100.0
+                )
+            } else {
+                String::new()
+            }
         );
     }
     let _ = writeln!(s, "  errors         {}", run.errors);
@@ -344,4 +475,31 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn counts_durations_and_windows_read_as_words() {
+        assert_eq!(count(1, "user"), "1 user");
+        assert_eq!(count(0, "flow"), "0 flows");
+        assert_eq!(count(250, "user"), "250 users");
+        assert_eq!(seconds(0.5), "500 ms");
+        assert_eq!(seconds(1.0), "1 s");
+        assert_eq!(seconds(2.5), "2.5 s");
+        assert_eq!(seconds(90.0), "1 min 30 s");
+        assert_eq!(seconds(120.0), "2 min");
+        assert_eq!(
+            window_words(Duration::from_secs(10), Duration::from_secs(1)),
+            "10 s + 1 s warm-up"
+        );
+        assert_eq!(
+            window_words(Duration::from_secs(1), Duration::ZERO),
+            "1 s, no warm-up"
+        );
+    }
 }

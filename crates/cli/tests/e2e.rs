@@ -827,7 +827,11 @@ fn cli_misuse_exits_2_with_a_clear_message() {
         (&["--workload", "rr2c-1x1"], "unknown workload"),
         (&["--users", "0"], "users"),
         (&["--protocol", "sctp"], "sctp"),
-        (&["--workload", "str-readx30k", "--protocol", "udp"], "udp"),
+        // A UDP stream's message is one datagram.
+        (
+            &["--workload", "str-readx64k", "--protocol", "udp"],
+            "UDP message must be between 1 and 65483",
+        ),
         (&["--workload", "crr:1x1", "--protocol", "udp"], "udp"),
         (&["--duration", "abc"], "--duration"),
         (&["--affinity", "x"], "--affinity"),
@@ -1597,6 +1601,21 @@ fn placement_split_halves_the_host_and_same_shares_it() {
         v.dedup();
         v
     });
+    // Pinned apart, each side is given its CPUs' time, softirq included.
+    if allowed.len() > 1 {
+        let pinned = at(&doc, "/tests/0/runs/0/pinned");
+        assert_eq!(pinned["client"]["cpus"][0], first[0] as u64, "{pinned}");
+        assert_eq!(pinned["server"]["cpus"][0], second[0] as u64, "{pinned}");
+        for side in ["client", "server"] {
+            let busy = pinned[side]["busy_s"].as_f64().unwrap();
+            assert!(busy > 0.0 && busy >= pinned[side]["softirq_s"].as_f64().unwrap());
+            let per_txn = num(
+                &doc,
+                &format!("/tests/0/runs/0/efficiency/{side}_pinned_cpu_us_per_txn"),
+            );
+            assert!(per_txn > 0.0, "{side}: {per_txn}");
+        }
+    }
     // An explicit list wins over the policy.
     let doc = load(
         &server,
@@ -1740,6 +1759,186 @@ fn udp_with_several_users_loses_nothing_on_loopback() {
             .is_empty());
     }
     assert_eq!(num(&doc, "/tests/0/config/udp_timeout_s"), 1.0);
+}
+
+// ---------------------------------------------------------------------------
+// UDP streams.
+// ---------------------------------------------------------------------------
+
+/// One UDP stream's direction in a run's `udp` block, with what its senders
+/// and receivers counted, checked against each other.
+fn udp_direction<'a>(r: &'a Value, dir: &str) -> &'a Value {
+    let d = at(r, &format!("/udp/{dir}"));
+    let (received, expected, lost) = (int(d, "/received"), int(d, "/expected"), int(d, "/lost"));
+    assert_eq!(lost, expected.saturating_sub(received), "{d}");
+    assert!(received > 0, "nothing arrived {dir}: {d}");
+    assert!(
+        received <= int(d, "/sent") + 64,
+        "more received than sent, beyond the windows' offset: {d}"
+    );
+    d
+}
+
+/// A stream at a pace the path carries loses nothing, whichever way it runs:
+/// every datagram the receivers expected arrived, in order, once, and the
+/// throughput is the pace asked.
+#[test]
+fn a_udp_stream_at_a_pace_the_path_carries_loses_nothing() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    for (workload, name, direction, dirs) in [
+        (
+            "stream-up:1400",
+            "str-readx1400@5m--2--udp",
+            "client_to_server",
+            &["client_to_server"][..],
+        ),
+        (
+            "stream-down:1k",
+            "str-writex1k@5m--2--udp",
+            "server_to_client",
+            &["server_to_client"][..],
+        ),
+        (
+            "stream-bidir:200",
+            "str-bidirx200@5m--2--udp",
+            "bidirectional",
+            &["client_to_server", "server_to_client"][..],
+        ),
+    ] {
+        let doc = load(
+            &server,
+            workload,
+            "udp",
+            2,
+            &["--rate", "5m", "--duration", "2s"],
+        );
+        check_run(&doc, name, "udp", direction, 2);
+        assert_eq!(num(&doc, "/tests/0/config/rate_bits_per_s"), 5e6);
+        assert_eq!(int(&doc, "/tests/0/spec/rate"), 5_000_000);
+        assert_eq!(
+            text(&doc, "/tests/0/workload/name"),
+            name.split("--").next().unwrap()
+        );
+        let r = at(&doc, "/tests/0/runs/0");
+        assert_eq!(num(r, "/udp/rate_bits_per_s"), 5e6);
+        assert_eq!(num(r, "/udp/loss_rate"), 0.0, "{name}: {}", r["udp"]);
+        for dir in dirs {
+            let d = udp_direction(r, dir);
+            assert_eq!(int(d, "/lost"), 0, "{name} {dir}: {d}");
+            assert_eq!(int(d, "/duplicates"), 0);
+            assert_eq!(int(d, "/out_of_order"), 0, "loopback keeps the order");
+            let jitter = num(d, "/jitter_us");
+            assert!(
+                (0.0..1e5).contains(&jitter),
+                "{name} {dir}: jitter {jitter} µs"
+            );
+            // Never faster than asked; a busy host may hold a sender back,
+            // and then the run says so.
+            let sent = num(d, "/sent_bits_per_s");
+            assert!(
+                sent <= 5e6 * 1.02,
+                "{name} {dir}: sent {sent} bit/s per user"
+            );
+            if sent < 5e6 * 0.98 {
+                assert_eq!(at(d, "/kept_pace"), false, "{name} {dir}: {d}");
+            }
+            // What arrived is the throughput: nothing lost, about 2 × 5 Mbit/s
+            // each way (what the senders sent).
+            let key = if *dir == "client_to_server" {
+                "tx"
+            } else {
+                "rx"
+            };
+            let received = num(r, &format!("/throughput/{key}_bytes_per_s")) * 8.0;
+            assert!(
+                (received - 2.0 * sent).abs() <= 0.02 * 2.0 * sent,
+                "{name} {dir}: received {received} bit/s, sent 2 × {sent}"
+            );
+        }
+        // Every second's loss and jitter, from the receivers' seconds.
+        for i in at(r, "/intervals").as_array().unwrap() {
+            assert_eq!(num(i, "/loss_rate"), 0.0, "{i}");
+            assert!(i.get("jitter_us").is_some(), "{i}");
+        }
+        // Each datagram is a message.
+        assert!(num(r, "/throughput/transactions_per_s") > 0.0);
+        assert_eq!(text(r, "/flows/measure"), "received_bytes");
+        assert_eq!(int(r, "/flows/no_progress"), 0);
+    }
+}
+
+/// Many users at once: every flow registers, sends at its pace and is
+/// counted by the server, each in its own slot.
+#[test]
+fn many_udp_stream_users_at_once() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let doc = load(
+        &server,
+        "stream-up:200",
+        "udp",
+        200,
+        &[
+            "--rate",
+            "100k",
+            "--duration",
+            "2s",
+            "--server-threads",
+            "2",
+        ],
+    );
+    check_run(
+        &doc,
+        "str-readx200@100k--200--udp",
+        "udp",
+        "client_to_server",
+        200,
+    );
+    let r = at(&doc, "/tests/0/runs/0");
+    assert_eq!(int(r, "/server/connections"), 200, "one per flow");
+    assert_eq!(int(r, "/flows/flows"), 200);
+    assert_eq!(int(r, "/flows/no_progress"), 0, "{}", r["flows"]);
+    let d = udp_direction(r, "client_to_server");
+    // 200 × 100 kbit/s = 20 Mbit/s in all, over one loopback host.
+    let lost = num(d, "/loss_rate");
+    assert!(lost < 0.01, "{lost} of the datagrams lost: {d}");
+    let total = num(r, "/throughput/tx_bytes_per_s") * 8.0;
+    let sent = num(d, "/sent_bits_per_s") * 200.0;
+    assert!(
+        total <= sent * 1.02 && total >= sent * 0.98 * (1.0 - lost),
+        "{total} bit/s arrived of {sent} sent"
+    );
+}
+
+/// `--rate` says what it paces: refused for anything but a UDP stream, and
+/// a rate that is no rate is a usage error.
+#[test]
+fn a_rate_is_for_udp_streams_and_says_how_to_write_it() {
+    for (args, says) in [
+        (
+            &["--protocol", "tcp", "-w", "stream-up:1k", "--rate", "10m"][..],
+            "--rate paces UDP streams",
+        ),
+        (
+            &["--protocol", "udp", "-w", "rr1c-1x1", "--rate", "10m"][..],
+            "--rate paces UDP streams",
+        ),
+        (
+            &["--protocol", "udp", "-w", "stream-up:1k", "--rate", "fast"][..],
+            "100m is 100,000,000 bit/s",
+        ),
+        (
+            &["--protocol", "udp", "-w", "stream-up:64k", "--rate", "1m"][..],
+            "UDP message must be between 1 and 65483",
+        ),
+    ] {
+        let mut all = vec!["run", "--duration", "1"];
+        all.extend_from_slice(args);
+        let (code, out, err) = run(&all);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -2162,6 +2361,114 @@ fn json_stream_to_a_file() {
     for d in &window {
         assert_eq!(int(d, "/loss/answered"), int(d, "/transactions"), "{d}");
         assert!(d["retransmits"].is_null(), "no TCP: {d}");
+    }
+}
+
+/// A UDP stream the client receives: each second's line says what was lost
+/// on the way to it and the jitter, each interval event carries its
+/// datagrams (the warm-up's too), the window's are the client's intervals of
+/// the run, count for count, and add up to the run's count of that
+/// direction; the end carries the run's UDP figures. An upload's lines say
+/// nothing of loss: the server counts it.
+#[test]
+fn a_udp_stream_shows_each_seconds_loss_live() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let (code, out, err, doc) = run_json(&[
+        "run",
+        "--server",
+        &addr,
+        "--protocol",
+        "udp",
+        "--workload",
+        "stream-bidir:1400",
+        "--rate",
+        "5m",
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--interval",
+        "1s",
+        "--json-stream",
+        "-",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let events = stream_events(&out);
+    let window = check_stream(&events, &doc);
+    assert_eq!(window.len(), 2);
+    let r = at(&doc, "/tests/0/runs/0");
+    let client = at(r, "/client/intervals").as_array().unwrap();
+    for (k, (d, c)) in window.iter().zip(client).enumerate() {
+        for f in ["/datagrams", "/expected", "/jitter_us"] {
+            assert_eq!(d.pointer(f), c.pointer(f), "second {k}{f}: {d} vs {c}");
+        }
+        let (got, expected) = (int(d, "/datagrams"), int(d, "/expected"));
+        assert!(got > 0, "second {k} received datagrams: {d}");
+        let lost = expected.saturating_sub(got) as f64 / expected as f64;
+        assert_eq!(num(d, "/loss_rate"), lost, "{d}");
+        assert!(d.get("loss").is_none(), "no transactions: {d}");
+    }
+    // The window's seconds add up to the run's count of the server's
+    // datagrams at the client.
+    let down = udp_direction(r, "server_to_client");
+    for (f, total) in [("/datagrams", "/received"), ("/expected", "/expected")] {
+        let sum: u64 = window.iter().map(|d| int(d, f)).sum();
+        assert_eq!(sum, int(down, total), "{f}: {window:?}\n{down}");
+    }
+    // The warm-up's second is shown with its datagrams too.
+    let warm: Vec<&Value> = events
+        .iter()
+        .filter(|(e, d)| e == "interval" && d["warmup"] == true)
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    assert!(int(warm[0], "/expected") > 0, "{}", warm[0]);
+    // The end is the run, its UDP figures with it.
+    let end = &events.last().unwrap().1;
+    assert!(end["udp"]["client_to_server"].is_object(), "{end}");
+    assert!(end["udp"]["server_to_client"].is_object(), "{end}");
+    assert!(
+        end["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["loss_rate"].is_number()),
+        "{end}"
+    );
+    // The lines for people, on standard error: loss and jitter each second.
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains(" s  sent ")).collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for l in &lines {
+        assert!(l.contains("  lost ") && l.contains("  jitter "), "{l:?}");
+    }
+
+    // An upload: the client receives nothing, its lines say nothing of loss.
+    let (code, out, err) = run(&[
+        "run",
+        "--server",
+        &addr,
+        "--protocol",
+        "udp",
+        "--workload",
+        "stream-up:1400",
+        "--rate",
+        "5m",
+        "--duration",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--interval",
+        "1s",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let lines: Vec<&str> = out.lines().filter(|l| l.contains(" s  sent ")).collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for l in &lines {
+        assert!(!l.contains("lost"), "{l:?}");
     }
 }
 

@@ -609,6 +609,143 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
     assert!(util::int(r, "/server/transactions") >= util::int(r, "/client/transactions"));
 }
 
+/// Times the data workers of `linkperf serve` process `pid` woke up so far
+/// (their threads' voluntary context switches): a few a second idle, one per
+/// arrival when a stream flows into them.
+fn worker_wakeups(pid: u32) -> u64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|t| {
+                let t = t.ok()?.path();
+                let comm = std::fs::read_to_string(t.join("comm")).ok()?;
+                if !comm.starts_with("lp-server") {
+                    return None;
+                }
+                let status = std::fs::read_to_string(t.join("status")).ok()?;
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            })
+            .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Datagrams the kernel dropped at process `pid`'s UDP sockets for want of
+/// room (`drops` of its sockets in `/proc/PID/net/udp` and `udp6`).
+fn udp_drops(pid: u32) -> u64 {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter_map(|l| {
+                    let l = l.to_string_lossy().into_owned();
+                    Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ["udp", "udp6"]
+        .iter()
+        .flat_map(|t| {
+            std::fs::read_to_string(format!("/proc/{pid}/net/{t}"))
+                .unwrap_or_default()
+                .lines()
+                .skip(1)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local rem st tx:rx tr:tm retrnsmt uid timeout inode ref pointer drops
+            (f.len() >= 13 && inodes.iter().any(|i| i == f[9])).then(|| f[12].parse().unwrap_or(0))
+        })
+        .sum()
+}
+
+/// A receiver that stops reading: the server of a UDP stream is stopped
+/// (SIGSTOP) while the stream runs, until the kernel has dropped datagrams at
+/// its full socket; then it goes on. The run ends on time, and the datagrams
+/// the kernel dropped are counted lost, by the gap in their sequence numbers.
+#[test]
+fn a_udp_receiver_that_stops_reading_counts_losses_and_does_not_hang() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("udp-stream.json");
+    let addr = server.addr();
+    let mut client = spawn(&[
+        "run",
+        "--quiet",
+        "--server",
+        &addr,
+        "--protocol",
+        "udp",
+        "--workload",
+        "stream-up:1400",
+        "--rate",
+        "50m",
+        "--warmup",
+        "0",
+        "--duration",
+        "4s",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        while !done() {
+            assert!(Instant::now() < deadline, "{what}: {}", server.log());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    wait("the test did not start", &|| {
+        server.log().contains("running")
+    });
+    // The stream flows: the server's worker wakes for it about a thousand
+    // times a second (twenty idle).
+    let before = worker_wakeups(server.pid());
+    wait("no stream woke the server's worker", &|| {
+        worker_wakeups(server.pid()) > before + 300
+    });
+    let dropped = udp_drops(server.pid());
+    signal(server.pid(), "-STOP");
+    wait("the kernel dropped nothing at the stopped server", &|| {
+        udp_drops(server.pid()) > dropped
+    });
+    signal(server.pid(), "-CONT");
+    let Some((status, _)) = exits_within(&mut client, Duration::from_secs(30)) else {
+        let _ = client.kill();
+        panic!("the UDP stream's client still runs 30 s after its 4 s window");
+    };
+    let (_, _, err) = output(client);
+    assert!(status.success(), "{status}: {err}");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = first_run(&doc);
+    util::assert_measured(r, "a receiver stopped until the kernel dropped");
+    let d = util::at(r, "/udp/client_to_server");
+    let (sent, received, lost) = (
+        util::int(d, "/sent"),
+        util::int(d, "/received"),
+        util::int(d, "/lost"),
+    );
+    eprintln!("{lost} of {sent} datagrams lost while the receiver was stopped");
+    assert!(lost > 0, "no loss counted: {d}");
+    assert!(lost <= sent, "{d}");
+    assert_eq!(util::int(d, "/expected"), received + lost);
+    assert!(util::num(d, "/loss_rate") > 0.0 && util::num(d, "/loss_rate") < 1.0);
+    // The losses are in the seconds they happened: some second lost some.
+    let seconds = util::at(r, "/intervals").as_array().unwrap();
+    assert!(
+        seconds
+            .iter()
+            .any(|i| i["loss_rate"].as_f64().unwrap_or(0.0) > 0.0),
+        "{seconds:?}"
+    );
+    // Nothing else went wrong: no duplicate, nothing out of order.
+    assert_eq!(util::int(d, "/duplicates"), 0);
+}
+
 #[test]
 fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
     let _g = shared();
@@ -621,6 +758,7 @@ fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
             tag: token.session_tag(),
             flow: 0,
             seq,
+            sent_ns: 0,
         };
         header.encode(d.first_chunk_mut::<UDP_HEADER_LEN>().unwrap());
         d

@@ -1281,6 +1281,101 @@ fn uploads_of_250_users_over_a_1_gbit_link_read_at_most_the_link() {
     assert_gone("t-up250");
 }
 
+/// A UDP stream at twice what a link shaped to 100 Mbit/s carries: about
+/// half its datagrams are lost, and what arrives is about the link's rate;
+/// at half the link's rate nothing is lost. Run by `lab run` from a suite
+/// file with a `rate` key, as a user would.
+#[test]
+fn a_udp_stream_at_twice_a_100_mbit_link_loses_about_half() {
+    let Some(_g) = lab_lock("udp at 200m over 100mbit") else {
+        return;
+    };
+    let _c = Cleanup("t-udp100".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("udp100.toml");
+    std::fs::write(
+        &suite,
+        "name = \"udp100\"\nduration = \"3s\"\nwarmup = \"1s\"\nretry_suspect = 0\n\
+         [[matrix]]\nworkloads = [\"stream-up:1400\"]\nusers = [1]\nprotocols = [\"udp\"]\nrate = \"200m\"\n\
+         [[test]]\nworkload = \"stream-up:1400\"\nusers = 1\nprotocol = \"udp\"\nrate = \"50m\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,rate=100mbit,name=t-udp100",
+        "--suite",
+        suite.to_str().unwrap(),
+        // One run of each: the run is what is checked.
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let doc = load(&out.join("t-udp100.json"));
+    assert_eq!(doc["link"]["capacity_bits_per_s"], 1e8);
+    let run = |name: &str| -> Value {
+        let t = doc["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no test {name}: {doc}"));
+        assert_eq!(
+            t["config"]["rate_bits_per_s"].as_f64(),
+            t["spec"]["rate"].as_f64()
+        );
+        let r = t["runs"][0].clone();
+        util::assert_measured(&r, name);
+        r
+    };
+    // 200 Mbit/s offered: the link carries its 100 (less the headers of each
+    // 1400-byte payload: 24 of linkperf's, 8 UDP, 20 IP, 14 Ethernet, so
+    // 95.5 Mbit/s of payload), the rest is lost.
+    let r = run("str-readx1400@200m--1--udp");
+    let d = &r["udp"]["client_to_server"];
+    let (loss, received) = (
+        num(d, "/loss_rate"),
+        num(&r, "/throughput/tx_bytes_per_s") * 8.0,
+    );
+    eprintln!(
+        "200 Mbit/s over 100mbit: {:.1} % lost ({} of {} datagrams), {:.1} Mbit/s received, sent {:.1} Mbit/s, jitter {:.1} µs",
+        loss * 100.0,
+        d["lost"],
+        d["expected"],
+        received / 1e6,
+        num(d, "/sent_bits_per_s") / 1e6,
+        num(d, "/jitter_us")
+    );
+    assert_eq!(d["kept_pace"], true, "the sender kept its 200 Mbit/s: {d}");
+    assert!((0.40..=0.60).contains(&loss), "{loss} lost: {d}");
+    assert!(
+        (85e6..=101e6).contains(&received),
+        "{:.1} Mbit/s received over a 100 Mbit/s link",
+        received / 1e6
+    );
+    // Each second lost about as much: the link's queue, not a stall.
+    for i in r["intervals"].as_array().unwrap() {
+        if i["length_s"].as_f64().unwrap_or(0.0) > 0.99 {
+            let l = num(i, "/loss_rate");
+            assert!((0.3..=0.7).contains(&l), "a second lost {l}: {i}");
+        }
+    }
+    // Half the link's rate: nothing lost.
+    let r = run("str-readx1400@50m--1--udp");
+    let d = &r["udp"]["client_to_server"];
+    assert_eq!(int(d, "/lost"), 0, "{d}");
+    let received = num(&r, "/throughput/tx_bytes_per_s") * 8.0;
+    assert!(
+        (received - 50e6).abs() < 2.5e6,
+        "{:.1} Mbit/s received at 50",
+        received / 1e6
+    );
+    assert_gone("t-udp100");
+}
+
 /// Every configuration up at once, and each run of the suite on every
 /// configuration in turn, the order rotating each round (ABC, BCA, CAB,
 /// ABC): the host's drift over the suite lands on all alike.
@@ -1342,4 +1437,315 @@ fn configurations_run_interleaved_each_round_in_a_rotated_order() {
     for name in names {
         assert_gone(name);
     }
+}
+
+/// The runs of `test` in a results document that measured something (ok, or
+/// suspect for a busy host), and whether any is ok.
+fn measured_runs<'a>(doc: &'a Value, test: &str) -> (Vec<&'a Value>, bool) {
+    let t = doc["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == test)
+        .unwrap_or_else(|| panic!("no test {test}"));
+    let runs: Vec<&Value> = t["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "ok" || r["status"] == "suspect")
+        .collect();
+    assert!(!runs.is_empty(), "{test}: nothing measured: {t}");
+    let ok = runs.iter().any(|r| r["status"] == "ok");
+    (runs, ok)
+}
+
+/// Seeds 000 and 002 (docs/studies.md): the in-memory path against a 1 Gbit/s
+/// link, for the large transactions at 50 users and the interconnect mix at 40.
+/// The wire, read from the shaped interface (headers included), never carries
+/// more than the link and never less than the payload; and a run the host let
+/// run cleanly fills it, so the report answers "not sufficient".
+#[test]
+fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
+    let Some(_g) = lab_lock("study 000/002") else {
+        return;
+    };
+    let _c = (Cleanup("t-st-mem".into()), Cleanup("t-st-1g".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("study.toml");
+    std::fs::write(
+        &suite,
+        "name = \"study-1g\"\nduration = \"1s\"\nwarmup = \"300ms\"\n\
+         [[test]]\nworkload = \"rr1c-200x30k\"\nusers = 50\n\
+         [[test]]\nworkload = \"mix:200x200*1,200x8k*3\"\nusers = 40\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,name=t-st-mem,veth-1g,name=t-st-1g",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    let shaped = load(&out.join("t-st-1g.json"));
+    let report = out.join("report/comparison.json");
+    let comparison = report.exists().then(|| load(&report));
+    for test in ["rr1c-200x30k--50", "mix--40"] {
+        let name = shaped["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .find(|n| n.starts_with(test.split("--").next().unwrap()))
+            .unwrap_or_else(|| panic!("no {test} in {shaped}"))
+            .to_string();
+        let (runs, ok) = measured_runs(&shaped, &name);
+        for r in &runs {
+            // Responses are the heavier direction: the server's interface.
+            let w = &r["wire"]["server_to_client"];
+            let wire = w["bits_per_s"].as_f64().unwrap_or_else(|| panic!("{r}"));
+            let payload = r["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0;
+            assert_eq!(w["queue"], "tbf", "{w}");
+            assert!(
+                wire <= 1e9 * CAP_SLACK,
+                "{name}: {wire} bit/s on a 1 Gbit/s link"
+            );
+            // No frame larger than the MTU's, Ethernet header included.
+            let frame = wire / 8.0 / w["packets_per_s"].as_f64().unwrap();
+            assert!(frame <= 1514.0 * 1.001, "{name}: {frame}-byte frames");
+            // Counted over one window at both ends, the headers come on top
+            // of the payload (a busy host skews the two sides' windows).
+            if r["status"] == "ok" {
+                assert!(
+                    wire > payload,
+                    "{name}: wire {wire} below its payload {payload}"
+                );
+            }
+        }
+        eprintln!(
+            "veth-1g {name}: wire {:.3} Gbit/s, payload {:.3} Gbit/s ({})",
+            runs[0]["wire"]["server_to_client"]["bits_per_s"]
+                .as_f64()
+                .unwrap()
+                / 1e9,
+            runs[0]["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0 / 1e9,
+            runs[0]["status"]
+        );
+        // A clean run: the host gave it the CPU, the link is the limit.
+        if ok {
+            let c = comparison
+                .as_ref()
+                .unwrap_or_else(|| panic!("an ok run but no report: {err}"));
+            let workload = name.split("--").next().unwrap();
+            let notes: Vec<&Value> = c["workloads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|w| w["title"].as_str().unwrap().starts_with(workload))
+                .flat_map(|w| w["sufficiency"].as_array().unwrap())
+                .filter(|n| n["label"] == "t-st-1g")
+                .collect();
+            assert_eq!(notes.len(), 1, "{c}");
+            assert_eq!(
+                notes[0]["finding"]["answer"], "not_sufficient",
+                "{}",
+                notes[0]
+            );
+            let text = notes[0]["text"].as_str().unwrap();
+            assert!(
+                text.starts_with("t-st-1g is not sufficient for ") && text.contains("of the wire"),
+                "{text}"
+            );
+            // The price against the in-memory path, where it ran cleanly too.
+            let memory = load(&out.join("t-st-mem.json"));
+            if measured_runs(&memory, &name).1 {
+                assert!(text.contains("× t-st-mem's"), "{text}");
+            }
+            assert!(
+                stdout.contains(text) || err.contains(text),
+                "{stdout}\n{err}"
+            );
+        }
+    }
+    assert_gone("t-st-mem");
+    assert_gone("t-st-1g");
+}
+
+/// Seed 004 (docs/studies.md): a TCP stream inside VXLAN over a 1 Gbit/s
+/// underlay carries at most 1398 payload bytes per 1514-byte frame at MTU
+/// 1500, and 8898 per 9014 with an underlay of MTU 9000: the ratio of payload
+/// to wire holds whatever the host's load; each side's CPU, softirq
+/// included, is read from its own pinned CPU (the lab splits them).
+#[test]
+fn study_vxlan_goodput_is_1398_of_1514_of_the_wire_and_mtu_9000_lifts_it() {
+    let Some(_g) = lab_lock("study 004") else {
+        return;
+    };
+    let _c = (Cleanup("t-st-vx".into()), Cleanup("t-st-vx9k".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("tunnel.toml");
+    std::fs::write(
+        &suite,
+        "name = \"study-tunnel\"\nduration = \"1s\"\nwarmup = \"300ms\"\n\
+         [[test]]\nworkload = \"str-writex30k\"\nusers = 5\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "vxlan,rate=1gbit,name=t-st-vx,vxlan,rate=1gbit,mtu=8950,name=t-st-vx9k",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    for (name, payload_bytes, frame_bytes) in
+        [("t-st-vx", 1398.0, 1514.0), ("t-st-vx9k", 8898.0, 9014.0)]
+    {
+        let doc = load(&out.join(format!("{name}.json")));
+        let (runs, ok) = measured_runs(&doc, "str-writex30k--5");
+        let ideal = payload_bytes / frame_bytes;
+        for r in &runs {
+            let w = &r["wire"]["server_to_client"];
+            let wire = w["bits_per_s"].as_f64().unwrap_or_else(|| panic!("{r}"));
+            let payload = r["throughput"]["rx_bytes_per_s"].as_f64().unwrap() * 8.0;
+            let share = payload / wire;
+            eprintln!(
+                "{name}: payload {:.3} of wire {:.3} Gbit/s = {share:.4} (ideal {ideal:.4}, {})",
+                payload / 1e9,
+                wire / 1e9,
+                r["status"]
+            );
+            // Full-size frames on the underlay, whatever the host's load (the
+            // queue counts every GSO segment): their payload is the
+            // protocol's share of them.
+            let frame = wire / 8.0 / w["packets_per_s"].as_f64().unwrap();
+            assert!(
+                (frame / frame_bytes - 1.0).abs() < 0.01,
+                "{name}: {frame}-byte frames, not {frame_bytes}"
+            );
+            assert!(wire <= 1e9 * CAP_SLACK, "{name}: {wire}");
+            // Over one clean window the payload is that share of the wire
+            // (a busy host skews the sender's window against the receiver's).
+            if r["status"] == "ok" {
+                assert!(
+                    (share / ideal - 1.0).abs() < 0.015,
+                    "{name}: {share} against {ideal}"
+                );
+            }
+            // Each side's CPU from its own CPU, softirq included.
+            let pinned = &r["pinned"];
+            if linkperf_metrics::current_thread_allowed_cpus().len() > 1 {
+                for side in ["client", "server"] {
+                    assert!(pinned[side]["busy_s"].as_f64().unwrap() > 0.0, "{r}");
+                    assert!(pinned[side]["per_user"].as_f64().is_some(), "{pinned}");
+                }
+            }
+        }
+        // A clean run fills the link up to that ceiling.
+        if ok {
+            let payload = mean_ok_rate(&doc, "str-writex30k--5", "rx_bytes_per_s") * 8.0;
+            assert!(
+                payload > 0.9 * ideal * 1e9,
+                "{name}: {payload} bit/s of payload on a full 1 Gbit/s link"
+            );
+        }
+    }
+    assert_gone("t-st-vx");
+    assert_gone("t-st-vx9k");
+}
+
+/// Ctrl-C in a lab run keeps what was measured and says how to go on; the
+/// same command with `--resume` finishes every file where it stopped (and
+/// without it, the files are not overwritten).
+#[test]
+fn an_interrupted_lab_run_continues_with_resume() {
+    let Some(_g) = lab_lock("resume") else { return };
+    let _c = Cleanup("t-resume".into());
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let args = [
+        "lab",
+        "run",
+        "--configs",
+        "veth,name=t-resume",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--repeat",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted once the first run is in the file.
+    let file = out.join("t-resume.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let completed = |doc: &Value| -> usize {
+        doc["tests"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|t| t["runs"].as_array().unwrap())
+            .filter(|r| {
+                r["retry_of"].is_null() && (r["status"] == "ok" || r["status"] == "suspect")
+            })
+            .count()
+    };
+    while std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_none_or(|d| completed(&d) == 0)
+    {
+        assert!(Instant::now() < deadline, "no run was recorded");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sh("kill", &["-INT", &child.id().to_string()]);
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    let before = completed(&load(&file));
+    assert_gone("t-resume");
+    if done.status.code() == Some(0) {
+        // The suite was quicker than the signal: nothing left to resume.
+        assert_eq!(before, 6, "{err}");
+        return;
+    }
+    assert_eq!(done.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("continue with: linkperf lab run --configs veth,name=t-resume")
+            && err.contains("--resume"),
+        "{err}"
+    );
+    assert!(!err.contains("resume with: linkperf suite"), "{err}");
+    // Without --resume the file is not overwritten.
+    let (code, _, refused) = util::run(&args);
+    assert_eq!(code, 2, "{refused}");
+    assert!(
+        refused.contains("exists: continue the lab run"),
+        "{refused}"
+    );
+    // With it, every test gets its 3 runs, the earlier ones kept.
+    let mut again = args.to_vec();
+    again.push("--resume");
+    let (code, stdout, err) = util::run(&again);
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let doc = load(&file);
+    assert_eq!(completed(&doc), 6, "{doc}");
+    assert!((1..=6).contains(&before));
+    assert_gone("t-resume");
 }

@@ -1,6 +1,8 @@
 //! A client worker: one event loop that connects its share of the users and
 //! drives their flows.
 
+mod udp_stream;
+
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
@@ -21,6 +23,7 @@ use crate::schedule::{Phase, Schedule};
 use crate::signals::Signals;
 use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
+use crate::udp_stream::UdpStreamHalves;
 use crate::worker::{
     poll_timeout, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock,
     WorkerReport, WAKER,
@@ -45,6 +48,14 @@ enum Stage {
     Connecting,
     /// Sending the preamble; this many bytes written.
     Preamble(usize),
+    /// A UDP stream's registration sent, its answer awaited: sent again at
+    /// `next`, given up at `deadline`.
+    Registering {
+        /// When to send it again.
+        next: Instant,
+        /// When to give up.
+        deadline: Instant,
+    },
     /// Carrying payload.
     Open,
     /// Connect-per-transaction: response read, waiting for the server's close.
@@ -60,6 +71,8 @@ enum Logic {
     Crr(RrClient),
     Udp(RrClient),
     Stream(StreamHalves),
+    /// Boxed: its receiver's bitmap makes it the largest by far.
+    UdpStream(Box<UdpStreamHalves>),
 }
 
 struct Flow {
@@ -118,10 +131,28 @@ pub(crate) struct Worker {
     index: usize,
     live: Option<Arc<LiveStats>>,
     greeting: Option<Arc<[u8]>>,
+    /// UDP stream flows whose registration is unanswered.
+    registering: Vec<usize>,
+    /// The origin of this worker's clock for jitter (arrival times).
+    clock0: Instant,
+    /// Whether its UDP streams send runs of datagrams in one call (until the
+    /// kernel refuses one).
+    udp_runs: bool,
 }
 
-fn new_logic(w: &Workload, protocol: Protocol, flow: u32) -> Logic {
+fn new_logic(spec: &TestSpec, flow: u32, tag: u32) -> Logic {
+    let (w, protocol) = (&spec.workload, spec.protocol);
     if let Workload::Stream { message, direction } = w {
+        if let Some(rate) = spec.stream_rate() {
+            return Logic::UdpStream(Box::new(UdpStreamHalves::for_side(
+                tag,
+                flow,
+                message.as_usize(),
+                *direction,
+                rate,
+                true,
+            )));
+        }
         return Logic::Stream(StreamHalves::for_side(message.0, *direction, true));
     }
     let sizes = w.transaction_sizes().unwrap_or(TransactionSizes::Fixed {
@@ -174,7 +205,7 @@ impl Worker {
                 conn: None,
                 udp: None,
                 stage: Stage::Queued,
-                logic: new_logic(&spec.workload, spec.protocol, fid),
+                logic: new_logic(&spec, fid, token.session_tag()),
                 seq: 0,
                 retrans_before: 0,
                 retrans_at_close: None,
@@ -212,6 +243,9 @@ impl Worker {
             live,
             greeting,
             spec,
+            registering: Vec::new(),
+            clock0: Instant::now(),
+            udp_runs: true,
         }
     }
 
@@ -238,6 +272,7 @@ impl Worker {
                     self.advance_setup(ev.token().0);
                 }
             }
+            self.retry_registrations(Instant::now());
             self.fill_connect_slots();
         }
         let _ = setup_tx.send(SetupEvent::Ready);
@@ -255,7 +290,7 @@ impl Worker {
         self.counters.set_schedule(schedule);
         let now = Instant::now();
         for i in 0..self.flows.len() {
-            self.start_flow(i, now);
+            self.start_flow(i, now, schedule);
             self.drive(i, schedule, now);
         }
         // One request/response flow on this worker: it waits in its own
@@ -440,9 +475,18 @@ impl Worker {
         match &self.endpoints {
             DataEndpoints::Udp(addrs) => {
                 let mut s = udp_connect(addrs[ep], &self.opts.socket)?;
-                self.poll
-                    .registry()
-                    .register(&mut s, token, Interest::READABLE)?;
+                let stream = matches!(self.flows[i].logic, Logic::UdpStream(_));
+                let interest = if stream {
+                    // A stream's sender waits for room in its socket buffer.
+                    Interest::READABLE | Interest::WRITABLE
+                } else {
+                    Interest::READABLE
+                };
+                self.poll.registry().register(&mut s, token, interest)?;
+                if stream {
+                    // Runs of datagrams in one read, where the kernel has them so.
+                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                }
                 if self.socket.is_none() {
                     self.socket = Some(SocketFacts::read(
                         s.as_raw_fd(),
@@ -452,9 +496,14 @@ impl Worker {
                 }
                 let f = &mut self.flows[i];
                 f.udp = Some(s);
-                f.stage = Stage::Open;
-                self.open += 1;
                 self.connections += 1;
+                if stream {
+                    self.connecting += 1;
+                    self.register(i, Instant::now())?;
+                } else {
+                    f.stage = Stage::Open;
+                    self.open += 1;
+                }
                 Ok(())
             }
             DataEndpoints::Tcp(addrs) => {
@@ -545,6 +594,10 @@ impl Worker {
         if i >= self.flows.len() {
             return;
         }
+        if matches!(self.flows[i].stage, Stage::Registering { .. }) {
+            self.await_registration(i);
+            return;
+        }
         match self.advance_connect(i) {
             Ok(true) => {
                 self.connecting -= 1;
@@ -562,7 +615,7 @@ impl Worker {
         }
     }
 
-    fn start_flow(&mut self, i: usize, now: Instant) {
+    fn start_flow(&mut self, i: usize, now: Instant, schedule: Schedule) {
         let f = &mut self.flows[i];
         match &mut f.logic {
             Logic::Rr(rr) | Logic::Crr(rr) | Logic::Udp(rr) => {
@@ -574,6 +627,13 @@ impl Worker {
                 }
             }
             Logic::Stream(halves) => halves.start(now),
+            Logic::UdpStream(halves) => {
+                halves.start(now);
+                // Both halves end with the window: a flow that only receives
+                // hears of it from this timer.
+                let seq = f.seq;
+                self.timers.push(Reverse((schedule.measure_until, i, seq)));
+            }
         }
     }
 
@@ -596,7 +656,7 @@ impl Worker {
                 self.drive(i, schedule, now);
             }
             Stage::AwaitClose => self.await_close(i, schedule),
-            Stage::Queued | Stage::Waiting | Stage::Closed => {}
+            Stage::Queued | Stage::Waiting | Stage::Closed | Stage::Registering { .. } => {}
         }
     }
 
@@ -653,6 +713,7 @@ impl Worker {
                     | Stage::Waiting
                     | Stage::Connecting
                     | Stage::Preamble(_)
+                    | Stage::Registering { .. }
             ) {
                 self.open = self.open.saturating_sub(1);
             }
@@ -689,6 +750,12 @@ impl Worker {
                     }
                 }
                 (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
+                (Logic::UdpStream(h), Stage::Open) => {
+                    if h.armed == Some(at) {
+                        h.armed = None;
+                    }
+                    self.drive(i, schedule, now);
+                }
                 _ => {}
             }
         }
@@ -765,6 +832,7 @@ impl Worker {
             Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule, &mut now),
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
+            Logic::UdpStream(_) => self.drive_udp_stream(i, schedule),
         };
         match outcome {
             Io::Blocked => return now,
@@ -911,6 +979,7 @@ impl Worker {
                         tag,
                         flow: f.id,
                         seq: rr.seq(),
+                        sent_ns: 0,
                     }
                     .encode(&mut hdr);
                     self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
+use crate::datagram_counts::{DatagramCounters, SecondDatagrams};
 use crate::schedule::Schedule;
+use crate::udp_stream::Arrival;
 
 /// Distinct error messages kept per worker for the report.
 const MAX_ERROR_SAMPLES: usize = 4;
@@ -56,6 +58,8 @@ pub(crate) struct Second {
     pub errors: u64,
     /// Its transaction times, where they are recorded.
     pub latency: Option<LatencyRecorder>,
+    /// A UDP stream's datagrams received in it, where this side receives one.
+    pub datagrams: Option<SecondDatagrams>,
 }
 
 /// One worker's counters for one test.
@@ -103,6 +107,8 @@ pub struct Counters {
     pub error_samples: Vec<String>,
     /// Each flow's own counts, by slot.
     flows: Vec<FlowSlot>,
+    /// A UDP stream's datagrams.
+    pub datagrams: DatagramCounters,
 }
 
 impl Counters {
@@ -132,6 +138,7 @@ impl Counters {
             current_until: now,
             error_samples: Vec::new(),
             flows: Vec::new(),
+            datagrams: DatagramCounters::default(),
         }
     }
 
@@ -161,6 +168,7 @@ impl Counters {
         let warmup = seconds(schedule.measure_from - schedule.start);
         let window = seconds(schedule.window()).max(1);
         self.buckets = vec![Bucket::default(); warmup + window];
+        self.datagrams.set_seconds(warmup + window);
         self.warmup_buckets = warmup;
         self.schedule = Some(schedule);
         self.sealed = 0;
@@ -247,6 +255,35 @@ impl Counters {
         self.current_from = from;
         self.current_until = until.min(end);
         Some(idx)
+    }
+
+    /// Whether bucket `i` is one of the window's.
+    fn in_window(&self, i: Option<usize>) -> bool {
+        i.is_some_and(|i| i >= self.warmup_buckets)
+    }
+
+    /// `n` of a UDP stream's datagrams went at `now` (their bytes are
+    /// counted by [`Counters::tx`]).
+    pub fn datagram_sent(&mut self, now: Instant, n: u64) {
+        let i = self.place(now);
+        let inside = self.in_window(i);
+        self.datagrams.sent(inside, n);
+    }
+
+    /// A UDP stream's datagram arrived at `now` for the flow in `slot`, as
+    /// its receiver's accounting says, the flow's jitter now `jitter_ns`
+    /// (its bytes are counted by [`Counters::rx`]). Its second is the one
+    /// its bytes go in: the warm-up's for display, the window's for the run.
+    pub fn datagram_received(
+        &mut self,
+        slot: FlowSlotId,
+        arrival: &Arrival,
+        jitter_ns: f64,
+        now: Instant,
+    ) {
+        let i = self.place(now);
+        let inside = self.in_window(i);
+        self.datagrams.received(slot, arrival, jitter_ns, i, inside);
     }
 
     /// `n` payload bytes written by the flow in `slot` at `now`.
@@ -426,6 +463,7 @@ impl Counters {
                 transactions: b.txns,
                 errors: b.errors,
                 latency,
+                datagrams: self.datagrams.second(i),
             });
         }
         self.sealed = self.sealed.max(upto);
@@ -517,6 +555,7 @@ impl Counters {
             (a, b) => a.or(b),
         };
         self.flows.extend_from_slice(&other.flows);
+        self.datagrams.merge(&other.datagrams);
     }
 
     /// The per-second intervals of the window: every second of it, or, when
@@ -534,12 +573,16 @@ impl Counters {
             .skip(self.warmup_buckets)
             .map(|(i, b)| {
                 let k = i - self.warmup_buckets;
+                let udp = self.datagrams.second(i);
                 Interval {
                     start_s: k as f64,
                     length_s: self.window_length_s(&s, k),
                     tx_bytes: b.tx,
                     rx_bytes: b.rx,
                     transactions: b.txns,
+                    datagrams: udp.map(|u| u.received),
+                    expected: udp.map(|u| u.expected),
+                    jitter_us: udp.and_then(|u| u.jitter_us()),
                 }
             })
             .collect()
@@ -770,6 +813,52 @@ mod tests {
         let iv = c.intervals();
         assert_eq!((iv[0].tx_bytes, iv[1].tx_bytes), (1, 110));
         assert_eq!(c.tx_bytes, 111);
+    }
+
+    #[test]
+    fn a_udp_streams_datagrams_go_in_the_seconds_of_their_bytes() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut c = Counters::new(false);
+        c.set_schedule(sched(t0));
+        let f = c.add_flow(0);
+        let got = |expected: u64| Arrival {
+            expected,
+            received: true,
+            ..Arrival::default()
+        };
+        // One in the warm-up: shown live, in no figure of the run.
+        c.datagram_received(f, &got(1), 1000.0, ms(500));
+        // Second 0 of the window: three arrive of four sent (one gap).
+        c.datagram_received(f, &got(1), 2000.0, ms(1100));
+        c.datagram_received(f, &got(2), 4000.0, ms(1200));
+        c.datagram_received(f, &got(1), 6000.0, ms(1300));
+        c.datagram_sent(ms(1300), 2);
+        c.datagram_sent(ms(900), 5);
+        let live = c.take_seconds(ms(2000));
+        assert_eq!(live.len(), 2);
+        let warm = live[0].datagrams.unwrap();
+        assert_eq!((warm.received, warm.expected), (1, 1));
+        let first = live[1].datagrams.unwrap();
+        assert_eq!((first.received, first.expected, first.lost()), (3, 4, 1));
+        assert_eq!(first.jitter_us(), Some(6.0));
+        // Stamped in the window's first second, counted after it was shown:
+        // in the next, live and in the run alike.
+        c.datagram_received(f, &got(1), 8000.0, ms(1900));
+        c.datagram_received(f, &got(1), 8000.0, ms(2100));
+        let rest = c.take_rest();
+        let iv = c.intervals();
+        assert_eq!(iv.len(), 3);
+        assert_eq!((iv[0].datagrams, iv[0].expected), (Some(3), Some(4)));
+        assert_eq!(iv[0].jitter_us, Some(6.0), "as it was shown");
+        assert_eq!((iv[1].datagrams, iv[1].expected), (Some(2), Some(2)));
+        assert_eq!((iv[2].datagrams, iv[2].jitter_us), (Some(0), None));
+        let second = rest[0].datagrams.unwrap();
+        assert_eq!((second.received, second.expected), (2, 2));
+        // The window's counts: the warm-up's datagram is not among them.
+        let r = c.datagrams.report().unwrap();
+        assert_eq!((r.sent, r.received, r.expected, r.lost()), (2, 5, 6, 1));
+        assert_eq!(r.jitter_us, Some(8.0));
     }
 
     #[test]

@@ -8,6 +8,8 @@
 mod client;
 mod client_worker;
 mod counters;
+mod datagram_counts;
+mod datagram_io;
 mod error;
 pub mod flow;
 pub mod live;
@@ -18,10 +20,13 @@ mod server;
 mod signals;
 mod stream_io;
 mod transport;
+pub mod udp_stream;
+mod udp_stream_io;
 mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};
 pub use counters::Counters;
+pub use datagram_counts::SecondDatagrams;
 pub use error::EngineError;
 pub use live::LiveStats;
 pub use report::{aggregate, Aggregate};

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{LatencyRecorder, Totals};
 
 use crate::counters::{Counters, Second};
+use crate::datagram_counts::SecondDatagrams;
 
 /// How often a worker publishes.
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
@@ -49,6 +50,11 @@ pub struct LiveInterval {
     pub retransmits: Option<u64>,
     /// The second's transaction times, where the side records them.
     pub latency: Option<LatencyRecorder>,
+    /// A UDP stream's datagrams this side received in the second: new ones,
+    /// expected, and its flows' jitter; `None` where it receives none (not
+    /// a UDP stream, or the client of an upload, whose datagrams the server
+    /// counts).
+    pub datagrams: Option<SecondDatagrams>,
 }
 
 impl LiveInterval {
@@ -63,6 +69,7 @@ impl LiveInterval {
             errors: s.errors,
             retransmits: None,
             latency: s.latency,
+            datagrams: s.datagrams,
         }
     }
 
@@ -80,6 +87,11 @@ impl LiveInterval {
         match (&mut self.latency, &other.latency) {
             (Some(a), Some(b)) => a.merge(b),
             (a @ None, Some(b)) => *a = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.datagrams, &other.datagrams) {
+            (Some(a), Some(b)) => a.add(b),
+            (a @ None, Some(b)) => *a = Some(*b),
             _ => {}
         }
     }

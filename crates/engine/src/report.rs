@@ -74,6 +74,7 @@ impl Aggregate {
             profile: None,
             latency_histogram: latency.encode_histogram(),
             flows: c.flow_counts(),
+            udp: c.datagrams.report(),
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }

@@ -1,6 +1,8 @@
 //! The server side of a test: one listener (or UDP socket) per worker, flows
 //! that answer requests or stream, and counters of what the server itself saw.
 
+mod udp_stream;
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -141,6 +143,8 @@ struct Worker {
     last_read: Option<Instant>,
     /// Flows whose last drive stopped at its budget with the socket still ready.
     again: Vec<usize>,
+    /// A UDP stream's flows, by slot.
+    udp: udp_stream::UdpStreams,
 }
 
 impl ServerTest {
@@ -177,6 +181,10 @@ impl ServerTest {
                 }
                 Protocol::Udp => {
                     let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                    if cfg.spec.is_udp_stream() {
+                        // Runs of datagrams in one read, where the kernel has them so.
+                        crate::datagram_io::receive_runs(s.as_raw_fd());
+                    }
                     udp.push(s.local_addr().map_err(setup)?);
                     sources.push(Source::Udp(s));
                 }
@@ -207,6 +215,11 @@ impl ServerTest {
                 Source::Listener(l) => {
                     poll.registry()
                         .register(l.source(), LISTENER, Interest::READABLE)
+                }
+                // A UDP stream's senders wait for room in the socket buffer.
+                Source::Udp(s) if cfg.spec.is_udp_stream() => {
+                    poll.registry()
+                        .register(s, LISTENER, Interest::READABLE | Interest::WRITABLE)
                 }
                 Source::Udp(s) => poll.registry().register(s, LISTENER, Interest::READABLE),
             };
@@ -265,6 +278,7 @@ impl ServerTest {
                         expected: users / threads + usize::from(w < users % threads),
                         last_read: None,
                         again: Vec::new(),
+                        udp: udp_stream::UdpStreams::default(),
                     };
                     worker.run()
                 })
@@ -411,8 +425,12 @@ impl Worker {
                 last = self.last_read.take();
                 continue;
             }
-            let timer = self.pending.front().map(|(t, _)| *t);
-            let timeout = if self.again.is_empty() {
+            self.fire_udp_timers(now);
+            let timer = [self.pending.front().map(|(t, _)| *t), self.udp.next_timer()]
+                .into_iter()
+                .flatten()
+                .min();
+            let timeout = if self.again.is_empty() && self.udp.again.is_empty() {
                 poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer)
             } else {
                 Duration::ZERO
@@ -425,13 +443,21 @@ impl Worker {
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {}
-                    LISTENER => self.on_source(),
+                    LISTENER => {
+                        if ev.is_readable() {
+                            self.on_source();
+                        }
+                        if ev.is_writable() {
+                            self.udp_writable();
+                        }
+                    }
                     Token(k) => self.drive(k),
                 }
             }
             for k in std::mem::take(&mut self.again) {
                 self.drive(k);
             }
+            self.udp_again();
         }
         if self.signals.aborted() {
             // The seconds after this one never ran.
@@ -501,6 +527,7 @@ impl Worker {
     fn begin(&mut self, s: Schedule, now: Instant) {
         self.schedule = Some(s);
         self.counters.set_schedule(s);
+        self.start_udp_streams(now);
         let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
         for k in keys {
             if let Some(f) = self.flows.get_mut(k) {
@@ -653,6 +680,9 @@ impl Worker {
     }
 
     fn serve_udp(&mut self) {
+        if self.spec.is_udp_stream() {
+            return self.serve_udp_stream();
+        }
         let Source::Udp(sock) = &self.source else {
             return;
         };

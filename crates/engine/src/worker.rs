@@ -107,7 +107,8 @@ pub struct Buffers {
     pub write: &'static [u8],
     /// Read into.
     pub read: Vec<u8>,
-    /// A datagram being assembled (header and payload); empty for TCP.
+    /// A datagram, or a run of them, being assembled (header and payload);
+    /// empty for TCP.
     pub datagram: Vec<u8>,
 }
 
@@ -125,8 +126,9 @@ impl Buffers {
         Buffers {
             write: payload(),
             read: vec![0; scratch],
+            // Room for a run of datagrams sent in one call (UDP streams).
             datagram: if udp {
-                vec![0x5a; largest.min(MAX_DATAGRAM)]
+                vec![0x5a; MAX_DATAGRAM]
             } else {
                 Vec::new()
             },

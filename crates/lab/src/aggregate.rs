@@ -313,6 +313,10 @@ fn merge_sides(sides: &[(&SideReport, u32)]) -> SideReport {
         profile: None,
         latency_histogram,
         flows: FlowCounts::merged(&shifted.iter().collect::<Vec<_>>()),
+        udp: reports.iter().filter_map(|s| s.udp).reduce(|mut a, b| {
+            a.merge(&b);
+            a
+        }),
         // Each part's interfaces are its own (a pair's devices have their own
         // names); a CPU several parts pinned to is one CPU, counted once.
         links: reports.iter().flat_map(|s| s.links.clone()).collect(),
@@ -387,9 +391,20 @@ fn merge_intervals(sides: &[&SideReport]) -> Vec<Interval> {
                 tx_bytes: sides.iter().map(|s| at(s).tx_bytes).sum(),
                 rx_bytes: sides.iter().map(|s| at(s).rx_bytes).sum(),
                 transactions: sides.iter().map(|s| at(s).transactions).sum(),
+                datagrams: sum_some(sides.iter().map(|s| at(s).datagrams)),
+                expected: sum_some(sides.iter().map(|s| at(s).expected)),
+                jitter_us: {
+                    let js: Vec<f64> = sides.iter().filter_map(|s| at(s).jitter_us).collect();
+                    (!js.is_empty()).then(|| mean(js.into_iter()))
+                },
             }
         })
         .collect()
+}
+
+/// The sum of the parts that have a figure; `None` when none has.
+fn sum_some(xs: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    xs.flatten().reduce(|a, b| a + b)
 }
 
 fn merge_cpu(cs: &[SideCpu]) -> SideCpu {

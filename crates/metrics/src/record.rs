@@ -134,6 +134,75 @@ pub struct Interval {
     pub rx_bytes: u64,
     /// Transactions completed.
     pub transactions: u64,
+    /// UDP streams: datagrams this side received in the interval (new ones:
+    /// no duplicates, none too late to tell). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<u64>,
+    /// UDP streams: sequence numbers the interval's arrivals accounted for
+    /// (RFC 3550's "expected"); `expected − datagrams` were lost, net of late
+    /// arrivals of earlier ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
+    /// UDP streams: the flows' interarrival jitter at their last datagram of
+    /// the interval, averaged over the flows that received one, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
+}
+
+/// A UDP stream's datagrams as one side counted them in the window: those it
+/// sent, and the accounting of those it received (sequence gaps, order,
+/// duplicates, RFC 3550 interarrival jitter). Each side reports the halves it
+/// ran: a sender's are its `sent`, a receiver's the rest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatagramCounts {
+    /// Datagrams sent in the window.
+    pub sent: u64,
+    /// Datagrams received in the window: new ones, in sequence or late within
+    /// the reorder window (duplicates and those too late to tell are not).
+    pub received: u64,
+    /// Sequence numbers the window's arrivals accounted for (RFC 3550's
+    /// "expected": how far each moved its flow's highest sequence number);
+    /// `expected − received` were lost.
+    pub expected: u64,
+    /// Datagrams that came after one with a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams whose sequence number had come before.
+    pub duplicates: u64,
+    /// Datagrams from further behind than the reorder window: too late to
+    /// tell whether new, left counted lost.
+    pub late: u64,
+    /// The flows' interarrival jitter (RFC 3550) at the window's close,
+    /// averaged over the flows that received, µs; `None` when none did.
+    pub jitter_us: Option<f64>,
+    /// The flows that jitter is averaged over (aggregates weigh by it).
+    pub jitter_flows: u32,
+}
+
+impl DatagramCounts {
+    /// Datagrams lost: `expected − received`, 0 when late arrivals of
+    /// datagrams expected before the window outnumber the losses.
+    pub fn lost(&self) -> u64 {
+        self.expected.saturating_sub(self.received)
+    }
+
+    /// Adds another side's or worker's counts (jitter weighted by flows).
+    pub fn merge(&mut self, o: &DatagramCounts) {
+        let flows = self.jitter_flows + o.jitter_flows;
+        self.jitter_us = match (self.jitter_us, o.jitter_us) {
+            (Some(a), Some(b)) if flows > 0 => Some(
+                (a * f64::from(self.jitter_flows) + b * f64::from(o.jitter_flows))
+                    / f64::from(flows),
+            ),
+            (a, b) => a.or(b),
+        };
+        self.jitter_flows = flows;
+        self.sent += o.sent;
+        self.received += o.received;
+        self.expected += o.expected;
+        self.out_of_order += o.out_of_order;
+        self.duplicates += o.duplicates;
+        self.late += o.late;
+    }
 }
 
 /// TCP_INFO read from every flow at the end of the window, aggregated.
@@ -227,6 +296,9 @@ pub struct SideReport {
     /// text form ([`FlowCounts`]).
     #[serde(default, skip_serializing_if = "FlowCounts::is_empty")]
     pub flows: FlowCounts,
+    /// A UDP stream's datagrams, sent and received (UDP streams only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<DatagramCounts>,
     /// What this side's network interfaces carried over the window (their own
     /// counters and their root queues'), busiest sender first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

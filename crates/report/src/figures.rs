@@ -42,6 +42,58 @@ impl fmt::Display for WorkloadKey {
     }
 }
 
+/// The wire's use in one test, over its ok runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WireFigures {
+    /// The interface of the busier direction (of the first run).
+    pub interface: String,
+    /// Mean over the runs of the busier direction's bits per second.
+    pub bits_per_s: f64,
+    /// Packets dropped on the way out, both directions, all runs.
+    pub drops: u64,
+    /// Mean over the runs of the larger direction's share of packets dropped.
+    pub drop_ratio: f64,
+    /// The most bytes left queued at a window's end.
+    pub backlog_bytes: u64,
+    /// Runs it is over.
+    pub runs: u32,
+}
+
+impl WireFigures {
+    /// The wire of `runs` (those that recorded it); `None` when none did.
+    fn of(runs: &[&linkperf_results::Run]) -> Option<Self> {
+        let wires: Vec<&linkperf_results::Wire> =
+            runs.iter().filter_map(|r| r.wire.as_ref()).collect();
+        let busier: Vec<_> = wires.iter().filter_map(|w| w.busier()).collect();
+        let first = busier.first()?;
+        let n = busier.len() as f64;
+        let directions = || {
+            wires
+                .iter()
+                .flat_map(|w| [&w.client_to_server, &w.server_to_client])
+                .flatten()
+        };
+        Some(WireFigures {
+            interface: first.interface.clone(),
+            bits_per_s: busier.iter().map(|d| d.bits_per_s).sum::<f64>() / n,
+            drops: directions().map(|d| d.drops).sum(),
+            drop_ratio: wires
+                .iter()
+                .map(|w| {
+                    [&w.client_to_server, &w.server_to_client]
+                        .into_iter()
+                        .flatten()
+                        .map(|d| d.drop_ratio)
+                        .fold(0.0, f64::max)
+                })
+                .sum::<f64>()
+                / wires.len() as f64,
+            backlog_bytes: directions().map(|d| d.backlog_bytes).max().unwrap_or(0),
+            runs: u32::try_from(busier.len()).unwrap_or(u32::MAX),
+        })
+    }
+}
+
 /// One test of one results file, summarised.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TestFigures {
@@ -87,6 +139,12 @@ pub struct TestFigures {
     /// Mean over the ok runs of the busier direction's payload rate
     /// (`max(tx, rx)`), bytes/s: what a full-duplex link's capacity limits.
     pub busiest_direction_bytes_per_s: Option<f64>,
+    /// What the wire carried in the busier direction (from the sender's own
+    /// interface, headers included), over the ok runs that recorded it.
+    pub wire: Option<WireFigures>,
+    /// UDP transactions lost over the ok runs (unanswered within the
+    /// timeout); `None` where the test does not count them.
+    pub lost_transactions: Option<u64>,
     /// Each metric's value in every ok run, in run order (for significance
     /// tests; not exported, the results document has them).
     #[serde(skip)]
@@ -170,6 +228,11 @@ impl TestFigures {
             metrics,
             missing_runs,
             busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
+            wire: WireFigures::of(&ok),
+            lost_transactions: {
+                let lost: Vec<u64> = ok.iter().filter_map(|r| r.loss.map(|l| l.lost)).collect();
+                (!lost.is_empty()).then(|| lost.iter().sum())
+            },
             values,
             intervals: ok.iter().map(|r| (r.run, r.intervals.clone())).collect(),
         }

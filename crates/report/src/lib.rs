@@ -34,7 +34,8 @@ mod output;
 mod report;
 mod saturation;
 mod significance;
-mod units;
+mod sufficiency;
+pub mod units;
 
 pub use breakeven::{break_even, BreakEven, BreakEvenPoint};
 pub use chart::{
@@ -49,12 +50,13 @@ pub use compare::{
 pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
-pub use figures::{FileFigures, TestFigures, WorkloadKey};
+pub use figures::{FileFigures, TestFigures, WireFigures, WorkloadKey};
 pub use mesh::{ClassComparison, MeshReport};
 pub use metric::{Better, CpuSide, Metric};
 pub use output::{write_mesh_report, write_report, MeshWritten, Written};
 pub use report::{
-    CapacityOrigin, FileInfo, Options, Report, Source, WorkloadReport, REPORT_SCHEMA,
+    CapacityOrigin, FileInfo, Options, Report, Source, SufficiencyNote, WorkloadReport,
+    REPORT_SCHEMA,
 };
 pub use saturation::{
     saturation, Saturation, SaturationCause, SaturationPoint, CAPACITY_MARGIN,
@@ -64,6 +66,7 @@ pub use significance::{
     judge, relative_difference, Judgement, Method, Outcome, DEFAULT_THRESHOLD_PCT,
     SIGNIFICANCE_LEVEL,
 };
+pub use sufficiency::{sufficiency, Sufficiency, SufficiencyPoint, DROP_SHARE, WIRE_SHARE};
 pub use units::parse_capacity;
 
 #[cfg(test)]

@@ -90,11 +90,30 @@ pub enum Metric {
     /// Busy CPU-µs of the server's host per transaction.
     #[serde(rename = "efficiency.server_system_cpu_us_per_txn")]
     ServerSystemCpuPerTxn,
+    /// Payload bytes per busy second of the client's pinned CPUs.
+    #[serde(rename = "efficiency.client_bytes_per_pinned_cpu_s")]
+    ClientPinnedEfficiency,
+    /// Payload bytes per busy second of the server's pinned CPUs.
+    #[serde(rename = "efficiency.server_bytes_per_pinned_cpu_s")]
+    ServerPinnedEfficiency,
+    /// Busy CPU-µs of the client's pinned CPUs per transaction.
+    #[serde(rename = "efficiency.client_pinned_cpu_us_per_txn")]
+    ClientPinnedCpuPerTxn,
+    /// Busy CPU-µs of the server's pinned CPUs per transaction.
+    #[serde(rename = "efficiency.server_pinned_cpu_us_per_txn")]
+    ServerPinnedCpuPerTxn,
+    /// UDP: a stream's datagrams lost / expected at their receivers, or a
+    /// request/response test's transactions lost (unanswered within the timeout).
+    #[serde(rename = "udp.loss_rate")]
+    LossRate,
+    /// UDP streams: RFC 3550 interarrival jitter, µs.
+    #[serde(rename = "udp.jitter_us")]
+    Jitter,
 }
 
 impl Metric {
     /// Every metric, in the order of the report's tables.
-    pub const ALL: [Metric; 12] = [
+    pub const ALL: [Metric; 18] = [
         Metric::Throughput,
         Metric::TransactionRate,
         Metric::TimeMean,
@@ -107,6 +126,12 @@ impl Metric {
         Metric::ServerCpuPerTxn,
         Metric::ClientSystemCpuPerTxn,
         Metric::ServerSystemCpuPerTxn,
+        Metric::ClientPinnedEfficiency,
+        Metric::ServerPinnedEfficiency,
+        Metric::ClientPinnedCpuPerTxn,
+        Metric::ServerPinnedCpuPerTxn,
+        Metric::LossRate,
+        Metric::Jitter,
     ];
 
     /// The three metrics a verdict is made of: throughput, mean transaction
@@ -137,6 +162,12 @@ impl Metric {
             Metric::ServerCpuPerTxn => "efficiency.server_cpu_us_per_txn",
             Metric::ClientSystemCpuPerTxn => "efficiency.client_system_cpu_us_per_txn",
             Metric::ServerSystemCpuPerTxn => "efficiency.server_system_cpu_us_per_txn",
+            Metric::ClientPinnedEfficiency => "efficiency.client_bytes_per_pinned_cpu_s",
+            Metric::ServerPinnedEfficiency => "efficiency.server_bytes_per_pinned_cpu_s",
+            Metric::ClientPinnedCpuPerTxn => "efficiency.client_pinned_cpu_us_per_txn",
+            Metric::ServerPinnedCpuPerTxn => "efficiency.server_pinned_cpu_us_per_txn",
+            Metric::LossRate => "udp.loss_rate",
+            Metric::Jitter => "udp.jitter_us",
         }
     }
 
@@ -155,6 +186,12 @@ impl Metric {
             Metric::ServerCpuPerTxn => "server CPU per transaction (process)",
             Metric::ClientSystemCpuPerTxn => "client CPU per transaction (system-wide)",
             Metric::ServerSystemCpuPerTxn => "server CPU per transaction (system-wide)",
+            Metric::ClientPinnedEfficiency => "client CPU efficiency (its CPUs)",
+            Metric::ServerPinnedEfficiency => "server CPU efficiency (its CPUs)",
+            Metric::ClientPinnedCpuPerTxn => "client CPU per transaction (its CPUs)",
+            Metric::ServerPinnedCpuPerTxn => "server CPU per transaction (its CPUs)",
+            Metric::LossRate => "UDP loss",
+            Metric::Jitter => "UDP jitter",
         }
     }
 
@@ -163,15 +200,20 @@ impl Metric {
         match self {
             Metric::Throughput => "bytes/s",
             Metric::TransactionRate => "1/s",
-            Metric::TimeMean | Metric::TimeP99 => "µs",
+            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => "µs",
+            Metric::LossRate => "share",
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => "bytes/CPU-s",
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => "bytes/CPU-s",
             Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => "CPU-µs/transaction",
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => "CPU-µs/transaction",
         }
     }
 
@@ -183,13 +225,18 @@ impl Metric {
             | Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => Better::Higher,
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => Better::Higher,
             Metric::TimeMean
             | Metric::TimeP99
             | Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => Better::Lower,
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => Better::Lower,
+            Metric::LossRate | Metric::Jitter => Better::Lower,
         }
     }
 
@@ -210,6 +257,13 @@ impl Metric {
             Metric::ServerCpuPerTxn => e.and_then(|e| e.server_cpu_us_per_txn),
             Metric::ClientSystemCpuPerTxn => e.and_then(|e| e.client_system_cpu_us_per_txn),
             Metric::ServerSystemCpuPerTxn => e.and_then(|e| e.server_system_cpu_us_per_txn),
+            Metric::ClientPinnedEfficiency => e.and_then(|e| e.client_bytes_per_pinned_cpu_s),
+            Metric::ServerPinnedEfficiency => e.and_then(|e| e.server_bytes_per_pinned_cpu_s),
+            Metric::ClientPinnedCpuPerTxn => e.and_then(|e| e.client_pinned_cpu_us_per_txn),
+            Metric::ServerPinnedCpuPerTxn => e.and_then(|e| e.server_pinned_cpu_us_per_txn),
+            // A stream's datagrams, or a request/response test's transactions.
+            Metric::LossRate => run.udp.map(|u| u.loss_rate).or(run.loss.map(|l| l.rate)),
+            Metric::Jitter => run.udp.and_then(|u| u.jitter_us),
         };
         v.filter(|x| x.is_finite())
     }
@@ -219,15 +273,20 @@ impl Metric {
         match self {
             Metric::Throughput => crate::units::rate(value),
             Metric::TransactionRate => crate::units::per_s(value),
-            Metric::TimeMean | Metric::TimeP99 => crate::units::time_us(value),
+            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => crate::units::time_us(value),
+            Metric::LossRate => format!("{:.2} %", value * 100.0),
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
             | Metric::ClientSystemEfficiency
-            | Metric::ServerSystemEfficiency => crate::units::per_cpu_s(value),
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => crate::units::per_cpu_s(value),
             Metric::ClientCpuPerTxn
             | Metric::ServerCpuPerTxn
             | Metric::ClientSystemCpuPerTxn
-            | Metric::ServerSystemCpuPerTxn => format!("{value:.2} CPU-µs"),
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => format!("{value:.2} CPU-µs"),
         }
     }
 }
@@ -264,6 +323,40 @@ mod tests {
                 };
             assert_eq!(m.better(), expected, "{m}");
         }
+    }
+
+    #[test]
+    fn less_udp_loss_and_jitter_is_better() {
+        use crate::significance::relative_difference;
+        for m in [Metric::LossRate, Metric::Jitter] {
+            assert_eq!(m.better(), Better::Lower);
+        }
+        // Base lost 2 %, candidate 1 %: the candidate is 50 % better; 3 %: 50 % worse.
+        let close = |x: Option<f64>, y: f64| (x.unwrap() - y).abs() < 1e-9;
+        assert!(close(relative_difference(0.02, 0.01, Better::Lower), 50.0));
+        assert!(close(relative_difference(0.02, 0.03, Better::Lower), -50.0));
+        assert_eq!(Metric::LossRate.format(0.0123), "1.23 %");
+        assert_eq!(Metric::Jitter.key(), "udp.jitter_us");
+        // Read from a run's udp block; absent from other runs.
+        let run: Run = serde_json::from_value(serde_json::json!({
+            "run": 1, "started": "", "status": "ok",
+            "udp": {"rate_bits_per_s": 1e8, "loss_rate": 0.25, "jitter_us": 12.5}
+        }))
+        .unwrap();
+        assert_eq!(Metric::LossRate.value(&run), Some(0.25));
+        assert_eq!(Metric::Jitter.value(&run), Some(12.5));
+        let tcp: Run =
+            serde_json::from_value(serde_json::json!({"run": 1, "started": "", "status": "ok"}))
+                .unwrap();
+        assert_eq!(Metric::LossRate.value(&tcp), None);
+        // UDP request/response: its lost transactions, as the study's retries.
+        let rr: Run = serde_json::from_value(serde_json::json!({
+            "run": 1, "started": "", "status": "ok",
+            "loss": {"lost": 1, "answered": 3, "rate": 0.25}
+        }))
+        .unwrap();
+        assert_eq!(Metric::LossRate.value(&rr), Some(0.25));
+        assert_eq!(Metric::Jitter.value(&rr), None);
     }
 
     #[test]

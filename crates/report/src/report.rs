@@ -14,6 +14,7 @@ use crate::consistency::{
     environment_differences, flag_tests, placement_differences, stability_unjudged, Consistency,
 };
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
+use crate::sufficiency::{sufficiency, Sufficiency, SufficiencyPoint};
 use crate::units::{capacity, capacity_as_f64, rate};
 use crate::{CpuSide, FileFigures, Metric, WorkloadKey, DEFAULT_THRESHOLD_PCT};
 
@@ -198,6 +199,20 @@ pub struct WorkloadReport {
     pub break_even: Vec<BreakEvenNote>,
     /// Per file that saturates: from where.
     pub saturation: Vec<SaturationNote>,
+    /// Per file with a known link capacity: whether the link is sufficient
+    /// for the workload, and from which user count it is not.
+    pub sufficiency: Vec<SufficiencyNote>,
+}
+
+/// Whether a file's link is sufficient for a workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SufficiencyNote {
+    /// The file's label.
+    pub label: String,
+    /// The answer.
+    pub finding: Sufficiency,
+    /// In words.
+    pub text: String,
 }
 
 /// The whole report.
@@ -230,6 +245,17 @@ impl WorkloadReport {
 }
 
 impl Report {
+    /// Every "not sufficient" answer of the report, in workload order: what
+    /// its summary states first.
+    pub fn insufficient(&self) -> Vec<&str> {
+        self.workloads
+            .iter()
+            .flat_map(|w| &w.sufficiency)
+            .filter(|n| n.finding.is_insufficient())
+            .map(|n| n.text.as_str())
+            .collect()
+    }
+
     /// The report of one results file: absolute figures, saturation, unstable
     /// and failed tests.
     pub fn single(file: Source<'_>, options: Options) -> Report {
@@ -429,6 +455,48 @@ fn workload_report(
             });
         }
     }
+    let sufficiency = figures
+        .iter()
+        .zip(files)
+        .enumerate()
+        .filter_map(|(i, (f, info))| {
+            let cap = info.capacity_bits_per_s?;
+            let base = (i > 0).then(|| &figures[0]);
+            let points: Vec<SufficiencyPoint> = f
+                .workload(&key)
+                .iter()
+                .map(|t| {
+                    let base_p99 = base.and_then(|b| {
+                        b.workload(&key)
+                            .iter()
+                            .find(|bt| bt.users == t.users)
+                            .and_then(|bt| bt.mean(Metric::TimeP99))
+                    });
+                    SufficiencyPoint {
+                        users: t.users,
+                        bits_per_s: t
+                            .wire
+                            .as_ref()
+                            .map(|w| w.bits_per_s)
+                            .or(t.busiest_direction_bytes_per_s.map(|b| b * 8.0)),
+                        wire: t.wire.is_some(),
+                        interface: t.wire.as_ref().map(|w| w.interface.clone()),
+                        drop_ratio: t.wire.as_ref().map_or(0.0, |w| w.drop_ratio),
+                        drops: t.wire.as_ref().map_or(0, |w| w.drops),
+                        lost: t.lost_transactions.unwrap_or(0),
+                        p99_us: t.mean(Metric::TimeP99),
+                        base_p99_us: base_p99,
+                    }
+                })
+                .collect();
+            let finding = sufficiency(&points, cap, base.map(|b| b.label.as_str()))?;
+            Some(SufficiencyNote {
+                label: f.label.clone(),
+                text: finding.describe(&f.label, &key.to_string()),
+                finding,
+            })
+        })
+        .collect();
     WorkloadReport {
         title: key.to_string(),
         key,
@@ -437,6 +505,7 @@ fn workload_report(
         users,
         break_even,
         saturation: notes,
+        sufficiency,
     }
 }
 

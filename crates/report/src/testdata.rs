@@ -43,6 +43,7 @@ pub fn with_intervals(run: &mut Run, n: u32) {
             transactions: t.transactions_per_s as u64,
             bytes_per_s: t.bytes_per_s,
             transactions_per_s: t.transactions_per_s,
+            ..Default::default()
         })
         .collect();
 }
@@ -83,6 +84,7 @@ pub fn run(n: u32, f: Fig) -> Run {
         server_bytes_per_system_cpu_s: Some(f.eff),
         client_system_cpu_us_per_txn: Some(per_txn),
         server_system_cpu_us_per_txn: Some(per_txn),
+        ..Efficiency::default()
     });
     with_intervals(&mut r, 10);
     r

@@ -374,6 +374,85 @@ fn saturation_by_a_capacity_recorded_in_the_file() {
     assert!(!r.is_comparison());
 }
 
+/// Sets each run's wire: the busier direction at `gbit`, from `lp-s1`'s tbf
+/// queue, with `drops` of 100,000 packets dropped.
+fn with_wire(doc: &mut ResultsDocument, users: u32, gbit: f64, drops: u64) {
+    let t = doc
+        .tests
+        .iter_mut()
+        .find(|t| t.workload.users == users)
+        .unwrap();
+    for r in &mut t.runs {
+        r.wire = Some(linkperf_results::Wire {
+            client_to_server: None,
+            server_to_client: Some(linkperf_results::WireDirection {
+                interface: "lp-s1".into(),
+                queue: Some("tbf".into()),
+                bits_per_s: gbit * 1e9,
+                packets_per_s: 100_000.0,
+                drops,
+                drop_ratio: drops as f64 / (100_000 + drops) as f64,
+                backlog_bytes: 65_536,
+            }),
+        });
+    }
+}
+
+#[test]
+fn a_link_is_not_sufficient_from_the_user_count_where_its_wire_fills() {
+    // The payload reaches 96% at 60 users, but the wire, headers included,
+    // is full at 60 already; the base ran in memory with a quarter of the p99.
+    let base = interconnect("hs", None);
+    let mut cand = interconnect("1gbit", Some(1e9));
+    with_wire(&mut cand, 40, 0.78, 0);
+    with_wire(&mut cand, 60, 0.99, 0);
+    with_wire(&mut cand, 80, 0.99, 900);
+    for t in &mut cand.tests {
+        for r in &mut t.runs {
+            if let Some(l) = r.transaction_time_us.as_mut() {
+                l.p99 *= 4.0;
+            }
+        }
+    }
+    let r = compare(&base, &[&cand], Options::default());
+    let n = &workload(&r, "rr1c-200x30k").sufficiency;
+    assert_eq!(n.len(), 1, "the base has no capacity: {n:?}");
+    assert_eq!(
+        n[0].text,
+        "1gbit is not sufficient for rr1c-200x30k from 60 users: 99% of the wire, p99 transaction time 4.0× hs's (its capacity 1 Gbit/s)"
+    );
+    assert_eq!(r.insufficient(), vec![n[0].text.as_str()]);
+    // The summary states it first, in every format.
+    let md = crate::MarkdownExporter.render(&r).unwrap();
+    let summary_end = md.find("| candidate |").unwrap();
+    assert!(md[..summary_end].contains(&n[0].text), "{md}");
+    let html = crate::HtmlExporter.render(&r).unwrap();
+    assert!(
+        html.contains("<p class=\"insufficient\">1gbit is not sufficient"),
+        "{html}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&crate::JsonExporter.render(&r).unwrap()).unwrap();
+    let j = &json["workloads"][0]["sufficiency"][0];
+    assert_eq!(j["finding"]["answer"], "not_sufficient");
+    assert_eq!(j["finding"]["from_users"], 60);
+    // Below the wire rule, a link that keeps up is sufficient, and says how full it ran.
+    let mut light = interconnect("1gbit", Some(1e9));
+    for u in [40, 60, 80] {
+        with_wire(&mut light, u, 0.5, 0);
+    }
+    let r = compare(&base, &[&light], Options::default());
+    let n = &workload(&r, "rr1c-200x30k").sufficiency;
+    assert!(!n[0].finding.is_insufficient());
+    assert!(
+        n[0].text
+            .contains("up to 80 users: at most 50% of the wire"),
+        "{}",
+        n[0].text
+    );
+    assert!(r.insufficient().is_empty());
+}
+
 #[test]
 fn saturation_by_a_capacity_given_on_the_command_line() {
     let doc = interconnect("1gbit", None);

@@ -1,5 +1,8 @@
-//! Units of the report: link capacities in bits per second, and how figures are
-//! written for people (rates in bit/s, times in µs or ms, percentages).
+//! Units of the reports and the terminal: link capacities in bits per second,
+//! and how figures are written for people, one convention everywhere: rates
+//! in bit/s and CPU efficiency in bytes per CPU-second scale by powers of 1000
+//! (k, M, G); times scale µs, ms, s; sizes in workloads (64k, 1m) are powers of
+//! 1024 and are not written here.
 
 use linkperf_workload::{BitsPerSecond, RateError};
 use serde::Serializer;
@@ -32,7 +35,7 @@ pub fn parse_capacity(input: &str) -> Result<BitsPerSecond, ReportError> {
 }
 
 /// A link capacity for people: `1 Gbit/s`, `2.5 Gbit/s`, `100 Mbit/s`.
-pub(crate) fn capacity(bits_per_s: f64) -> String {
+pub fn capacity(bits_per_s: f64) -> String {
     let (value, unit) = scale_bits(bits_per_s);
     format!("{} {unit}", trim_number(value, 2))
 }
@@ -77,7 +80,7 @@ fn trim_number(value: f64, decimals: usize) -> String {
 }
 
 /// A payload rate for people: `9.41 Gbit/s`, `812.3 Mbit/s`.
-pub(crate) fn rate(bytes_per_s: f64) -> String {
+pub fn rate(bytes_per_s: f64) -> String {
     let (value, unit) = scale_bits(bytes_per_s * 8.0);
     let decimals = if unit == "Gbit/s" || unit == "Tbit/s" {
         2
@@ -87,18 +90,31 @@ pub(crate) fn rate(bytes_per_s: f64) -> String {
     format!("{value:.decimals$} {unit}")
 }
 
-/// A transaction time for people: `23.4 µs`, `12.35 ms`.
-pub(crate) fn time_us(us: f64) -> String {
-    if us >= 10_000.0 {
+/// A transaction time for people: `23.4 µs`, `12.35 ms`, `2.50 s`.
+pub fn time_us(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 10_000.0 {
         format!("{:.2} ms", us / 1000.0)
     } else {
         format!("{us:.1} µs")
     }
 }
 
+/// CPU time per transaction for people: `7.36 CPU-µs`, `12.4 CPU-ms`.
+pub fn cpu_us(us: f64) -> String {
+    if us >= 1_000_000.0 {
+        format!("{:.2} CPU-s", us / 1e6)
+    } else if us >= 10_000.0 {
+        format!("{:.1} CPU-ms", us / 1000.0)
+    } else {
+        format!("{us:.2} CPU-µs")
+    }
+}
+
 /// Payload per CPU-second for people: `812.3 MB/CPU-s`, `2.41 GB/CPU-s`,
 /// `64.2 kB/CPU-s` (powers of 1000).
-pub(crate) fn per_cpu_s(bytes: f64) -> String {
+pub fn per_cpu_s(bytes: f64) -> String {
     if bytes >= 1e9 {
         format!("{:.2} GB/CPU-s", bytes / 1e9)
     } else if bytes >= 1e6 {
@@ -111,7 +127,7 @@ pub(crate) fn per_cpu_s(bytes: f64) -> String {
 }
 
 /// Transactions per second for people: `43897/s`.
-pub(crate) fn per_s(n: f64) -> String {
+pub fn per_s(n: f64) -> String {
     format!("{n:.0}/s")
 }
 

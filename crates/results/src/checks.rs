@@ -546,34 +546,48 @@ fn udp_loss(run: &Run, j: &Judge<'_>) -> Check {
     if j.spec.protocol != Protocol::Udp || is_profile(j.spec) {
         return Check::na(name, "not a UDP workload");
     }
-    let Some(loss) = &run.loss else {
-        return Check::na(name, "nothing was measured");
+    // Request/response: transactions unanswered; streams: datagrams missing
+    // at their receivers.
+    let (rate, what) = if j.spec.is_udp_stream() {
+        let Some(u) = &run.udp else {
+            return Check::na(name, "nothing was measured");
+        };
+        let (lost, expected) = u.lost_of_expected();
+        (
+            u.loss_rate,
+            format!(
+                "{lost} of {expected} datagrams lost at their receivers ({:.2} %",
+                u.loss_rate * 100.0
+            ),
+        )
+    } else {
+        let Some(loss) = &run.loss else {
+            return Check::na(name, "nothing was measured");
+        };
+        (
+            loss.rate,
+            format!(
+                "{} of {} transactions lost ({:.2} %",
+                loss.lost,
+                loss.lost + loss.answered,
+                loss.rate * 100.0
+            ),
+        )
     };
     match j.max_loss {
         None => Check::new(
             name,
             CheckStatus::Pass,
-            Some(loss.rate),
+            Some(rate),
             None,
-            format!(
-                "{} of {} transactions lost ({:.2} %); no --max-loss set: reported, not judged",
-                loss.lost,
-                loss.lost + loss.answered,
-                loss.rate * 100.0
-            ),
+            format!("{what}); no --max-loss set: reported, not judged"),
         ),
         Some(max) => Check::judged(
             name,
-            loss.rate <= max,
-            loss.rate,
+            rate <= max,
+            rate,
             max,
-            format!(
-                "{} of {} transactions lost ({:.2} %; at most {:.2} % by --max-loss)",
-                loss.lost,
-                loss.lost + loss.answered,
-                loss.rate * 100.0,
-                max * 100.0
-            ),
+            format!("{what}; at most {:.2} % by --max-loss)", max * 100.0),
         ),
     }
 }
@@ -657,6 +671,7 @@ mod tests {
                     tx_bytes: n,
                     rx_bytes: n,
                     transactions: n,
+                    ..Default::default()
                 })
                 .collect(),
             cpu,
@@ -677,6 +692,7 @@ mod tests {
                     })
                     .collect(),
             ),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }

@@ -13,8 +13,8 @@ use linkperf_metrics::{FlowCounts, FlowMeasure, FlowStats, Interval, SideCpu, Si
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::{
-    CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, IntervalRate, Payload, Run, RunStatus,
-    Throughput,
+    CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, IntervalRate, Payload, PinnedCpu,
+    PinnedSide, Run, RunStatus, Throughput,
 };
 
 /// Microseconds in a second.
@@ -44,6 +44,9 @@ pub fn derive_run(
         flows: flow_stats(spec, &client, server.as_ref()),
         loss: (spec.protocol == Protocol::Udp && !is_stream(spec))
             .then(|| crate::checks::udp_loss_of(&client)),
+        wire: crate::Wire::of(&client, server.as_ref()),
+        pinned: pinned_cpu(spec, &client, server.as_ref()),
+        udp: crate::udp::udp_stream(spec, &client, server.as_ref()),
         checks: Vec::new(),
         parts: Vec::new(),
         agents: None,
@@ -77,6 +80,9 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         payload: None,
         flows: None,
         loss: None,
+        wire: None,
+        pinned: None,
+        udp: None,
         checks: Vec::new(),
         parts: Vec::new(),
         agents: None,
@@ -182,6 +188,21 @@ fn receiver_intervals(
         .map(|(k, c)| {
             let s = server_iv.and_then(|iv| iv.get(k));
             let up = s.map_or(c.tx_bytes, |s| s.rx_bytes);
+            // Each direction's datagrams from its receiver's second.
+            let receivers: Vec<&Interval> = match &spec.workload {
+                Workload::Stream { direction, .. } => {
+                    let mut r = Vec::new();
+                    if *direction != StreamDirection::Down {
+                        r.extend(s);
+                    }
+                    if *direction != StreamDirection::Up {
+                        r.push(c);
+                    }
+                    r
+                }
+                _ => Vec::new(),
+            };
+            let (loss_rate, jitter_us) = crate::udp::interval_udp(&receivers);
             let transactions = match (&spec.workload, s) {
                 (Workload::Stream { direction, message }, Some(s)) => match direction {
                     StreamDirection::Up => s.transactions,
@@ -190,13 +211,18 @@ fn receiver_intervals(
                 },
                 _ => c.transactions,
             };
-            interval_rate(&Interval {
-                start_s: c.start_s,
-                length_s: c.length_s,
-                tx_bytes: up,
-                rx_bytes: c.rx_bytes,
-                transactions,
-            })
+            IntervalRate {
+                loss_rate,
+                jitter_us,
+                ..interval_rate(&Interval {
+                    start_s: c.start_s,
+                    length_s: c.length_s,
+                    tx_bytes: up,
+                    rx_bytes: c.rx_bytes,
+                    transactions,
+                    ..Default::default()
+                })
+            }
         })
         .collect()
 }
@@ -267,7 +293,15 @@ fn efficiency(carried: &Carried, client: &SideReport, server: Option<&SideReport
             None
         }
     };
+    let pinned = pinned_cpu_of(client, server);
+    let pinned_s = |f: fn(&PinnedCpu) -> &PinnedSide| pinned.as_ref().map(|p| f(p).busy_s);
+    let client_pinned = pinned_s(|p| &p.client);
+    let server_pinned = pinned_s(|p| &p.server);
     Efficiency {
+        client_bytes_per_pinned_cpu_s: client_pinned.and_then(per_cpu_s),
+        server_bytes_per_pinned_cpu_s: server_pinned.and_then(per_cpu_s),
+        client_pinned_cpu_us_per_txn: client_pinned.and_then(us_per_txn),
+        server_pinned_cpu_us_per_txn: server_pinned.and_then(us_per_txn),
         client_bytes_per_cpu_s: per_cpu_s(client.cpu.process_s),
         server_bytes_per_cpu_s: server_cpu.and_then(|c| per_cpu_s(c.process_s)),
         client_cpu_us_per_txn: us_per_txn(client.cpu.process_s),
@@ -277,6 +311,46 @@ fn efficiency(carried: &Carried, client: &SideReport, server: Option<&SideReport
         client_system_cpu_us_per_txn: us_per_txn(client.cpu.system_busy_s),
         server_system_cpu_us_per_txn: server_cpu.and_then(|c| us_per_txn(c.system_busy_s)),
     }
+}
+
+/// Each side's CPU from its pinned CPUs: both sides must have been pinned,
+/// to CPUs the other did not use (else a CPU's time cannot be given to one
+/// side), over a window of some length.
+fn pinned_cpu(
+    spec: &TestSpec,
+    client: &SideReport,
+    server: Option<&SideReport>,
+) -> Option<PinnedCpu> {
+    let mut p = pinned_cpu_of(client, server)?;
+    let users = f64::from(spec.users.max(1));
+    p.client.per_user = p.client.utilisation / users;
+    p.server.per_user = p.server.utilisation / users;
+    Some(p)
+}
+
+fn pinned_cpu_of(client: &SideReport, server: Option<&SideReport>) -> Option<PinnedCpu> {
+    let server = server?;
+    let side = |s: &SideReport| -> Option<PinnedSide> {
+        if s.pinned_cpus.is_empty() || s.window_s <= 0.0 {
+            return None;
+        }
+        let busy_s: f64 = s.pinned_cpus.iter().map(|c| c.time.busy_s()).sum();
+        Some(PinnedSide {
+            cpus: s.pinned_cpus.iter().map(|c| c.cpu).collect(),
+            busy_s,
+            softirq_s: s.pinned_cpus.iter().map(|c| c.time.softirq_s).sum(),
+            utilisation: busy_s / s.window_s,
+            per_user: 0.0,
+        })
+    };
+    let (c, s) = (side(client)?, side(server)?);
+    c.cpus
+        .iter()
+        .all(|x| !s.cpus.contains(x))
+        .then_some(PinnedCpu {
+            client: c,
+            server: s,
+        })
 }
 
 /// One interval with its rates.
@@ -289,6 +363,8 @@ fn interval_rate(i: &Interval) -> IntervalRate {
         transactions: i.transactions,
         bytes_per_s: rate(i.tx_bytes as f64 + i.rx_bytes as f64, i.length_s),
         transactions_per_s: rate(i.transactions as f64, i.length_s),
+        loss_rate: None,
+        jitter_us: None,
     }
 }
 
@@ -371,6 +447,7 @@ mod tests {
                     tx_bytes: 1000,
                     rx_bytes: 2000,
                     transactions: 50,
+                    ..Default::default()
                 },
                 Interval {
                     start_s: 1.0,
@@ -378,6 +455,7 @@ mod tests {
                     tx_bytes: 1000,
                     rx_bytes: 2000,
                     transactions: 50,
+                    ..Default::default()
                 },
             ],
             cpu,
@@ -392,6 +470,7 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }
@@ -478,6 +557,7 @@ mod tests {
             tx_bytes: 0,
             rx_bytes: 1,
             transactions: 0,
+            ..Interval::default()
         });
         let run = rr_run(1, String::new(), client, Some(server));
         let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
@@ -497,6 +577,49 @@ mod tests {
         );
         let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
         assert_eq!(up, [1000, 1000], "the client's own count");
+    }
+
+    #[test]
+    fn each_side_is_given_the_time_of_the_cpus_it_alone_was_pinned_to() {
+        use linkperf_metrics::CpuShare;
+        let share = |cpu: usize, user_s: f64, softirq_s: f64| CpuShare {
+            cpu,
+            time: ProcStatBreakdown {
+                user_s,
+                system_s: 0.2,
+                softirq_s,
+                steal_s: 0.5,
+                idle_s: 1.0,
+                ..ProcStatBreakdown::default()
+            },
+        };
+        // Window 2 s, 6000 payload bytes, 100 transactions; the client on CPU
+        // 0 (busy 0.6 + 0.2 + 0.2 = 1.0 s), the server on CPUs 1 and 2 (1.5 s,
+        // 0.9 of it softirq); steal and idle are nobody's.
+        let mut client = side(2.0, 2000, 4000, 100, cpu(0.5, 1.0));
+        client.pinned_cpus = vec![share(0, 0.6, 0.2)];
+        let mut server = side(2.0, 4000, 2000, 100, cpu(0.25, 2.0));
+        server.pinned_cpus = vec![share(1, 0.1, 0.5), share(2, 0.1, 0.4)];
+        let run = rr_run(1, "t".into(), client.clone(), Some(server.clone()));
+        let p = run.pinned.as_ref().expect("pinned apart");
+        assert_eq!(p.client.cpus, [0]);
+        assert!((p.client.busy_s - 1.0).abs() < 1e-12);
+        assert!((p.client.utilisation - 0.5).abs() < 1e-12);
+        assert_eq!(p.server.cpus, [1, 2]);
+        assert!((p.server.busy_s - 1.5).abs() < 1e-12);
+        assert!((p.server.softirq_s - 0.9).abs() < 1e-12);
+        let e = run.efficiency.unwrap();
+        assert!((e.client_pinned_cpu_us_per_txn.unwrap() - 10_000.0).abs() < 1e-6);
+        assert!((e.server_pinned_cpu_us_per_txn.unwrap() - 15_000.0).abs() < 1e-6);
+        assert!((e.server_bytes_per_pinned_cpu_s.unwrap() - 4_000.0).abs() < 1e-6);
+        // Sharing a CPU, the time cannot be split: nothing is claimed.
+        server.pinned_cpus = vec![share(0, 0.1, 0.5)];
+        let run = rr_run(2, "t".into(), client.clone(), Some(server.clone()));
+        assert_eq!(run.pinned, None);
+        assert_eq!(run.efficiency.unwrap().client_pinned_cpu_us_per_txn, None);
+        // One side free: neither.
+        server.pinned_cpus.clear();
+        assert_eq!(rr_run(3, "t".into(), client, Some(server)).pinned, None);
     }
 
     #[test]
@@ -559,6 +682,7 @@ mod tests {
             tx_bytes: 5,
             rx_bytes: 5,
             transactions: 1,
+            ..Default::default()
         }];
         let run = rr_run(1, String::new(), client, None);
         let t = run.throughput.unwrap();

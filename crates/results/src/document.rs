@@ -241,7 +241,8 @@ impl TestResult {
 pub struct WorkloadInfo {
     /// `rr`, `crr`, `mix` or `stream`.
     pub kind: String,
-    /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`.
+    /// The workload's name, e.g. `rr1c-200x1000`, `str-readx30k`; a UDP
+    /// stream's with its pace, `str-readx1400@100m`.
     pub name: String,
     /// Request payload in bytes (rr, crr).
     #[serde(default)]
@@ -279,7 +280,7 @@ impl WorkloadInfo {
         };
         WorkloadInfo {
             kind: kind.to_string(),
-            name: spec.workload.name(),
+            name: spec.workload_name(),
             request_bytes,
             response_bytes,
             message_bytes,
@@ -327,6 +328,10 @@ pub struct TestConfig {
     /// is reported, not judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_loss: Option<f64>,
+    /// UDP streams: the pace asked of each user, payload bits per second (0:
+    /// as fast as the socket takes); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bits_per_s: Option<f64>,
 }
 
 impl TestConfig {
@@ -350,6 +355,7 @@ impl TestConfig {
             udp_timeout_s: (spec.protocol == Protocol::Udp)
                 .then_some(spec.udp_timeout.as_secs_f64()),
             max_loss: None,
+            rate_bits_per_s: spec.stream_rate().map(|r| r.as_f64()),
         }
     }
 }
@@ -444,6 +450,18 @@ pub struct Run {
     /// timeout) and their share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Loss>,
+    /// What the wire carried each way, headers included, read from each
+    /// sender's own interface and its root queue: absent on the loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wire: Option<crate::Wire>,
+    /// Each side's CPU from the CPUs it was pinned to, when both sides were
+    /// pinned to CPUs the other did not use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<PinnedCpu>,
+    /// UDP streams: datagrams received, lost, out of order, duplicated, the
+    /// loss rate and jitter, and the senders' pace, per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<crate::UdpStream>,
     /// The validity checks, in a fixed order (see [`crate::CheckName`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,
@@ -652,6 +670,48 @@ pub struct Efficiency {
     /// Busy CPU-microseconds of the server's host per transaction.
     #[serde(default)]
     pub server_system_cpu_us_per_txn: Option<f64>,
+    /// Payload bytes per busy second of the CPUs the client was pinned to
+    /// (softirq included; see [`Run::pinned`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_bytes_per_pinned_cpu_s: Option<f64>,
+    /// Payload bytes per busy second of the CPUs the server was pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_bytes_per_pinned_cpu_s: Option<f64>,
+    /// Busy CPU-microseconds of the client's pinned CPUs per transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_pinned_cpu_us_per_txn: Option<f64>,
+    /// Busy CPU-microseconds of the server's pinned CPUs per transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_pinned_cpu_us_per_txn: Option<f64>,
+}
+
+/// Each side's CPU, read from the CPUs it alone was pinned to: on one host
+/// the kernel's work for a flow (softirq: the receive path, the tunnel's
+/// encapsulation) runs on whichever CPU takes it, and is counted in no
+/// process; with the two sides pinned to different CPUs, each CPU's time is
+/// its side's, whoever's code it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedCpu {
+    /// The client's CPUs.
+    pub client: PinnedSide,
+    /// The server's CPUs.
+    pub server: PinnedSide,
+}
+
+/// One side's pinned CPUs over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PinnedSide {
+    /// The CPUs.
+    pub cpus: Vec<usize>,
+    /// Their busy seconds (everything but idle and steal), softirq included.
+    pub busy_s: f64,
+    /// Of which softirq.
+    pub softirq_s: f64,
+    /// Busy CPUs on average over the window (0.85: 85% of one CPU).
+    pub utilisation: f64,
+    /// The most CPUs any user kept busy on average: `utilisation / users`
+    /// (a stream per user: the CPU per stream).
+    pub per_user: f64,
 }
 
 /// One per-second sample of the client's traffic, with its rates.
@@ -671,6 +731,14 @@ pub struct IntervalRate {
     pub bytes_per_s: f64,
     /// Transactions per second.
     pub transactions_per_s: f64,
+    /// UDP streams: the share of the second's datagrams lost (RFC 3550's
+    /// fraction lost, 0 when late arrivals outnumber losses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<f64>,
+    /// UDP streams: the receiving flows' jitter at the second's last
+    /// datagram, averaged, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
 }
 
 #[cfg(test)]

@@ -21,6 +21,8 @@ mod store;
 mod stream;
 mod summary;
 mod timestamp;
+mod udp;
+mod wire;
 
 pub use checks::{
     checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
@@ -30,8 +32,8 @@ pub use checks::{
 pub use derive::{derive_run, failed_run, flow_stats};
 pub use document::{
     CountedAt, Counter, CpuPair, DirectionBytes, Efficiency, Environments, IntervalRate, LinkInfo,
-    Loss, Part, Payload, ResultsDocument, Run, RunStatus, SuiteRecord, TestConfig, TestResult,
-    Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
+    Loss, Part, Payload, PinnedCpu, PinnedSide, ResultsDocument, Run, RunStatus, SuiteRecord,
+    TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
 pub use mesh::{MeshRecord, RunAgent, RunAgents};
@@ -40,3 +42,5 @@ pub use store::remove_stale_temp_files;
 pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::{rfc3339, rfc3339_millis};
+pub use udp::{udp_stream, UdpDirection, UdpStream, PACE_TOLERANCE};
+pub use wire::{Wire, WireDirection};

@@ -423,6 +423,7 @@ mod tests {
                 tx_bytes: 2000,
                 rx_bytes: 10_000,
                 transactions: 10,
+                ..Default::default()
             }],
             cpu: side_cpu(process_s, 1.5),
             tcp_info: Some(TcpInfoSummary {
@@ -441,6 +442,7 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }

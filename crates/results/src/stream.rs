@@ -22,7 +22,7 @@ pub enum StreamEvent {
     /// The test is about to run: what it is and how it is set up.
     Start(Box<StreamStart>),
     /// One second of the test, as the client counted it.
-    Interval(StreamInterval),
+    Interval(Box<StreamInterval>),
     /// The run failed or was aborted.
     Error(StreamError),
     /// The run, as in the results document (`tests[].runs[]`).
@@ -109,12 +109,31 @@ pub struct StreamInterval {
     /// UDP request/response: the second's lost transactions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Loss>,
+    /// UDP streams the client receives (stream-down, stream-bidir): new
+    /// datagrams it received in the second, as in its `client.intervals`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datagrams: Option<u64>,
+    /// UDP streams the client receives: sequence numbers the second's
+    /// arrivals accounted for (RFC 3550's "expected").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<u64>,
+    /// UDP streams the client receives: the second's datagrams lost on
+    /// their way to it, `(expected − datagrams) / expected`, as the run's
+    /// intervals' `loss_rate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_rate: Option<f64>,
+    /// UDP streams the client receives: its flows' jitter at their last
+    /// datagram of the second, averaged, µs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_us: Option<f64>,
 }
 
 impl StreamInterval {
     /// The second `i`, with its errors, transaction times and retransmits;
     /// its loss when `udp_rr` (every error of a UDP request/response
-    /// transaction is a loss, as in the run's `loss`).
+    /// transaction is a loss, as in the run's `loss`); the datagrams of a
+    /// UDP stream the client received, their loss rate and jitter, when `i`
+    /// has them.
     pub fn new(
         i: &Interval,
         warmup: bool,
@@ -124,6 +143,7 @@ impl StreamInterval {
         udp_rr: bool,
     ) -> Self {
         let per_s = |n: u64| crate::derive::rate(n as f64, i.length_s);
+        let (loss_rate, _) = crate::udp::interval_udp(&[i]);
         StreamInterval {
             start_s: i.start_s,
             length_s: i.length_s,
@@ -138,6 +158,10 @@ impl StreamInterval {
             transaction_time_us,
             retransmits,
             loss: udp_rr.then(|| Loss::of(errors, i.transactions)),
+            datagrams: i.datagrams,
+            expected: i.expected,
+            loss_rate,
+            jitter_us: i.jitter_us,
         }
     }
 }
@@ -164,8 +188,9 @@ mod tests {
             tx_bytes: 100,
             rx_bytes: 300,
             transactions: 10,
+            ..Interval::default()
         };
-        let e = StreamEvent::Interval(StreamInterval::new(&i, true, 2, None, None, true));
+        let e = StreamEvent::Interval(Box::new(StreamInterval::new(&i, true, 2, None, None, true)));
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["event"], "interval");
         let d = &v["data"];
@@ -182,9 +207,37 @@ mod tests {
         assert_eq!(back, e);
 
         let tcp = StreamInterval::new(&i, false, 0, None, Some(3), false);
-        let v = serde_json::to_value(StreamEvent::Interval(tcp)).unwrap();
+        let v = serde_json::to_value(StreamEvent::Interval(Box::new(tcp))).unwrap();
         assert!(v["data"].get("loss").is_none(), "loss is for UDP: {v}");
         assert_eq!(v["data"]["retransmits"], 3);
+        for key in ["datagrams", "expected", "loss_rate", "jitter_us"] {
+            assert!(
+                v["data"].get(key).is_none(),
+                "{key} is for UDP streams: {v}"
+            );
+        }
+
+        // A second of a UDP stream the client received: its datagrams, the
+        // share lost on their way, their jitter.
+        let down = Interval {
+            datagrams: Some(95),
+            expected: Some(100),
+            jitter_us: Some(12.5),
+            ..i
+        };
+        let e = StreamEvent::Interval(Box::new(StreamInterval::new(
+            &down, false, 0, None, None, false,
+        )));
+        let v = serde_json::to_value(&e).unwrap();
+        let d = &v["data"];
+        assert_eq!(
+            (d["datagrams"].as_u64(), d["expected"].as_u64()),
+            (Some(95), Some(100))
+        );
+        assert_eq!(d["loss_rate"], 0.05);
+        assert_eq!(d["jitter_us"], 12.5);
+        assert!(d.get("loss").is_none(), "no transactions lost: {v}");
+        assert_eq!(serde_json::from_value::<StreamEvent>(v).unwrap(), e);
 
         let spec = TestSpec::new(
             "rr1c-1x1".parse().unwrap(),
@@ -235,6 +288,9 @@ mod tests {
             tx_bytes: 1,
             rx_bytes: 1,
             transactions: 1,
+            datagrams: Some(1),
+            expected: Some(1),
+            jitter_us: Some(1.0),
         };
         let interval = StreamInterval::new(&i, false, 0, None, None, true);
         let spec = TestSpec::new(

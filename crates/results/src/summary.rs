@@ -124,8 +124,24 @@ const FIGURES: &[(&str, Figure)] = &[
     ("efficiency.server_system_cpu_us_per_txn", |r| {
         r.efficiency.and_then(|e| e.server_system_cpu_us_per_txn)
     }),
+    ("efficiency.client_bytes_per_pinned_cpu_s", |r| {
+        r.efficiency.and_then(|e| e.client_bytes_per_pinned_cpu_s)
+    }),
+    ("efficiency.server_bytes_per_pinned_cpu_s", |r| {
+        r.efficiency.and_then(|e| e.server_bytes_per_pinned_cpu_s)
+    }),
+    ("efficiency.client_pinned_cpu_us_per_txn", |r| {
+        r.efficiency.and_then(|e| e.client_pinned_cpu_us_per_txn)
+    }),
+    ("efficiency.server_pinned_cpu_us_per_txn", |r| {
+        r.efficiency.and_then(|e| e.server_pinned_cpu_us_per_txn)
+    }),
     // A count, exact as f64 up to 2^53.
     ("errors", |r| Some(r.errors as f64)),
+    ("udp.loss_rate", |r| {
+        r.udp.map(|u| u.loss_rate).or(r.loss.map(|l| l.rate))
+    }),
+    ("udp.jitter_us", |r| r.udp.and_then(|u| u.jitter_us)),
 ];
 
 /// The client's CPU of a run.
@@ -244,6 +260,10 @@ mod tests {
             server_bytes_per_system_cpu_s: Some(6.0),
             client_system_cpu_us_per_txn: Some(7.0),
             server_system_cpu_us_per_txn: Some(8.0),
+            client_bytes_per_pinned_cpu_s: Some(9.0),
+            server_bytes_per_pinned_cpu_s: Some(10.0),
+            client_pinned_cpu_us_per_txn: Some(11.0),
+            server_pinned_cpu_us_per_txn: Some(12.0),
         });
         run.errors = u64::from(n);
         run
@@ -345,10 +365,15 @@ mod tests {
     fn every_figure_is_keyed_by_its_path() {
         let s = summarize(&test_of(vec![ok_run(1, 100.0), ok_run(2, 120.0)])).unwrap();
         let keys: Vec<&str> = s.metrics.keys().map(String::as_str).collect();
-        let mut expected: Vec<&str> = FIGURES.iter().map(|(k, _)| *k).collect();
+        // Every figure but a UDP stream's, which these runs are not.
+        let mut expected: Vec<&str> = FIGURES
+            .iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !k.starts_with("udp."))
+            .collect();
         expected.sort_unstable();
         assert_eq!(keys, expected);
-        assert_eq!(keys.len(), 25);
+        assert_eq!(keys.len(), 29);
         assert_eq!(s.metrics["transaction_time_us.p99"].mean, 41.0);
         assert_eq!(s.metrics["cpu.server.process_s"].mean, 3.0);
         assert_eq!(s.metrics["cpu.client.system_busy_s"].mean, 8.0);
@@ -378,7 +403,7 @@ mod tests {
         }
         assert!(s.metrics.contains_key("cpu.client.softirq_s"));
         assert!(s.metrics.contains_key("efficiency.server_cpu_us_per_txn"));
-        assert_eq!(s.metrics.len(), 25 - 3 - 1 - 6);
+        assert_eq!(s.metrics.len(), 29 - 3 - 1 - 6);
     }
 
     #[test]

@@ -27,12 +27,18 @@ use crate::{encode_frame, WireError};
 /// server's boot id in its environment; data connections and UDP datagrams
 /// naming a flow beyond the test's users are refused.
 ///
-/// 4: authentication is mutual: a client holding a key sends its own
+/// 4: the UDP datagram header carries the sender's send time (24 bytes, was
+/// 16); UDP streams (a spec's `rate`), whose flows register their address
+/// with a header-only datagram the server answers; the server's report
+/// carries a UDP stream's datagram counts (`udp`, and per-second ones in its
+/// intervals).
+///
+/// 5: authentication is mutual: a client holding a key sends its own
 /// challenge in `hello` and the server answers it in `welcome` (`proof`)
 /// before the client proves anything; `welcome` carries the agent's identity
 /// (node, network, zone); a controller may ask an agent to run a test
 /// against another agent (`delegate` → `delegated`).
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -535,6 +541,7 @@ mod tests {
             tx_bytes: 12_345_678_901 + i,
             rx_bytes: 9_876_543_210 + i,
             transactions: 87_654_321 + i,
+            ..Default::default()
         }
     }
 
@@ -606,6 +613,7 @@ mod tests {
             profile: None,
             latency_histogram: None,
             flows: Default::default(),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }
@@ -626,6 +634,7 @@ mod tests {
                 mss: Some(1400),
             },
             udp_timeout: Duration::from_nanos(250_000_001),
+            rate: None,
         }
     }
 
@@ -706,9 +715,80 @@ mod tests {
                 placement: placement.clone(),
             });
         }
+        msgs.push(ClientMessage::Test {
+            spec: udp_stream_spec(),
+            placement: placement.clone(),
+        });
         for m in &msgs {
             client_round_trip(m);
         }
+    }
+
+    fn udp_stream_spec() -> TestSpec {
+        let mut s = TestSpec::new(
+            "stream-bidir:1400".parse().unwrap(),
+            Protocol::Udp,
+            4,
+            Duration::from_secs(10),
+        );
+        s.rate = Some(linkperf_workload::BitsPerSecond(100_000_000));
+        s
+    }
+
+    #[test]
+    fn golden_udp_stream_test() {
+        let m = ClientMessage::Test {
+            spec: udp_stream_spec(),
+            placement: Placement::with_threads(1),
+        };
+        assert_eq!(
+            String::from_utf8(unframe(&encode_client(&m))).unwrap(),
+            r#"{"type":"test","spec":{"workload":{"kind":"stream","message":1400,"direction":"bidir"},"protocol":"udp","users":4,"duration":{"secs":10,"nanos":0},"warmup":{"secs":1,"nanos":0},"socket":{"nodelay":null,"sndbuf":null,"rcvbuf":null,"cc":null,"mss":null},"udp_timeout":{"secs":0,"nanos":250000000},"rate":100000000},"placement":{"threads":1,"affinity":null,"busy_poll":false}}"#
+        );
+    }
+
+    #[test]
+    fn golden_udp_stream_results() {
+        let mut r = report(1, 0);
+        r.intervals[0] = Interval {
+            start_s: 0.0,
+            length_s: 1.0,
+            tx_bytes: 0,
+            rx_bytes: 1400,
+            transactions: 1,
+            datagrams: Some(1),
+            expected: Some(2),
+            jitter_us: Some(3.5),
+        };
+        r.udp = Some(linkperf_metrics::DatagramCounts {
+            sent: 7,
+            received: 1,
+            expected: 2,
+            out_of_order: 3,
+            duplicates: 4,
+            late: 5,
+            jitter_us: Some(3.5),
+            jitter_flows: 1,
+        });
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["intervals"][0],
+            serde_json::json!({"start_s": 0.0, "length_s": 1.0, "tx_bytes": 0, "rx_bytes": 1400,
+                "transactions": 1, "datagrams": 1, "expected": 2, "jitter_us": 3.5})
+        );
+        assert_eq!(
+            json["udp"],
+            serde_json::json!({"sent": 7, "received": 1, "expected": 2, "out_of_order": 3,
+                "duplicates": 4, "late": 5, "jitter_us": 3.5, "jitter_flows": 1})
+        );
+        server_round_trip(&ServerMessage::Results {
+            report: r,
+            environment: environment(),
+        });
+        // Other runs' reports say nothing of datagrams, as before.
+        let plain = serde_json::to_value(report(1, 0)).unwrap();
+        assert!(plain.get("udp").is_none());
+        assert!(plain["intervals"][0].get("datagrams").is_none());
     }
 
     #[test]
@@ -877,12 +957,12 @@ mod tests {
     #[test]
     fn golden_mutual_authentication_and_identity() {
         let hello = ClientMessage::Hello {
-            protocol_version: 4,
+            protocol_version: 5,
             client_version: "0.1.0".into(),
             challenge: Some("ab".repeat(32)),
         };
         let json = format!(
-            r#"{{"type":"hello","protocol_version":4,"client_version":"0.1.0","challenge":"{}"}}"#,
+            r#"{{"type":"hello","protocol_version":5,"client_version":"0.1.0","challenge":"{}"}}"#,
             "ab".repeat(32)
         );
         assert_eq!(
@@ -890,7 +970,7 @@ mod tests {
             json
         );
         let welcome = ServerMessage::Welcome {
-            protocol_version: 4,
+            protocol_version: 5,
             server_version: "0.1.0".into(),
             session: 9,
             challenge: Some("cd".repeat(32)),
@@ -902,7 +982,7 @@ mod tests {
             }),
         };
         let json = format!(
-            r#"{{"type":"welcome","protocol_version":4,"server_version":"0.1.0","session":9,"challenge":"{}","proof":"{}","agent":{{"node":"n1","network":"pod"}}}}"#,
+            r#"{{"type":"welcome","protocol_version":5,"server_version":"0.1.0","session":9,"challenge":"{}","proof":"{}","agent":{{"node":"n1","network":"pod"}}}}"#,
             "cd".repeat(32),
             "ef".repeat(32)
         );
@@ -1034,7 +1114,7 @@ mod tests {
             br#"{"type":"abort","reason":"\xff"}"#,
             br#"{"type":"hello","protocol_version":"2","client_version":"x"}"#,
             br#"{"type":"hello","protocol_version":-2,"client_version":"x"}"#,
-            br#"{"type":"hello","protocol_version":4294967296,"client_version":"x"}"#,
+            br#"{"type":"hello","protocol_version":5294967296,"client_version":"x"}"#,
             &deep,
         ];
         for c in cases {
@@ -1043,32 +1123,32 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":4}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":5}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
         malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
-        malformed_client(br#"{"type":"welcome","protocol_version":5}"#);
-        malformed_server(br#"{"type":"hello","protocol_version":4}"#);
+        malformed_client(br#"{"type":"welcome","protocol_version":6}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":5}"#);
         malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
     }
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v4 = WireError::VersionMismatch {
+        let v6 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 5,
+            theirs: 6,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":5,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":5}"#,
-            r#"{"protocol_version":5,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":6,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":6}"#,
+            r#"{"protocol_version":6,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v4.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v6.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":5,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v4));
+            r#"{"type":"welcome","protocol_version":6,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v6));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
@@ -1089,11 +1169,11 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":4,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":5,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 4,
+                protocol_version: 5,
                 client_version: "0.2.0".into(),
                 challenge: None
             })
@@ -1108,11 +1188,11 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":4,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":5,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 4,
+                protocol_version: 5,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,

@@ -10,8 +10,9 @@ pub const PREAMBLE_MAGIC: [u8; 4] = *b"LPD1";
 /// Bytes of a [`Preamble`]: magic (4), token (16), flow id (4), sequence (8).
 pub const PREAMBLE_LEN: usize = 32;
 
-/// Bytes of a [`UdpHeader`]: session tag (4), flow id (4), sequence (8).
-pub const UDP_HEADER_LEN: usize = 16;
+/// Bytes of a [`UdpHeader`]: session tag (4), flow id (4), sequence (8),
+/// send time (8). Control protocol 4 added the send time (3 had 16 bytes).
+pub const UDP_HEADER_LEN: usize = 24;
 
 /// What a client sends first on every TCP or Unix data connection, so the
 /// server can match the connection to its session and flow.
@@ -54,14 +55,26 @@ impl Preamble {
 }
 
 /// The header in front of every UDP datagram's payload.
+///
+/// A datagram of the header alone (no payload) is a registration: a client
+/// sends one for each UDP stream flow (and each UDP connection of a profile)
+/// before any data, so that the server knows where to send, and the server
+/// answers it with the same header. Every data datagram carries at least one
+/// payload byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UdpHeader {
     /// The session's tag, [`DataToken::session_tag`].
     pub tag: u32,
     /// The flow (user) the datagram belongs to.
     pub flow: u32,
-    /// The transaction's sequence number within its flow.
+    /// The transaction's (request/response) or the datagram's (streams)
+    /// sequence number within its flow, from 0.
     pub seq: u64,
+    /// When the sender sent it: nanoseconds on the sender's clock, from an
+    /// origin of its choosing that stays the same for the flow (only the
+    /// differences between a flow's datagrams mean anything: the receiver's
+    /// jitter). 0 where the sender does not say (request/response).
+    pub sent_ns: u64,
 }
 
 impl UdpHeader {
@@ -70,7 +83,8 @@ impl UdpHeader {
     pub fn encode(&self, out: &mut [u8; UDP_HEADER_LEN]) {
         out[..4].copy_from_slice(&self.tag.to_be_bytes());
         out[4..8].copy_from_slice(&self.flow.to_be_bytes());
-        out[8..].copy_from_slice(&self.seq.to_be_bytes());
+        out[8..16].copy_from_slice(&self.seq.to_be_bytes());
+        out[16..].copy_from_slice(&self.sent_ns.to_be_bytes());
     }
 
     /// Reads the header at the front of a received datagram; the payload follows
@@ -80,11 +94,13 @@ impl UdpHeader {
             .first_chunk::<UDP_HEADER_LEN>()
             .ok_or(WireError::Truncated)?;
         let (tag, rest) = header.split_at(4);
-        let (flow, seq) = rest.split_at(4);
+        let (flow, rest) = rest.split_at(4);
+        let (seq, sent) = rest.split_at(8);
         Ok(UdpHeader {
             tag: u32::from_be_bytes(array(tag)),
             flow: u32::from_be_bytes(array(flow)),
             seq: u64::from_be_bytes(array(seq)),
+            sent_ns: u64::from_be_bytes(array(sent)),
         })
     }
 }
@@ -156,6 +172,7 @@ mod tests {
             tag: 0xdead_beef,
             flow: 7,
             seq: u64::MAX - 1,
+            sent_ns: 0x0102_0304_0506_0708,
         };
         let mut datagram = vec![0xAAu8; 64];
         h.encode(datagram.first_chunk_mut::<UDP_HEADER_LEN>().unwrap());
@@ -164,8 +181,9 @@ mod tests {
             datagram[8..16],
             [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]
         );
+        assert_eq!(datagram[16..24], [1, 2, 3, 4, 5, 6, 7, 8]);
         assert!(
-            datagram[16..].iter().all(|&b| b == 0xAA),
+            datagram[24..].iter().all(|&b| b == 0xAA),
             "payload untouched"
         );
         assert_eq!(UdpHeader::decode(&datagram), Ok(h));
@@ -191,6 +209,7 @@ mod tests {
             tag: t.session_tag(),
             flow: 0,
             seq: 0,
+            sent_ns: 0,
         };
         let mut bytes = [0u8; UDP_HEADER_LEN];
         h.encode(&mut bytes);
@@ -209,9 +228,10 @@ mod tests {
             tag in any::<u32>(),
             flow in any::<u32>(),
             seq in any::<u64>(),
+            sent_ns in any::<u64>(),
             payload in proptest::collection::vec(any::<u8>(), 0..64),
         ) {
-            let h = UdpHeader { tag, flow, seq };
+            let h = UdpHeader { tag, flow, seq, sent_ns };
             let mut datagram = vec![0u8; UDP_HEADER_LEN];
             h.encode(datagram.first_chunk_mut::<UDP_HEADER_LEN>().unwrap());
             datagram.extend_from_slice(&payload);

@@ -27,6 +27,9 @@ pub enum WorkloadError {
     /// A duration such as `30s` or `10` could not be read.
     #[error("{0} (examples: 30s, 500ms, 2m; a bare number is seconds: 10 is 10s)")]
     Duration(String),
+    /// A rate such as `100m` could not be read.
+    #[error("{0}")]
+    Rate(String),
     /// A CPU list such as `0-3,6` could not be read.
     #[error("invalid CPU list '{0}': expected numbers and ranges such as 0,2-3")]
     CpuList(String),

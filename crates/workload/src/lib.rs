@@ -30,8 +30,8 @@ pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
 pub use rate::{BitsPerSecond, RateError};
 pub use size::{parse_percent, Bytes};
 pub use spec::{
-    Placement, Protocol, SocketOptions, TestSpec, Threads, MAX_TEST_TIME, MAX_UDP_PAYLOAD,
-    MAX_USERS, UDP_HEADER_BYTES,
+    parse_udp_rate, Placement, Protocol, SocketOptions, TestSpec, Threads, DEFAULT_UDP_RATE,
+    MAX_TEST_TIME, MAX_UDP_PAYLOAD, MAX_UDP_RATE, MAX_USERS, UDP_HEADER_BYTES, UNPACED,
 };
 pub use suite::{run_order, Location, Suite, SuiteError, SuiteTest, TestOverrides, RUN_OVERHEAD};
 pub use suite_file::parse_suite;

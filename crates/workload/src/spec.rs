@@ -4,14 +4,55 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CpuList, PlacementPolicy, Side, Workload, WorkloadError};
+use crate::{BitsPerSecond, CpuList, PlacementPolicy, Side, Workload, WorkloadError};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
-/// (session tag, flow id, sequence number). Not counted as payload.
-pub const UDP_HEADER_BYTES: usize = 16;
+/// (session tag, flow id, sequence number, send time). Not counted as payload.
+pub const UDP_HEADER_BYTES: usize = 24;
 
 /// Largest UDP request or response payload (65,507 bytes of IPv4 datagram less the header).
 pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
+
+/// The pace of a UDP stream when none is given: 1 Mbit/s per user, as
+/// iperf3's `-u` without `-b`.
+pub const DEFAULT_UDP_RATE: BitsPerSecond = BitsPerSecond(1_000_000);
+
+/// Fastest pace a UDP stream's user may ask for: 1 Tbit/s (nothing carries
+/// more, and the time between datagrams stays above a picosecond).
+pub const MAX_UDP_RATE: BitsPerSecond = BitsPerSecond(1_000_000_000_000);
+
+/// A UDP stream's pace of 0: no pace, as fast as the socket takes.
+pub const UNPACED: BitsPerSecond = BitsPerSecond(0);
+
+/// A UDP stream's pace per user as `--rate` and a suite file's `rate` take
+/// it, iperf3's `-b`: [`BitsPerSecond`]'s forms (`100m` is 100,000,000
+/// bit/s: rates use powers of 1000, sizes keep k = 1024), a bare number of
+/// bits per second, or `0` for no pace; at most [`MAX_UDP_RATE`].
+pub fn parse_udp_rate(s: &str) -> Result<BitsPerSecond, WorkloadError> {
+    let bad = |why: &str| {
+        WorkloadError::Rate(format!(
+            "rate '{s}': {why} (bits per second: 100m is 100,000,000 bit/s, 1g, 500k, 0 for as fast as the socket takes)"
+        ))
+    };
+    let rate = s
+        .parse::<BitsPerSecond>()
+        .map_err(|e| bad(&e.to_string()))?;
+    if rate > MAX_UDP_RATE {
+        return Err(bad("faster than 1 Tbit/s per user"));
+    }
+    Ok(rate)
+}
+
+/// A UDP stream's pace as its test's name shows it: the largest SI multiple
+/// that is exact, without the unit (`100m`, `2500k`, `1g`, `9001`), `max`
+/// for no pace.
+fn rate_label(rate: BitsPerSecond) -> String {
+    if rate == UNPACED {
+        return "max".to_string();
+    }
+    let shown = rate.to_string();
+    shown.strip_suffix("bit").unwrap_or(&shown).to_string()
+}
 
 /// The transport that carries the data connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -19,7 +60,8 @@ pub const MAX_UDP_PAYLOAD: u64 = 65_507 - UDP_HEADER_BYTES as u64;
 pub enum Protocol {
     /// TCP, one connection per user.
     Tcp,
-    /// UDP datagrams, request/response only; a lost datagram is a lost transaction.
+    /// UDP datagrams: request/response (a lost datagram is a lost
+    /// transaction) or paced streams (loss and jitter counted by the receiver).
     Udp,
     /// Unix stream sockets: same host only, the in-memory path.
     Unix,
@@ -167,6 +209,10 @@ pub struct TestSpec {
     pub socket: SocketOptions,
     /// How long a UDP transaction waits for its response before it counts as lost.
     pub udp_timeout: Duration,
+    /// The pace of each user's UDP stream (UDP streams only): `None` is
+    /// [`DEFAULT_UDP_RATE`], a rate of 0 no pace. See [`TestSpec::stream_rate`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<BitsPerSecond>,
 }
 
 /// Most users in one test.
@@ -188,15 +234,38 @@ impl TestSpec {
             warmup: Duration::from_secs(1),
             socket: SocketOptions::default(),
             udp_timeout: Duration::from_millis(250),
+            rate: None,
+        }
+    }
+
+    /// Whether this is a UDP stream (paced datagrams one way or both).
+    pub fn is_udp_stream(&self) -> bool {
+        self.protocol == Protocol::Udp && matches!(self.workload, Workload::Stream { .. })
+    }
+
+    /// The pace of each user's stream, for a UDP stream: the rate asked for,
+    /// or [`DEFAULT_UDP_RATE`]; 0 is no pace. `None` for anything else.
+    pub fn stream_rate(&self) -> Option<BitsPerSecond> {
+        self.is_udp_stream()
+            .then(|| self.rate.unwrap_or(DEFAULT_UDP_RATE))
+    }
+
+    /// The workload's name with what else sets it apart: a UDP stream's pace
+    /// (`str-readx1400@100m`, `@max` for no pace).
+    pub fn workload_name(&self) -> String {
+        match self.stream_rate() {
+            Some(r) => format!("{}@{}", self.workload.name(), rate_label(r)),
+            None => self.workload.name(),
         }
     }
 
     /// The test's name in the study's form: `rr1c-200x1000--50`; a protocol other
-    /// than TCP is appended: `rr1c-1x1--50--udp`.
+    /// than TCP is appended: `rr1c-1x1--50--udp`, and a UDP stream's pace to its
+    /// workload: `str-readx1400@100m--1--udp`.
     pub fn name(&self) -> String {
         match self.protocol {
-            Protocol::Tcp => format!("{}--{}", self.workload.name(), self.users),
-            p => format!("{}--{}--{}", self.workload.name(), self.users, p),
+            Protocol::Tcp => format!("{}--{}", self.workload_name(), self.users),
+            p => format!("{}--{}--{}", self.workload_name(), self.users, p),
         }
     }
 
@@ -241,9 +310,12 @@ impl TestSpec {
                         e.response.check_range("UDP response", 1, MAX_UDP_PAYLOAD)?;
                     }
                 }
+                Workload::Stream { message, .. } => {
+                    message.check_range("UDP message", 1, MAX_UDP_PAYLOAD)?;
+                }
                 other => {
                     return Err(WorkloadError::Invalid(format!(
-                    "workload {} cannot run over udp: udp carries request/response (rr, mix) only",
+                    "workload {} cannot run over udp: udp carries request/response (rr, mix) and streams",
                     other.name()
                 )))
                 }
@@ -252,6 +324,21 @@ impl TestSpec {
                 return Err(WorkloadError::Invalid(
                     "udp timeout must be longer than zero".into(),
                 ));
+            }
+        }
+        if let Some(r) = self.rate {
+            if !self.is_udp_stream() {
+                return Err(WorkloadError::Invalid(format!(
+                    "--rate paces UDP streams (stream-up, stream-down, stream-bidir over --protocol udp); \
+                     {} over {} is not one",
+                    self.workload.name(),
+                    self.protocol
+                )));
+            }
+            if r > MAX_UDP_RATE {
+                return Err(WorkloadError::Invalid(format!(
+                    "rate {r} is faster than 1 Tbit/s per user"
+                )));
             }
         }
         if let Some(cc) = &self.socket.cc {
@@ -413,10 +500,108 @@ mod tests {
     }
 
     #[test]
-    fn udp_carries_rr_only_within_datagram_size() {
+    fn udp_carries_rr_and_streams_within_datagram_size() {
         assert!(spec("rr1c-200x1000", Protocol::Udp, 1).validate().is_ok());
-        assert!(spec("str-readx30k", Protocol::Udp, 1).validate().is_err());
+        assert!(spec("stream-up:1400", Protocol::Udp, 1).validate().is_ok());
+        assert!(spec("stream-bidir:63k", Protocol::Udp, 1)
+            .validate()
+            .is_ok());
+        let e = spec("str-readx64k", Protocol::Udp, 1)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("UDP message must be between 1 and 65483"), "{e}");
         assert!(spec("rr:200x64k", Protocol::Udp, 1).validate().is_err());
+        assert!(spec("crr:1x1", Protocol::Udp, 1).validate().is_err());
+    }
+
+    #[test]
+    fn a_rate_paces_udp_streams_only() {
+        let mut s = spec("stream-up:1400", Protocol::Udp, 2);
+        assert_eq!(s.stream_rate(), Some(DEFAULT_UDP_RATE), "iperf3's default");
+        assert_eq!(s.name(), "str-readx1400@1m--2--udp");
+        s.rate = Some("100m".parse().unwrap());
+        assert!(s.validate().is_ok());
+        assert_eq!(s.name(), "str-readx1400@100m--2--udp");
+        s.rate = Some(UNPACED);
+        assert_eq!(s.name(), "str-readx1400@max--2--udp");
+        assert_eq!(s.workload_name(), "str-readx1400@max");
+        for (w, p) in [
+            ("stream-up:1400", Protocol::Tcp),
+            ("rr1c-1x1", Protocol::Udp),
+        ] {
+            let mut s = spec(w, p, 1);
+            assert_eq!(s.stream_rate(), None);
+            s.rate = Some(BitsPerSecond(1000));
+            let e = s.validate().unwrap_err().to_string();
+            assert!(e.contains("--rate paces UDP streams"), "{e}");
+        }
+        let mut s = spec("stream-down:1k", Protocol::Udp, 1);
+        s.rate = Some(BitsPerSecond(MAX_UDP_RATE.0 + 1));
+        assert!(s.validate().is_err());
+    }
+
+    #[test]
+    fn udp_rates_read_as_iperf3_reads_b() {
+        for (s, bits) in [
+            ("100m", 100_000_000),
+            ("100M", 100_000_000),
+            ("1g", 1_000_000_000),
+            ("1.5G", 1_500_000_000),
+            ("64k", 64_000),
+            ("250000", 250_000),
+            ("100mbit", 100_000_000),
+            ("1t", 1_000_000_000_000),
+            ("0", 0),
+            (" 10m ", 10_000_000),
+        ] {
+            assert_eq!(parse_udp_rate(s).unwrap(), BitsPerSecond(bits), "{s}");
+        }
+        assert_eq!(parse_udp_rate("0").unwrap(), UNPACED);
+    }
+
+    #[test]
+    fn bad_udp_rates_say_why() {
+        for (s, why) in [
+            ("", "no number"),
+            ("m", "no number"),
+            ("10mbps", "unknown unit"),
+            ("10x", "unknown unit"),
+            ("1.2.3m", "not a number"),
+            ("1.5", "whole number"),
+            ("2t", "faster than"),
+            ("-1m", "no number"),
+        ] {
+            let e = parse_udp_rate(s).unwrap_err().to_string();
+            assert!(e.contains(why), "{s}: {e}");
+            assert!(e.contains("100m is 100,000,000"), "{e}");
+        }
+    }
+
+    #[test]
+    fn udp_rates_show_compactly_in_names_and_read_back() {
+        for (bits, s) in [
+            (100_000_000, "100m"),
+            (2_500_000, "2500k"),
+            (1_000_000_000, "1g"),
+            (9_001, "9001"),
+        ] {
+            assert_eq!(rate_label(BitsPerSecond(bits)), s);
+            assert_eq!(parse_udp_rate(s).unwrap(), BitsPerSecond(bits));
+        }
+        assert_eq!(rate_label(UNPACED), "max");
+    }
+
+    #[test]
+    fn specs_without_a_rate_serialise_as_before() {
+        let s = spec("rr1c-1x1", Protocol::Udp, 1);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("rate"), "{json}");
+        let mut u = spec("stream-up:1400", Protocol::Udp, 1);
+        u.rate = Some(BitsPerSecond(100_000_000));
+        let json = serde_json::to_value(&u).unwrap();
+        assert_eq!(json["rate"], 100_000_000);
+        assert_eq!(serde_json::from_value::<TestSpec>(json).unwrap(), u);
     }
 
     #[test]

@@ -15,8 +15,8 @@ use toml::Spanned;
 
 use crate::suite::Location;
 use crate::{
-    Bytes, CpuList, Protocol, SocketOptions, Suite, SuiteError, SuiteTest, TestOverrides, TestSpec,
-    Workload, MAX_USERS,
+    BitsPerSecond, Bytes, CpuList, Protocol, SocketOptions, Suite, SuiteError, SuiteTest,
+    TestOverrides, TestSpec, Workload, MAX_USERS,
 };
 
 /// Measurement window of a test whose file sets none (as `linkperf run`).
@@ -91,6 +91,7 @@ struct Settings<'a> {
     cc: Option<&'a Spanned<String>>,
     mss: Option<&'a Spanned<u32>>,
     udp_timeout: Option<&'a Spanned<NumberOrText>>,
+    rate: Option<&'a Spanned<NumberOrText>>,
 }
 
 /// Declares a table that takes the per-test setting keys besides its own, so
@@ -115,6 +116,7 @@ macro_rules! table_with_settings {
             cc: Option<Spanned<String>>,
             mss: Option<Spanned<u32>>,
             udp_timeout: Option<Spanned<NumberOrText>>,
+            rate: Option<Spanned<NumberOrText>>,
         }
 
         impl $name {
@@ -133,6 +135,7 @@ macro_rules! table_with_settings {
                     cc: self.cc.as_ref(),
                     mss: self.mss.as_ref(),
                     udp_timeout: self.udp_timeout.as_ref(),
+                    rate: self.rate.as_ref(),
                 }
             }
         }
@@ -184,6 +187,7 @@ impl RawProfile {
             cc: None,
             mss: None,
             udp_timeout: None,
+            rate: None,
         }
     }
 }
@@ -358,6 +362,7 @@ struct Resolved {
     duration: Duration,
     warmup: Option<Duration>,
     udp_timeout: Option<Duration>,
+    rate: Option<BitsPerSecond>,
     socket: SocketOptions,
     overrides: TestOverrides,
 }
@@ -371,6 +376,11 @@ impl Resolved {
         if let Some(t) = self.udp_timeout {
             spec.udp_timeout = t;
         }
+        // A rate set for a file or a matrix paces its UDP streams only; each
+        // of them records the pace it ran at (the default when none is set).
+        spec.rate = spec
+            .stream_rate()
+            .map(|default| self.rate.unwrap_or(default));
         spec.socket = self.socket.clone();
         if protocol != Protocol::Tcp {
             // TCP options set for a file or a matrix apply to its TCP tests only.
@@ -457,6 +467,17 @@ impl FileCtx<'_> {
         }
     }
 
+    /// A UDP stream's pace: `"100m"` (as iperf3's -b), or a number of bits per second.
+    fn rate(
+        &self,
+        value: Option<&Spanned<NumberOrText>>,
+    ) -> Result<Option<BitsPerSecond>, SuiteError> {
+        let Some(v) = value else { return Ok(None) };
+        crate::parse_udp_rate(&v.get_ref().text())
+            .map(Some)
+            .map_err(|e| self.value(v.span(), e.to_string()))
+    }
+
     fn cpus(&self, value: Option<&Spanned<NumberOrText>>) -> Result<Option<CpuList>, SuiteError> {
         let Some(v) = value else { return Ok(None) };
         CpuList::from_str(&v.get_ref().text())
@@ -502,6 +523,7 @@ impl FileCtx<'_> {
                 .unwrap_or(DEFAULT_DURATION),
             warmup: self.duration(first(layers, |s| s.warmup), "warmup")?,
             udp_timeout: self.positive_duration(first(layers, |s| s.udp_timeout), "udp_timeout")?,
+            rate: self.rate(first(layers, |s| s.rate))?,
             socket: SocketOptions {
                 nodelay: layers.iter().find_map(|s| s.nodelay),
                 sndbuf: self.buffer(first(layers, |s| s.sndbuf), "sndbuf")?,
@@ -969,19 +991,64 @@ threads = 8
     }
 
     #[test]
-    fn stream_over_udp_names_the_table() {
+    fn crr_over_udp_names_the_table() {
         let e = parse_suite(
-            "name = \"x\"\n\n[[matrix]]\nworkloads = [\"rr1c-1x1\", \"str-readx30k\"]\nusers = [1]\nprotocols = [\"udp\"]\n",
+            "name = \"x\"\n\n[[matrix]]\nworkloads = [\"rr1c-1x1\", \"crr:1x1\"]\nusers = [1]\nprotocols = [\"udp\"]\n",
             "study.toml",
         )
         .unwrap_err();
         assert!(matches!(e, SuiteError::Test { .. }));
         let e = e.to_string();
         assert!(
-            e.starts_with("study.toml, line 3, column 1: test str-readx30k--1--udp cannot run"),
+            e.starts_with("study.toml, line 3, column 1: test crr-1x1--1--udp cannot run"),
             "{e}"
         );
         assert!(e.contains("cannot run over udp"), "{e}");
+    }
+
+    #[test]
+    fn udp_streams_take_a_rate() {
+        let s = parse_suite(
+            "rate = \"10m\"\n[[matrix]]\nworkloads = [\"stream-up:1400\", \"rr1c-1x1\"]\nusers = [1, 4]\nprotocols = [\"udp\", \"tcp\"]\n\n\
+             [[test]]\nworkload = \"stream-bidir:1k\"\nusers = 2\nprotocol = \"udp\"\nrate = 0\n\n\
+             [[test]]\nworkload = \"stream-down:1k\"\nusers = 1\nprotocol = \"udp\"\nrate = 200000000\n",
+            "study.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = s.tests.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "str-readx1400@10m--1--udp",
+                "str-readx1400@10m--4--udp",
+                "str-readx1400--1",
+                "str-readx1400--4",
+                "rr1c-1x1--1--udp",
+                "rr1c-1x1--4--udp",
+                "rr1c-1x1--1",
+                "rr1c-1x1--4",
+                "str-bidirx1k@max--2--udp",
+                "str-writex1k@200m--1--udp",
+            ]
+        );
+        assert_eq!(s.tests[0].spec.rate, Some(BitsPerSecond(10_000_000)));
+        assert_eq!(s.tests[2].spec.rate, None, "a TCP stream is not paced");
+        assert_eq!(s.tests[4].spec.rate, None);
+        let s = parse_suite(
+            "[[test]]\nworkload = \"stream-up:1k\"\nusers = 1\nprotocol = \"udp\"\n",
+            "study.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            s.tests[0].spec.rate,
+            Some(crate::DEFAULT_UDP_RATE),
+            "recorded"
+        );
+        let e = err("[[test]]\nworkload = \"stream-up:1k\"\nusers = 1\nprotocol = \"udp\"\nrate = \"fast\"\n");
+        assert!(
+            e.starts_with("study.toml, line 5, column 8: rate 'fast': no number"),
+            "{e}"
+        );
     }
 
     #[test]

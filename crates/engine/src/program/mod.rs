@@ -163,6 +163,7 @@ impl ProgramOutcome {
             profile: with_profile.then(|| self.report.clone()),
             latency_histogram: self.stats.latency.encode_histogram(),
             flows: Default::default(),
+            udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
         }

@@ -230,6 +230,7 @@ impl Stats {
                     tx_bytes: b.0,
                     rx_bytes: b.1,
                     transactions: b.2,
+                    ..Default::default()
                 }
             })
             .filter(|i| i.length_s > 0.0)

@@ -28,6 +28,11 @@ pub const UDP_WAIT: Duration = Duration::from_secs(1);
 /// Longest a client waits for the bytes the server wrote past a timed
 /// transaction's end (datagrams may have been lost; a stream's arrive).
 const DRAIN_WAIT: Duration = Duration::from_secs(2);
+/// How long a server user reading datagrams waits, once the client has ended
+/// a timed transaction and nothing more arrives, for the client's datagrams
+/// it has not had: then they are lost (the path dropped them), and the user
+/// ends the transaction at the client's count, as uperf's slave does.
+pub const UDP_QUIET: Duration = Duration::from_millis(500);
 
 /// What a user needs next.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,6 +117,9 @@ pub struct User {
     drain_until: Option<Instant>,
     /// Server: iterations the client did in the current timed transaction.
     stop_after: Option<u64>,
+    /// Server: since when nothing has come in for it past the client's end
+    /// of the current timed transaction.
+    quiet_since: Option<Instant>,
     /// Per connection: the iteration (of the current transaction) in which
     /// it was last opened, and the bytes written on it before that.
     opened: Vec<Option<(u64, u64)>>,
@@ -150,6 +158,7 @@ impl User {
             drain: vec![0; conns],
             drain_until: None,
             stop_after: None,
+            quiet_since: None,
             opened: vec![None; conns],
             ended: None,
         }
@@ -212,14 +221,20 @@ impl User {
         for (d, n) in self.drain.iter_mut().zip(drain) {
             *d = *n;
         }
-        self.drain_until = self.drain.iter().any(|d| *d > 0).then(|| now + DRAIN_WAIT);
+        self.drain_until = self
+            .drain
+            .iter()
+            .any(|d| *d > 0)
+            .then(|| now + self.drain_wait());
         self.phase = Phase::Running;
     }
 
-    /// Server: the client did `n` iterations of timed transaction `txn`.
-    pub fn stop_at(&mut self, txn: usize, n: u64) {
+    /// Server: the client did `n` iterations of timed transaction `txn`,
+    /// as known at `now`.
+    pub fn stop_at(&mut self, txn: usize, n: u64, now: Instant) {
         if self.txn == txn && self.stop_after.is_none() {
             self.stop_after = Some(n);
+            self.quiet_since = Some(now);
         }
     }
 
@@ -234,6 +249,7 @@ impl User {
         self.think_until = None;
         self.txn_started = now;
         self.stop_after = None;
+        self.quiet_since = None;
         self.written.iter_mut().for_each(|w| *w = 0);
         self.read.iter_mut().for_each(|r| *r = 0);
         self.opened.iter_mut().for_each(|o| *o = None);
@@ -279,10 +295,21 @@ impl User {
     }
 
     /// The deadline of the operation in progress, or of the drain before
-    /// the transaction (client only).
+    /// the transaction (client); on the server, of a datagram read the
+    /// client's end of a timed transaction left waiting for what was lost
+    /// ([`UDP_QUIET`] after the last that came).
     pub fn deadline(&self) -> Option<Instant> {
-        if self.role != Role::Client || self.phase != Phase::Running {
+        if self.phase != Phase::Running {
             return None;
+        }
+        if self.role == Role::Server {
+            self.stop_after?;
+            let op = self.script.txns.get(self.txn)?.ops.get(self.op)?;
+            let udp = self.script.conn_options.get(op.conn).is_some_and(|o| o.udp);
+            return match op.kind {
+                OpKind::Read(..) if udp => Some(self.quiet_since? + UDP_QUIET),
+                _ => None,
+            };
         }
         if self.drain.iter().any(|d| *d > 0) {
             return self.drain_until;
@@ -300,12 +327,23 @@ impl User {
     /// The drain before the transaction gave up waiting; what did not
     /// arrive is counted as an error. True if the user was draining.
     pub fn stop_draining(&mut self, stats: &mut Stats) -> bool {
-        let missing: u64 = self.drain.iter().sum();
-        if missing == 0 {
+        if self.drain.iter().all(|d| *d == 0) {
             return false;
         }
+        // Datagrams written past the client's end may be dropped at its full
+        // socket while it waits at the barrier: not an error of the path.
+        let missing: u64 = self
+            .drain
+            .iter()
+            .enumerate()
+            .filter(|(c, _)| !self.udp(*c))
+            .map(|(_, d)| *d)
+            .sum();
         self.drain.iter_mut().for_each(|d| *d = 0);
         self.drain_until = None;
+        if missing == 0 {
+            return true;
+        }
         let id = self.id;
         let slot = self.script.txns.get(self.txn).map_or(0, |t| t.slot);
         let read = super::script::TYPE_NAMES
@@ -320,12 +358,64 @@ impl User {
         true
     }
 
+    /// Whether connection `c` carries datagrams.
+    fn udp(&self, c: usize) -> bool {
+        self.script.conn_options.get(c).is_some_and(|o| o.udp)
+    }
+
+    /// How long a drain may wait: [`DRAIN_WAIT`]; [`UDP_QUIET`] since the
+    /// last datagram when only datagrams are left to drain.
+    fn drain_wait(&self) -> Duration {
+        let udp_only = self
+            .drain
+            .iter()
+            .enumerate()
+            .all(|(c, d)| *d == 0 || self.udp(c));
+        if udp_only {
+            UDP_QUIET
+        } else {
+            DRAIN_WAIT
+        }
+    }
+
+    /// Server: the client's datagrams this user waits for past the client's
+    /// end of the timed transaction did not come ([`User::deadline`]): they
+    /// were lost. The transaction ends at `now` at the client's count, the
+    /// iterations it could not mirror counted as one error.
+    pub fn give_up_lost(&mut self, now: Instant, stats: &mut Stats) {
+        let Some(n) = self.stop_after else {
+            return;
+        };
+        let Some(txn) = self.script.txns.get(self.txn) else {
+            return;
+        };
+        let missing = n.saturating_sub(self.iter);
+        let (id, index, slot) = (self.id, self.txn, txn.slot);
+        let read = super::script::TYPE_NAMES
+            .iter()
+            .position(|t| *t == "read")
+            .unwrap_or(0);
+        stats.error(slot, read, || {
+            format!(
+                "user {id}: datagrams of {missing} of the client's {n} iterations of transaction {index} never arrived (lost)"
+            )
+        });
+        self.end_txn(now, stats);
+    }
+
     /// One datagram of `n` payload bytes came in at `now`: a datagram read
     /// (or a drain) takes exactly one, whatever its size.
     pub fn got_datagram(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+        if self.quiet_since.is_some() {
+            self.quiet_since = Some(now);
+        }
         if let Some(conn) = self.drain.iter().position(|d| *d > 0) {
             self.drain[conn] = self.drain[conn].saturating_sub(n.max(1));
             stats.drained(n, now);
+            if self.drain_wait() == UDP_QUIET {
+                // What still comes is not lost yet.
+                self.drain_until = Some(now + UDP_QUIET);
+            }
             return;
         }
         if let Some((slot, ty, conn)) = self.slot_and_type() {
@@ -594,9 +684,13 @@ mod tests {
     }
 
     fn rr_profile(limit: Limit) -> Profile {
+        profile_over(limit, ProfileProtocol::Tcp)
+    }
+
+    fn profile_over(limit: Limit, protocol: ProfileProtocol) -> Profile {
         let ep = Endpoint {
             remotehost: None,
-            protocol: ProfileProtocol::Tcp,
+            protocol,
             port: None,
             wndsz: None,
             nodelay: true,
@@ -696,9 +790,69 @@ mod tests {
             u.need(t0, &mut stats, &mut budget),
             Need::Read { .. }
         ));
-        u.stop_at(1, 1);
+        u.stop_at(1, 1, t0);
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
         assert_eq!(u.ended, Some((1, vec![90], vec![])));
+    }
+
+    #[test]
+    fn a_server_user_behind_on_lost_datagrams_gives_them_up_after_a_quiet_time() {
+        let p = linkperf_workload::profile::mirror(&profile_over(
+            Limit::Duration(Duration::from_secs(1)),
+            ProfileProtocol::Udp,
+        ));
+        let c = compile(&p).unwrap();
+        let t0 = Instant::now();
+        let mut stats = Stats::new(c.slots.len());
+        let mut u = User::new(0, 0, Role::Server, c.scripts[0].clone(), t0);
+        let mut budget = 1000;
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Accept(0));
+        u.op_done(t0, &mut stats);
+        // The client's writes are the mirror's reads: two datagrams then an answer.
+        assert!(matches!(
+            u.need(t0, &mut stats, &mut budget),
+            Need::Read { .. }
+        ));
+        assert_eq!(
+            u.deadline(),
+            None,
+            "no end of the transaction yet: it waits"
+        );
+        u.got_datagram(90, t0, &mut stats);
+        // The client did 5 iterations; the rest of its datagrams do not come.
+        let t1 = t0 + Duration::from_millis(100);
+        u.stop_at(1, 5, t1);
+        assert_eq!(u.deadline(), Some(t1 + UDP_QUIET));
+        // One more arrives: the quiet time starts again.
+        let t2 = t1 + Duration::from_millis(300);
+        u.got_datagram(90, t2, &mut stats);
+        assert!(matches!(
+            u.need(t2, &mut stats, &mut budget),
+            Need::Write { .. }
+        ));
+        assert_eq!(u.deadline(), None, "a write is not waiting for the client");
+        u.wrote(90, t2, &mut stats);
+        assert!(matches!(
+            u.need(t2, &mut stats, &mut budget),
+            Need::Read { .. }
+        ));
+        assert_eq!(u.deadline(), Some(t2 + UDP_QUIET));
+        let t3 = t2 + UDP_QUIET;
+        u.give_up_lost(t3, &mut stats);
+        assert_eq!(stats.errors, 1);
+        assert_eq!(u.need(t3, &mut stats, &mut budget), Need::Done);
+        assert_eq!(u.ended, Some((1, vec![90], vec![])));
+        // TCP reads are never given up: their bytes come.
+        let p = linkperf_workload::profile::mirror(&rr_profile(Limit::Duration(
+            Duration::from_secs(1),
+        )));
+        let c = compile(&p).unwrap();
+        let mut u = User::new(0, 0, Role::Server, c.scripts[0].clone(), t0);
+        u.need(t0, &mut stats, &mut budget);
+        u.op_done(t0, &mut stats);
+        u.need(t0, &mut stats, &mut budget);
+        u.stop_at(1, 5, t1);
+        assert_eq!(u.deadline(), None);
     }
 
     #[test]

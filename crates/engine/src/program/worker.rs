@@ -52,8 +52,15 @@ enum Link {
         connecting: bool,
         preamble: Option<([u8; PREAMBLE_LEN], usize)>,
     },
-    /// The client's UDP socket, connected to the server's datagram endpoint.
-    Udp { sock: UdpSocket, seq: u64 },
+    /// The client's UDP socket, connected to the server's datagram endpoint;
+    /// registered once the server answered its registration (sent again at
+    /// `retry` until then).
+    Udp {
+        sock: UdpSocket,
+        seq: u64,
+        registered: bool,
+        retry: Instant,
+    },
     /// The server's side of a UDP connection: the worker's socket and the
     /// client's address (from its first datagram).
     Peer { addr: SocketAddr, seq: u64 },
@@ -72,6 +79,9 @@ impl Link {
 /// Datagrams queued on a server worker per (user, connection) before each
 /// user reads them; more are dropped (the path is then losing them anyway).
 const MAX_QUEUED: usize = 8192;
+/// How long a UDP connection's registration waits for the server's answer
+/// before it is sent again.
+const REGISTER_RETRY: Duration = Duration::from_millis(100);
 const UDP: Token = Token(usize::MAX - 2);
 
 struct Pending {
@@ -148,6 +158,9 @@ struct Worker {
     udp: Option<UdpSocket>,
     udp_peer: Option<IpAddr>,
     dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
+    /// Server: each UDP connection's address, from its registration, and the
+    /// transaction it registered in (by user and connection).
+    peers: HashMap<(usize, usize), (u64, SocketAddr)>,
     udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
     accepted: HashMap<(usize, usize), VecDeque<(u64, TcpStream)>>,
@@ -224,6 +237,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         udp: setup.udp,
         udp_peer: setup.udp_peer,
         dgrams: HashMap::new(),
+        peers: HashMap::new(),
         udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
         accepted: HashMap::new(),
@@ -444,7 +458,7 @@ impl Worker {
                 if let Some(s) = self.stops.get(&txn) {
                     let id = self.users[u].id as usize;
                     if let Some(n) = s.get(id) {
-                        self.users[u].stop_at(txn, *n);
+                        self.users[u].stop_at(txn, *n, now);
                     }
                 }
             }
@@ -514,6 +528,12 @@ impl Worker {
                                 self.users[u].stop_draining(&mut self.stats);
                                 continue;
                             }
+                            if self.role == Role::Server {
+                                // What the client sent before its end of the
+                                // timed transaction and never came was lost.
+                                self.users[u].give_up_lost(now, &mut self.stats);
+                                continue;
+                            }
                             let why = if self.is_udp(u, &need) {
                                 "no datagram before its timeout (lost)"
                             } else {
@@ -578,6 +598,9 @@ impl Worker {
             Some(Link::Tcp {
                 connecting: true, ..
             }) => {}
+            Some(Link::Udp {
+                registered: false, ..
+            }) => return self.await_udp_answer(u, c, now),
             Some(_) => return self.fail(u, "the connection is already open", now),
             None if udp => return self.connect_udp(u, c, now),
             None => {
@@ -664,7 +687,10 @@ impl Worker {
     }
 
     /// A UDP "connection": a socket connected to the server's datagram
-    /// endpoint; nothing is sent until the first write.
+    /// endpoint, registered with the server (a header-only datagram naming
+    /// the user, the connection and the transaction, which the server
+    /// answers) so that the server knows where to send before the client
+    /// sends anything: a connection the server writes to first works too.
     fn connect_udp(&mut self, u: usize, c: usize, now: Instant) -> bool {
         if self.udp_endpoints.is_empty() {
             return self.fail(u, "the server offered no datagram endpoint", now);
@@ -683,7 +709,68 @@ impl Worker {
         {
             return self.fail(u, &format!("register a connection: {e}"), now);
         }
-        self.links[u][c] = Some(Link::Udp { sock, seq: 0 });
+        self.links[u][c] = Some(Link::Udp {
+            sock,
+            seq: 0,
+            registered: false,
+            retry: now,
+        });
+        self.await_udp_answer(u, c, now)
+    }
+
+    /// The header of user `u`'s registration of connection `c` in its
+    /// current transaction.
+    fn registration(&self, u: usize, c: usize) -> [u8; UDP_HEADER_LEN] {
+        let txn = self.users[u].txn() as u64;
+        let mut out = [0u8; UDP_HEADER_LEN];
+        UdpHeader {
+            tag: self.token.session_tag(),
+            flow: self.users[u].id,
+            seq: ((c as u64) << 48) | (txn & ((1 << 48) - 1)),
+            sent_ns: 0,
+        }
+        .encode(&mut out);
+        out
+    }
+
+    /// Reads the server's answer to connection `c`'s registration, sending
+    /// the registration (again) when it is due; true once answered.
+    fn await_udp_answer(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        let reg = self.registration(u, c);
+        let Some(Link::Udp {
+            sock,
+            registered,
+            retry,
+            ..
+        }) = self.links[u][c].as_mut()
+        else {
+            return false;
+        };
+        let mut answer = [0u8; UDP_HEADER_LEN + 1];
+        loop {
+            match sock.recv(&mut answer) {
+                Ok(k) if answer[..k] == reg => {
+                    *registered = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let e = e.to_string();
+                    return self.fail(u, &format!("register with the server: {e}"), now);
+                }
+            }
+        }
+        if !*registered {
+            if now >= *retry {
+                let _ = sock.send(&reg);
+                *retry = now + REGISTER_RETRY;
+            }
+            let at = *retry;
+            self.timers.push(Reverse((at, u)));
+            return false;
+        }
         self.stats.connections += 1;
         self.users[u].op_done(now, &mut self.stats);
         true
@@ -709,9 +796,10 @@ impl Worker {
 
     fn take_accepted(&mut self, u: usize, c: usize, now: Instant) -> bool {
         if self.users[u].script().conn_options[c].udp {
-            // A datagram "connection" is there once its first datagram is;
-            // that datagram is the first read's.
-            let Some(&(addr, _)) = self.dgrams.get(&(u, c)).and_then(|q| q.front()) else {
+            // A datagram "connection" is there once the client registered it
+            // in this transaction.
+            let txn = self.users[u].txn() as u64;
+            let Some(&(_, addr)) = self.peers.get(&(u, c)).filter(|(t, _)| *t == txn) else {
                 return false;
             };
             self.links[u][c] = Some(Link::Peer { addr, seq: 0 });
@@ -800,7 +888,7 @@ impl Worker {
                     stream.write(&self.buf[..n])
                 }
             }
-            Some(Link::Udp { sock, seq }) => {
+            Some(Link::Udp { sock, seq, .. }) => {
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
                 sock.send(&self.buf[..n]).map(|_| {
                     *seq += 1;
@@ -867,8 +955,10 @@ impl Worker {
             Some(Link::Udp { sock, .. }) => loop {
                 match sock.recv(&mut self.buf) {
                     Ok(k) => {
-                        // Only this session's datagrams count.
-                        let ours = UdpHeader::decode(&self.buf[..k]).is_ok_and(|h| h.tag == tag);
+                        // Only this session's datagrams count; one of the
+                        // header alone is a late answer to a registration.
+                        let ours = k > UDP_HEADER_LEN
+                            && UdpHeader::decode(&self.buf[..k]).is_ok_and(|h| h.tag == tag);
                         if ours {
                             let n = (k - UDP_HEADER_LEN) as u64;
                             self.users[u].got_datagram(n, Instant::now(), &mut self.stats);
@@ -918,6 +1008,17 @@ impl Worker {
                     let u = id / self.workers;
                     let c = (h.seq >> 48) as usize;
                     if u >= self.users.len() || c >= self.users[u].conns() {
+                        continue;
+                    }
+                    if k == UDP_HEADER_LEN {
+                        // A registration: where this connection's datagrams
+                        // go, answered with itself.
+                        let txn = h.seq & ((1 << 48) - 1);
+                        self.peers.insert((u, c), (txn, from));
+                        let _ = sock.send_to(&self.buf[..k], from);
+                        if !woken.contains(&u) {
+                            woken.push(u);
+                        }
                         continue;
                     }
                     let q = self.dgrams.entry((u, c)).or_default();
@@ -1101,6 +1202,7 @@ fn datagram(buf: &mut [u8], tag: u32, user: u32, conn: usize, seq: u64, len: u64
         tag,
         flow: user,
         seq: ((conn as u64) << 48) | (seq & ((1 << 48) - 1)),
+        sent_ns: 0,
     };
     if let Some(h) = buf.first_chunk_mut::<UDP_HEADER_LEN>() {
         header.encode(h);

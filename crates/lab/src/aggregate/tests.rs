@@ -58,6 +58,7 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
                 tx_bytes: 0,
                 rx_bytes: rx / 2,
                 transactions: transactions / 2,
+                ..Default::default()
             },
             Interval {
                 start_s: 0.5,
@@ -65,6 +66,7 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
                 tx_bytes: 0,
                 rx_bytes: rx / 2,
                 transactions: transactions / 2,
+                ..Default::default()
             },
         ],
         cpu: cpu(0.5, busy),
@@ -90,6 +92,7 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
         profile: None,
         latency_histogram: None,
         flows: Default::default(),
+        udp: None,
         links: Vec::new(),
         pinned_cpus: Vec::new(),
     }

@@ -68,6 +68,9 @@ td.inconclusive { font-weight: normal; }
 ul.notes { padding-left: 20px; }
 ul.notes li { margin: 3px 0; }
 li.saturation { color: #8a1c12; }
+li.insufficient { color: #8a1c12; font-weight: 600; }
+li.sufficient { color: #1d5e20; }
+p.insufficient { color: #8a1c12; font-weight: 600; }
 li.none { color: #666; }
 nav { margin: 18px 0; font-size: 15px; }
 nav a { margin-right: 14px; }
@@ -218,6 +221,9 @@ impl Page<'_> {
             );
             let _ = writeln!(self.out, "<p class=\"method\">{}</p>", esc(&c.method_note));
         }
+        for t in r.insufficient() {
+            let _ = writeln!(self.out, "<p class=\"insufficient\">{}</p>", esc(t));
+        }
         let eff = Metric::headline(r.options.cpu_side)[2];
         let _ = writeln!(
             self.out,
@@ -231,10 +237,15 @@ impl Page<'_> {
         let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
         let _ = writeln!(
             self.out,
-            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} tests of {}, up to {runs} ok run(s) each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>\n</section>",
+            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} tests of {}, up to {runs} ok run{} each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>",
             f.tests.len(),
-            esc(&f.label)
+            esc(&f.label),
+            if runs == 1 { "" } else { "s" }
         );
+        for t in self.report.insufficient() {
+            let _ = writeln!(self.out, "<p class=\"insufficient\">{}</p>", esc(t));
+        }
+        self.w("</section>\n");
     }
 
     fn consistency(&mut self) {
@@ -306,6 +317,14 @@ impl Page<'_> {
         }
         for s in &w.saturation {
             let _ = writeln!(self.out, "<li class=\"saturation\">{}</li>", esc(&s.text));
+        }
+        for n in &w.sufficiency {
+            let class = if n.finding.is_insufficient() {
+                "insufficient"
+            } else {
+                "sufficient"
+            };
+            let _ = writeln!(self.out, "<li class=\"{class}\">{}</li>", esc(&n.text));
         }
         let saturated: Vec<&str> = w.saturation.iter().map(|s| s.label.as_str()).collect();
         for f in &r.files {

@@ -104,6 +104,9 @@ fn comparison(report: &Report, s: &mut String) {
     for c in &report.comparisons {
         let _ = writeln!(s, "{}\n", c.summary);
     }
+    for t in report.insufficient() {
+        let _ = writeln!(s, "{t}\n");
+    }
     for c in &report.comparisons {
         let _ = writeln!(s, "{}", c.method_note);
     }
@@ -169,6 +172,10 @@ fn notes(w: &WorkloadReport, s: &mut String) {
         any = true;
     }
     for n in &w.saturation {
+        let _ = writeln!(s, "- {}", n.text);
+        any = true;
+    }
+    for n in &w.sufficiency {
         let _ = writeln!(s, "- {}", n.text);
         any = true;
     }
@@ -239,9 +246,13 @@ fn single(report: &Report, s: &mut String) {
     let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "{} tests, up to {runs} ok run(s) each; ± is the half width of the 95% confidence interval of the mean.",
-        f.tests.len()
+        "{} tests, up to {runs} ok run{} each; ± is the half width of the 95% confidence interval of the mean.",
+        f.tests.len(),
+        if runs == 1 { "" } else { "s" }
     );
+    for t in report.insufficient() {
+        let _ = writeln!(s, "\n{t}");
+    }
     consistency(report, s);
     let eff = Metric::headline(report.options.cpu_side)[2];
     for w in &report.workloads {
@@ -365,7 +376,7 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
         let expected = "\
 # linkperf report: osa
 
-2 tests, up to 1 ok run(s) each; ± is the half width of the 95% confidence interval of the mean.
+2 tests, up to 1 ok run each; ± is the half width of the 95% confidence interval of the mean.
 
 ## Consistency
 

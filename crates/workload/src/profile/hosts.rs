@@ -21,7 +21,7 @@ pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
         match &f.kind {
             FlowopKind::Accept(e) if e.protocol == ProfileProtocol::Udp => {
                 return Err(refuse(
-                    "type=accept with protocol=udp (the server sending first)",
+                    "type=accept with protocol=udp (the server opening the connection)",
                 ))
             }
             _ => {}

@@ -1,0 +1,174 @@
+//! A client worker's UDP streams: each flow's registration with the server
+//! (a header-only datagram, sent again until the server answers it), and its
+//! drive: what has arrived counted by its receiver, then what its pacer lets
+//! it send.
+
+use std::cmp::Reverse;
+use std::io;
+use std::time::{Duration, Instant};
+
+use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+
+use super::{Io, Logic, Stage, Worker};
+use crate::schedule::{Phase, Schedule};
+use crate::udp_stream::{nanos_since, registration};
+use crate::udp_stream_io::{receive_due, send_due, Got, Out, Sent};
+
+/// How long a registration waits for its answer before it is sent again.
+const REGISTER_RETRY: Duration = Duration::from_millis(100);
+/// How long a flow tries to register before the test fails.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Worker {
+    /// Sends flow `i`'s registration; its first at `now` starts its clock.
+    pub(super) fn register(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let tag = self.token.session_tag();
+        let f = &mut self.flows[i];
+        let first = !matches!(f.stage, Stage::Registering { .. });
+        let deadline = match f.stage {
+            Stage::Registering { deadline, .. } => deadline,
+            _ => now + REGISTER_TIMEOUT,
+        };
+        if let Some(sock) = &f.udp {
+            match sock.send(&registration(tag, f.id)) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        f.stage = Stage::Registering {
+            next: now + REGISTER_RETRY,
+            deadline,
+        };
+        if first {
+            self.registering.push(i);
+        }
+        Ok(())
+    }
+
+    /// Sends again the registrations whose answer is late; a flow that
+    /// waited too long fails the setup.
+    pub(super) fn retry_registrations(&mut self, now: Instant) {
+        for i in std::mem::take(&mut self.registering) {
+            let Stage::Registering { next, deadline } = self.flows[i].stage else {
+                continue;
+            };
+            self.registering.push(i);
+            if now >= deadline {
+                let f = &self.flows[i];
+                self.connect_error = Some(format!(
+                    "flow {} could not register with {}: no answer to its UDP datagrams within {} s \
+                     (does something between the hosts drop UDP?)",
+                    f.id,
+                    self.describe_endpoint(f.endpoint),
+                    REGISTER_TIMEOUT.as_secs()
+                ));
+                return;
+            }
+            if now >= next {
+                if let Err(e) = self.register(i, now) {
+                    self.fail_registration(i, e);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn fail_registration(&mut self, i: usize, e: io::Error) {
+        let f = &self.flows[i];
+        self.connect_error = Some(format!(
+            "flow {} could not connect to {}: {e}",
+            f.id,
+            self.describe_endpoint(f.endpoint)
+        ));
+    }
+
+    /// Reads flow `i`'s socket for the server's answer to its registration.
+    pub(super) fn await_registration(&mut self, i: usize) {
+        let tag = self.token.session_tag();
+        let f = &mut self.flows[i];
+        let Some(sock) = &f.udp else {
+            return;
+        };
+        let mut hdr = [0u8; UDP_HEADER_LEN + 1];
+        loop {
+            match sock.recv(&mut hdr) {
+                Ok(k) => {
+                    let answered = k == UDP_HEADER_LEN
+                        && UdpHeader::decode(&hdr[..k])
+                            .is_ok_and(|h| h.tag == tag && h.flow == f.id);
+                    if answered {
+                        f.stage = Stage::Open;
+                        self.registering.retain(|&r| r != i);
+                        self.connecting -= 1;
+                        self.open += 1;
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.fail_registration(i, e),
+            }
+        }
+    }
+
+    /// Drives UDP stream flow `i`: takes in what arrived, then sends what is
+    /// due; both halves end with the window.
+    pub(super) fn drive_udp_stream(&mut self, i: usize, schedule: Schedule) -> Io {
+        let tag = self.token.session_tag();
+        let clock0 = self.clock0;
+        let f = &mut self.flows[i];
+        let (id, seq) = (f.id, f.seq);
+        let (Logic::UdpStream(h), Some(sock)) = (&mut f.logic, f.udp.as_ref()) else {
+            return Io::Blocked;
+        };
+        let counters = &mut self.counters;
+        let got = receive_due(sock, &mut self.bufs.read, |d, _| {
+            let Ok(hd) = UdpHeader::decode(d) else {
+                return;
+            };
+            // A late answer to a registration sent twice carries no payload.
+            if hd.tag != tag || hd.flow != id || d.len() == UDP_HEADER_LEN {
+                return;
+            }
+            let now = Instant::now();
+            let clock = nanos_since(clock0, now);
+            h.received(&hd, d.len() - UDP_HEADER_LEN, now, clock, counters, i);
+        });
+        let mut again = match got {
+            Got::Drained => false,
+            Got::Again => true,
+            Got::Failed(e) => return Io::Failed(e),
+        };
+        let over = schedule.phase(Instant::now()) >= Phase::Draining;
+        if let Some(tx) = &mut h.tx {
+            if over {
+                tx.finish();
+            }
+            let mut out = Out {
+                sock,
+                to: None,
+                runs: &mut self.udp_runs,
+            };
+            match send_due(tx, &mut out, &mut self.bufs.datagram, &mut self.counters, i) {
+                Sent::Waiting(at) => {
+                    if h.armed.is_none_or(|a| at < a) {
+                        h.armed = Some(at);
+                        self.timers.push(Reverse((at, i, seq)));
+                    }
+                }
+                Sent::Again => again = true,
+                Sent::Blocked | Sent::Idle => {}
+                Sent::Failed(e) => return Io::Failed(e),
+            }
+        }
+        if over {
+            Io::Finished
+        } else if again {
+            Io::Again
+        } else {
+            Io::Blocked
+        }
+    }
+}
