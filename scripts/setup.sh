@@ -19,7 +19,30 @@ wanted=(
   libc6-dev:/usr/include/stdio.h
   chromium:/usr/bin/chromium
   fonts-dejavu-core:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
+  kubernetes-client:kubectl
 )
+
+# From PyPI: the Kubernetes schemas, bundled, to validate deploy/kubernetes offline.
+validator=kubernetes-validate==1.37.0
+
+# kubernetes-validate, with pipx where there is one, else pip.
+install_validator() {
+  if command -v kubernetes-validate >/dev/null 2>&1; then
+    echo "present:   kubernetes-validate"
+    return
+  fi
+  if command -v pipx >/dev/null 2>&1; then
+    pipx install "$validator" >/dev/null
+  elif python3 -m pip --version >/dev/null 2>&1; then
+    # A distribution's own Python refuses pip installs (PEP 668) unless told.
+    python3 -m pip install --quiet "$validator" 2>/dev/null \
+      || python3 -m pip install --quiet --break-system-packages "$validator"
+  else
+    echo "error: neither pipx nor pip to install $validator (apt-get install python3-pip)" >&2
+    exit 1
+  fi
+  echo "installed: $validator"
+}
 
 have() {
   case "$1" in
@@ -38,7 +61,10 @@ for item in "${wanted[@]}"; do
   fi
 done
 
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+if [[ ${#missing[@]} -eq 0 ]]; then
+  install_validator
+  exit 0
+fi
 
 if [[ $(id -u) -ne 0 ]]; then
   echo "missing: ${missing[*]}" >&2
@@ -61,3 +87,4 @@ for pkg in "${missing[@]}"; do
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
   echo "installed: $pkg"
 done
+install_validator

@@ -16,6 +16,19 @@ fi
 
 failed_steps=()
 
+# The deployment's tests (crates/cli/tests/deploy.rs): the manifests validated with
+# kubectl and kubernetes-validate (scripts/setup.sh installs them), and the statically
+# linked binary the Containerfile ships run in an empty root (a mount namespace: root).
+# As root they must run rather than skip.
+if [ "$(id -u)" -eq 0 ]; then
+    export LINKPERF_DEPLOY_REQUIRED="${LINKPERF_DEPLOY_REQUIRED:-1}"
+fi
+if static_bin=$(scripts/build-static.sh); then
+    export LINKPERF_STATIC_BIN="$static_bin"
+else
+    failed_steps+=("scripts/build-static.sh (the statically linked binary)")
+fi
+
 # The oldest Rust the workspace says it builds with; a rustc older than that cannot
 # build it (cargo refuses), so say so once, plainly, before the steps fail.
 rust_version=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)

@@ -29,6 +29,8 @@ pub enum Command {
     Suite(Box<SuiteArgs>),
     /// Emulated network configurations in network namespaces.
     Lab(Box<crate::lab::LabArgs>),
+    /// A mesh of agents: every agent runs the suite against others, as the plan pairs them.
+    Mesh(Box<crate::mesh::MeshArgs>),
     /// Compare results files: a base, then one or more candidates (relative differences, verdicts, charts).
     Compare(Box<crate::compare::CompareArgs>),
     /// Report on one results file: absolute charts and tables.

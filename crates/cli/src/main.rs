@@ -6,6 +6,7 @@ mod args;
 mod compare;
 mod lab;
 mod live;
+mod mesh;
 mod plan;
 mod progress;
 mod run;
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
         Command::Compare(a) => compare::compare(*a, command_line),
         Command::Report(a) => compare::report(*a, command_line),
         Command::Lab(a) => lab::lab(*a, command_line),
+        Command::Mesh(a) => mesh::mesh(*a, command_line),
     };
     match result {
         Ok(code) => code,

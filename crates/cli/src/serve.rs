@@ -107,6 +107,10 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         )));
     }
     cfg.limit_flag = Some(limit_flag);
+    // An agent of a mesh says who it is (LINKPERF_NODE, LINKPERF_NETWORK,
+    // LINKPERF_ZONE), whatever else it serves.
+    let identity = linkperf_metrics::AgentIdentity::from_env();
+    cfg.identity = (!identity.is_empty()).then_some(identity.clone());
 
     let daemon = Daemon::bind(cfg).map_err(|e| usage(format!("failed to {e}")))?;
     let bound = daemon.local_addr();
@@ -147,13 +151,14 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     })
     .context("failed to install the SIGINT/SIGTERM handler")?;
     eprintln!(
-        "linkperf serve: listening on {bound} (control protocol v{}{})",
+        "linkperf serve: listening on {bound} (control protocol v{}{}{})",
         linkperf_wire::PROTOCOL_VERSION,
         if authenticated {
-            ", clients must authenticate"
+            ", clients must authenticate; delegated tests from them are run toward agents that prove the key"
         } else {
             ""
-        }
+        },
+        agent_words(&identity)
     );
     let summary = daemon.serve();
     // The iperf3 tests were told at the signal; a moment for them to end.
@@ -188,4 +193,27 @@ pub fn limit_flag(kind: linkperf_wire::LimitKind) -> &'static str {
         K::Sessions => "--max-sessions",
         K::BytesPerSession => "--max-bytes-per-session",
     }
+}
+
+/// `, agent n1 (pod network, zone z1)`, or nothing for a daemon that is no agent.
+fn agent_words(id: &linkperf_metrics::AgentIdentity) -> String {
+    if id.is_empty() {
+        return String::new();
+    }
+    let mut extra = Vec::new();
+    if let Some(n) = &id.network {
+        extra.push(format!("{n} network"));
+    }
+    if let Some(z) = &id.zone {
+        extra.push(format!("zone {z}"));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join(", "))
+    };
+    format!(
+        ", agent {}{extra}",
+        id.node.as_deref().unwrap_or("of an unnamed node")
+    )
 }

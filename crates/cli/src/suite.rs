@@ -78,7 +78,7 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 }
 
 /// A built-in suite by name, or a suite file.
-fn load_suite(name: &str) -> anyhow::Result<Suite> {
+pub(crate) fn load_suite(name: &str) -> anyhow::Result<Suite> {
     if let Some(s) = builtin_suite(name) {
         return Ok(s);
     }
@@ -637,23 +637,8 @@ fn open_document(
     // Runs that did not complete are run again; renumber what stays (a
     // suspect run is complete: kept, not run again). A test left without
     // runs is recorded as it runs now.
+    doc.keep_completed_runs();
     for t in &mut doc.tests {
-        t.runs.retain(|r| r.status.completed());
-        let renumbered: Vec<(u32, u32)> = t
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.run, i as u32 + 1))
-            .collect();
-        for (i, r) in t.runs.iter_mut().enumerate() {
-            r.run = i as u32 + 1;
-            r.retry_of = r.retry_of.and_then(|old| {
-                renumbered
-                    .iter()
-                    .find(|(was, _)| *was == old)
-                    .map(|(_, now)| *now)
-            });
-        }
         if t.runs.is_empty() {
             if let Some((_, now)) = configs.iter().find(|(n, _)| *n == t.name) {
                 t.config = now.clone();

@@ -82,6 +82,7 @@ impl Control {
         self.send(&ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             client_version: "faults".into(),
+            challenge: None,
         });
         match self.recv(Duration::from_secs(5)) {
             Some(ServerMessage::Welcome {
@@ -287,15 +288,19 @@ fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
     let server = Server::start(&["--auth-key", key.to_str().unwrap()]);
     let addr = server.addr();
 
-    // The CLI, wrong key: "authentication failed", exit 1, a failed run recorded.
+    // The CLI, wrong key: the server's proof does not match it, so the client
+    // stops before answering the challenge; exit 1, a failed run recorded.
     let mut args = vec!["run", "-q", "--server", &addr, "--auth-key"];
     args.push(wrong.to_str().unwrap());
     args.extend(TIMING);
     let (code, _, err, doc) = run_json(&args);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("authentication failed"), "{err}");
+    assert!(
+        err.contains("did not prove it holds this client's key") && err.contains("another key"),
+        "{err}"
+    );
     assert_eq!(text(first_run(&doc), "/status"), "failed");
-    assert!(text(first_run(&doc), "/error").contains("authentication failed"));
+    assert!(text(first_run(&doc), "/error").contains("did not prove it holds"));
 
     // The CLI, no key: told to give one.
     let mut args = vec!["run", "-q", "--server", &addr];
@@ -417,7 +422,7 @@ fn unusable_key_files_are_input_errors() {
 }
 
 #[test]
-fn a_client_with_a_key_uses_a_server_without_one() {
+fn a_client_with_a_key_refuses_a_server_without_one() {
     let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", "a key the server does not ask for");
@@ -427,7 +432,15 @@ fn a_client_with_a_key_uses_a_server_without_one() {
     args.push(key.to_str().unwrap());
     args.extend(TIMING);
     let (code, _, err) = run(&args);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "did not prove it holds this client's key (it sent no proof: it holds no key)"
+        ),
+        "{err}"
+    );
+    let log = server.log();
+    assert!(!log.contains("running"), "a test ran: {log}");
 }
 
 // ---------------------------------------------------------------------------
@@ -1265,6 +1278,7 @@ fn handshake_timeout_drops_silent_and_slow_clients() {
     let hello = encode_client(&ClientMessage::Hello {
         protocol_version: PROTOCOL_VERSION,
         client_version: "slow".into(),
+        challenge: None,
     });
     for b in &hello[..10] {
         if slow.stream.write_all(std::slice::from_ref(b)).is_err() {

@@ -409,3 +409,87 @@ pub struct Environment {
     /// The command line that started this side.
     pub command_line: Vec<String>,
 }
+
+/// Who an agent is in a mesh: what its own environment says of it
+/// (`LINKPERF_NODE`, `LINKPERF_NETWORK`, `LINKPERF_ZONE`, filled by the
+/// deployment, e.g. from Kubernetes' downward API). Each field is `None`
+/// where the variable is unset or empty.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AgentIdentity {
+    /// The node (host) the agent runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The network it serves on: `pod` (an overlay) or `host` (the
+    /// underlay), or whatever the operator calls it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    /// The zone of its node, where the operator sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+}
+
+/// Most bytes of one [`AgentIdentity`] field: names, not documents.
+pub const MAX_IDENTITY_FIELD: usize = 253;
+
+impl AgentIdentity {
+    /// The identity from `var` (the process environment's reader): each
+    /// value trimmed, empty ones dropped, and cut to [`MAX_IDENTITY_FIELD`]
+    /// bytes at a character boundary.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> AgentIdentity {
+        let get = |name: &str| {
+            let v = var(name)?;
+            let v = v.trim();
+            if v.is_empty() {
+                return None;
+            }
+            let mut end = v.len().min(MAX_IDENTITY_FIELD);
+            while !v.is_char_boundary(end) {
+                end -= 1;
+            }
+            Some(v[..end].to_string())
+        };
+        AgentIdentity {
+            node: get("LINKPERF_NODE"),
+            network: get("LINKPERF_NETWORK"),
+            zone: get("LINKPERF_ZONE"),
+        }
+    }
+
+    /// The identity this process's environment gives it.
+    pub fn from_env() -> AgentIdentity {
+        AgentIdentity::from_vars(|n| std::env::var(n).ok())
+    }
+
+    /// Whether any field is set.
+    pub fn is_empty(&self) -> bool {
+        self.node.is_none() && self.network.is_none() && self.zone.is_none()
+    }
+}
+
+#[cfg(test)]
+mod identity_tests {
+    use super::*;
+
+    #[test]
+    fn identity_comes_from_three_variables_trimmed_and_bounded() {
+        let vars = |n: &str| match n {
+            "LINKPERF_NODE" => Some(" worker-1 \n".to_string()),
+            "LINKPERF_NETWORK" => Some("pod".to_string()),
+            "LINKPERF_ZONE" => Some("   ".to_string()),
+            _ => None,
+        };
+        let id = AgentIdentity::from_vars(vars);
+        assert_eq!(id.node.as_deref(), Some("worker-1"));
+        assert_eq!(id.network.as_deref(), Some("pod"));
+        assert_eq!(id.zone, None);
+        assert!(!id.is_empty());
+        assert!(AgentIdentity::from_vars(|_| None).is_empty());
+        let long = AgentIdentity::from_vars(|n| (n == "LINKPERF_NODE").then(|| "é".repeat(300)));
+        let node = long.node.unwrap();
+        assert!(node.len() <= MAX_IDENTITY_FIELD && node.chars().all(|c| c == 'é'));
+        assert_eq!(
+            serde_json::to_string(&AgentIdentity::default()).unwrap(),
+            "{}"
+        );
+    }
+}

@@ -15,9 +15,9 @@ pub enum ReportError {
         reason: String,
     },
     /// No font file was found to lay out the charts' text.
-    #[error("draw charts: no font file found for their text (looked for {looked}); install Debian's fonts-dejavu-core (scripts/setup.sh does) or set LINKPERF_FONT to a .ttf file")]
+    #[error("draw charts: the font LINKPERF_FONT names cannot be used: {looked}; unset it to use the embedded DejaVu Sans")]
     NoFont {
-        /// The files looked for.
+        /// The file and why it cannot be used.
         looked: String,
     },
     /// plotters could not draw a chart.

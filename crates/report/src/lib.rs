@@ -27,6 +27,8 @@ mod consistency;
 mod error;
 mod export;
 mod figures;
+pub mod mesh;
+mod mesh_page;
 mod metric;
 mod output;
 mod report;
@@ -49,8 +51,9 @@ pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
 pub use figures::{FileFigures, TestFigures, WireFigures, WorkloadKey};
+pub use mesh::{ClassComparison, MeshReport};
 pub use metric::{Better, CpuSide, Metric};
-pub use output::{write_report, Written};
+pub use output::{write_mesh_report, write_report, MeshWritten, Written};
 pub use report::{
     CapacityOrigin, FileInfo, Options, Report, Source, SufficiencyNote, WorkloadReport,
     REPORT_SCHEMA,

@@ -62,6 +62,61 @@ pub fn write_report(report: &Report, dir: &Path) -> Result<Written, ReportError>
     Ok(written)
 }
 
+/// What [`write_mesh_report`] wrote, and the report in words.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MeshWritten {
+    /// Every file written, in order.
+    pub files: Vec<PathBuf>,
+    /// What could not be done but did not stop the rest.
+    pub warnings: Vec<String>,
+    /// The report in a few lines ([`crate::MeshReport::text`]).
+    pub text: String,
+}
+
+/// Writes a mesh's report into `dir`: `index.html` (heatmaps, slowest pairs,
+/// per-node totals, the class comparisons' summaries), `mesh-report.json`,
+/// `summary.txt`, and each class comparison's full report (as
+/// [`write_report`] writes it) in a sub-directory.
+pub fn write_mesh_report(
+    doc: &linkperf_results::ResultsDocument,
+    dir: &Path,
+) -> Result<MeshWritten, ReportError> {
+    let report = crate::MeshReport::of(doc, crate::Options::default());
+    fs::create_dir_all(dir).map_err(|error| ReportError::Write {
+        path: dir.to_path_buf(),
+        error,
+    })?;
+    let mut written = MeshWritten {
+        text: report.text(),
+        ..MeshWritten::default()
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| ReportError::Write {
+        path: dir.join("mesh-report.json"),
+        error: std::io::Error::other(e),
+    })?;
+    for (name, bytes) in [
+        (
+            "index.html",
+            crate::mesh_page::mesh_page(&report).into_bytes(),
+        ),
+        ("mesh-report.json", json.into_bytes()),
+        ("summary.txt", written.text.clone().into_bytes()),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, bytes).map_err(|error| ReportError::Write {
+            path: path.clone(),
+            error,
+        })?;
+        written.files.push(path);
+    }
+    for c in &report.comparisons {
+        let w = write_report(&c.report, &dir.join(&c.dir))?;
+        written.files.extend(w.files);
+        written.warnings.extend(w.warnings);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

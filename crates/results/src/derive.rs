@@ -49,6 +49,7 @@ pub fn derive_run(
         udp: crate::udp::udp_stream(spec, &client, server.as_ref()),
         checks: Vec::new(),
         parts: Vec::new(),
+        agents: None,
         transaction_time_us: client.latency,
         cpu: Some(CpuPair {
             client: client.cpu,
@@ -84,6 +85,7 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         udp: None,
         checks: Vec::new(),
         parts: Vec::new(),
+        agents: None,
         transaction_time_us: None,
         cpu: None,
         efficiency: None,

@@ -50,6 +50,10 @@ pub struct ResultsDocument {
     /// told about it; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkInfo>,
+    /// The mesh that produced the document, when `linkperf mesh` did: its
+    /// agents, plan and pairs. Its tests are named `TEST@SOURCE->TARGET`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<crate::MeshRecord>,
 }
 
 /// The link the tests of a document ran over: its configuration's name, its
@@ -113,6 +117,7 @@ impl ResultsDocument {
             tests: Vec::new(),
             suite: None,
             link: None,
+            mesh: None,
         }
     }
 
@@ -132,7 +137,12 @@ impl ResultsDocument {
     /// summary, which no longer covers all its runs (see
     /// [`refresh_summaries`](Self::refresh_summaries)).
     pub fn push_run(&mut self, spec: &TestSpec, config: TestConfig, run: Run) {
-        let name = spec.name();
+        self.push_named_run(spec.name(), spec, config, run);
+    }
+
+    /// [`push_run`](Self::push_run) into the test named `name` (a mesh's
+    /// `rr1c-1x1--1@n1->n2`).
+    pub fn push_named_run(&mut self, name: String, spec: &TestSpec, config: TestConfig, run: Run) {
         match self.find_test_mut(&name) {
             Some(test) => {
                 test.runs.push(run);
@@ -146,6 +156,31 @@ impl ResultsDocument {
                 runs: vec![run],
                 summary: None,
             }),
+        }
+    }
+
+    /// Keeps only the runs that completed (ok or suspect), as a resumed suite
+    /// or mesh does before it runs again what did not: each test's runs are
+    /// numbered again from 1 and a retry's `retry_of` follows its run's new
+    /// number (`None` when that run is gone). Tests left without runs stay.
+    pub fn keep_completed_runs(&mut self) {
+        for t in &mut self.tests {
+            t.runs.retain(|r| r.status.completed());
+            let renumbered: Vec<(u32, u32)> = t
+                .runs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.run, i as u32 + 1))
+                .collect();
+            for (i, r) in t.runs.iter_mut().enumerate() {
+                r.run = i as u32 + 1;
+                r.retry_of = r.retry_of.and_then(|old| {
+                    renumbered
+                        .iter()
+                        .find(|(was, _)| *was == old)
+                        .map(|(_, now)| *now)
+                });
+            }
         }
     }
 
@@ -458,6 +493,9 @@ pub struct Run {
     /// connection (`None` when the server cannot report, e.g. a foreign server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<SideReport>,
+    /// A mesh's run: the two agents, who each is and its host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<crate::RunAgents>,
 }
 
 /// Payload rates over the client's measurement window. `tx` is the client to

@@ -15,6 +15,7 @@ mod checks;
 mod derive;
 mod document;
 mod error;
+mod mesh;
 mod space;
 mod store;
 mod stream;
@@ -35,6 +36,7 @@ pub use document::{
     TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
+pub use mesh::{MeshRecord, RunAgent, RunAgents};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
 pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};

@@ -13,6 +13,19 @@
 //! response is good for one challenge and one session only: the challenge is new
 //! for every control connection, so a recorded response answers nothing later.
 //! The key never crosses the wire.
+//!
+//! Authentication is mutual: a client holding a key sends a fresh challenge of
+//! its own in `hello`, and a daemon holding a key answers it in `welcome`
+//!
+//! ```text
+//! proof = hex(HMAC-SHA256(key, client challenge || session (u64, big-endian) || "linkperf-server-v1"))
+//! ```
+//!
+//! The client checks the proof before it sends anything more (its own answer,
+//! a test): a server without the key, or with another, learns nothing and is
+//! sent nothing. The two directions use different context strings, so a proof
+//! is never a client's response nor the other way round, whatever a peer
+//! chooses as its challenge or session number.
 
 use std::fmt;
 use std::io::Read;
@@ -31,6 +44,8 @@ pub const MAX_KEY_LEN: usize = 4096;
 /// Appended to every authenticated message, so that a MAC computed with the
 /// same key for anything else is never a valid response.
 const CONTEXT: &[u8] = b"linkperf-auth-v1";
+/// Appended to every server proof: a proof is never a client's response.
+const SERVER_CONTEXT: &[u8] = b"linkperf-server-v1";
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -113,12 +128,44 @@ impl AuthKey {
 
     /// The MAC of one session's challenge.
     fn mac(&self, challenge: &[u8; CHALLENGE_LEN], session: u64) -> HmacSha256 {
+        self.mac_in(challenge, session, CONTEXT)
+    }
+
+    /// The MAC of one session's challenge in `context`.
+    fn mac_in(&self, challenge: &[u8; CHALLENGE_LEN], session: u64, context: &[u8]) -> HmacSha256 {
         // HMAC takes keys of any length.
         let mut mac = HmacSha256::new_from_slice(&self.0).expect("hmac takes keys of any length");
         mac.update(challenge);
         mac.update(&session.to_be_bytes());
-        mac.update(CONTEXT);
+        mac.update(context);
         mac
+    }
+
+    /// The server's proof for the client's challenge of `hello` (64 hex
+    /// digits) in `session`, or `None` if the challenge is not 64 hex digits.
+    pub fn prove(&self, client_challenge_hex: &str, session: u64) -> Option<String> {
+        let challenge = decode_challenge(client_challenge_hex)?;
+        Some(hex::encode(
+            self.mac_in(&challenge, session, SERVER_CONTEXT)
+                .finalize()
+                .into_bytes(),
+        ))
+    }
+
+    /// True if `proof_hex` is this key's proof for `challenge` in `session`
+    /// (constant time, as [`AuthKey::verify`]).
+    pub fn check_proof(
+        &self,
+        challenge: &[u8; CHALLENGE_LEN],
+        session: u64,
+        proof_hex: &str,
+    ) -> bool {
+        let Ok(proof) = hex::decode(proof_hex) else {
+            return false;
+        };
+        self.mac_in(challenge, session, SERVER_CONTEXT)
+            .verify_slice(&proof)
+            .is_ok()
     }
 
     /// The client's answer to the challenge of `welcome` (64 hex digits), or
@@ -152,7 +199,7 @@ fn decode_challenge(hex_digits: &str) -> Option<[u8; CHALLENGE_LEN]> {
     Some(out)
 }
 
-/// A fresh random challenge, and its hex for `welcome`.
+/// A fresh random challenge, and its hex for `welcome` (or `hello`).
 pub(crate) fn new_challenge() -> Result<([u8; CHALLENGE_LEN], String), getrandom::Error> {
     let mut c = [0u8; CHALLENGE_LEN];
     getrandom::getrandom(&mut c)?;
@@ -249,6 +296,32 @@ mod tests {
         std::fs::write(&good, "correct horse battery staple\n").unwrap();
         assert_eq!(AuthKey::from_file(&good).unwrap(), key());
     }
+
+    #[test]
+    fn a_proof_is_bound_to_its_challenge_session_and_key_and_is_never_a_response() {
+        let (c, hex_c) = new_challenge().unwrap();
+        let p = key().prove(&hex_c, 5).unwrap();
+        assert!(key().check_proof(&c, 5, &p));
+        assert!(!key().check_proof(&c, 6, &p), "another session");
+        let other = AuthKey::from_bytes(b"correct horse battery stapler").unwrap();
+        assert!(!other.check_proof(&c, 5, &p), "another key");
+        let r = key().respond(&hex_c, 5).unwrap();
+        assert_ne!(p, r, "the two directions differ");
+        assert!(!key().check_proof(&c, 5, &r), "a response is no proof");
+        assert!(!key().verify(&c, 5, &p), "a proof is no response");
+        assert_eq!(key().prove("xyz", 5), None);
+        assert!(!key().check_proof(&c, 5, "zz"));
+        // Known answer: HMAC-SHA256("correct horse battery staple",
+        //   0x00..0x1f || 00 00 00 00 00 00 00 07 || "linkperf-server-v1").
+        let challenge: [u8; 32] = std::array::from_fn(|i| i as u8);
+        assert_eq!(
+            key().prove(&hex::encode(challenge), 7).unwrap(),
+            KNOWN_PROOF
+        );
+    }
+
+    /// See the test above; computed independently with Python's hmac module.
+    const KNOWN_PROOF: &str = "e10cf250503df33fedbe8af97bbdf42732907bec3d7a4bed1f623d6df716ac7d";
 
     #[test]
     fn bad_challenges_get_no_response() {

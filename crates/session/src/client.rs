@@ -7,22 +7,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
-use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
+use linkperf_metrics::{
+    capture_environment, side_cpu, AgentIdentity, Environment, ProcessMethod, SideReport,
+};
 use linkperf_wire::{
     decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
 };
 use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
-use crate::auth::AuthKey;
+use crate::auth::{new_challenge, AuthKey};
 use crate::channel::{Channel, Received};
 use crate::sampler::Sampler;
 use crate::server::DRAIN;
 use crate::SessionError;
 
 mod address;
+mod delegate;
 mod foreign;
 mod profile;
 pub use address::parse_address;
+pub use delegate::{
+    delegate, delegated_deadline, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME,
+};
 pub use profile::{run_profile, ProfileRequest};
 
 /// How long to wait for the server's answers during negotiation.
@@ -40,8 +46,9 @@ pub struct Target {
     pub address: String,
     /// Port used when `address` has none.
     pub default_port: u16,
-    /// The pre-shared key, to answer the server's challenge. A server that
-    /// sends no challenge is used without it (the key never crosses the wire).
+    /// The pre-shared key, to answer the server's challenge and to check
+    /// the server's proof of it: a client holding a key uses only a server
+    /// that proves it holds the same one (the key never crosses the wire).
     pub auth_key: Option<AuthKey>,
 }
 
@@ -88,6 +95,8 @@ pub struct Outcome {
     /// Why the test itself failed though both sides measured it (a profile's
     /// user failed without `canfail`).
     pub failure: Option<String>,
+    /// The server's identity as an agent, from its `welcome`.
+    pub server_agent: Option<AgentIdentity>,
 }
 
 impl Target {
@@ -131,22 +140,7 @@ impl Client {
         waiting_for: &str,
     ) -> Result<ServerMessage, SessionError> {
         match self.ch.recv(timeout) {
-            Ok(Received::Frame(f)) => match decode_server(&f)? {
-                ServerMessage::Error {
-                    code: ErrorCode::AuthFailed,
-                    ..
-                } => Err(SessionError::AuthFailed),
-                ServerMessage::Error {
-                    code,
-                    message,
-                    limit,
-                } => Err(SessionError::Refused {
-                    code: code.to_string(),
-                    message,
-                    limit,
-                }),
-                m => Ok(m),
-            },
+            Ok(Received::Frame(f)) => answer(&f),
             Ok(Received::Timeout) => Err(SessionError::Control(format!(
                 "no {waiting_for} from the server within {timeout:?}"
             ))),
@@ -159,9 +153,42 @@ impl Client {
     }
 }
 
-/// Opens a control session with the daemon at `target`: hello, welcome,
-/// and the answer to its challenge if it sends one.
-fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), SessionError> {
+/// A server's message, its errors as the client's.
+fn answer(frame: &[u8]) -> Result<ServerMessage, SessionError> {
+    match decode_server(frame)? {
+        ServerMessage::Error {
+            code: ErrorCode::AuthFailed,
+            ..
+        } => Err(SessionError::AuthFailed),
+        ServerMessage::Error {
+            code,
+            message,
+            limit,
+        } => Err(SessionError::Refused {
+            code: code.to_string(),
+            message,
+            limit,
+        }),
+        m => Ok(m),
+    }
+}
+
+/// A control session past its handshake.
+pub(crate) struct Opened {
+    c: Client,
+    /// The server's control address.
+    addr: SocketAddr,
+    /// This end's address of the control connection.
+    local_ip: Option<IpAddr>,
+    /// The server's identity as an agent, if it stated one.
+    agent: Option<AgentIdentity>,
+}
+
+/// Opens a control session with the daemon at `target`: hello (with this
+/// client's own challenge when it holds a key), welcome (the server's proof
+/// checked before anything more is sent), and the answer to the server's
+/// challenge if it sends one. `max_frame` bounds the server's messages.
+fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     let addr = resolve(target)?;
     let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|source| {
         SessionError::Connect {
@@ -171,11 +198,19 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
     })?;
     let local_ip = stream.local_addr().ok().map(|a| a.ip());
     let mut c = Client {
-        ch: Channel::new(stream, linkperf_wire::DEFAULT_MAX_FRAME),
+        ch: Channel::new(stream, max_frame),
+    };
+    let mine = match &target.auth_key {
+        Some(_) => Some(
+            new_challenge()
+                .map_err(|e| SessionError::Control(format!("make a random challenge: {e}")))?,
+        ),
+        None => None,
     };
     c.send(&ClientMessage::Hello {
         protocol_version: PROTOCOL_VERSION,
         client_version: env!("CARGO_PKG_VERSION").into(),
+        challenge: mine.as_ref().map(|(_, hex)| hex.clone()),
     })?;
     // Something other than a linkperf server may listen there: tell what.
     let (host, port) = parse_address(&target.address, target.default_port)?;
@@ -195,10 +230,14 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
             )))
         }
     }
-    let (session, challenge) = match c.recv(ANSWER_TIMEOUT, "welcome")? {
+    let (session, challenge, proof, agent) = match c.recv(ANSWER_TIMEOUT, "welcome")? {
         ServerMessage::Welcome {
-            session, challenge, ..
-        } => (session, challenge),
+            session,
+            challenge,
+            proof,
+            agent,
+            ..
+        } => (session, challenge, proof, agent),
         other => {
             return Err(SessionError::Control(format!(
                 "expected welcome, got {}",
@@ -206,6 +245,23 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
             )))
         }
     };
+    // The server proves the key first: one that cannot is sent nothing more.
+    if let (Some(key), Some((mine, _))) = (&target.auth_key, &mine) {
+        let why = match &proof {
+            Some(p) if key.check_proof(mine, session, p) => None,
+            Some(_) => Some("its proof does not match this client's key: it holds another key"),
+            None => Some("it sent no proof: it holds no key"),
+        };
+        if let Some(why) = why {
+            let _ = c.send(&ClientMessage::Abort {
+                reason: "the server did not prove it holds the key".into(),
+            });
+            return Err(SessionError::ServerNotProven {
+                addr: shown,
+                why: why.into(),
+            });
+        }
+    }
     if let Some(challenge) = challenge {
         let Some(key) = &target.auth_key else {
             let _ = c.send(&ClientMessage::Abort {
@@ -218,7 +274,12 @@ fn open(target: &Target) -> Result<(Client, SocketAddr, Option<IpAddr>), Session
         })?;
         c.send(&ClientMessage::Auth { response })?;
     }
-    Ok((c, addr, local_ip))
+    Ok(Opened {
+        c,
+        addr,
+        local_ip,
+        agent,
+    })
 }
 
 /// `--placement same` shares CPUs between the sides, which only one host
@@ -247,7 +308,12 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     req.spec
         .validate()
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
-    let (mut c, addr, local_ip) = open(target)?;
+    let Opened {
+        mut c,
+        addr,
+        local_ip,
+        agent: server_agent,
+    } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
     c.send(&ClientMessage::Test {
         spec: req.spec.clone(),
         placement: req.server.clone(),
@@ -437,6 +503,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             aborted,
             server_error: Some(stop),
             failure: None,
+            server_agent,
         });
     }
     // Ask for the server's side; keep ours whatever happens.
@@ -457,6 +524,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         aborted,
         server_error,
         failure: None,
+        server_agent,
     })
 }
 
@@ -496,6 +564,7 @@ fn name(m: &ServerMessage) -> &'static str {
         ServerMessage::TxnEnded { .. } => "txn_ended",
         ServerMessage::Results { .. } => "results",
         ServerMessage::Error { .. } => "error",
+        ServerMessage::Delegated { .. } => "delegated",
     }
 }
 

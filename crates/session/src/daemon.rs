@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::ProcessMethod;
+use linkperf_metrics::{AgentIdentity, ProcessMethod};
 
 use crate::auth::AuthKey;
 use crate::budget::{Budget, Ledger};
@@ -77,6 +77,9 @@ pub struct DaemonConfig {
     pub log: bool,
     /// The setting that sets each limit, named beside a refusal in the log.
     pub limit_flag: Option<fn(linkperf_wire::LimitKind) -> &'static str>,
+    /// Who this daemon is as an agent of a mesh, stated in every `welcome`
+    /// (`None`: it states nothing).
+    pub identity: Option<AgentIdentity>,
 }
 
 /// Default of [`DaemonConfig::max_bytes_per_session`]: 1 TiB.
@@ -120,6 +123,7 @@ impl DaemonConfig {
             command_line: Vec::new(),
             log: false,
             limit_flag: None,
+            identity: None,
         }
     }
 }

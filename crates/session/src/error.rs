@@ -52,6 +52,18 @@ pub enum SessionError {
          (--auth-key must name a file holding the same key as the server's)"
     )]
     AuthFailed,
+    /// A client holding a key met a server that did not prove it holds the
+    /// same key: nothing more was sent to it.
+    #[error(
+        "run the test: the server at {addr} did not prove it holds this client's key ({why}); \
+         nothing more was sent to it"
+    )]
+    ServerNotProven {
+        /// Where.
+        addr: String,
+        /// What the server's welcome showed.
+        why: String,
+    },
     /// A wire-level problem (version mismatch, malformed message).
     #[error("understand the server: {0}")]
     Wire(#[from] linkperf_wire::WireError),

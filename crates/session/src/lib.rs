@@ -18,7 +18,8 @@ mod server;
 pub use auth::{AuthKey, KeyError};
 pub use budget::{thousands, Budget, Cost, Limit};
 pub use client::{
-    parse_address, run_profile, run_test, Outcome, ProfileRequest, RunRequest, Target,
+    delegate, delegated_deadline, identify, parse_address, run_profile, run_test, DelegateRequest,
+    Delegated, Outcome, ProfileRequest, RunRequest, Target, DELEGATED_MAX_FRAME,
 };
 pub use daemon::{
     control_descriptors, Daemon, DaemonConfig, DaemonHandle, Overrides, ServeSummary, Shutdown,

@@ -20,6 +20,7 @@ use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState};
 use crate::sampler::Sampler;
 
+mod delegate;
 mod profile;
 
 /// Time after the drain deadline the server waits for the client's `Finished`.
@@ -267,8 +268,8 @@ impl Session<'_> {
                 )
             }
         };
-        match self.recv_until(deadline, "hello", late("hello"))? {
-            ClientMessage::Hello { protocol_version, .. } if protocol_version == PROTOCOL_VERSION => {}
+        let client_challenge = match self.recv_until(deadline, "hello", late("hello"))? {
+            ClientMessage::Hello { protocol_version, challenge, .. } if protocol_version == PROTOCOL_VERSION => challenge,
             ClientMessage::Hello { protocol_version, .. } => {
                 return Err(fail(
                     ErrorCode::VersionMismatch,
@@ -276,7 +277,17 @@ impl Session<'_> {
                 ))
             }
             other => return Err(out_of_order("hello", &other)),
-        }
+        };
+        // A client holding a key asks this server to prove it holds it too.
+        let proof = match (&self.config.auth_key, &client_challenge) {
+            (Some(key), Some(c)) => Some(key.prove(c, self.id).ok_or_else(|| {
+                fail(
+                    ErrorCode::Malformed,
+                    "the client's challenge is not 64 hex digits",
+                )
+            })?),
+            _ => None,
+        };
         let challenge = match &self.config.auth_key {
             Some(_) => Some(
                 new_challenge()
@@ -289,6 +300,8 @@ impl Session<'_> {
             server_version: env!("CARGO_PKG_VERSION").to_string(),
             session: self.id,
             challenge: challenge.as_ref().map(|(_, hex)| hex.clone()),
+            proof,
+            agent: self.config.identity.clone(),
         };
         self.send(&welcome)?;
         let (Some(key), Some((challenge, _))) = (&self.config.auth_key, challenge) else {
@@ -332,6 +345,16 @@ impl Session<'_> {
                 placement,
                 client_ports,
             } => return self.profile(profile, own_placement(placement), client_ports),
+            ClientMessage::Delegate {
+                target,
+                spec,
+                client,
+                server,
+            } => {
+                return self.delegate(target, spec, own_placement_as(client, Side::Client), server)
+            }
+            // A controller asking who this agent is, and nothing more.
+            ClientMessage::Abort { reason } => return Ok(format!("no test ({reason})")),
             other => return Err(out_of_order("test", &other)),
         };
         spec.validate()
@@ -605,6 +628,7 @@ fn message_name(m: &ClientMessage) -> &'static str {
         ClientMessage::TxnEnd { .. } => "txn_end",
         ClientMessage::Finished => "finished",
         ClientMessage::Abort { .. } => "abort",
+        ClientMessage::Delegate { .. } => "delegate",
     }
 }
 
@@ -682,16 +706,19 @@ impl Liveness {
 ///
 /// A placement policy (`--placement split|same`) without a CPU list is
 /// settled against this host's CPUs, as the client settles its own.
-fn own_placement(mut placement: Placement) -> Placement {
+fn own_placement(placement: Placement) -> Placement {
+    own_placement_as(placement, Side::Server)
+}
+
+/// [`own_placement`] for `side`: a delegated test's client side is this
+/// daemon's too.
+fn own_placement_as(mut placement: Placement, side: Side) -> Placement {
     if placement.threads == Threads::ServerDefault {
         placement.threads = Threads::Count(
             std::thread::available_parallelism()
                 .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024)),
         );
     }
-    placement.settle(
-        Side::Server,
-        &linkperf_metrics::current_thread_allowed_cpus(),
-    );
+    placement.settle(side, &linkperf_metrics::current_thread_allowed_cpus());
     placement
 }

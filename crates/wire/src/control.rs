@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use linkperf_metrics::{Environment, SideReport};
+use linkperf_metrics::{AgentIdentity, Environment, SideReport};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
@@ -32,7 +32,13 @@ use crate::{encode_frame, WireError};
 /// with a header-only datagram the server answers; the server's report
 /// carries a UDP stream's datagram counts (`udp`, and per-second ones in its
 /// intervals).
-pub const PROTOCOL_VERSION: u32 = 4;
+///
+/// 5: authentication is mutual: a client holding a key sends its own
+/// challenge in `hello` and the server answers it in `welcome` (`proof`)
+/// before the client proves anything; `welcome` carries the agent's identity
+/// (node, network, zone); a controller may ask an agent to run a test
+/// against another agent (`delegate` → `delegated`).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -47,6 +53,11 @@ pub enum ClientMessage {
         protocol_version: u32,
         /// linkperf version of the client, for messages.
         client_version: String,
+        /// A client holding a key: a fresh random challenge (64 hex digits)
+        /// the server must answer in its `welcome` to prove it holds the
+        /// same key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        challenge: Option<String>,
     },
     /// The answer to the server's challenge (a hex HMAC).
     Auth {
@@ -83,6 +94,20 @@ pub enum ClientMessage {
         /// Iterations by user.
         iterations: Vec<u64>,
     },
+    /// Run a test against another agent, as its client, and answer with
+    /// [`ServerMessage::Delegated`] (instead of [`ClientMessage::Test`]).
+    /// Only a client that proved the key may ask, and the agent runs it only
+    /// toward a target that proves the same key before any data flows.
+    Delegate {
+        /// The target agent's control address, `HOST[:PORT]`.
+        target: String,
+        /// The test as both ends run it.
+        spec: TestSpec,
+        /// How the delegated client (this agent) places its workers.
+        client: Placement,
+        /// How the target places its workers.
+        server: Placement,
+    },
     /// The client's side of the test is over: send results.
     Finished,
     /// The client gives up on the test.
@@ -110,6 +135,13 @@ pub enum ServerMessage {
         /// A challenge to answer with [`ClientMessage::Auth`], if the server
         /// requires authentication.
         challenge: Option<String>,
+        /// The server's answer to the client's challenge of `hello`, when the
+        /// server holds a key: proof that it holds the client's key too.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<String>,
+        /// Who this agent is in a mesh, when its environment says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<AgentIdentity>,
     },
     /// The test is accepted: where and how to open the data connections.
     Accepted {
@@ -144,6 +176,12 @@ pub enum ServerMessage {
         /// The server's host.
         environment: Environment,
     },
+    /// The answer to [`ClientMessage::Delegate`]: what the delegated test
+    /// produced, as the agent that ran its client side saw it.
+    Delegated {
+        /// The test's outcome.
+        outcome: DelegatedOutcome,
+    },
     /// The server refuses a message or gives up on the test.
     Error {
         /// What kind of failure.
@@ -155,6 +193,43 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         limit: Option<LimitInfo>,
     },
+}
+
+/// What a delegated test produced: both sides' measurements and hosts, or
+/// why it did not run. The agent that ran the client side fills it in; the
+/// target's report is the target's own, passed on unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DelegatedOutcome {
+    /// When the test started, RFC 3339 UTC.
+    pub started: String,
+    /// Why the test did not run at all (nothing measured): the target could
+    /// not be reached, did not prove the key, refused the test, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The client side's measurements (this agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<SideReport>,
+    /// The target's own measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<SideReport>,
+    /// This agent's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_environment: Option<Environment>,
+    /// The target's host, as it described itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_environment: Option<Environment>,
+    /// The target's identity, from its `welcome`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_agent: Option<AgentIdentity>,
+    /// The test was aborted before its end.
+    #[serde(default)]
+    pub aborted: bool,
+    /// Why the target's measurements are missing, if they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_error: Option<String>,
+    /// Why the test failed though both sides measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
 }
 
 /// Which of a server's limits a request met.
@@ -593,6 +668,7 @@ mod tests {
             ClientMessage::Hello {
                 protocol_version: PROTOCOL_VERSION,
                 client_version: "0.1.0".into(),
+                challenge: None,
             },
             ClientMessage::Auth {
                 response: "9f86d081884c7d659a2feaa0c55ad015".into(),
@@ -723,12 +799,16 @@ mod tests {
                 server_version: "0.1.0".into(),
                 session: u64::MAX,
                 challenge: Some("c2VydmVyIGNoYWxsZW5nZQ".into()),
+                proof: None,
+                agent: None,
             },
             ServerMessage::Welcome {
                 protocol_version: PROTOCOL_VERSION,
                 server_version: "0.1.0-dev".into(),
                 session: 7,
                 challenge: None,
+                proof: None,
+                agent: None,
             },
             ServerMessage::Accepted {
                 data_ports: vec![7202, 7203],
@@ -830,6 +910,7 @@ mod tests {
         let hello = ClientMessage::Hello {
             protocol_version: 2,
             client_version: "0.1.0".into(),
+            challenge: None,
         };
         let json = br#"{"type":"hello","protocol_version":2,"client_version":"0.1.0"}"#;
         let mut frame = (json.len() as u32).to_be_bytes().to_vec();
@@ -871,6 +952,100 @@ mod tests {
         assert!(test(Threads::ServerDefault).ends_with(&format!("{placement}}}")));
         let placement = r#""placement":{"threads":8,"affinity":null,"busy_poll":false}"#;
         assert!(test(Threads::Count(8)).ends_with(&format!("{placement}}}")));
+    }
+
+    #[test]
+    fn golden_mutual_authentication_and_identity() {
+        let hello = ClientMessage::Hello {
+            protocol_version: 5,
+            client_version: "0.1.0".into(),
+            challenge: Some("ab".repeat(32)),
+        };
+        let json = format!(
+            r#"{{"type":"hello","protocol_version":5,"client_version":"0.1.0","challenge":"{}"}}"#,
+            "ab".repeat(32)
+        );
+        assert_eq!(
+            String::from_utf8(unframe(&encode_client(&hello))).unwrap(),
+            json
+        );
+        let welcome = ServerMessage::Welcome {
+            protocol_version: 5,
+            server_version: "0.1.0".into(),
+            session: 9,
+            challenge: Some("cd".repeat(32)),
+            proof: Some("ef".repeat(32)),
+            agent: Some(AgentIdentity {
+                node: Some("n1".into()),
+                network: Some("pod".into()),
+                zone: None,
+            }),
+        };
+        let json = format!(
+            r#"{{"type":"welcome","protocol_version":5,"server_version":"0.1.0","session":9,"challenge":"{}","proof":"{}","agent":{{"node":"n1","network":"pod"}}}}"#,
+            "cd".repeat(32),
+            "ef".repeat(32)
+        );
+        assert_eq!(
+            String::from_utf8(unframe(&encode_server(&welcome))).unwrap(),
+            json
+        );
+        server_round_trip(&welcome);
+        client_round_trip(&hello);
+    }
+
+    #[test]
+    fn golden_delegation() {
+        let delegate = ClientMessage::Delegate {
+            target: "198.18.0.2:7410".into(),
+            spec: TestSpec::new(
+                Workload::Rr {
+                    request: Bytes(1),
+                    response: Bytes(1),
+                },
+                Protocol::Tcp,
+                1,
+                Duration::from_secs(1),
+            ),
+            client: Placement::with_threads(1),
+            server: Placement::with_threads(1),
+        };
+        let json = String::from_utf8(unframe(&encode_client(&delegate))).unwrap();
+        assert!(
+            json.starts_with(r#"{"type":"delegate","target":"198.18.0.2:7410","spec":{"#),
+            "{json}"
+        );
+        client_round_trip(&delegate);
+        let failed = ServerMessage::Delegated {
+            outcome: DelegatedOutcome {
+                started: "2025-01-01T00:00:00.000Z".into(),
+                error: Some("the target did not prove it holds the key".into()),
+                ..DelegatedOutcome::default()
+            },
+        };
+        assert_eq!(
+            String::from_utf8(unframe(&encode_server(&failed))).unwrap(),
+            r#"{"type":"delegated","outcome":{"started":"2025-01-01T00:00:00.000Z","error":"the target did not prove it holds the key","aborted":false}}"#
+        );
+        let full = ServerMessage::Delegated {
+            outcome: DelegatedOutcome {
+                started: "2025-01-01T00:00:00.000Z".into(),
+                error: None,
+                client: Some(report(2, 1)),
+                server: Some(report(2, 2)),
+                client_environment: Some(environment()),
+                server_environment: Some(environment()),
+                target_agent: Some(AgentIdentity {
+                    node: Some("n2".into()),
+                    network: Some("host".into()),
+                    zone: Some("z1".into()),
+                }),
+                aborted: false,
+                server_error: None,
+                failure: None,
+            },
+        };
+        server_round_trip(&full);
     }
 
     #[test]
@@ -948,37 +1123,39 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":4}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":5}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
         malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
-        malformed_client(br#"{"type":"welcome","protocol_version":5}"#);
-        malformed_server(br#"{"type":"hello","protocol_version":4}"#);
+        malformed_client(br#"{"type":"welcome","protocol_version":6}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":5}"#);
         malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
     }
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v5 = WireError::VersionMismatch {
+        let v6 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 5,
+            theirs: 6,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":5,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":5}"#,
-            r#"{"protocol_version":5,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":6,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":6}"#,
+            r#"{"protocol_version":6,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v5.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v6.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":5,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v5));
+            r#"{"type":"welcome","protocol_version":6,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v6));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
             session: 1,
             challenge: None,
+            proof: None,
+            agent: None,
         };
         assert_eq!(
             decode_server(&unframe(&encode_server(&old))),
@@ -992,12 +1169,13 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":4,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":5,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 4,
-                client_version: "0.2.0".into()
+                protocol_version: 5,
+                client_version: "0.2.0".into(),
+                challenge: None
             })
         );
         assert_eq!(
@@ -1010,14 +1188,16 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":4,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":5,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 4,
+                protocol_version: 5,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,
+                proof: None,
+                agent: None,
             })
         );
     }
@@ -1086,7 +1266,7 @@ mod tests {
             challenge in proptest::option::of("[0-9a-f]{64}"),
         ) {
             for m in [
-                ClientMessage::Hello { protocol_version: PROTOCOL_VERSION, client_version: text.clone() },
+                ClientMessage::Hello { protocol_version: PROTOCOL_VERSION, client_version: text.clone() , challenge: None},
                 ClientMessage::Auth { response: text.clone() },
                 ClientMessage::Abort { reason: text.clone() },
             ] {
@@ -1098,13 +1278,15 @@ mod tests {
                     server_version: text.clone(),
                     session: number,
                     challenge: challenge.clone(),
+                    proof: None,
+                    agent: None,
                 },
                 ServerMessage::Error { code: ErrorCode::AuthFailed, message: text.clone(), limit: None },
             ] {
                 server_round_trip(&m);
             }
             // Any other version is a mismatch, whatever else the greeting holds.
-            let hello = ClientMessage::Hello { protocol_version: version, client_version: text };
+            let hello = ClientMessage::Hello { protocol_version: version, client_version: text , challenge: None};
             let decoded = decode_client(&unframe(&encode_client(&hello)));
             if version == PROTOCOL_VERSION {
                 prop_assert_eq!(decoded, Ok(hello));

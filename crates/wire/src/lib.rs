@@ -18,7 +18,7 @@ mod frame;
 
 pub use control::{
     decode_client, decode_server, encode_client, encode_server, ClientMessage, DataToken,
-    ErrorCode, LimitInfo, LimitKind, ServerMessage, PROTOCOL_VERSION,
+    DelegatedOutcome, ErrorCode, LimitInfo, LimitKind, ServerMessage, PROTOCOL_VERSION,
 };
 pub use data::{Preamble, UdpHeader, PREAMBLE_LEN, PREAMBLE_MAGIC, UDP_HEADER_LEN};
 pub use error::WireError;

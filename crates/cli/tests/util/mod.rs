@@ -246,6 +246,10 @@ pub fn fds_and_threads(pid: u32) -> (usize, usize) {
 #[allow(dead_code)]
 pub mod iperf3;
 
+/// Helpers for the mesh tests (tests/mesh.rs).
+#[allow(dead_code)]
+pub mod mesh;
+
 /// True where a process may get a network namespace of its own (`unshare
 /// --net`, which needs root). Elsewhere the caller skips, saying so; with
 /// LINKPERF_LAB_REQUIRED=1 (set by scripts/test.sh as root) that is a failure.

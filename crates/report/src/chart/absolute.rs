@@ -305,7 +305,7 @@ mod tests {
         );
 
         // Drawn: ticks at 1, 2, 5 × powers of ten, equal ratios equally far apart.
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let svg = chart(&charts, "throughput-str-readx30k").svg().unwrap();
         let t = texts(&svg);
         for tick in ["1 Gbit/s", "10 Gbit/s", "2 Gbit/s", "20 Gbit/s"] {
@@ -396,7 +396,7 @@ mod tests {
         assert_eq!(l.capacity[0].colour, "#777777");
 
         // Drawn: a dashed horizontal line across the plot, labelled.
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let svg = chart(&charts, "throughput-str-readx30k").svg().unwrap();
         assert!(
             texts(&svg).iter().any(|t| t == "capacity of 1g: 1 Gbit/s"),
@@ -497,7 +497,7 @@ mod tests {
 
     #[test]
     fn drawn_absolute_charts_have_whiskers_with_repeats_only() {
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let charts = charts(&repeated());
         for name in ["throughput-rr1c-1x1", "transaction-time-rr1c-1x1"] {
             let c = chart(&charts, name);

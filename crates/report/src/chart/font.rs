@@ -1,10 +1,11 @@
-//! The font the charts' text is laid out (and, in PNGs, drawn) with: a
-//! TrueType file found at run time, registered with plotters' ab_glyph
-//! backend as `sans-serif` and laid out glyph by glyph in `text.rs`. No
-//! fontconfig and no system library is involved,
-//! so charts draw the same on a headless server as on a desktop.
+//! The font the charts' text is laid out (and, in PNGs, drawn) with:
+//! DejaVu Sans, embedded in the binary (`crates/report/fonts/`, its licence
+//! beside it), or a TrueType file named by `$LINKPERF_FONT`. It is registered
+//! with plotters' ab_glyph backend as `sans-serif` and laid out glyph by glyph
+//! in `text.rs`. No fontconfig, no system library and no font file on the
+//! host are involved, so charts draw the same on a headless server, in a
+//! container holding nothing but the binary, and on a desktop.
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use ab_glyph::FontRef;
@@ -12,75 +13,63 @@ use plotters::style::{register_font, FontStyle};
 
 use crate::ReportError;
 
-/// Environment variable naming a `.ttf` file to use instead of the ones below.
+/// Environment variable naming a `.ttf` file to use instead of the embedded font.
 pub const FONT_VARIABLE: &str = "LINKPERF_FONT";
 
-/// Where common systems keep a sans-serif TrueType font, in order of preference:
-/// DejaVu (Debian's fonts-dejavu-core, Fedora, Arch), Liberation, FreeFont, Noto,
-/// then macOS and Windows.
-const FONT_FILES: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
-    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
-    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
-    "/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf",
-    "/usr/share/fonts/noto/NotoSans-Regular.ttf",
-    "/usr/local/share/fonts/DejaVuSans.ttf",
-    "/Library/Fonts/Arial.ttf",
-    "/System/Library/Fonts/Supplemental/Arial.ttf",
-    "C:\\Windows\\Fonts\\arial.ttf",
-];
+/// DejaVu Sans 2.37 (Bitstream Vera licence, DejaVu changes in the public
+/// domain: `fonts/DejaVuSans-LICENSE.txt`).
+static EMBEDDED: &[u8] = include_bytes!("../../fonts/DejaVuSans.ttf");
+/// How [`font_status`] names the embedded font.
+const EMBEDDED_NAME: &str = "DejaVu Sans 2.37 (embedded)";
 
-/// The font registered for this process, or the files looked for.
-static FONT: OnceLock<Result<(PathBuf, FontRef<'static>), String>> = OnceLock::new();
+/// The font registered for this process and where it came from, or why none.
+static FONT: OnceLock<Result<(String, FontRef<'static>), String>> = OnceLock::new();
 
-/// The font file the charts use, registering it on first call; an error
-/// naming the files looked for when none could be loaded.
-pub fn font_status() -> Result<PathBuf, ReportError> {
-    chart_font_and_path().map(|(path, _)| path)
+/// Where the charts' font comes from (the `$LINKPERF_FONT` file, or the
+/// embedded DejaVu Sans), registering it on first call; an error when
+/// `$LINKPERF_FONT` names a file that is not a usable TrueType font.
+pub fn font_status() -> Result<String, ReportError> {
+    chart_font_and_source().map(|(source, _)| source)
 }
 
 /// The font the charts' text is measured and drawn with (see `text.rs`).
 pub(super) fn chart_font() -> Result<FontRef<'static>, ReportError> {
-    chart_font_and_path().map(|(_, font)| font)
+    chart_font_and_source().map(|(_, font)| font)
 }
 
-fn chart_font_and_path() -> Result<(PathBuf, FontRef<'static>), ReportError> {
+fn chart_font_and_source() -> Result<(String, FontRef<'static>), ReportError> {
     FONT.get_or_init(load)
         .clone()
         .map_err(|looked| ReportError::NoFont { looked })
 }
 
-/// The files to try: `$LINKPERF_FONT` first, then [`FONT_FILES`].
-fn candidates() -> Vec<PathBuf> {
-    std::env::var_os(FONT_VARIABLE)
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(FONT_FILES.iter().map(PathBuf::from))
-        .collect()
+fn load() -> Result<(String, FontRef<'static>), String> {
+    let (source, bytes): (String, &'static [u8]) = match std::env::var_os(FONT_VARIABLE) {
+        Some(path) => {
+            let shown = std::path::Path::new(&path).display().to_string();
+            let bytes = std::fs::read(&path).map_err(|e| format!("{shown} ({e})"))?;
+            // plotters keeps registered fonts for the life of the process.
+            (shown, Box::leak(bytes.into_boxed_slice()))
+        }
+        None => (EMBEDDED_NAME.to_string(), EMBEDDED),
+    };
+    let font = FontRef::try_from_slice(bytes)
+        .map_err(|e| format!("{source} (not a TrueType font: {e})"))?;
+    register_font("sans-serif", FontStyle::Normal, bytes)
+        .map_err(|_| format!("{source} (plotters refused it)"))?;
+    Ok((source, font))
 }
 
-fn load() -> Result<(PathBuf, FontRef<'static>), String> {
-    let files = candidates();
-    for path in &files {
-        let Ok(bytes) = std::fs::read(path) else {
-            continue;
-        };
-        // plotters keeps registered fonts for the life of the process.
-        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-        let Ok(font) = FontRef::try_from_slice(bytes) else {
-            continue;
-        };
-        if register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
-            return Ok((path.clone(), font));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_font_is_a_truetype_font_with_latin_glyphs() {
+        use ab_glyph::Font;
+        let font = FontRef::try_from_slice(EMBEDDED).expect("DejaVu Sans parses");
+        for c in "linkperf 0123456789 µs % × →".chars() {
+            assert_ne!(font.glyph_id(c).0, 0, "a glyph for {c:?}");
         }
     }
-    Err(files
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", "))
 }

@@ -311,7 +311,7 @@ mod tests {
         let (lo, hi) = b.span();
         assert_eq!((lo, hi), (-CLIP_PCT, 0.0));
 
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let c = chart(&charts, "relative-slow-rr1c-1x1");
         let svg = c.svg().unwrap();
         let t = texts(&svg);
@@ -410,7 +410,7 @@ mod tests {
 
     #[test]
     fn the_drawn_relative_chart_has_the_zero_line_and_the_percent_axis() {
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         // The study's rr1c-200x1000: better at few users, worse at many, so
         // bars go both up and down from zero.
         let (osa, hs) = crate::tests::study();

@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn charts_are_valid_svg_and_png() {
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let (osa, hs) = crate::tests::study();
         let study = Report::comparison(
             crate::Source::new("osa.json", &osa),

@@ -342,7 +342,7 @@ mod tests {
     /// pixel of anti-aliasing at each edge.
     #[test]
     fn glyphs_are_drawn_where_their_advances_and_bearings_put_them() {
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let font = super::super::font::chart_font().unwrap();
         for text in ["throughput", "str-readx30k", "positive"] {
             let expected = ink_from_metrics(&font, text, 10.0);
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn a_line_is_as_wide_as_its_advances_and_one_em_high() {
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let font = super::super::font::chart_font().unwrap();
         let per_unit = EM / font.units_per_em().unwrap();
         let ids: Vec<GlyphId> = "throughput".chars().map(|c| font.glyph_id(c)).collect();

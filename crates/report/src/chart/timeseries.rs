@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(p.unit, ValueUnit::TransactionsPerSecond);
         assert_eq!(p.panels[0].lines[0].points[0].1, 1e3);
 
-        crate::font_status().expect("a font (install fonts-dejavu-core: scripts/setup.sh)");
+        crate::font_status().expect("the embedded font");
         let svg = c.svg().unwrap();
         let t = texts(&svg);
         for label in ["1 user", "100 users", "seconds into the window", "a", "b"] {

@@ -105,7 +105,7 @@ pub(super) struct Page<'a> {
 }
 
 /// Text for HTML.
-pub(super) fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -120,7 +120,7 @@ pub(super) fn esc(s: &str) -> String {
     o
 }
 
-pub(super) fn outcome_class(o: Outcome) -> &'static str {
+pub(crate) fn outcome_class(o: Outcome) -> &'static str {
     match o {
         Outcome::Better => "better",
         Outcome::Worse => "worse",
@@ -129,7 +129,7 @@ pub(super) fn outcome_class(o: Outcome) -> &'static str {
     }
 }
 
-pub(super) fn verdict_class(v: Verdict) -> &'static str {
+pub(crate) fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",

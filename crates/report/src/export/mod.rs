@@ -13,5 +13,6 @@ pub use self::exporter::Exporter;
 pub use self::html::HtmlExporter;
 pub use self::json::JsonExporter;
 pub use self::markdown::MarkdownExporter;
+pub(crate) use html::{esc, outcome_class, verdict_class};
 
 pub(crate) use html_tables::placement as describe_placement;

@@ -172,6 +172,7 @@ mod tests {
         let hello = encode_client(&ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
             client_version: String::new(),
+            challenge: None,
         });
         assert!(hello.len() >= linkperf_iperf3::wire::COOKIE_LEN);
         assert!(may_be_linkperf(0) && !may_be_linkperf(b'H'));

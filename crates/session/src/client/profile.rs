@@ -19,7 +19,7 @@ use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{name, open, server_results, Client, Outcome, Target, ANSWER_TIMEOUT};
+use super::{name, open, server_results, Client, Opened, Outcome, Target, ANSWER_TIMEOUT};
 use crate::channel::Received;
 use crate::SessionError;
 
@@ -54,7 +54,12 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     linkperf_workload::profile::check_runnable(&req.profile)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let compiled = compile(&req.profile).map_err(|e| SessionError::Invalid(e.to_string()))?;
-    let (mut c, addr, local_ip) = open(target)?;
+    let Opened {
+        mut c,
+        addr,
+        local_ip,
+        agent: server_agent,
+    } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
     let threads = req.client.threads.count().unwrap_or(1);
     // The server connects back for the profile's accepts: listen first, on
     // the address the server sees this client at.
@@ -204,6 +209,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             aborted: was_cancelled,
             server_error: Some(stop),
             failure: None,
+            server_agent,
         });
     }
     let msg = if was_cancelled || failed.is_some() {
@@ -223,6 +229,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         aborted: was_cancelled,
         server_error,
         failure: failed,
+        server_agent,
     })
 }
 

@@ -1,0 +1,154 @@
+//! An agent's side of a delegated test: a controller that proved the key
+//! asks this daemon to run a test, as its client, against another agent, and
+//! gets back both sides' measurements.
+//!
+//! The rules (docs/security.md): only a daemon with a key takes delegated
+//! tests, so only a client that proved the key can ask; the test runs through
+//! [`run_test`] with the same key, which sends nothing past its `hello` to a
+//! target that does not prove it holds that key, so an agent never sends test
+//! traffic to anything but an agent of the same mesh. The test is charged
+//! against this daemon's budget like any other (its client workers hold what
+//! a server side of the same test would), and it ends when the controller goes
+//! away or the daemon shuts down.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use linkperf_metrics::ProcessMethod;
+use linkperf_wire::{decode_client, ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
+use linkperf_workload::{Placement, TestSpec, Workload};
+
+use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Session, WATCH_INTERVAL};
+use crate::budget::Cost;
+use crate::channel::{Received, RecvError};
+use crate::client::{run_test, RunRequest, Target};
+
+impl Session<'_> {
+    /// Runs a delegated test toward `target` and answers `delegated`;
+    /// returns its name for the log.
+    pub(super) fn delegate(
+        &mut self,
+        target: String,
+        spec: TestSpec,
+        client: Placement,
+        server: Placement,
+    ) -> Result<String, Fail> {
+        let Some(key) = self.config.auth_key.clone() else {
+            return Err(fail(
+                ErrorCode::Refused,
+                "this server has no key: it runs delegated tests only as an agent started \
+                 with --auth-key, for clients that prove the key",
+            ));
+        };
+        if matches!(spec.workload, Workload::Profile { .. }) {
+            return Err(fail(
+                ErrorCode::Refused,
+                "a uperf profile cannot be delegated; delegate workloads",
+            ));
+        }
+        spec.validate()
+            .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        if let Some(cc) = &spec.socket.cc {
+            linkperf_metrics::check_congestion_control(cc)
+                .map_err(|e| fail(ErrorCode::Refused, format!("on the agent's host, {e}")))?;
+        }
+        // Its client workers hold what a server side of the same test would.
+        // Settled by own_placement_as: a count.
+        let cost = Cost::workload(&spec, client.threads.count().unwrap_or(1));
+        let _charge = self.admit(spec.users, spec.warmup + spec.duration, &client, cost)?;
+        let name = format!("{} delegated toward {target}", spec.name());
+        self.log(&format!("running {name}"));
+        let cancel = Arc::new(AtomicBool::new(false));
+        let request = RunRequest {
+            spec,
+            client,
+            server,
+            // The daemon serves other sessions at once: its workers' own CPU.
+            process_method: ProcessMethod::RusageThreadSum,
+            cancel: Some(cancel.clone()),
+            command_line: self.config.command_line.clone(),
+            live: None,
+        };
+        let to = Target {
+            address: target,
+            default_port: self.config.listen.port(),
+            auth_key: Some(key),
+        };
+        let started = SystemTime::now();
+        let worker = std::thread::Builder::new()
+            .name(format!("lp-delegate-{}", self.id))
+            .spawn(move || run_test(&to, &request))
+            .map_err(|e| {
+                fail(
+                    ErrorCode::Internal,
+                    format!("start the delegated test: {e}"),
+                )
+            })?;
+        // Watch the controller while the test runs: its going away, or the
+        // daemon shutting down, ends the test (what it measured is dropped).
+        let mut stop: Option<Fail> = None;
+        while !worker.is_finished() {
+            if self.state.shutting_down() {
+                self.state.aborted.fetch_add(1, Ordering::AcqRel);
+                stop = Some(shutting_down());
+                break;
+            }
+            let why = match self.ch.recv(WATCH_INTERVAL) {
+                Ok(Received::Timeout) => continue,
+                Ok(Received::Frame(f)) => match decode_client(&f) {
+                    Ok(ClientMessage::Abort { reason }) => fail(
+                        ErrorCode::Aborted,
+                        format!("the controller gave up on the delegated test: {reason}"),
+                    ),
+                    Ok(other) => out_of_order("nothing while a delegated test runs", &other),
+                    Err(e) => fail(ErrorCode::Malformed, e.to_string()),
+                },
+                Ok(Received::Closed) => fail(
+                    ErrorCode::Aborted,
+                    format!(
+                        "the controller vanished mid-test: it {}",
+                        self.ch.how_it_went()
+                    ),
+                ),
+                Err(RecvError::Wire(e)) => wire_fail(e),
+                Err(e) => fail(ErrorCode::Internal, e.to_string()),
+            };
+            stop = Some(why);
+            break;
+        }
+        if stop.is_some() {
+            cancel.store(true, Ordering::Release);
+        }
+        // The test ends by itself within its own timeouts, sooner once cancelled.
+        let result = worker.join().unwrap_or_else(|_| {
+            Err(crate::SessionError::Invalid(
+                "the delegated test's thread panicked".into(),
+            ))
+        });
+        if let Some(f) = stop {
+            return Err(f);
+        }
+        let outcome = match result {
+            Ok(o) => DelegatedOutcome {
+                started: humantime::format_rfc3339_millis(o.started).to_string(),
+                error: None,
+                client: Some(o.client),
+                server: o.server,
+                client_environment: Some(o.client_environment),
+                server_environment: o.server_environment,
+                target_agent: o.server_agent,
+                aborted: o.aborted,
+                server_error: o.server_error,
+                failure: o.failure,
+            },
+            Err(e) => DelegatedOutcome {
+                started: humantime::format_rfc3339_millis(started).to_string(),
+                error: Some(e.to_string()),
+                ..DelegatedOutcome::default()
+            },
+        };
+        self.send(&ServerMessage::Delegated { outcome })?;
+        Ok(name)
+    }
+}
