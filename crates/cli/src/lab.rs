@@ -565,7 +565,8 @@ fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     if failures > 0 {
         eprintln!(
-            "linkperf lab: {failures} configuration(s) did not run cleanly; see above and {}",
+            "linkperf lab: {} did not run cleanly; see above and {}",
+            crate::table::count(failures as u64, "configuration"),
             logs.display()
         );
         return Ok(ExitCode::from(1));
@@ -667,8 +668,9 @@ impl RunContext<'_> {
             failures += 1;
         } else {
             eprintln!(
-                "linkperf lab: running suite {} through {n} configurations at once, interleaved: {planned_runs} run(s) each, every run on each configuration in turn",
-                self.args.suite
+                "linkperf lab: running suite {} through {n} configurations at once, interleaved: {} each, every run on each configuration in turn",
+                self.args.suite,
+                crate::table::count(planned_runs as u64, "run")
             );
             // With --target-ci a configuration may need fewer runs than
             // planned: it says so, and the rounds end when all have.
@@ -844,8 +846,9 @@ impl RunContext<'_> {
             suites.0.push(self.suite_with(name, p, file, n, resume)?);
         }
         eprintln!(
-            "linkperf lab: {name}: running suite {} over {n} pair(s)",
-            self.args.suite
+            "linkperf lab: {name}: running suite {} over {}",
+            self.args.suite,
+            crate::table::count(n as u64, "pair")
         );
         let ok = self.wait(&mut suites.0)?;
         drop(servers);

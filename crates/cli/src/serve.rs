@@ -166,12 +166,20 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .as_ref()
         .map_or(0, |s| s.wait_tests(Instant::now() + IPERF3_GRACE));
     eprintln!(
-        "linkperf serve: shut down; {} running test(s) aborted{}",
-        summary.aborted_tests + iperf3_aborted,
+        "linkperf serve: shut down; {} aborted{}",
+        crate::table::count(
+            (summary.aborted_tests + iperf3_aborted) as u64,
+            "running test"
+        ),
         if summary.abandoned_sessions > 0 {
             format!(
-                ", {} session(s) still ending were dropped",
-                summary.abandoned_sessions
+                ", {} still ending {} dropped",
+                crate::table::count(summary.abandoned_sessions as u64, "session"),
+                if summary.abandoned_sessions == 1 {
+                    "was"
+                } else {
+                    "were"
+                }
             )
         } else {
             String::new()

@@ -1347,7 +1347,7 @@ fn serve_signal_aborts_running_tests(sig: &str) {
     assert!(status.success(), "{status}: {}", read(&log));
     eprintln!("serve exited {took:?} after {sig}");
     assert!(
-        read(&log).contains("1 running test(s) aborted"),
+        read(&log).contains("1 running test aborted"),
         "{}",
         read(&log)
     );

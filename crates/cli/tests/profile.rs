@@ -706,6 +706,27 @@ fn an_unnamed_connect_after_a_named_accept_opens_the_unnamed_connection() {
 }
 
 #[test]
+fn a_name_reconnected_with_another_protocol_runs_as_uperf_does() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let started = Instant::now();
+    let doc = profile_on(&server, "multi-proto-connect.xml", &[]);
+    // A UDP connect without data once waited for a stall limit.
+    assert!(started.elapsed() < Duration::from_secs(30));
+    let r = the_run(&doc);
+    assert_mirrored(r);
+    assert_eq!(ops(r, "client", "connect"), 10 + 10 + 3 + 10);
+    assert_eq!(ops(r, "server", "accept"), 10 + 10 + 3 + 10);
+    // The last disconnect closes the newest of the ten TCP connections.
+    assert_eq!(ops(r, "client", "disconnect"), 10 + 10 + 3 + 1);
+    for side in ["client", "server"] {
+        assert_eq!(int(r, &format!("/{side}/errors")), 0, "{side}: {r}");
+    }
+    assert_txn(r, 2, 3, 3 * 100, 3 * 50);
+    assert_txn(r, 4, 1, 7, 9);
+}
+
+#[test]
 fn canfail_connects_in_many_iterations_make_that_many_connections() {
     let _g = shared();
     let server = Server::start(&[]);

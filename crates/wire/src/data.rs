@@ -73,7 +73,10 @@ pub struct UdpHeader {
     /// When the sender sent it: nanoseconds on the sender's clock, from an
     /// origin of its choosing that stays the same for the flow (only the
     /// differences between a flow's datagrams mean anything: the receiver's
-    /// jitter). 0 where the sender does not say (request/response).
+    /// jitter). 0 where the sender does not say (request/response). A
+    /// profile's UDP registration (a header alone) carries here its
+    /// socket's ordinal among the connects of its user and connection,
+    /// from 1, so that the server's n-th accept takes the n-th socket.
     pub sent_ns: u64,
 }
 

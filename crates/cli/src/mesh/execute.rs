@@ -197,8 +197,10 @@ pub(crate) fn run_mesh(
     }
     if failed > 0 {
         eprintln!(
-            "linkperf: {failed} run(s) failed (each says why in mesh.json and the report); \
-             rerun them with --resume"
+            "linkperf: {} failed (each says why in mesh.json and the report); \
+             rerun {} with --resume",
+            crate::table::count(failed as u64, "run"),
+            if failed == 1 { "it" } else { "them" }
         );
         return Ok(ExitCode::from(1));
     }

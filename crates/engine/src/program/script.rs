@@ -234,10 +234,15 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
     let mut scripts = Vec::new();
     let mut slots = Vec::new();
     for g in &p.groups {
-        let mut names: Vec<Option<String>> = Vec::new();
-        let mut conn_options: Vec<ConnOptions> = Vec::new();
-        let mut protocols: std::collections::HashMap<usize, (bool, u32)> =
+        // A slot is one connection name opened with one protocol: uperf
+        // lets a name be reconnected with another protocol once it is
+        // closed (`multi_proto_connect.xml`), so `(name, udp)` keys a slot
+        // and the other flowops use the slot their name's latest connect
+        // (or accept) opened.
+        let mut names: Vec<(Option<String>, bool)> = Vec::new();
+        let mut current: std::collections::HashMap<Option<String>, usize> =
             std::collections::HashMap::new();
+        let mut conn_options: Vec<ConnOptions> = Vec::new();
         // A flowop without conn= uses the user's unnamed connection, as
         // uperf's do; in a group whose connects (and accepts) are all named,
         // the one the group's first connect opens.
@@ -257,7 +262,20 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
             let mut ops = Vec::new();
             for (oi, f) in t.flowops.iter().enumerate() {
                 let name = f.conn.clone().or_else(|| default_conn.clone());
-                let conn = match names.iter().position(|n| *n == name) {
+                let opened = match &f.kind {
+                    FlowopKind::Connect(e) | FlowopKind::Accept(e) => {
+                        Some(e.protocol == ProfileProtocol::Udp)
+                    }
+                    _ => None,
+                };
+                let found = match opened {
+                    Some(udp) => names.iter().position(|n| n.0 == name && n.1 == udp),
+                    None => current
+                        .get(&name)
+                        .copied()
+                        .or_else(|| names.iter().position(|n| n.0 == name)),
+                };
+                let conn = match found {
                     Some(i) => i,
                     None => {
                         if names.len() == MAX_CONNS {
@@ -269,27 +287,17 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                                 ),
                             });
                         }
-                        names.push(name);
+                        names.push((name.clone(), opened.unwrap_or(false)));
                         conn_options.push(ConnOptions::default());
                         names.len() - 1
                     }
                 };
+                if opened.is_some() {
+                    current.insert(name, conn);
+                }
                 let kind = match &f.kind {
                     FlowopKind::Connect(e) | FlowopKind::Accept(e) => {
                         let udp = e.protocol == ProfileProtocol::Udp;
-                        if let Some(&(was, line)) = protocols.get(&conn) {
-                            if was != udp {
-                                return Err(CompileError {
-                                    line: f.line,
-                                    element: "flowop",
-                                    message: format!(
-                                        "this connection was opened with another protocol at line \
-                                         {line}: name it differently (conn=)"
-                                    ),
-                                });
-                            }
-                        }
-                        protocols.insert(conn, (udp, f.line));
                         conn_options[conn] = ConnOptions {
                             wndsz: e.wndsz,
                             nodelay: e.nodelay,

@@ -63,6 +63,9 @@ enum Link {
         seq: u64,
         registered: bool,
         retry: Instant,
+        /// This socket's place among the connects of its user and
+        /// connection, from 1: the server's n-th accept takes the n-th.
+        ordinal: u64,
     },
     /// The server's side of a UDP connection: the worker's socket and the
     /// client's address (from its first datagram).
@@ -147,6 +150,54 @@ pub struct WorkerSetup {
     pub live: Option<Arc<crate::LiveStats>>,
 }
 
+/// Server: one connection's UDP registrations not yet accepted. A client
+/// sends a registration again until it is answered, so the same socket's
+/// may arrive twice, late, or after the next socket's: each names its
+/// socket's ordinal, and the n-th accept takes the n-th socket.
+#[derive(Debug, Default)]
+struct Registrations {
+    /// Not yet accepted: (transaction, ordinal, address), by ordinal.
+    waiting: VecDeque<(u64, u64, SocketAddr)>,
+    /// The ordinal of the socket accepted last.
+    taken: u64,
+}
+
+impl Registrations {
+    /// A registration arrived. Ordinal 0 (a client that does not number
+    /// its sockets) replaces whatever waits.
+    fn register(&mut self, txn: u64, ordinal: u64, from: SocketAddr) {
+        if ordinal == 0 {
+            self.waiting.clear();
+            self.waiting.push_back((txn, 0, from));
+            return;
+        }
+        if ordinal <= self.taken || self.waiting.iter().any(|w| w.1 == ordinal) {
+            return;
+        }
+        if self.waiting.len() >= MAX_QUEUED {
+            return;
+        }
+        let at = self.waiting.partition_point(|w| w.1 < ordinal);
+        self.waiting.insert(at, (txn, ordinal, from));
+    }
+
+    /// The address of the next socket registered in transaction `txn`;
+    /// those of earlier transactions (the client ran ahead of a timed
+    /// transaction's end) are dropped.
+    fn take(&mut self, txn: u64) -> Option<SocketAddr> {
+        while self.waiting.front().is_some_and(|w| w.0 < txn) {
+            self.waiting.pop_front();
+        }
+        let &(t, ordinal, addr) = self.waiting.front()?;
+        if t != txn {
+            return None;
+        }
+        self.waiting.pop_front();
+        self.taken = self.taken.max(ordinal);
+        Some(addr)
+    }
+}
+
 struct Worker {
     role: Role,
     users: Vec<User>,
@@ -163,9 +214,11 @@ struct Worker {
     udp: Option<UdpSocket>,
     udp_peer: Option<IpAddr>,
     dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
-    /// Server: each UDP connection's address, from its registration, and the
-    /// transaction it registered in (by user and connection).
-    peers: HashMap<(usize, usize), (u64, SocketAddr)>,
+    /// Server: by user and connection, the UDP registrations not yet
+    /// accepted, in the clients' connect order.
+    peers: HashMap<(usize, usize), Registrations>,
+    /// Client: by user and connection, how many UDP sockets it opened.
+    udp_opened: HashMap<(usize, usize), u64>,
     udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
     accepted: HashMap<(usize, usize), VecDeque<(u64, TcpStream)>>,
@@ -243,6 +296,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         udp_peer: setup.udp_peer,
         dgrams: HashMap::new(),
         peers: HashMap::new(),
+        udp_opened: HashMap::new(),
         udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
         accepted: HashMap::new(),
@@ -735,11 +789,15 @@ impl Worker {
         {
             return self.fail(u, &format!("register a connection: {e}"), now);
         }
+        let ordinal = self.udp_opened.entry((u, c)).or_default();
+        *ordinal += 1;
+        let ordinal = *ordinal;
         self.links[u][c].push(Link::Udp {
             sock,
             seq: 0,
             registered: false,
             retry: now,
+            ordinal,
         });
         self.await_udp_answer(u, c, now)
     }
@@ -756,16 +814,21 @@ impl Worker {
         )
     }
 
-    /// The header of user `u`'s registration of connection `c` in its
-    /// current transaction.
+    /// The header of user `u`'s registration of connection `c`'s newest
+    /// socket in its current transaction (the socket's ordinal where the
+    /// streams put their send time).
     fn registration(&self, u: usize, c: usize) -> [u8; UDP_HEADER_LEN] {
         let txn = self.users[u].txn() as u64;
+        let ordinal = match self.links[u][c].last() {
+            Some(Link::Udp { ordinal, .. }) => *ordinal,
+            _ => 0,
+        };
         let mut out = [0u8; UDP_HEADER_LEN];
         UdpHeader {
             tag: self.token.session_tag(),
             flow: self.users[u].id,
             seq: ((c as u64) << 48) | (txn & ((1 << 48) - 1)),
-            sent_ns: 0,
+            sent_ns: ordinal,
         }
         .encode(&mut out);
         out
@@ -846,7 +909,7 @@ impl Worker {
             // A datagram "connection" is there once the client registered it
             // in this transaction.
             let txn = self.users[u].txn() as u64;
-            let Some(&(_, addr)) = self.peers.get(&(u, c)).filter(|(t, _)| *t == txn) else {
+            let Some(addr) = self.peers.get_mut(&(u, c)).and_then(|r| r.take(txn)) else {
                 return false;
             };
             self.links[u][c].push(Link::Peer { addr, seq: 0 });
@@ -1062,7 +1125,10 @@ impl Worker {
                         // A registration: where this connection's datagrams
                         // go, answered with itself.
                         let txn = h.seq & ((1 << 48) - 1);
-                        self.peers.insert((u, c), (txn, from));
+                        self.peers
+                            .entry((u, c))
+                            .or_default()
+                            .register(txn, h.sent_ns, from);
                         let _ = sock.send_to(&self.buf[..k], from);
                         if !woken.contains(&u) {
                             woken.push(u);
@@ -1299,5 +1365,54 @@ fn send_file(sock: RawFd, file: RawFd, n: usize) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(r as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Registrations;
+    use std::net::SocketAddr;
+
+    fn at(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    fn each_accept_takes_the_next_socket_whatever_order_and_repeats_arrive_in() {
+        let mut r = Registrations::default();
+        // The second socket's registration overtakes the first's, and the
+        // first is sent twice.
+        r.register(0, 2, at(2));
+        r.register(0, 1, at(1));
+        r.register(0, 1, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+        // A late repeat of an accepted socket is not accepted again.
+        r.register(0, 1, at(1));
+        assert_eq!(r.take(0), Some(at(2)));
+        assert_eq!(r.take(0), None);
+        // The same port again (the kernel may reuse it) is a new socket.
+        r.register(0, 3, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+    }
+
+    #[test]
+    fn registrations_of_an_earlier_transaction_are_dropped() {
+        let mut r = Registrations::default();
+        r.register(4, 1, at(1));
+        r.register(5, 2, at(2));
+        assert_eq!(r.take(5), Some(at(2)));
+        // One of a later transaction waits for it.
+        r.register(6, 3, at(3));
+        assert_eq!(r.take(5), None);
+        assert_eq!(r.take(6), Some(at(3)));
+    }
+
+    #[test]
+    fn a_client_that_does_not_number_its_sockets_is_taken_as_it_comes() {
+        let mut r = Registrations::default();
+        r.register(0, 0, at(1));
+        r.register(0, 0, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+        assert_eq!(r.take(0), None);
     }
 }
