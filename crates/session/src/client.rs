@@ -4,11 +4,11 @@
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::{
-    capture_environment, side_cpu, AgentIdentity, Environment, ProcessMethod, SideReport,
+    capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
 };
 use linkperf_wire::{
     decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
@@ -17,9 +17,9 @@ use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::{new_challenge, AuthKey};
 use crate::channel::{Channel, Received};
-use crate::sampler::Sampler;
 use crate::server::DRAIN;
 use crate::SessionError;
+use linkperf_engine::Sampler;
 
 mod address;
 mod delegate;
@@ -453,46 +453,17 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     let window = sampler.finish();
     let reports = reports?;
     let agg = aggregate(reports);
-    let (process, method) = match (req.process_method, &window) {
-        (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
-        _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-    };
-    let nominal = schedule.window().as_secs_f64();
-    let window_s = if aborted || server_stop.is_some() {
-        Instant::now()
-            .saturating_duration_since(schedule.measure_from)
-            .as_secs_f64()
-            .min(nominal)
-    } else {
-        nominal
-    };
-    let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-    let mut cpu = match &window {
-        Some(w) => side_cpu(process, method, &w.system, sampled_s),
-        None => {
-            let s = linkperf_metrics::system_cpu_now();
-            side_cpu(
-                process,
-                method,
-                &linkperf_metrics::system_cpu_between(&s, &s),
-                0.0,
-            )
-        }
-    };
-    if let Some(w) = &window {
-        w.mark(&mut cpu);
-    }
     let mut env = capture_environment(
         agg.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
         req.command_line.clone(),
     );
-    if let Some(s) = &agg.socket {
-        s.record(&mut env);
-    }
-    let mut client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
-    if let Some(w) = &window {
-        w.fill(&mut client_report);
-    }
+    let client_report = agg.side_report(
+        window.as_ref(),
+        req.process_method,
+        schedule.measured_s(aborted || server_stop.is_some()),
+        req.client.busy_poll,
+        &mut env,
+    );
     if let Some(stop) = server_stop {
         return Ok(Outcome {
             started,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
-use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
+use linkperf_metrics::{capture_environment, Environment, SideReport};
 use linkperf_wire::{
     decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
     WireError, PROTOCOL_VERSION,
@@ -18,7 +18,7 @@ use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
 use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState};
-use crate::sampler::Sampler;
+use linkperf_engine::Sampler;
 
 mod delegate;
 mod profile;
@@ -534,36 +534,14 @@ impl Session<'_> {
             .finish()
             .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
         outcome?;
-        let agg = aggregate(reports);
-        let (process, method) = match (self.config.process_method, &window) {
-            (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
-            _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-        };
-        let window_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-        let mut cpu = match &window {
-            Some(w) => side_cpu(process, method, &w.system, window_s),
-            None => {
-                let s = linkperf_metrics::system_cpu_now();
-                side_cpu(
-                    process,
-                    method,
-                    &linkperf_metrics::system_cpu_between(&s, &s),
-                    0.0,
-                )
-            }
-        };
-        if let Some(w) = &window {
-            w.mark(&mut cpu);
-        }
         let mut env = self.environment();
-        if let Some(s) = &agg.socket {
-            s.record(&mut env);
-        }
-        let mut report: SideReport =
-            agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
-        if let Some(w) = &window {
-            w.fill(&mut report);
-        }
+        let report: SideReport = aggregate(reports).side_report(
+            window.as_ref(),
+            self.config.process_method,
+            schedule.measured_s(false),
+            placement.busy_poll,
+            &mut env,
+        );
         if aborted {
             self.log("test aborted by the client");
         }

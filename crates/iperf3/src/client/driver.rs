@@ -15,22 +15,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, Schedule, WorkerReport};
-use linkperf_metrics::{
-    capture_environment, side_cpu, Environment, ProcessMethod, SideReport, Totals,
-};
+use linkperf_metrics::{capture_environment, Environment, ProcessMethod, SideReport, Totals};
 use linkperf_wire::DataToken;
 use linkperf_workload::{Placement, Protocol, StreamDirection, TestSpec, Workload};
 use serde_json::Map;
 
 use crate::client::RemoteReport;
 use crate::control::{ControlConn, ControlError};
-use crate::sampler::Sampler;
 use crate::sys;
 use crate::wire::{
     describe_errno, server_error_from_bytes, stream_id, Cookie, State, StreamResults, TestParams,
     TestResults,
 };
 use crate::ClientError;
+use linkperf_engine::Sampler;
 
 /// How long the server may take to answer during the handshake.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -434,25 +432,6 @@ pub fn run_client(
         .chain(down_reports.into_iter().flatten())
         .collect();
     let agg = aggregate(reports);
-    let (process, method) = match &window {
-        Some(w) => (w.process, ProcessMethod::RusageSelf),
-        None => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-    };
-    let nominal = schedule.window().as_secs_f64();
-    let window_s = if aborted {
-        Instant::now()
-            .saturating_duration_since(schedule.measure_from)
-            .as_secs_f64()
-            .min(nominal)
-    } else {
-        nominal
-    };
-    let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-    let system = window.map(|w| w.system).unwrap_or_else(|| {
-        let s = linkperf_metrics::system_cpu_now();
-        linkperf_metrics::system_cpu_between(&s, &s)
-    });
-    let cpu = side_cpu(process, method, &system, sampled_s);
     let mut env = capture_environment(
         agg.socket
             .as_ref()
@@ -460,11 +439,14 @@ pub fn run_client(
             .or(local.map(|l| l.ip())),
         req.command_line.clone(),
     );
-    if let Some(s) = &agg.socket {
-        s.record(&mut env);
-    }
     let congestion = agg.socket.as_ref().and_then(|s| s.cc.clone());
-    let client = agg.into_report(window_s, cpu, req.placement.busy_poll);
+    let client = agg.side_report(
+        window.as_ref(),
+        ProcessMethod::RusageSelf,
+        schedule.measured_s(aborted),
+        req.placement.busy_poll,
+        &mut env,
+    );
     if aborted {
         return Ok(ClientOutcome {
             started,
@@ -504,8 +486,8 @@ pub fn run_client(
             .map(|(i, (_, t))| stream(up_n + i, t.rx_bytes)),
     );
     let pct = |s: f64| {
-        if window_s > 0.0 {
-            100.0 * s / window_s
+        if client.window_s > 0.0 {
+            100.0 * s / client.window_s
         } else {
             0.0
         }

@@ -5,7 +5,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use linkperf_engine::Schedule;
+use crate::Schedule;
 use linkperf_metrics::{
     interfaces_now, links_between, per_cpu_between, process_cpu_now, system_cpu_between,
     system_cpu_now, CpuShare, LinkCounters, ProcessCpu, SideReport, SystemCpuDelta,
