@@ -1235,6 +1235,8 @@ fn vanished_client_frees_server_resources() {
     let pid = server.pid();
     let (fds, threads) = baseline(pid);
     let addr = server.addr();
+    let dir = tempfile::tempdir().unwrap();
+    let stream = dir.path().join("live.jsonl");
     let mut client = util::spawn(&[
         "run",
         "--quiet",
@@ -1246,16 +1248,15 @@ fn vanished_client_frees_server_resources() {
         "20s",
         "--warmup",
         "200ms",
+        "--json-stream",
+        stream.to_str().unwrap(),
     ]);
-    let spawned = Instant::now();
-    // Wait until the 50 data connections are up on the server.
-    let deadline = spawned + Duration::from_secs(10);
-    while fds_and_threads(pid).0 < fds + 50 {
-        assert!(Instant::now() < deadline, "the 50 users never connected");
-        assert!(client.try_wait().unwrap().is_none(), "client ended early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1500).saturating_sub(spawned.elapsed()));
+    // Killed in the middle of its window, its 50 connections up.
+    util::wait_for_window(&stream, &mut client, Duration::from_secs(30));
+    assert!(
+        fds_and_threads(pid).0 >= fds + 50,
+        "the 50 users are connected"
+    );
     let during = fds_and_threads(pid);
     client.kill().expect("SIGKILL the client");
     let _ = client.wait();

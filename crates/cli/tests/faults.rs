@@ -483,6 +483,19 @@ fn with_preamble(data: SocketAddr, token: DataToken) -> TcpStream {
 }
 
 /// Whether the server closes `s` within `within`.
+/// Whether the peer closed `s`, without waiting.
+fn is_closed(s: &mut TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut b = [0u8; 16];
+    let closed = match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    s.set_nonblocking(false).unwrap();
+    closed
+}
+
 fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
     s.set_read_timeout(Some(within)).unwrap();
     let mut b = [0u8; 16];
@@ -540,6 +553,7 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("udp.json");
+    let stream = dir.path().join("udp.jsonl");
     let addr = server.addr();
     let mut client = spawn(&[
         "run",
@@ -560,18 +574,11 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
         "3s",
         "--json",
         json.to_str().unwrap(),
+        "--json-stream",
+        stream.to_str().unwrap(),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !server.log().contains("running") {
-        assert!(
-            Instant::now() < deadline,
-            "the test did not start: {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Into the window (200 ms of warm-up), then 600 ms without answers.
-    std::thread::sleep(Duration::from_millis(1000));
+    // Into the window, then 600 ms without answers.
+    util::wait_for_window(&stream, &mut client, Duration::from_secs(20));
     signal(server.pid(), "-STOP");
     std::thread::sleep(Duration::from_millis(600));
     signal(server.pid(), "-CONT");
@@ -810,8 +817,24 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
         closed_within(&mut silent[0], Duration::from_secs(2)),
         "the oldest silent connection is closed for the newer ones"
     );
-    // Time for the worker to take in the rest of them.
-    std::thread::sleep(Duration::from_millis(300));
+    // The worker has taken in every one of them once all but those it
+    // lets wait are closed.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut closed = vec![false; silent.len()];
+    loop {
+        for (s, c) in silent.iter_mut().zip(closed.iter_mut()) {
+            *c = *c || is_closed(s);
+        }
+        if closed.iter().filter(|c| **c).count() >= silent.len() - 66 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker took in {} of 500 silent connections",
+            closed.iter().filter(|c| **c).count()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let (during, _) = util::fds_and_threads(server.pid());
     assert!(
         during < before + 100,
@@ -1221,12 +1244,13 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
         "{message}"
     );
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
-    // Its data endpoints are gone with it.
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        TcpStream::connect(("127.0.0.1", ports[0])).is_err(),
-        "data port still open"
-    );
+    // Its data endpoints are gone with it (the session closes them as it
+    // ends, just after the error it sent).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", ports[0])).is_ok() {
+        assert!(Instant::now() < deadline, "data port still open");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     still_serves(&server);
     // And they are checked like the other times.
     let (code, _, err) = run(&["serve", "--start-timeout", "0s"]);
@@ -1321,7 +1345,8 @@ fn serve_signal_aborts_running_tests(sig: &str) {
     let mut serve = serve_on(port, &[], &log);
     let addr = format!("127.0.0.1:{port}");
     let json = dir.path().join("r.json");
-    let client = spawn(&[
+    let stream = dir.path().join("r.jsonl");
+    let mut client = spawn(&[
         "run",
         "-q",
         "--server",
@@ -1334,13 +1359,10 @@ fn serve_signal_aborts_running_tests(sig: &str) {
         "200ms",
         "--json",
         json.to_str().unwrap(),
+        "--json-stream",
+        stream.to_str().unwrap(),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !read(&log).contains("running") {
-        assert!(Instant::now() < deadline, "{}", read(&log));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1000));
+    util::wait_for_window(&stream, &mut client, Duration::from_secs(20));
     signal(serve.id(), sig);
     let (status, took) = exits_within(&mut serve, Duration::from_secs(5))
         .unwrap_or_else(|| panic!("serve still running 5 s after {sig}: {}", read(&log)));

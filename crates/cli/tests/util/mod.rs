@@ -306,3 +306,30 @@ pub fn assert_measured(r: &Value, what: &str) {
         r["status_reasons"]
     );
 }
+
+/// Waits until the client writing the live stream `stream` (its
+/// `--json-stream`) has measured part of its window: an interval event
+/// outside the warm-up. Fails after `within`, or if `child` ended first.
+#[allow(dead_code)]
+pub fn wait_for_window(stream: &Path, child: &mut Child, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(stream).unwrap_or_default();
+        let measured = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["event"] == "interval" && e["data"]["warmup"] == false);
+        if measured {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the client ended before its window: {text}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no interval of the window within {within:?}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
