@@ -20,6 +20,8 @@ mod error;
 pub mod server;
 mod sys;
 pub mod wire;
+#[cfg(test)]
+mod wire_properties;
 
 pub use client::{
     check_spec, run_client, ClientOutcome, ClientRequest, Iperf3Target, RemoteReport,

@@ -11,15 +11,14 @@
 //! this process (`lpm<pid>-…`), so that runs in other worktrees never meet
 //! it. They are removed when the test ends, failed or not.
 
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::util::mesh::{key_file, lab_ready, one_test_suite, Agent, AgentSpec, Controller};
 use serde_json::Value;
-use util::mesh::{key_file, lab_ready, one_test_suite, Agent, AgentSpec, Controller};
 
 const NODES: u32 = 4;
 /// The host network's agents' port, and the pod network's.
@@ -247,6 +246,7 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     if !lab_ready(test) {
         return;
     }
+    let _lab = crate::util::one_lab_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "key", "the lab mesh's key, 32 bytes long");
     let suite = one_test_suite(dir.path(), "str-writex30k", "1s");

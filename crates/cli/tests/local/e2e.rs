@@ -2,16 +2,16 @@
 //! process and real sockets on loopback. Every load is bounded in time; the
 //! assertions are about correctness, counts and structure, never speed.
 
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use util::{
+use crate::util::{
     assert_measured, at, exclusive, fds_and_threads, int, num, run, run_json, shared, text, Server,
 };
+use serde_json::Value;
 
 /// Every load: short window, shorter warm-up.
 const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
@@ -887,7 +887,7 @@ fn cli_misuse_exits_2_with_a_clear_message() {
 /// suite that takes half a minute).
 #[test]
 fn help_and_readme_agree() {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../../README.md");
     let help = |args: &[&str]| {
         let (code, out, err) = run(args);
         assert_eq!(code, 0, "{args:?}: {err}");

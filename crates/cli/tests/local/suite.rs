@@ -7,18 +7,15 @@
 //! line per finished run on stdout (`NAME run K/N: ... [ok]`), then the table.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
-#[allow(dead_code)]
-mod util;
-
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::{at, int, num, run, shared, spawn, text, Server, BIN};
 use linkperf_results::ResultsDocument;
 use serde_json::Value;
-use util::{at, int, num, run, shared, spawn, text, Server, BIN};
 
 /// Every load: short window, shorter warmup.
 /// (One run per test: a busy host may make a run of 300 ms suspect, and these

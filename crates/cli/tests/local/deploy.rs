@@ -13,14 +13,11 @@
 //! says what is missing and skips; with LINKPERF_DEPLOY_REQUIRED=1 (as
 //! scripts/test.sh sets it) that is a failure.
 
-#[allow(dead_code)]
-mod util;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use util::mesh::{key_file, one_test_suite, Agent, AgentSpec, Controller};
+use crate::util::mesh::{key_file, one_test_suite, Agent, AgentSpec, Controller};
 
 const REQUIRED: &str = "LINKPERF_DEPLOY_REQUIRED";
 

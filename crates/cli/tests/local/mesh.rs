@@ -7,8 +7,7 @@
 //! an agent answers; a plain TCP listener stands for a target that is no
 //! agent and records every byte it is sent.
 
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -16,6 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::util::mesh::{key_file, one_test_suite, Agent, AgentSpec};
+use crate::util::{run, shared, text};
 use linkperf_metrics::AgentIdentity;
 use linkperf_session::{delegate, AuthKey, DelegateRequest, Target};
 use linkperf_wire::{
@@ -24,8 +25,6 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
-use util::mesh::{key_file, one_test_suite, Agent, AgentSpec};
-use util::{run, shared, text};
 
 const KEY: &str = "the mesh's own key, 32 bytes long";
 const OTHER_KEY: &str = "another mesh's key, 32 bytes long";

@@ -16,19 +16,18 @@
 //!
 //! The tests take the machine one at a time; all of them take about 45 s.
 
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use util::iperf3::{
+use crate::util::iperf3::{
     client, done, done_lines, finish, log_when, read_by_server, require_iperf3, serve,
     spawn_client, spawn_watched, Buffers, StockServer,
 };
-use util::{at, exclusive, int, run, run_json, text, Server};
+use crate::util::{at, exclusive, int, run, run_json, text, Server};
+use serde_json::Value;
 
 const KIB: u64 = 1024;
 

@@ -10,8 +10,7 @@
 //! decoder) where a test must see exactly what the server answers, and when.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -19,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text, Server, BIN};
 use linkperf_session::AuthKey;
 use linkperf_wire::{
     decode_server, encode_client, encode_frame, ClientMessage, DataToken, FrameDecoder, Preamble,
@@ -26,7 +26,6 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
-use util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text, Server, BIN};
 
 /// Every load: short window, shorter warmup.
 const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];

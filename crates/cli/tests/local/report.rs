@@ -7,17 +7,14 @@
 //! and a message naming the file.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
-#[allow(dead_code)]
-mod util;
-
 use std::collections::HashSet;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::run;
 use serde_json::Value;
-use util::run;
 
 /// A short study: two workloads at 1 and 4 users, sub-second windows.
 const SUITE: &str = r#"

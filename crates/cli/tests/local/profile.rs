@@ -20,16 +20,15 @@
 //! machine is shared).
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::{at, int, num, run, run_json, shared, text, Server, BIN};
 use serde_json::Value;
-use util::{at, int, num, run, run_json, shared, text, Server, BIN};
 
 /// Longest a child of [`run_env`] may take.
 const DEADLINE: Duration = Duration::from_secs(90);

@@ -3,7 +3,7 @@
 //! target in fuzz/ searches far longer; these bounded properties run with every
 //! `cargo test`.)
 
-use linkperf_results::ResultsDocument;
+use crate::ResultsDocument;
 use proptest::prelude::*;
 
 /// JSON-ish text around the document's real keys.

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use linkperf_mesh::{
+use crate::{
     classify, nodes_of, plan_pairs, Agent, Concurrency, Item, Pair, Plan, PlanCost, Scheduler,
 };
 use linkperf_metrics::AgentIdentity;

@@ -11,19 +11,15 @@
 //! removes what it created when it ends, failed or not.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
-#[allow(dead_code)]
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
+use crate::util::{at, int, num, text, BIN};
 use serde_json::Value;
-use util::{at, int, num, text, BIN};
-
-/// One lab test at a time: they share the host's namespaces and CPUs.
-static LAB: Mutex<()> = Mutex::new(());
 
 /// Every load: a short window after a shorter warmup.
 const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
@@ -92,7 +88,7 @@ fn lab_lock(test: &str) -> Option<MutexGuard<'static, ()>> {
         skip(test, &missing.join(", "));
         return None;
     }
-    Some(LAB.lock().unwrap_or_else(|e| e.into_inner()))
+    Some(crate::util::one_lab_at_a_time())
 }
 
 /// `linkperf lab ARGS`: exit code, stdout, stderr.

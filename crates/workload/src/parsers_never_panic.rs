@@ -2,7 +2,7 @@
 //! value or an error, never a panic. (The cargo-fuzz targets in fuzz/ search far
 //! longer; these bounded properties run with every `cargo test`.)
 
-use linkperf_workload::{parse_suite, Bytes, CpuList, Protocol, Workload};
+use crate::{parse_suite, Bytes, CpuList, Protocol, Workload};
 use proptest::prelude::*;
 
 /// Text shaped like a suite file: known keys, values of every kind.
