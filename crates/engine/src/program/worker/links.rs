@@ -9,11 +9,6 @@ pub(super) const PENDING_BASE: usize = 1 << 48;
 /// Longest a new connection may take to send its preamble.
 pub(super) const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Connections a worker lets wait for their preamble beyond twice the
-/// connections its users hold; past that, the oldest waiting is closed for
-/// each new one (as the workload server does: anyone may open one).
-pub(super) const PREAMBLE_SLACK: usize = 64;
-
 /// Connections accepted for one user's connection slot and not yet taken by
 /// it (the next iteration's, arriving before the user reached it), at least;
 /// a slot the script opens more sockets on at once may have as many.
@@ -360,7 +355,7 @@ impl Worker {
             let peaks = u.script().peaks.iter().map(|p| *p as usize);
             n.saturating_add(peaks.fold(0usize, usize::saturating_add))
         });
-        conns.saturating_mul(2).saturating_add(PREAMBLE_SLACK)
+        crate::worker::preamble_cap(conns)
     }
 
     /// Closes the connection that has waited longest for its preamble.
