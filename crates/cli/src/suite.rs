@@ -119,25 +119,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .clone()
         .ok_or_else(|| usage("name a suite (see --list) or a suite file"))?;
     let suite = load_suite(&name)?.with_timing(a.duration, a.warmup);
-    // Fixed repeats, or as many as the target interval needs within bounds.
-    let (repeat, adaptive) = match a.target_ci {
-        Some(target) => {
-            let min = a.min_repeat.unwrap_or(DEFAULT_MIN_REPEAT);
-            let max = a.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
-            if min < 2 || min > max {
-                return Err(usage(format!(
-                    "--min-repeat must be at least 2 (an interval needs two runs) and at most --max-repeat ({max}), got {min}"
-                )));
-            }
-            (max, Some(Adaptive { target, min }))
-        }
-        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
-    };
-    if repeat == 0 || repeat > MAX_REPEAT {
-        return Err(usage(format!(
-            "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
-        )));
-    }
+    let (repeat, adaptive) = repeats(&a, &suite)?;
     let interleave = !a.no_interleave;
     // Siblings running at once must stay in step: a retry would put this
     // one out of it.
@@ -158,28 +140,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         shared_host: a.shared_host,
     };
     let target_addr = target(&a.target).map_err(|e| usage(format!("{e:#}")))?;
-    let embedded = target_addr.is_none();
-    // Everything is checked before anything runs.
-    let mut requests = Vec::new();
-    for t in &suite.tests {
-        t.spec
-            .validate()
-            .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
-        unix_reaches(&t.spec, target_addr.as_ref())
-            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        usable_here(&t.spec).map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        let (client, server) = placements(&a.placement, &overrides(t), embedded)
-            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        requests.push(RunRequest {
-            spec: t.spec.clone(),
-            client,
-            server,
-            process_method: process_method(embedded),
-            cancel: None,
-            command_line: command_line.clone(),
-            live: None,
-        });
-    }
+    let requests = checked_requests(&a, &suite, target_addr.as_ref(), &command_line)?;
     let order = run_order(suite.tests.len(), repeat, interleave);
     if a.dry_run && !a.resume {
         crate::emit(&plan_text(&suite, repeat, interleave, &order, adaptive))?;
@@ -200,73 +161,18 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .map_or_else(|| "embedded".to_string(), |t| t.address.clone());
     // How each test will run beyond its workload: a resumed file's runs must
     // have run the same way.
-    let configs: Vec<(String, TestConfig)> = suite
-        .tests
-        .iter()
-        .zip(&requests)
-        .map(|(t, r)| {
-            let mut c = TestConfig::from_spec(
-                &t.spec,
-                server_label.clone(),
-                r.client.clone(),
-                r.server.clone(),
-            );
-            c.max_loss = judging
-                .max_loss
-                .filter(|_| t.spec.protocol == Protocol::Udp);
-            (t.name(), c)
-        })
-        .collect();
+    let configs = configs(&suite, &requests, &server_label, judging);
     let mut doc = open_document(&a, &record, &configs, &label, &command_line)?;
     if a.dry_run {
         // With --resume: what is left of the file's suite, checked as a real
         // resume checks it, and nothing written or removed.
-        let left: Vec<(usize, u32)> = order
-            .iter()
-            .copied()
-            .filter(|&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
-            .collect();
-        let time: Duration = left
-            .iter()
-            .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
-            .sum();
         let mut text = plan_text(&suite, repeat, interleave, &order, adaptive);
-        text.push_str(&format!(
-            "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
-            a.out
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            order.len() - left.len(),
-            order.len(),
-            left.len(),
-            humantime::format_duration(Duration::from_secs(time.as_secs()))
-        ));
+        text.push_str(&resume_plan(&a, &suite, &order, &doc));
         crate::emit(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
 
-    // Room for every run this suite will add, kept before anything runs.
-    let pending_bytes: u64 = order
-        .iter()
-        .filter(|&&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
-        .map(|&(ti, _)| {
-            let spec = &suite.tests[ti].spec;
-            // Each run and its retries.
-            linkperf_results::run_bytes(
-                1 + u64::from(retry_suspect),
-                u64::from(spec.users),
-                spec.duration.as_secs_f64(),
-            )
-        })
-        .sum();
-    let mut saver = match &a.out {
-        Some(out) => {
-            let existing = std::fs::metadata(out).map_or(0, |m| m.len());
-            Some(crate::save::Saver::new(out, existing + pending_bytes)?)
-        }
-        None => None,
-    };
+    let mut saver = saver(&a, &suite, &order, &doc, retry_suspect)?;
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
@@ -309,136 +215,346 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             order.len()
         ));
     }
-    let mut failures = 0usize;
-    let mut suspects = 0usize;
-    let mut retries = 0usize;
-    let mut interrupted = false;
-    let steps = a.step.unwrap_or(usize::MAX);
-    let mut ran = 0usize;
-    'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
-        if ran >= steps {
-            break;
-        }
-        let test = &suite.tests[ti];
-        let name = test.name();
-        // Past the fewest runs, a test runs again only while its interval
-        // is wider than the target.
-        if adaptive.is_some_and(|ad| !ad.needs(&doc, &name, run_no)) {
-            continue;
-        }
-        ran += 1;
-        // A suspect run is run again at once, before the next test.
-        let mut retry_of: Option<u32> = None;
-        for attempt in 0..=retry_suspect {
-            if cancel.load(Ordering::Acquire) {
-                interrupted = true;
-                break 'runs;
-            }
-            let mut req = requests[ti].clone();
-            req.cancel = Some(cancel.clone());
-            let live = Arc::new(LiveStats::new(
-                req.client.threads.count().unwrap_or(1) as usize
-            ));
-            req.live = Some(live.clone());
-            let traffic = test.spec.warmup + test.spec.duration;
-            let head = if attempt > 0 {
-                format!("{name} run {run_no}/{repeat} retry {attempt}")
-            } else {
-                format!("{name} run {run_no}/{repeat}")
-            };
-            progress.start_run(
-                k,
-                &head,
-                traffic,
-                live,
-                crate::live::Columns::of(&test.spec),
-            );
-            let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
-            let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
-            run.retry_of = retry_of;
-            if let Some((client_env, server_env)) = outcome_env {
-                doc.environment.client.get_or_insert(client_env);
-                if let Some(s) = server_env {
-                    doc.environment.server.get_or_insert(s);
-                }
-            }
-            let status = run.status;
-            let line = progress_line(&name, run_no, repeat, &run);
-            doc.push_run(&test.spec, configs[ti].1.clone(), run);
-            doc.refresh_summaries();
-            doc.suite = Some(record.clone());
-            // Shown before it is saved: a save that fails cannot hide it.
-            progress.finish_run(&line)?;
-            if let Some(saver) = &mut saver {
-                saver.save(&doc)?;
-            }
-            match status {
-                RunStatus::Ok => break,
-                RunStatus::Suspect => {
-                    suspects += 1;
-                    if attempt < retry_suspect {
-                        retries += 1;
-                        retry_of = retry_of.or(Some(run_index));
-                        continue;
-                    }
-                    break;
-                }
-                RunStatus::Failed => {
-                    failures += 1;
-                    break;
-                }
-                RunStatus::Aborted => {
-                    interrupted = true;
-                    break 'runs;
-                }
-            }
-        }
-    }
+    let runs = Runs {
+        suite: &suite,
+        requests: &requests,
+        configs: &configs,
+        record: &record,
+        target: &target_addr,
+        judging,
+        retry_suspect,
+        repeat,
+        adaptive,
+        cancel: &cancel,
+    };
+    let tally = runs.run(
+        &pending,
+        a.step.unwrap_or(usize::MAX),
+        &mut doc,
+        &mut saver,
+        &mut progress,
+    )?;
     progress.done();
     drop(daemon);
-    if a.step.is_some() && ran == 0 && !interrupted {
+    if a.step.is_some() && tally.ran == 0 && !tally.interrupted {
         // The lab's interleaving: this configuration has nothing left.
         return Ok(ExitCode::from(STEP_NOTHING_LEFT));
     }
     if a.step.is_none() {
         crate::emit(&render_summary(&doc))?;
     }
-    if let Some(s) = saver.as_ref().filter(|s| s.fell_back()) {
+    Ok(closing(&a, &tally, saver.as_ref(), &command_line))
+}
+
+/// The saver of `--out`, with room for every run this suite will add kept
+/// before anything runs.
+fn saver(
+    a: &SuiteArgs,
+    suite: &Suite,
+    order: &[(usize, u32)],
+    doc: &ResultsDocument,
+    retry_suspect: u32,
+) -> anyhow::Result<Option<crate::save::Saver>> {
+    let Some(out) = &a.out else {
+        return Ok(None);
+    };
+    let pending_bytes: u64 = order
+        .iter()
+        .filter(|&&(ti, run)| completed(doc, &suite.tests[ti].name()) < run as usize)
+        .map(|&(ti, _)| {
+            let spec = &suite.tests[ti].spec;
+            // Each run and its retries.
+            linkperf_results::run_bytes(
+                1 + u64::from(retry_suspect),
+                u64::from(spec.users),
+                spec.duration.as_secs_f64(),
+            )
+        })
+        .sum();
+    let existing = std::fs::metadata(out).map_or(0, |m| m.len());
+    Ok(Some(crate::save::Saver::new(
+        out,
+        existing + pending_bytes,
+    )?))
+}
+
+/// Each test's name and how it runs beyond its workload.
+fn configs(
+    suite: &Suite,
+    requests: &[RunRequest],
+    server_label: &str,
+    judging: Judging,
+) -> Vec<(String, TestConfig)> {
+    suite
+        .tests
+        .iter()
+        .zip(requests)
+        .map(|(t, r)| {
+            let mut c = TestConfig::from_spec(
+                &t.spec,
+                server_label.to_string(),
+                r.client.clone(),
+                r.server.clone(),
+            );
+            c.max_loss = judging
+                .max_loss
+                .filter(|_| t.spec.protocol == Protocol::Udp);
+            (t.name(), c)
+        })
+        .collect()
+}
+
+/// Fixed repeats, or as many as the target interval needs within bounds.
+fn repeats(a: &SuiteArgs, suite: &Suite) -> anyhow::Result<(u32, Option<Adaptive>)> {
+    let (repeat, adaptive) = match a.target_ci {
+        Some(target) => {
+            let min = a.min_repeat.unwrap_or(DEFAULT_MIN_REPEAT);
+            let max = a.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
+            if min < 2 || min > max {
+                return Err(usage(format!(
+                    "--min-repeat must be at least 2 (an interval needs two runs) and at most --max-repeat ({max}), got {min}"
+                )));
+            }
+            (max, Some(Adaptive { target, min }))
+        }
+        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
+    };
+    if repeat == 0 || repeat > MAX_REPEAT {
+        return Err(usage(format!(
+            "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
+        )));
+    }
+    Ok((repeat, adaptive))
+}
+
+/// Every test's request, each checked before anything runs.
+fn checked_requests(
+    a: &SuiteArgs,
+    suite: &Suite,
+    target_addr: Option<&Target>,
+    command_line: &[String],
+) -> anyhow::Result<Vec<RunRequest>> {
+    let embedded = target_addr.is_none();
+    let mut requests = Vec::new();
+    for t in &suite.tests {
+        t.spec
+            .validate()
+            .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
+        unix_reaches(&t.spec, target_addr)
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        usable_here(&t.spec).map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        let (client, server) = placements(&a.placement, &overrides(t), embedded)
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        requests.push(RunRequest {
+            spec: t.spec.clone(),
+            client,
+            server,
+            process_method: process_method(embedded),
+            cancel: None,
+            command_line: command_line.to_vec(),
+            live: None,
+        });
+    }
+    Ok(requests)
+}
+
+/// `--dry-run --resume`: what is left of the file's suite.
+fn resume_plan(
+    a: &SuiteArgs,
+    suite: &Suite,
+    order: &[(usize, u32)],
+    doc: &ResultsDocument,
+) -> String {
+    let left: Vec<(usize, u32)> = order
+        .iter()
+        .copied()
+        .filter(|&(ti, run)| completed(doc, &suite.tests[ti].name()) < run as usize)
+        .collect();
+    let time: Duration = left
+        .iter()
+        .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
+        .sum();
+    format!(
+        "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
+        a.out
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        order.len() - left.len(),
+        order.len(),
+        left.len(),
+        humantime::format_duration(Duration::from_secs(time.as_secs()))
+    )
+}
+
+/// What the runs of a suite share.
+struct Runs<'a> {
+    suite: &'a Suite,
+    requests: &'a [RunRequest],
+    configs: &'a [(String, TestConfig)],
+    record: &'a SuiteRecord,
+    target: &'a Target,
+    judging: Judging,
+    retry_suspect: u32,
+    repeat: u32,
+    adaptive: Option<Adaptive>,
+    cancel: &'a Arc<AtomicBool>,
+}
+
+/// How the runs went.
+#[derive(Debug, Default)]
+struct Tally {
+    failures: usize,
+    suspects: usize,
+    retries: usize,
+    interrupted: bool,
+    /// Runs started (a retry counts with its run).
+    ran: usize,
+}
+
+impl Runs<'_> {
+    /// Runs `pending` (at most `steps` of them), each retried at once while
+    /// suspect, saving after every run; stops at an interruption.
+    fn run(
+        &self,
+        pending: &[(usize, u32)],
+        steps: usize,
+        doc: &mut ResultsDocument,
+        saver: &mut Option<crate::save::Saver>,
+        progress: &mut Progress,
+    ) -> anyhow::Result<Tally> {
+        let mut t = Tally::default();
+        'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
+            if t.ran >= steps {
+                break;
+            }
+            let test = &self.suite.tests[ti];
+            let name = test.name();
+            // Past the fewest runs, a test runs again only while its interval
+            // is wider than the target.
+            if self
+                .adaptive
+                .is_some_and(|ad| !ad.needs(doc, &name, run_no))
+            {
+                continue;
+            }
+            t.ran += 1;
+            // A suspect run is run again at once, before the next test.
+            let mut retry_of: Option<u32> = None;
+            for attempt in 0..=self.retry_suspect {
+                if self.cancel.load(Ordering::Acquire) {
+                    t.interrupted = true;
+                    break 'runs;
+                }
+                let mut req = self.requests[ti].clone();
+                req.cancel = Some(self.cancel.clone());
+                let live = Arc::new(LiveStats::new(
+                    req.client.threads.count().unwrap_or(1) as usize
+                ));
+                req.live = Some(live.clone());
+                let traffic = test.spec.warmup + test.spec.duration;
+                let head = if attempt > 0 {
+                    format!("{name} run {run_no}/{} retry {attempt}", self.repeat)
+                } else {
+                    format!("{name} run {run_no}/{}", self.repeat)
+                };
+                progress.start_run(
+                    k,
+                    &head,
+                    traffic,
+                    live,
+                    crate::live::Columns::of(&test.spec),
+                );
+                let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
+                let (mut run, outcome_env) = execute(self.target, &req, run_index, self.judging);
+                run.retry_of = retry_of;
+                if let Some((client_env, server_env)) = outcome_env {
+                    doc.environment.client.get_or_insert(client_env);
+                    if let Some(s) = server_env {
+                        doc.environment.server.get_or_insert(s);
+                    }
+                }
+                let status = run.status;
+                let line = progress_line(&name, run_no, self.repeat, &run);
+                doc.push_run(&test.spec, self.configs[ti].1.clone(), run);
+                doc.refresh_summaries();
+                doc.suite = Some(self.record.clone());
+                // Shown before it is saved: a save that fails cannot hide it.
+                progress.finish_run(&line)?;
+                if let Some(saver) = saver {
+                    saver.save(doc)?;
+                }
+                match status {
+                    RunStatus::Ok => break,
+                    RunStatus::Suspect => {
+                        t.suspects += 1;
+                        if attempt < self.retry_suspect {
+                            t.retries += 1;
+                            retry_of = retry_of.or(Some(run_index));
+                            continue;
+                        }
+                        break;
+                    }
+                    RunStatus::Failed => {
+                        t.failures += 1;
+                        break;
+                    }
+                    RunStatus::Aborted => {
+                        t.interrupted = true;
+                        break 'runs;
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// What the suite says at its end, and its exit code.
+fn closing(
+    a: &SuiteArgs,
+    t: &Tally,
+    saver: Option<&crate::save::Saver>,
+    command_line: &[String],
+) -> ExitCode {
+    if let Some(s) = saver.filter(|s| s.fell_back()) {
         eprintln!(
             "linkperf: the results are in {} (the save to --out failed); continue with: {}",
             s.path().display(),
-            crate::save::resume_command(&command_line, s.path())
+            crate::save::resume_command(command_line, s.path())
         );
     }
-    if interrupted {
-        let resume = match &saver {
+    if t.interrupted {
+        let resume = match saver {
             Some(s) => format!(
                 "resume with: {}",
-                crate::save::resume_command(&command_line, s.path())
+                crate::save::resume_command(command_line, s.path())
             ),
             None => "nothing was saved: run with --out FILE to be able to resume".into(),
         };
         if a.by_lab {
             eprintln!("linkperf: suite interrupted; completed runs are kept");
-            return Ok(ExitCode::from(1));
+            return ExitCode::from(1);
         }
         eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    if suspects > 0 {
+    if t.suspects > 0 {
         eprintln!(
-            "linkperf: {suspects} suspect run{} ({retries} retried at once); they are kept in the results and left out of the statistics: see each run's status_reasons",
-            if suspects == 1 { "" } else { "s" }
+            "linkperf: {} suspect run{} ({} retried at once); they are kept in the results and left out of the statistics: see each run's status_reasons",
+            t.suspects,
+            if t.suspects == 1 { "" } else { "s" },
+            t.retries
         );
     }
-    if failures > 0 {
+    if t.failures > 0 {
         eprintln!(
             "linkperf: {} failed; see the table and the results document",
-            crate::table::count(failures as u64, "run")
+            crate::table::count(t.failures as u64, "run")
         );
-        return Ok(ExitCode::from(1));
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// Runs that count as done for `name`: its completed runs (ok or suspect)
