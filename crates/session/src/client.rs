@@ -303,6 +303,83 @@ pub(crate) fn same_needs_one_host(
     Ok(())
 }
 
+/// What the server offered for a test or a profile: its data endpoints,
+/// the token they take, and its host.
+struct Offer {
+    /// TCP or UDP request/response ports, one per server worker.
+    data_ports: Vec<u16>,
+    /// Abstract Unix socket names, one per server worker.
+    unix_names: Vec<String>,
+    /// A profile's UDP ports, one per server worker.
+    udp_ports: Vec<u16>,
+    /// The token every data connection presents.
+    token: linkperf_wire::DataToken,
+    /// The server's host.
+    environment: Environment,
+}
+
+impl Client {
+    /// The server's answer to a test or profile: `accepted`, or an error.
+    fn accepted(&mut self, what: &str) -> Result<Offer, SessionError> {
+        match self.recv(ANSWER_TIMEOUT, what)? {
+            ServerMessage::Accepted {
+                data_ports,
+                unix_names,
+                udp_ports,
+                token,
+                environment,
+            } => Ok(Offer {
+                data_ports,
+                unix_names,
+                udp_ports,
+                token,
+                environment,
+            }),
+            other => Err(SessionError::Control(format!(
+                "expected accepted, got {}",
+                name(&other)
+            ))),
+        }
+    }
+
+    /// Tells the server why this side gives up before the test starts, and
+    /// passes the error on.
+    fn give_up<E: Into<SessionError> + std::fmt::Display>(&mut self, e: E) -> SessionError {
+        let _ = self.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        e.into()
+    }
+
+    /// `start → started`.
+    fn start(&mut self) -> Result<(), SessionError> {
+        self.send(&ClientMessage::Start)?;
+        match self.recv(ANSWER_TIMEOUT, "start confirmation")? {
+            ServerMessage::Started => Ok(()),
+            other => Err(SessionError::Control(format!(
+                "expected started, got {}",
+                name(&other)
+            ))),
+        }
+    }
+}
+
+/// An offer's endpoints must exist, and `--placement same` needs the server
+/// on this host; else the server is told and the test ends here.
+fn check_offer(
+    c: &mut Client,
+    endpoints: usize,
+    server: &Placement,
+    offer: &Offer,
+) -> Result<(), SessionError> {
+    if endpoints == 0 {
+        return Err(SessionError::Control(
+            "the server offered no data endpoint".into(),
+        ));
+    }
+    same_needs_one_host(server, &offer.environment).map_err(|e| c.give_up(e))
+}
+
 /// Runs one test against the daemon at `target`.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
@@ -318,48 +395,21 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         spec: req.spec.clone(),
         placement: req.server.clone(),
     })?;
-    let (ports, names, token, server_env) =
-        match c.recv(ANSWER_TIMEOUT, "acceptance of the test")? {
-            ServerMessage::Accepted {
-                data_ports,
-                unix_names,
-                token,
-                environment,
-                ..
-            } => (data_ports, unix_names, token, environment),
-            other => {
-                return Err(SessionError::Control(format!(
-                    "expected accepted, got {}",
-                    name(&other)
-                )))
-            }
-        };
-    let endpoints = match req.spec.protocol {
-        Protocol::Tcp => DataEndpoints::Tcp(
-            ports
-                .iter()
-                .map(|p| SocketAddr::new(addr.ip(), *p))
-                .collect(),
-        ),
-        Protocol::Udp => DataEndpoints::Udp(
-            ports
-                .iter()
-                .map(|p| SocketAddr::new(addr.ip(), *p))
-                .collect(),
-        ),
-        Protocol::Unix => DataEndpoints::Unix(names),
+    let offer = c.accepted("acceptance of the test")?;
+    let at = |ports: &[u16]| {
+        ports
+            .iter()
+            .map(|p| SocketAddr::new(addr.ip(), *p))
+            .collect()
     };
-    if endpoints.is_empty() {
-        return Err(SessionError::Control(
-            "the server offered no data endpoint".into(),
-        ));
-    }
-    if let Err(e) = same_needs_one_host(&req.server, &server_env) {
-        let _ = c.send(&ClientMessage::Abort {
-            reason: e.to_string(),
-        });
-        return Err(e);
-    }
+    let endpoints = match req.spec.protocol {
+        Protocol::Tcp => DataEndpoints::Tcp(at(&offer.data_ports)),
+        Protocol::Udp => DataEndpoints::Udp(at(&offer.data_ports)),
+        Protocol::Unix => DataEndpoints::Unix(offer.unix_names.clone()),
+    };
+    let n = if endpoints.is_empty() { 0 } else { 1 };
+    check_offer(&mut c, n, &req.server, &offer)?;
+    let (token, server_env) = (offer.token, offer.environment);
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let connect_timeout =
@@ -375,31 +425,11 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         live: req.live.clone(),
         greeting: None,
     });
-    let client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = c.send(&ClientMessage::Abort {
-                reason: e.to_string(),
-            });
-            return Err(e.into());
-        }
-    };
-    c.send(&ClientMessage::Start)?;
-    match c.recv(ANSWER_TIMEOUT, "start confirmation") {
-        Ok(ServerMessage::Started) => {}
-        Ok(other) => {
-            client.abort();
-            let _ = client.wait();
-            return Err(SessionError::Control(format!(
-                "expected started, got {}",
-                name(&other)
-            )));
-        }
-        Err(e) => {
-            client.abort();
-            let _ = client.wait();
-            return Err(e);
-        }
+    let client = client.map_err(|e| c.give_up(e))?;
+    if let Err(e) = c.start() {
+        client.abort();
+        let _ = client.wait();
+        return Err(e);
     }
     let started = SystemTime::now();
     let schedule = client.start(DRAIN);
