@@ -24,6 +24,31 @@ pub struct Aggregate {
     connections: u64,
 }
 
+/// A side's CPU from its sampler's `window`: the sampled whole process's
+/// when `asked` for and sampled, else its workers' threads' (`worker_cpu`),
+/// with the system's over the same window.
+pub(crate) fn window_cpu(
+    window: Option<&WindowCpu>,
+    asked: ProcessMethod,
+    worker_cpu: ProcessCpu,
+) -> SideCpu {
+    let (process, method) = match (asked, window) {
+        (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
+        _ => (worker_cpu, ProcessMethod::RusageThreadSum),
+    };
+    match window {
+        Some(w) => {
+            let mut cpu = side_cpu(process, method, &w.system, w.window_s);
+            w.mark(&mut cpu);
+            cpu
+        }
+        None => {
+            let s = system_cpu_now();
+            side_cpu(process, method, &system_cpu_between(&s, &s), 0.0)
+        }
+    }
+}
+
 /// Merges worker reports.
 pub fn aggregate(reports: Vec<WorkerReport>) -> Aggregate {
     let mut counters = Counters::new(true);
@@ -70,21 +95,7 @@ impl Aggregate {
         busy_poll: bool,
         env: &mut Environment,
     ) -> SideReport {
-        let (process, method) = match (asked, window) {
-            (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
-            _ => (self.worker_cpu, ProcessMethod::RusageThreadSum),
-        };
-        let cpu = match window {
-            Some(w) => {
-                let mut cpu = side_cpu(process, method, &w.system, w.window_s);
-                w.mark(&mut cpu);
-                cpu
-            }
-            None => {
-                let s = system_cpu_now();
-                side_cpu(process, method, &system_cpu_between(&s, &s), 0.0)
-            }
-        };
+        let cpu = window_cpu(window, asked, self.worker_cpu);
         if let Some(s) = &self.socket {
             s.record(env);
         }

@@ -82,21 +82,39 @@ impl Sampler {
     /// for the two samples), so that on a busy host it still samples at the
     /// edges rather than when the scheduler next gets round to it.
     pub fn spawn(schedule: Schedule) -> Sampler {
+        Self::between(schedule.measure_from, Some(schedule.measure_until))
+    }
+
+    /// Starts sampling now, until [`finish`](Self::finish): a profile's
+    /// window, which ends when its script does.
+    pub fn until_finished() -> Sampler {
+        Self::between(Instant::now(), None)
+    }
+
+    fn between(from: Instant, until: Option<Instant>) -> Sampler {
         let (stop, rx) = mpsc::channel::<()>();
         let handle = std::thread::spawn(move || {
             linkperf_metrics::prefer_realtime_current_thread();
-            let wait = |until: Instant| -> bool {
+            let wait = |until: Option<Instant>| -> bool {
                 // true if stopped early
-                let left = until.saturating_duration_since(Instant::now());
-                !matches!(rx.recv_timeout(left), Err(RecvTimeoutError::Timeout))
+                match until {
+                    Some(until) => {
+                        let left = until.saturating_duration_since(Instant::now());
+                        !matches!(rx.recv_timeout(left), Err(RecvTimeoutError::Timeout))
+                    }
+                    None => {
+                        let _ = rx.recv();
+                        true
+                    }
+                }
             };
-            if wait(schedule.measure_from) {
+            if wait(Some(from)) {
                 return None;
             }
             let t0 = Instant::now();
             let (p0, s0): (ProcessCpu, SystemCpuSample) = (process_cpu_now(), system_cpu_now());
             let l0 = interfaces_now();
-            let _ = wait(schedule.measure_until);
+            let _ = wait(until);
             let t1 = Instant::now();
             let (p1, s1) = (process_cpu_now(), system_cpu_now());
             let l1 = interfaces_now();
@@ -104,8 +122,8 @@ impl Sampler {
                 process: p1.since(&p0),
                 system: system_cpu_between(&s0, &s1),
                 window_s: t1.saturating_duration_since(t0).as_secs_f64(),
-                opened_late_s: late(t0, schedule.measure_from),
-                closed_late_s: late(t1, schedule.measure_until),
+                opened_late_s: late(t0, from),
+                closed_late_s: until.map_or(0.0, |until| late(t1, until)),
                 per_cpu: per_cpu_between(&s0, &s1),
                 links: match (l0, l1) {
                     (Some(a), Some(b)) => links_between(&a, &b),

@@ -374,6 +374,34 @@ impl Session<'_> {
 
     /// The refusal once a running test has passed `--max-bytes-per-session`
     /// (its workers' live totals, both directions), for workloads and profiles alike.
+    /// What ends a running test (a workload's or a profile's) from this
+    /// side: the server shutting down (counted as an aborted test), the
+    /// session's byte limit, the client's host gone silent, or `deadline`
+    /// passed (then `overdue` says why).
+    fn still_on(
+        &self,
+        live: &LiveStats,
+        liveness: &mut Liveness,
+        deadline: Instant,
+        overdue: impl FnOnce() -> Fail,
+    ) -> Result<(), Fail> {
+        if self.state.shutting_down() {
+            self.state.aborted.fetch_add(1, Ordering::AcqRel);
+            return Err(shutting_down());
+        }
+        if let Some(e) = self.over_byte_limit(live) {
+            return Err(e);
+        }
+        let now = Instant::now();
+        if let Some(e) = liveness.gone(&self.ch, live, now) {
+            return Err(e);
+        }
+        if now > deadline {
+            return Err(overdue());
+        }
+        Ok(())
+    }
+
     fn over_byte_limit(&self, live: &LiveStats) -> Option<Fail> {
         let max = self.config.max_bytes_per_session?;
         let t = live.totals();
@@ -488,21 +516,14 @@ impl Session<'_> {
         let mut aborted = false;
         let mut liveness = Liveness::new(Instant::now());
         let outcome: Result<(), Fail> = loop {
-            if self.state.shutting_down() {
-                self.state.aborted.fetch_add(1, Ordering::AcqRel);
-                break Err(shutting_down());
-            }
-            if let Some(e) = self.over_byte_limit(&live) {
-                break Err(e);
-            }
-            if let Some(e) = liveness.gone(&self.ch, &live, Instant::now()) {
-                break Err(e);
-            }
-            if Instant::now() > deadline {
-                break Err(fail(
+            let overdue = || {
+                fail(
                     ErrorCode::Aborted,
                     "the client did not finish in time; test abandoned",
-                ));
+                )
+            };
+            if let Err(e) = self.still_on(&live, &mut liveness, deadline, overdue) {
+                break Err(e);
             }
             match self.ch.recv(WATCH_INTERVAL) {
                 Ok(Received::Timeout) => continue,

@@ -10,11 +10,8 @@ use std::time::{Duration, SystemTime};
 use linkperf_engine::program::{
     accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
 };
-use linkperf_engine::LiveStats;
-use linkperf_metrics::{
-    capture_environment, process_cpu_now, side_cpu, system_cpu_between, system_cpu_now,
-    ProcessMethod,
-};
+use linkperf_engine::{LiveStats, Sampler};
+use linkperf_metrics::{capture_environment, ProcessMethod};
 use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
@@ -120,7 +117,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         return Err(e);
     }
     let started = SystemTime::now();
-    let (p0, s0) = (process_cpu_now(), system_cpu_now());
+    let sampler = Sampler::until_finished();
     let cancel = req.cancel.clone();
     let cancelled = move || cancel.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
     let mut server_stop: Option<String> = None;
@@ -139,21 +136,17 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         run.abort();
     }
     let out = run.finish();
-    let (p1, s1) = (process_cpu_now(), system_cpu_now());
-    let system = system_cpu_between(&s0, &s1);
-    let process = match req.process_method {
-        ProcessMethod::RusageSelf => p1.since(&p0),
-        _ => out.worker_cpu,
-    };
-    let cpu = side_cpu(process, req.process_method, &system, out.window_s);
+    let window = sampler.finish();
     let mut env = capture_environment(
         out.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
         req.command_line.clone(),
     );
-    if let Some(s) = &out.socket {
-        s.record(&mut env);
-    }
-    let mut client = out.side_report(cpu, req.client.busy_poll, true);
+    let mut client = out.side_report(
+        window.as_ref(),
+        req.process_method,
+        req.client.busy_poll,
+        &mut env,
+    );
     if let Err(e) = &driven {
         if !was_cancelled && server_stop.is_none() && !client.error_samples.contains(e) {
             client.error_samples.insert(0, e.clone());
