@@ -69,6 +69,47 @@ impl Session<'_> {
         })
     }
 
+    /// Starts this side of the profile, `mirrored`: its users connect to
+    /// the client's listeners (`client_ports`, on the client's control
+    /// address only) for the client's accepts, and listen for its connects.
+    fn start_mirror(
+        &self,
+        mirrored: Profile,
+        placement: &Placement,
+        client_ports: &[u16],
+        token: linkperf_wire::DataToken,
+        bind_ip: std::net::IpAddr,
+    ) -> Result<(ProgramRun, Arc<LiveStats>), Fail> {
+        // The client's accepts are this side's connects: to the client's
+        // control address only, never elsewhere.
+        let peer = self.control_peer()?;
+        let endpoints = client_ports
+            .iter()
+            .filter(|p| **p != 0)
+            .map(|p| std::net::SocketAddr::new(peer, *p))
+            .collect();
+        // Settled by own_placement: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
+        let run = ProgramRun::start(ProgramConfig {
+            profile: mirrored,
+            role: Role::Server,
+            threads,
+            affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
+            busy_poll: placement.busy_poll,
+            token,
+            endpoints,
+            listeners: Vec::new(),
+            bind_ip: Some(bind_ip),
+            udp_endpoints: Vec::new(),
+            // Datagrams are answered to the client's control address only.
+            udp_peer: Some(peer),
+            live: Some(live.clone()),
+        })
+        .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        Ok((run, live))
+    }
+
     /// Runs a profile's server side; returns its name for the log.
     pub(super) fn profile(
         &mut self,
@@ -101,33 +142,7 @@ impl Session<'_> {
         self.log(&format!("running {name}"));
         let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(connections + 256);
-        // The client's accepts are this side's connects: to the client's
-        // control address only, never elsewhere.
-        let peer = self.control_peer()?;
-        let endpoints = client_ports
-            .iter()
-            .filter(|p| **p != 0)
-            .map(|p| std::net::SocketAddr::new(peer, *p))
-            .collect();
-        // Settled by own_placement: never the server's default here.
-        let threads = placement.threads.count().unwrap_or(1);
-        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
-        let run = ProgramRun::start(ProgramConfig {
-            profile: mirrored,
-            role: Role::Server,
-            threads,
-            affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
-            busy_poll: placement.busy_poll,
-            token,
-            endpoints,
-            listeners: Vec::new(),
-            bind_ip: Some(bind_ip),
-            udp_endpoints: Vec::new(),
-            // Datagrams are answered to the client's control address only.
-            udp_peer: Some(peer),
-            live: Some(live.clone()),
-        })
-        .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        let (run, live) = self.start_mirror(mirrored, &placement, &client_ports, token, bind_ip)?;
         let accepted = ServerMessage::Accepted {
             data_ports: run.endpoints().iter().map(|a| a.port()).collect(),
             unix_names: Vec::new(),
