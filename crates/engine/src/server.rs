@@ -164,42 +164,7 @@ impl ServerTest {
             socket: cfg.spec.socket.clone(),
         };
         let setup = |e: io::Error| EngineError::Setup(e.to_string());
-        let mut sources = Vec::new();
-        let mut tcp = Vec::new();
-        let mut udp = Vec::new();
-        let mut unix = Vec::new();
-        for w in 0..threads {
-            match cfg.spec.protocol {
-                Protocol::Tcp => {
-                    let l = tcp_listener(cfg.bind_ip, &opts).map_err(setup)?;
-                    let Listener::Tcp(t) = &l else {
-                        unreachable!("tcp_listener returns TCP")
-                    };
-                    tcp.push(t.local_addr().map_err(setup)?);
-                    sources.push(Source::Listener(l));
-                }
-                Protocol::Udp => {
-                    let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
-                    if cfg.spec.is_udp_stream() {
-                        // Runs of datagrams in one read, where the kernel has them so.
-                        crate::datagram_io::receive_runs(s.as_raw_fd());
-                    }
-                    udp.push(s.local_addr().map_err(setup)?);
-                    sources.push(Source::Udp(s));
-                }
-                Protocol::Unix => {
-                    let name = format!("linkperf-{}-{w}", cfg.token);
-                    let l = unix_listener(&name, &opts).map_err(setup)?;
-                    unix.push(name);
-                    sources.push(Source::Listener(l));
-                }
-            }
-        }
-        let endpoints = match cfg.spec.protocol {
-            Protocol::Tcp => DataEndpoints::Tcp(tcp),
-            Protocol::Udp => DataEndpoints::Udp(udp),
-            Protocol::Unix => DataEndpoints::Unix(unix),
-        };
+        let (sources, endpoints) = bind_sources(&cfg, threads, &opts)?;
         let signals = Arc::new(Signals::default());
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
@@ -359,6 +324,53 @@ impl Drop for ServerTest {
             self.abort();
         }
     }
+}
+
+/// One data source per worker (a TCP or Unix listener, or a UDP socket),
+/// and the endpoints clients are told to connect to.
+fn bind_sources(
+    cfg: &ServerConfig,
+    threads: usize,
+    opts: &DataOptions,
+) -> Result<(Vec<Source>, DataEndpoints), EngineError> {
+    let setup = |e: io::Error| EngineError::Setup(e.to_string());
+    let mut sources = Vec::new();
+    let mut tcp = Vec::new();
+    let mut udp = Vec::new();
+    let mut unix = Vec::new();
+    for w in 0..threads {
+        match cfg.spec.protocol {
+            Protocol::Tcp => {
+                let l = tcp_listener(cfg.bind_ip, opts).map_err(setup)?;
+                let Listener::Tcp(t) = &l else {
+                    unreachable!("tcp_listener returns TCP")
+                };
+                tcp.push(t.local_addr().map_err(setup)?);
+                sources.push(Source::Listener(l));
+            }
+            Protocol::Udp => {
+                let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                if cfg.spec.is_udp_stream() {
+                    // Runs of datagrams in one read, where the kernel has them so.
+                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                }
+                udp.push(s.local_addr().map_err(setup)?);
+                sources.push(Source::Udp(s));
+            }
+            Protocol::Unix => {
+                let name = format!("linkperf-{}-{w}", cfg.token);
+                let l = unix_listener(&name, opts).map_err(setup)?;
+                unix.push(name);
+                sources.push(Source::Listener(l));
+            }
+        }
+    }
+    let endpoints = match cfg.spec.protocol {
+        Protocol::Tcp => DataEndpoints::Tcp(tcp),
+        Protocol::Udp => DataEndpoints::Udp(udp),
+        Protocol::Unix => DataEndpoints::Unix(unix),
+    };
+    Ok((sources, endpoints))
 }
 
 fn new_logic(w: &Workload, flow: u32) -> Logic {
