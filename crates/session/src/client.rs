@@ -241,7 +241,7 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
         other => {
             return Err(SessionError::Control(format!(
                 "expected welcome, got {}",
-                name(&other)
+                other.kind()
             )))
         }
     };
@@ -337,7 +337,7 @@ impl Client {
             }),
             other => Err(SessionError::Control(format!(
                 "expected accepted, got {}",
-                name(&other)
+                other.kind()
             ))),
         }
     }
@@ -358,7 +358,7 @@ impl Client {
             ServerMessage::Started => Ok(()),
             other => Err(SessionError::Control(format!(
                 "expected started, got {}",
-                name(&other)
+                other.kind()
             ))),
         }
     }
@@ -462,7 +462,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
                     server_aborted = code == ErrorCode::Aborted;
                     format!("the server stopped the test: {message} ({code})")
                 }
-                Ok(other) => format!("the server sent {} in the middle of the test", name(&other)),
+                Ok(other) => format!("the server sent {} in the middle of the test", other.kind()),
                 Err(e) => format!("the server sent a bad control message mid-test: {e}"),
             },
             Ok(Received::Closed) => {
@@ -547,25 +547,13 @@ fn server_results(
         Ok(other) => (
             None,
             Some(server_env),
-            Some(format!("expected results, got {}", name(&other))),
+            Some(format!("expected results, got {}", other.kind())),
         ),
         Err(e) => (
             None,
             Some(server_env),
             Some(format!("the server's measurements are missing: {e}")),
         ),
-    }
-}
-
-fn name(m: &ServerMessage) -> &'static str {
-    match m {
-        ServerMessage::Welcome { .. } => "welcome",
-        ServerMessage::Accepted { .. } => "accepted",
-        ServerMessage::Started => "started",
-        ServerMessage::TxnEnded { .. } => "txn_ended",
-        ServerMessage::Results { .. } => "results",
-        ServerMessage::Error { .. } => "error",
-        ServerMessage::Delegated { .. } => "delegated",
     }
 }
 

@@ -317,7 +317,7 @@ impl Session<'_> {
             ))),
             other => Err(auth_failed(format!(
                 "the client sent {} instead of answering the challenge",
-                message_name(&other)
+                other.kind()
             ))),
         }
     }
@@ -617,24 +617,10 @@ impl<'a> Session<'a> {
     }
 }
 
-fn message_name(m: &ClientMessage) -> &'static str {
-    match m {
-        ClientMessage::Hello { .. } => "hello",
-        ClientMessage::Auth { .. } => "auth",
-        ClientMessage::Test { .. } => "test",
-        ClientMessage::Start => "start",
-        ClientMessage::Profile { .. } => "profile",
-        ClientMessage::TxnEnd { .. } => "txn_end",
-        ClientMessage::Finished => "finished",
-        ClientMessage::Abort { .. } => "abort",
-        ClientMessage::Delegate { .. } => "delegate",
-    }
-}
-
 fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
     fail(
         ErrorCode::OutOfOrder,
-        format!("expected {expected}, got {}", message_name(got)),
+        format!("expected {expected}, got {}", got.kind()),
     )
 }
 

@@ -195,6 +195,38 @@ pub enum ServerMessage {
     },
 }
 
+impl ClientMessage {
+    /// The message's `type` on the wire, for messages about it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientMessage::Hello { .. } => "hello",
+            ClientMessage::Auth { .. } => "auth",
+            ClientMessage::Test { .. } => "test",
+            ClientMessage::Profile { .. } => "profile",
+            ClientMessage::Start => "start",
+            ClientMessage::TxnEnd { .. } => "txn_end",
+            ClientMessage::Delegate { .. } => "delegate",
+            ClientMessage::Finished => "finished",
+            ClientMessage::Abort { .. } => "abort",
+        }
+    }
+}
+
+impl ServerMessage {
+    /// The message's `type` on the wire, for messages about it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerMessage::Welcome { .. } => "welcome",
+            ServerMessage::Accepted { .. } => "accepted",
+            ServerMessage::Started => "started",
+            ServerMessage::TxnEnded { .. } => "txn_ended",
+            ServerMessage::Results { .. } => "results",
+            ServerMessage::Delegated { .. } => "delegated",
+            ServerMessage::Error { .. } => "error",
+        }
+    }
+}
+
 /// What a delegated test produced: both sides' measurements and hosts, or
 /// why it did not run. The agent that ran the client side fills it in; the
 /// target's report is the target's own, passed on unchanged.

@@ -18,8 +18,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    decode_client, decode_server, encode_client, encode_server, ClientMessage, DataToken, Preamble,
-    ServerMessage, UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
+    decode_client, decode_server, encode_client, encode_server, DataToken, Preamble, UdpHeader,
+    PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 
 /// Each protocol version's golden files, as a SHA-256 digest (hex) of their
@@ -30,7 +30,9 @@ const HISTORY: &[(u32, &str)] = &[(
     "42fc49ff065a2e479bc7922e630a5219e37daf28087bda937f439c616d592be6",
 )];
 
-/// The client's messages, by their `type` on the wire.
+/// The client's messages, by their `type` on the wire: a new message needs
+/// a name in `ClientMessage::kind` (an exhaustive match) and here, with its
+/// golden file.
 const CLIENT_KINDS: [&str; 9] = [
     "hello", "auth", "test", "profile", "start", "txn_end", "delegate", "finished", "abort",
 ];
@@ -45,35 +47,6 @@ const SERVER_KINDS: [&str; 7] = [
     "delegated",
     "error",
 ];
-
-/// A message's `type`; exhaustive, so that a new message needs a name here
-/// (and [`CLIENT_KINDS`] a golden file) before the crate compiles.
-fn client_kind(m: &ClientMessage) -> &'static str {
-    match m {
-        ClientMessage::Hello { .. } => "hello",
-        ClientMessage::Auth { .. } => "auth",
-        ClientMessage::Test { .. } => "test",
-        ClientMessage::Profile { .. } => "profile",
-        ClientMessage::Start => "start",
-        ClientMessage::TxnEnd { .. } => "txn_end",
-        ClientMessage::Delegate { .. } => "delegate",
-        ClientMessage::Finished => "finished",
-        ClientMessage::Abort { .. } => "abort",
-    }
-}
-
-/// See [`client_kind`].
-fn server_kind(m: &ServerMessage) -> &'static str {
-    match m {
-        ServerMessage::Welcome { .. } => "welcome",
-        ServerMessage::Accepted { .. } => "accepted",
-        ServerMessage::Started => "started",
-        ServerMessage::TxnEnded { .. } => "txn_ended",
-        ServerMessage::Results { .. } => "results",
-        ServerMessage::Delegated { .. } => "delegated",
-        ServerMessage::Error { .. } => "error",
-    }
-}
 
 fn dir(version: u32) -> PathBuf {
     [env!("CARGO_MANIFEST_DIR"), "golden", &format!("v{version}")]
@@ -150,7 +123,8 @@ fn every_message_has_a_golden_file_and_comes_back_from_it_unchanged() {
         let golden = read(PROTOCOL_VERSION, &format!("client-{kind}.json"));
         let msg = decode_client(golden.to_string().as_bytes())
             .unwrap_or_else(|e| panic!("client-{kind}.json no longer decodes: {e}"));
-        assert_eq!(client_kind(&msg), kind, "client-{kind}.json");
+        assert_eq!(msg.kind(), kind, "client-{kind}.json");
+        assert_eq!(golden["type"], kind, "kind() is the type on the wire");
         let again: Value = serde_json::from_slice(payload(&encode_client(&msg))).unwrap();
         assert_eq!(
             canonical(&again),
@@ -162,7 +136,8 @@ fn every_message_has_a_golden_file_and_comes_back_from_it_unchanged() {
         let golden = read(PROTOCOL_VERSION, &format!("server-{kind}.json"));
         let msg = decode_server(golden.to_string().as_bytes())
             .unwrap_or_else(|e| panic!("server-{kind}.json no longer decodes: {e}"));
-        assert_eq!(server_kind(&msg), kind, "server-{kind}.json");
+        assert_eq!(msg.kind(), kind, "server-{kind}.json");
+        assert_eq!(golden["type"], kind, "kind() is the type on the wire");
         let again: Value = serde_json::from_slice(payload(&encode_server(&msg))).unwrap();
         assert_eq!(
             canonical(&again),

@@ -9,7 +9,7 @@ use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
-use super::{answer, name, open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
+use super::{answer, open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 use crate::channel::Received;
 use crate::server::DRAIN;
 use crate::SessionError;
@@ -116,7 +116,7 @@ pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, Sess
                     }),
                     other => Err(SessionError::Control(format!(
                         "expected delegated, got {}",
-                        name(&other)
+                        other.kind()
                     ))),
                 }
             }

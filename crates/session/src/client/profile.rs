@@ -16,7 +16,7 @@ use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{name, open, server_results, Client, Opened, Outcome, Target};
+use super::{open, server_results, Client, Opened, Outcome, Target};
 use crate::channel::Received;
 use crate::SessionError;
 
@@ -201,7 +201,7 @@ fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<
             }
             Ok(other) => Err(format!(
                 "the server answered the end of transaction {txn} with {}",
-                name(&other)
+                other.kind()
             )),
             Err(e) => Err(format!("the server sent a bad control message: {e}")),
         },
