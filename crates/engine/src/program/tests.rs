@@ -103,7 +103,12 @@ fn run_both(p: &Profile, threads: u32) -> (ProgramOutcome, ProgramOutcome) {
     );
     assert!(r.is_ok(), "{r:?}");
     let c = client.finish();
-    std::thread::sleep(Duration::from_millis(100));
+    // The server's users reach the end of their script (its last reads)
+    // once the client's are done.
+    assert!(
+        server.wait_all_finished(Instant::now() + Duration::from_secs(10)),
+        "the server's users never finished"
+    );
     server.abort();
     let s = server.finish();
     assert_eq!(live[0].totals(), c.totals, "the client's live totals");
@@ -231,8 +236,10 @@ fn think_adds_its_time_and_rate_paces_iterations() {
     let (c, _) = run_both(&p, 1);
     assert_eq!(c.failure, None);
     let paced = &c.report.transactions[1];
-    // 20 per second for half a second: about ten per user.
-    assert!((16..=24).contains(&paced.iterations), "{paced:?}");
+    // 20 per second for half a second: never ahead of the pace, so ten per
+    // user at most, however fast the host (the pace itself, slot by slot, is
+    // checked in virtual time in user.rs); each user's first at once.
+    assert!((2..=20).contains(&paced.iterations), "{paced:?}");
     let thought = c.report.transactions[2].latency.as_ref().unwrap();
     assert!(
         thought.min >= 20_000.0,

@@ -787,6 +787,54 @@ mod tests {
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
     }
 
+    /// uperf's `rate=` on a timed transaction, in virtual time: iteration
+    /// `i` starts no earlier than `i / rate` after the transaction did, so
+    /// 500 ms at 20 per second is exactly ten iterations, each on its slot.
+    #[test]
+    fn a_paced_timed_transaction_runs_its_rate_times_its_duration() {
+        let p = Profile {
+            name: "paced".into(),
+            groups: vec![Group {
+                number: 0,
+                users: 1,
+                line: 1,
+                transactions: vec![Transaction {
+                    limit: Limit::Duration(Duration::from_millis(500)),
+                    rate: Some(linkperf_workload::profile::Rate(20.0)),
+                    flowops: vec![flowop(FlowopKind::Write(xfer(1)), 1)],
+                    line: 2,
+                }],
+            }],
+        };
+        let c = compile(&p).unwrap();
+        let t0 = Instant::now();
+        let mut stats = Stats::new(c.slots.len());
+        let mut u = User::new(0, 0, Role::Client, c.scripts[0].clone(), t0);
+        let mut budget = u32::MAX;
+        assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(0));
+        u.release(0, &[0], t0, 0);
+        let mut now = t0;
+        let mut starts = Vec::new();
+        loop {
+            match u.need(now, &mut stats, &mut budget) {
+                Need::Write { len, .. } => {
+                    starts.push(now - t0);
+                    u.wrote(len, now, &mut stats);
+                }
+                Need::Wait { until, .. } => {
+                    assert!(until > now, "a wait moves time on");
+                    now = until;
+                }
+                Need::Barrier(_) | Need::Done => break,
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(starts.len() <= 100, "the transaction never ends");
+        }
+        let slots: Vec<Duration> = (0..10).map(|i| Duration::from_millis(50 * i)).collect();
+        assert_eq!(starts, slots);
+        assert_eq!(stats.txns[0].count, 10);
+    }
+
     #[test]
     fn a_server_user_stops_a_timed_transaction_at_the_clients_count() {
         let p = linkperf_workload::profile::mirror(&rr_profile(Limit::Duration(
