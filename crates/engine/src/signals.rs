@@ -137,16 +137,42 @@ mod tests {
     use std::os::unix::net::UnixStream;
     use std::time::Duration;
 
+    /// Whether thread `tid` of this process sleeps in the kernel (state S).
+    fn sleeping(tid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('S'))
+            })
+            .unwrap_or(false)
+    }
+
+    /// A read parked and blocked in the kernel (its thread seen asleep after
+    /// it parked the socket) is ended by `stop`: the stop comes after the
+    /// park, so it is the parked duplicate's shutdown that ends the read,
+    /// not the park seeing a stop already made.
     fn blocked_read(stop: impl Fn(&Signals)) {
         let (mut a, _b) = UnixStream::pair().unwrap();
         let signals = Arc::new(Signals::default());
         let s2 = signals.clone();
+        let (parked_tx, parked_rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             let _parked = s2.park(a.try_clone().unwrap().into());
+            // SAFETY: gettid has no preconditions.
+            let _ = parked_tx.send(unsafe { libc::gettid() });
             let mut buf = [0u8; 8];
             a.read(&mut buf).unwrap()
         });
-        std::thread::sleep(Duration::from_millis(50));
+        let tid = parked_rx.recv().expect("the reader parked its socket");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !sleeping(tid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the read never blocked"
+            );
+            std::thread::yield_now();
+        }
         stop(&signals);
         assert_eq!(reader.join().unwrap(), 0, "the read ends as end-of-file");
     }
