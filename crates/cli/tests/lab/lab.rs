@@ -529,14 +529,17 @@ fn retransmits_of_the_warm_up_are_not_in_the_window() {
     let serve = Serve::start(sns, text(&p, "/server_addr"));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
+    let stream = dir.path().join("r.jsonl");
     let before = retrans_segs(cns);
-    let run = Command::new("ip")
+    let mut run = Command::new("ip")
         .args(["netns", "exec", cns, BIN, "run", "--quiet", "--server"])
         .arg(text(&p, "/server_addr"))
         .args(["--workload", "rr:1000x1", "--users", "8", "--threads", "1"])
         .args(["--warmup", "4s", "--duration", "1s"])
         .arg("--json")
         .arg(&json)
+        .arg("--json-stream")
+        .arg(&stream)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -563,7 +566,9 @@ fn retransmits_of_the_warm_up_are_not_in_the_window() {
             ],
         );
     };
-    std::thread::sleep(Duration::from_millis(800));
+    // A second into the 4 s warm-up (its first interval reported), the wire
+    // narrows to 1 Mbit/s for half a second: the fault, and its length.
+    util::wait_for_interval(&stream, &mut run, Duration::from_secs(30), true);
     wire("1mbit", "1600", "1ms");
     std::thread::sleep(Duration::from_millis(500));
     wire("1gbit", "131072", "5ms");
@@ -1078,8 +1083,15 @@ fn long_lab_run(dir: &Path, name: &str) -> Child {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // Let the suite connect.
-    std::thread::sleep(Duration::from_millis(500));
+    // The suite's first test is running on the server.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("running")
+    {
+        assert!(Instant::now() < deadline, "the suite never started a test");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(namespaces(&format!("lp-{name}-")).len(), 2);
     child
 }

@@ -676,25 +676,11 @@ fn settles_to(pid: u32, fds: usize, threads: usize, within: Duration) -> Result<
     }
 }
 
-/// Counts once they stop moving (the readiness probe's session ends).
-fn baseline(pid: u32) -> (usize, usize) {
-    let mut last = fds_and_threads(pid);
-    for _ in 0..40 {
-        std::thread::sleep(Duration::from_millis(100));
-        let now = fds_and_threads(pid);
-        if now == last {
-            return now;
-        }
-        last = now;
-    }
-    last
-}
-
 #[test]
 fn control_decoder_survives_malformed_input() {
     let _g = shared();
     let mut server = Server::start(&[]);
-    let (fds, threads) = baseline(server.pid());
+    let (fds, threads) = util::settled_fds_and_threads(server.pid());
 
     // A frame cut short, then the client goes away: the server gives up on it.
     let cut = &hello(1)[..7];
@@ -1233,7 +1219,7 @@ fn vanished_client_frees_server_resources() {
     let _g = shared();
     let mut server = Server::start(&[]);
     let pid = server.pid();
-    let (fds, threads) = baseline(pid);
+    let (fds, threads) = util::settled_fds_and_threads(pid);
     let addr = server.addr();
     let dir = tempfile::tempdir().unwrap();
     let stream = dir.path().join("live.jsonl");

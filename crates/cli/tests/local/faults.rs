@@ -207,18 +207,10 @@ fn output(child: Child) -> (i32, String, String) {
     )
 }
 
-/// Waits until the server in `log` runs a test, then a little more of it.
-fn test_runs_a_while(log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !read(log).contains("running") {
-        assert!(
-            Instant::now() < deadline,
-            "the test did not start: {}",
-            read(log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(800));
+/// Waits until the client writing the live stream `stream` has measured
+/// part of its window.
+fn test_runs_a_while(stream: &Path, client: &mut Child) {
+    util::wait_for_window(stream, client, Duration::from_secs(30));
 }
 
 /// The run in `json` failed for want of the server's results, saying `why`,
@@ -1757,20 +1749,22 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
     };
     // The lab's address plan: server 198.18.1.1 on lp-s1, client 198.18.1.2.
     let dir = tempfile::tempdir().unwrap();
-    let log = lab.serve(dir.path());
+    let _log = lab.serve(dir.path());
     let json = dir.path().join("cut.json");
+    let stream = dir.path().join("cut.jsonl");
     let started = Instant::now();
-    let client = Command::new("ip")
+    let mut client = Command::new("ip")
         .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
         .args(["--server", "198.18.1.1", "--users", "2"])
         .args(["--duration", "2s", "--warmup", "200ms"])
         .args(["--json", json.to_str().unwrap()])
+        .args(["--json-stream", stream.to_str().unwrap()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("ip netns exec linkperf run");
-    test_runs_a_while(&log);
+    test_runs_a_while(&stream, &mut client);
     // Cut the path: the server's end of the veth pair goes down.
     let down = Command::new("ip")
         .args(["-n", &lab.server_ns(), "link", "set", "lp-s1", "down"])
@@ -1809,18 +1803,19 @@ fn a_client_whose_host_goes_silent_is_let_go_by_the_server_within_5_s() {
     let dir = tempfile::tempdir().unwrap();
     let log = lab.serve(dir.path());
     let pid = lab.serve.as_ref().unwrap().id();
-    std::thread::sleep(Duration::from_millis(300));
-    let idle = util::fds_and_threads(pid);
+    let idle = util::settled_fds_and_threads(pid);
+    let stream = dir.path().join("gone.jsonl");
     let mut client = Command::new("ip")
         .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
         .args(["--server", "198.18.1.1", "--users", "4"])
         .args(["--duration", "60s", "--warmup", "200ms"])
+        .args(["--json-stream", stream.to_str().unwrap()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("ip netns exec linkperf run");
-    test_runs_a_while(&log);
+    test_runs_a_while(&stream, &mut client);
     let busy = util::fds_and_threads(pid);
     assert!(
         busy.0 > idle.0,
@@ -1869,7 +1864,8 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
     let port = free_port();
     let mut serve = serve_on(port, &[], &log);
     let json = dir.path().join("stopped.json");
-    let client = Command::new(BIN)
+    let stream = dir.path().join("stopped.jsonl");
+    let mut client = Command::new(BIN)
         .args(["run", "-q", "--server", &format!("127.0.0.1:{port}")])
         .args(["--workload", "rr1c-1x1", "--users", "1", "--threads", "1"])
         .args([
@@ -1881,14 +1877,14 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
             "200ms",
         ])
         .args(["--json", json.to_str().unwrap()])
+        .args(["--json-stream", stream.to_str().unwrap()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("linkperf run");
-    test_runs_a_while(&log);
+    test_runs_a_while(&stream, &mut client);
     signal(serve.id(), "-STOP");
-    let mut client = client;
     let outcome = exits_within(&mut client, Duration::from_secs(60));
     signal(serve.id(), "-CONT");
     let _ = serve.kill();

@@ -317,24 +317,46 @@ pub fn assert_measured(r: &Value, what: &str) {
 /// `--json-stream`) has measured part of its window: an interval event
 /// outside the warm-up. Fails after `within`, or if `child` ended first.
 pub fn wait_for_window(stream: &Path, child: &mut Child, within: Duration) {
+    wait_for_interval(stream, child, within, false);
+}
+
+/// Waits until the client writing `stream` has reported a second of its
+/// warm-up (`warmup`) or of its window; fails after `within`, or if `child`
+/// ended first.
+pub fn wait_for_interval(stream: &Path, child: &mut Child, within: Duration, warmup: bool) {
     let deadline = Instant::now() + within;
     loop {
         let text = std::fs::read_to_string(stream).unwrap_or_default();
-        let measured = text
+        let seen = text
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .any(|e| e["event"] == "interval" && e["data"]["warmup"] == false);
-        if measured {
+            .any(|e| e["event"] == "interval" && e["data"]["warmup"] == warmup);
+        if seen {
             return;
         }
         assert!(
             child.try_wait().unwrap().is_none(),
-            "the client ended before its window: {text}"
+            "the client ended first: {text}"
         );
         assert!(
             Instant::now() < deadline,
-            "no interval of the window within {within:?}: {text}"
+            "no interval (warm-up: {warmup}) within {within:?}: {text}"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// A process's descriptors and threads once they stop moving (a readiness
+/// probe's session ending, say): read until two readings 100 ms apart agree.
+pub fn settled_fds_and_threads(pid: u32) -> (usize, usize) {
+    let mut last = fds_and_threads(pid);
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = fds_and_threads(pid);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
 }
