@@ -13,6 +13,8 @@ mod datagram_io;
 mod error;
 pub mod flow;
 pub mod live;
+#[cfg(test)]
+mod pair;
 pub mod program;
 mod report;
 mod sampler;
