@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds linkperf as one statically linked executable (glibc with +crt-static:
 # no musl target can be installed here) and prints its path. The Containerfile
-# builds it the same way; crates/cli/tests/deploy.rs runs it in an empty root.
+# builds it the same way; crates/cli/tests/local/deploy.rs runs it in an empty root.
 # --target keeps the flag off build scripts and proc macros, which must stay
 # dynamic; the result goes to target/x86_64-unknown-linux-gnu/release/.
 set -euo pipefail

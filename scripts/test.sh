@@ -16,7 +16,7 @@ fi
 
 failed_steps=()
 
-# The deployment's tests (crates/cli/tests/deploy.rs): the manifests validated with
+# The deployment's tests (crates/cli/tests/local/deploy.rs): the manifests validated with
 # kubectl and kubernetes-validate (scripts/setup.sh installs them), and the statically
 # linked binary the Containerfile ships run in an empty root (a mount namespace: root).
 # As root they must run rather than skip.

@@ -156,21 +156,9 @@ fn placements(a: &MeshArgs, t: &SuiteTest, concurrency: Concurrency) -> (Placeme
     )
 }
 
-/// Runs a mesh.
-pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
-    let key_path = a.auth_key.clone().ok_or_else(|| {
-        usage("a mesh needs the agents' key: --auth-key FILE (or LINKPERF_AUTH_KEY_FILE)")
-    })?;
-    let key = AuthKey::from_file(&key_path).map_err(|e| usage(format!("failed to {e}")))?;
-    let plan: Plan = a
-        .plan
-        .parse()
-        .map_err(|e| usage(format!("failed to {e}")))?;
-    let concurrency: Concurrency = a
-        .concurrency
-        .parse()
-        .map_err(|e| usage(format!("failed to {e}")))?;
-    let suite = crate::suite::load_suite(&a.suite)?.with_timing(a.duration, a.warmup);
+/// The suite's tests and the mesh's flags checked before anything runs;
+/// the repeats.
+fn checked(a: &MeshArgs, suite: &Suite) -> anyhow::Result<u32> {
     for t in &suite.tests {
         if matches!(t.spec.workload, linkperf_workload::Workload::Profile { .. }) {
             return Err(usage(format!(
@@ -196,6 +184,25 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
             return Err(usage(format!("{what} must be between 1 and 1024, got {n}")));
         }
     }
+    Ok(repeat)
+}
+
+/// Runs a mesh.
+pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    let key_path = a.auth_key.clone().ok_or_else(|| {
+        usage("a mesh needs the agents' key: --auth-key FILE (or LINKPERF_AUTH_KEY_FILE)")
+    })?;
+    let key = AuthKey::from_file(&key_path).map_err(|e| usage(format!("failed to {e}")))?;
+    let plan: Plan = a
+        .plan
+        .parse()
+        .map_err(|e| usage(format!("failed to {e}")))?;
+    let concurrency: Concurrency = a
+        .concurrency
+        .parse()
+        .map_err(|e| usage(format!("failed to {e}")))?;
+    let suite = crate::suite::load_suite(&a.suite)?.with_timing(a.duration, a.warmup);
+    let repeat = checked(&a, &suite)?;
     let out_file = mesh_file(&a.out);
     if !a.dry_run {
         std::fs::create_dir_all(&a.out)

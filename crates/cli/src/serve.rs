@@ -23,8 +23,8 @@ const MIN_FRAME: u64 = 4 * 1024;
 /// SERVER_TERMINATE.
 const IPERF3_GRACE: Duration = Duration::from_secs(3);
 
-/// Serves until SIGINT or SIGTERM.
-pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+/// The daemon's settings from `serve`'s flags, each checked.
+fn daemon_config(a: &ServeArgs, command_line: Vec<String>) -> anyhow::Result<DaemonConfig> {
     let usage = |m: String| -> anyhow::Error { UsageError(m).into() };
     if a.max_sessions == 0 {
         return Err(usage("--max-sessions must be at least 1".into()));
@@ -75,7 +75,6 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     cfg.auth_key = auth_key;
     cfg.command_line = command_line;
     cfg.log = !a.quiet;
-    let authenticated = cfg.auth_key.is_some();
     // Every control connection and every data connection is a descriptor:
     // as many as the host lets this process have, and the tests' budget is
     // what that leaves after the control connections' share.
@@ -110,8 +109,17 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     // An agent of a mesh says who it is (LINKPERF_NODE, LINKPERF_NETWORK,
     // LINKPERF_ZONE), whatever else it serves.
     let identity = linkperf_metrics::AgentIdentity::from_env();
-    cfg.identity = (!identity.is_empty()).then_some(identity.clone());
+    cfg.identity = (!identity.is_empty()).then_some(identity);
 
+    Ok(cfg)
+}
+
+/// Serves until SIGINT or SIGTERM.
+pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    let usage = |m: String| -> anyhow::Error { UsageError(m).into() };
+    let cfg = daemon_config(&a, command_line)?;
+    let authenticated = cfg.auth_key.is_some();
+    let identity = cfg.identity.clone().unwrap_or_default();
     let daemon = Daemon::bind(cfg).map_err(|e| usage(format!("failed to {e}")))?;
     let bound = daemon.local_addr();
     if !a.listen.is_loopback() && !authenticated {

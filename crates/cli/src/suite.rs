@@ -27,6 +27,11 @@ use crate::run::embedded_server;
 use crate::table::render_summary;
 use crate::UsageError;
 
+mod runs;
+
+use runs::{closing, Runs};
+pub use runs::{execute, Judging};
+
 /// Most repeats of one test.
 const MAX_REPEAT: u32 = 1000;
 /// What `suite --step` exits with when it had nothing left to run.
@@ -119,25 +124,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .clone()
         .ok_or_else(|| usage("name a suite (see --list) or a suite file"))?;
     let suite = load_suite(&name)?.with_timing(a.duration, a.warmup);
-    // Fixed repeats, or as many as the target interval needs within bounds.
-    let (repeat, adaptive) = match a.target_ci {
-        Some(target) => {
-            let min = a.min_repeat.unwrap_or(DEFAULT_MIN_REPEAT);
-            let max = a.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
-            if min < 2 || min > max {
-                return Err(usage(format!(
-                    "--min-repeat must be at least 2 (an interval needs two runs) and at most --max-repeat ({max}), got {min}"
-                )));
-            }
-            (max, Some(Adaptive { target, min }))
-        }
-        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
-    };
-    if repeat == 0 || repeat > MAX_REPEAT {
-        return Err(usage(format!(
-            "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
-        )));
-    }
+    let (repeat, adaptive) = repeats(&a, &suite)?;
     let interleave = !a.no_interleave;
     // Siblings running at once must stay in step: a retry would put this
     // one out of it.
@@ -158,28 +145,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         shared_host: a.shared_host,
     };
     let target_addr = target(&a.target).map_err(|e| usage(format!("{e:#}")))?;
-    let embedded = target_addr.is_none();
-    // Everything is checked before anything runs.
-    let mut requests = Vec::new();
-    for t in &suite.tests {
-        t.spec
-            .validate()
-            .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
-        unix_reaches(&t.spec, target_addr.as_ref())
-            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        usable_here(&t.spec).map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        let (client, server) = placements(&a.placement, &overrides(t), embedded)
-            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
-        requests.push(RunRequest {
-            spec: t.spec.clone(),
-            client,
-            server,
-            process_method: process_method(embedded),
-            cancel: None,
-            command_line: command_line.clone(),
-            live: None,
-        });
-    }
+    let requests = checked_requests(&a, &suite, target_addr.as_ref(), &command_line)?;
     let order = run_order(suite.tests.len(), repeat, interleave);
     if a.dry_run && !a.resume {
         crate::emit(&plan_text(&suite, repeat, interleave, &order, adaptive))?;
@@ -200,73 +166,18 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .map_or_else(|| "embedded".to_string(), |t| t.address.clone());
     // How each test will run beyond its workload: a resumed file's runs must
     // have run the same way.
-    let configs: Vec<(String, TestConfig)> = suite
-        .tests
-        .iter()
-        .zip(&requests)
-        .map(|(t, r)| {
-            let mut c = TestConfig::from_spec(
-                &t.spec,
-                server_label.clone(),
-                r.client.clone(),
-                r.server.clone(),
-            );
-            c.max_loss = judging
-                .max_loss
-                .filter(|_| t.spec.protocol == Protocol::Udp);
-            (t.name(), c)
-        })
-        .collect();
+    let configs = configs(&suite, &requests, &server_label, judging);
     let mut doc = open_document(&a, &record, &configs, &label, &command_line)?;
     if a.dry_run {
         // With --resume: what is left of the file's suite, checked as a real
         // resume checks it, and nothing written or removed.
-        let left: Vec<(usize, u32)> = order
-            .iter()
-            .copied()
-            .filter(|&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
-            .collect();
-        let time: Duration = left
-            .iter()
-            .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
-            .sum();
         let mut text = plan_text(&suite, repeat, interleave, &order, adaptive);
-        text.push_str(&format!(
-            "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
-            a.out
-                .as_deref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            order.len() - left.len(),
-            order.len(),
-            left.len(),
-            humantime::format_duration(Duration::from_secs(time.as_secs()))
-        ));
+        text.push_str(&resume_plan(&a, &suite, &order, &doc));
         crate::emit(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
 
-    // Room for every run this suite will add, kept before anything runs.
-    let pending_bytes: u64 = order
-        .iter()
-        .filter(|&&(ti, run)| completed(&doc, &suite.tests[ti].name()) < run as usize)
-        .map(|&(ti, _)| {
-            let spec = &suite.tests[ti].spec;
-            // Each run and its retries.
-            linkperf_results::run_bytes(
-                1 + u64::from(retry_suspect),
-                u64::from(spec.users),
-                spec.duration.as_secs_f64(),
-            )
-        })
-        .sum();
-    let mut saver = match &a.out {
-        Some(out) => {
-            let existing = std::fs::metadata(out).map_or(0, |m| m.len());
-            Some(crate::save::Saver::new(out, existing + pending_bytes)?)
-        }
-        None => None,
-    };
+    let mut saver = saver(&a, &suite, &order, &doc, retry_suspect)?;
     let cancel = Arc::new(AtomicBool::new(false));
     {
         let cancel = cancel.clone();
@@ -309,136 +220,176 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
             order.len()
         ));
     }
-    let mut failures = 0usize;
-    let mut suspects = 0usize;
-    let mut retries = 0usize;
-    let mut interrupted = false;
-    let steps = a.step.unwrap_or(usize::MAX);
-    let mut ran = 0usize;
-    'runs: for (k, &(ti, run_no)) in pending.iter().enumerate() {
-        if ran >= steps {
-            break;
-        }
-        let test = &suite.tests[ti];
-        let name = test.name();
-        // Past the fewest runs, a test runs again only while its interval
-        // is wider than the target.
-        if adaptive.is_some_and(|ad| !ad.needs(&doc, &name, run_no)) {
-            continue;
-        }
-        ran += 1;
-        // A suspect run is run again at once, before the next test.
-        let mut retry_of: Option<u32> = None;
-        for attempt in 0..=retry_suspect {
-            if cancel.load(Ordering::Acquire) {
-                interrupted = true;
-                break 'runs;
-            }
-            let mut req = requests[ti].clone();
-            req.cancel = Some(cancel.clone());
-            let live = Arc::new(LiveStats::new(
-                req.client.threads.count().unwrap_or(1) as usize
-            ));
-            req.live = Some(live.clone());
-            let traffic = test.spec.warmup + test.spec.duration;
-            let head = if attempt > 0 {
-                format!("{name} run {run_no}/{repeat} retry {attempt}")
-            } else {
-                format!("{name} run {run_no}/{repeat}")
-            };
-            progress.start_run(
-                k,
-                &head,
-                traffic,
-                live,
-                crate::live::Columns::of(&test.spec),
-            );
-            let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
-            let (mut run, outcome_env) = execute(&target_addr, &req, run_index, judging);
-            run.retry_of = retry_of;
-            if let Some((client_env, server_env)) = outcome_env {
-                doc.environment.client.get_or_insert(client_env);
-                if let Some(s) = server_env {
-                    doc.environment.server.get_or_insert(s);
-                }
-            }
-            let status = run.status;
-            let line = progress_line(&name, run_no, repeat, &run);
-            doc.push_run(&test.spec, configs[ti].1.clone(), run);
-            doc.refresh_summaries();
-            doc.suite = Some(record.clone());
-            // Shown before it is saved: a save that fails cannot hide it.
-            progress.finish_run(&line)?;
-            if let Some(saver) = &mut saver {
-                saver.save(&doc)?;
-            }
-            match status {
-                RunStatus::Ok => break,
-                RunStatus::Suspect => {
-                    suspects += 1;
-                    if attempt < retry_suspect {
-                        retries += 1;
-                        retry_of = retry_of.or(Some(run_index));
-                        continue;
-                    }
-                    break;
-                }
-                RunStatus::Failed => {
-                    failures += 1;
-                    break;
-                }
-                RunStatus::Aborted => {
-                    interrupted = true;
-                    break 'runs;
-                }
-            }
-        }
-    }
+    let runs = Runs {
+        suite: &suite,
+        requests: &requests,
+        configs: &configs,
+        record: &record,
+        target: &target_addr,
+        judging,
+        retry_suspect,
+        repeat,
+        adaptive,
+        cancel: &cancel,
+    };
+    let tally = runs.run(
+        &pending,
+        a.step.unwrap_or(usize::MAX),
+        &mut doc,
+        &mut saver,
+        &mut progress,
+    )?;
     progress.done();
     drop(daemon);
-    if a.step.is_some() && ran == 0 && !interrupted {
+    if a.step.is_some() && tally.ran == 0 && !tally.interrupted {
         // The lab's interleaving: this configuration has nothing left.
         return Ok(ExitCode::from(STEP_NOTHING_LEFT));
     }
     if a.step.is_none() {
         crate::emit(&render_summary(&doc))?;
     }
-    if let Some(s) = saver.as_ref().filter(|s| s.fell_back()) {
-        eprintln!(
-            "linkperf: the results are in {} (the save to --out failed); continue with: {}",
-            s.path().display(),
-            crate::save::resume_command(&command_line, s.path())
-        );
-    }
-    if interrupted {
-        let resume = match &saver {
-            Some(s) => format!(
-                "resume with: {}",
-                crate::save::resume_command(&command_line, s.path())
-            ),
-            None => "nothing was saved: run with --out FILE to be able to resume".into(),
-        };
-        if a.by_lab {
-            eprintln!("linkperf: suite interrupted; completed runs are kept");
-            return Ok(ExitCode::from(1));
+    Ok(closing(&a, &tally, saver.as_ref(), &command_line))
+}
+
+/// The saver of `--out`, with room for every run this suite will add kept
+/// before anything runs.
+fn saver(
+    a: &SuiteArgs,
+    suite: &Suite,
+    order: &[(usize, u32)],
+    doc: &ResultsDocument,
+    retry_suspect: u32,
+) -> anyhow::Result<Option<crate::save::Saver>> {
+    let Some(out) = &a.out else {
+        return Ok(None);
+    };
+    let pending_bytes: u64 = order
+        .iter()
+        .filter(|&&(ti, run)| completed(doc, &suite.tests[ti].name()) < run as usize)
+        .map(|&(ti, _)| {
+            let spec = &suite.tests[ti].spec;
+            // Each run and its retries.
+            linkperf_results::run_bytes(
+                1 + u64::from(retry_suspect),
+                u64::from(spec.users),
+                spec.duration.as_secs_f64(),
+            )
+        })
+        .sum();
+    let existing = std::fs::metadata(out).map_or(0, |m| m.len());
+    Ok(Some(crate::save::Saver::new(
+        out,
+        existing + pending_bytes,
+    )?))
+}
+
+/// Each test's name and how it runs beyond its workload.
+fn configs(
+    suite: &Suite,
+    requests: &[RunRequest],
+    server_label: &str,
+    judging: Judging,
+) -> Vec<(String, TestConfig)> {
+    suite
+        .tests
+        .iter()
+        .zip(requests)
+        .map(|(t, r)| {
+            let mut c = TestConfig::from_spec(
+                &t.spec,
+                server_label.to_string(),
+                r.client.clone(),
+                r.server.clone(),
+            );
+            c.max_loss = judging
+                .max_loss
+                .filter(|_| t.spec.protocol == Protocol::Udp);
+            (t.name(), c)
+        })
+        .collect()
+}
+
+/// Fixed repeats, or as many as the target interval needs within bounds.
+fn repeats(a: &SuiteArgs, suite: &Suite) -> anyhow::Result<(u32, Option<Adaptive>)> {
+    let (repeat, adaptive) = match a.target_ci {
+        Some(target) => {
+            let min = a.min_repeat.unwrap_or(DEFAULT_MIN_REPEAT);
+            let max = a.max_repeat.unwrap_or(DEFAULT_MAX_REPEAT);
+            if min < 2 || min > max {
+                return Err(usage(format!(
+                    "--min-repeat must be at least 2 (an interval needs two runs) and at most --max-repeat ({max}), got {min}"
+                )));
+            }
+            (max, Some(Adaptive { target, min }))
         }
-        eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
-        return Ok(ExitCode::from(1));
+        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
+    };
+    if repeat == 0 || repeat > MAX_REPEAT {
+        return Err(usage(format!(
+            "--repeat must be between 1 and {MAX_REPEAT}, got {repeat}"
+        )));
     }
-    if suspects > 0 {
-        eprintln!(
-            "linkperf: {suspects} suspect run{} ({retries} retried at once); they are kept in the results and left out of the statistics: see each run's status_reasons",
-            if suspects == 1 { "" } else { "s" }
-        );
+    Ok((repeat, adaptive))
+}
+
+/// Every test's request, each checked before anything runs.
+fn checked_requests(
+    a: &SuiteArgs,
+    suite: &Suite,
+    target_addr: Option<&Target>,
+    command_line: &[String],
+) -> anyhow::Result<Vec<RunRequest>> {
+    let embedded = target_addr.is_none();
+    let mut requests = Vec::new();
+    for t in &suite.tests {
+        t.spec
+            .validate()
+            .map_err(|e| usage(format!("test {}: {e}", t.name())))?;
+        unix_reaches(&t.spec, target_addr)
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        usable_here(&t.spec).map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        let (client, server) = placements(&a.placement, &overrides(t), embedded)
+            .map_err(|e| usage(format!("test {}: {e:#}", t.name())))?;
+        requests.push(RunRequest {
+            spec: t.spec.clone(),
+            client,
+            server,
+            process_method: process_method(embedded),
+            cancel: None,
+            command_line: command_line.to_vec(),
+            live: None,
+        });
     }
-    if failures > 0 {
-        eprintln!(
-            "linkperf: {} failed; see the table and the results document",
-            crate::table::count(failures as u64, "run")
-        );
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(requests)
+}
+
+/// `--dry-run --resume`: what is left of the file's suite.
+fn resume_plan(
+    a: &SuiteArgs,
+    suite: &Suite,
+    order: &[(usize, u32)],
+    doc: &ResultsDocument,
+) -> String {
+    let left: Vec<(usize, u32)> = order
+        .iter()
+        .copied()
+        .filter(|&(ti, run)| completed(doc, &suite.tests[ti].name()) < run as usize)
+        .collect();
+    let time: Duration = left
+        .iter()
+        .map(|&(ti, _)| run_estimate(&suite.tests[ti]))
+        .sum();
+    format!(
+        "resuming {}: {} of {} runs done, {} to run, estimated time: {}\n",
+        a.out
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        order.len() - left.len(),
+        order.len(),
+        left.len(),
+        humantime::format_duration(Duration::from_secs(time.as_secs()))
+    )
 }
 
 /// Runs that count as done for `name`: its completed runs (ok or suspect)
@@ -454,111 +405,6 @@ fn completed(doc: &ResultsDocument, name: &str) -> usize {
 
 fn run_estimate(t: &SuiteTest) -> Duration {
     t.spec.warmup + t.spec.duration + linkperf_workload::RUN_OVERHEAD
-}
-
-type Environments = (
-    linkperf_metrics::Environment,
-    Option<linkperf_metrics::Environment>,
-);
-
-/// How the runs of a test are judged beyond their own figures.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Judging {
-    /// `--max-loss` as a fraction.
-    pub max_loss: Option<f64>,
-    /// Other tests share this host at the same time by design: its CPU noise
-    /// is judged on their aggregate, not here.
-    pub shared_host: bool,
-}
-
-/// One run: the measured run (aborted or failed when it did not finish whole,
-/// keeping what the client measured), or the failure recorded as such, each
-/// direction counted at its receiver and every check made; and the two hosts'
-/// environments when the test started.
-pub fn execute(
-    target: &Target,
-    req: &RunRequest,
-    index: u32,
-    judging: Judging,
-) -> (linkperf_results::Run, Option<Environments>) {
-    let started = SystemTime::now();
-    let outcome = match &req.spec.workload {
-        Workload::Profile { profile } => run_profile(
-            target,
-            &ProfileRequest {
-                profile: (**profile).clone(),
-                client: req.client.clone(),
-                server: req.server.clone(),
-                process_method: req.process_method,
-                cancel: req.cancel.clone(),
-                command_line: req.command_line.clone(),
-                live: req.live.clone(),
-            },
-        ),
-        _ => run_test(target, req),
-    };
-    // Ctrl-C seen anywhere in the run, even after its window: it is not a
-    // run to believe as complete.
-    let cancelled = req
-        .cancel
-        .as_ref()
-        .is_some_and(|c| c.load(Ordering::Acquire));
-    match outcome {
-        Ok(o) => {
-            let envs = (o.client_environment.clone(), o.server_environment.clone());
-            let mut r = derive_run(
-                index,
-                rfc3339_millis(o.started),
-                &req.spec,
-                o.client,
-                o.server,
-            );
-            let interrupted = o.aborted || cancelled;
-            if interrupted {
-                r.status = RunStatus::Aborted;
-                r.error = Some(o.server_error.unwrap_or_else(|| "interrupted".into()));
-            // The server's reason comes first: when it stopped the test (a
-            // limit) or went away, a user's failure is what followed from it.
-            } else if let Some(e) = o.server_error.or(o.failure) {
-                r.status = RunStatus::Failed;
-                r.error = Some(e);
-            }
-            let hosts =
-                (!judging.shared_host).then(|| hosts_of_run(&r, Some(&envs.0), envs.1.as_ref()));
-            judge_run(
-                &mut r,
-                &Judge {
-                    spec: &req.spec,
-                    interrupted,
-                    hosts,
-                    max_loss: judging.max_loss,
-                },
-            );
-            (r, Some(envs))
-        }
-        Err(e) => {
-            let status = if cancelled {
-                RunStatus::Aborted
-            } else {
-                RunStatus::Failed
-            };
-            (
-                failed_run(index, rfc3339_millis(started), status, describe(&e)),
-                None,
-            )
-        }
-    }
-}
-
-/// A session's error in words; a limit of the server's is named by the
-/// `serve` setting that sets it.
-fn describe(e: &linkperf_session::SessionError) -> String {
-    match e {
-        linkperf_session::SessionError::Refused { limit: Some(l), .. } => {
-            format!("{e} (the server's {})", crate::serve::limit_flag(l.kind))
-        }
-        _ => e.to_string(),
-    }
 }
 
 /// Opens the results document: new, or the one to resume (checked against the suite).
@@ -672,35 +518,6 @@ fn config_change(then: &TestConfig, now: &TestConfig) -> String {
         })
         .collect();
     format!("with {}", diffs.join(", "))
-}
-
-fn progress_line(name: &str, run_no: u32, repeat: u32, run: &linkperf_results::Run) -> String {
-    let status = match run.status {
-        RunStatus::Ok => "ok",
-        RunStatus::Suspect => "SUSPECT",
-        RunStatus::Failed => "FAILED",
-        RunStatus::Aborted => "aborted",
-    };
-    let retry = run
-        .retry_of
-        .map(|n| format!(" (retry of run {n})"))
-        .unwrap_or_default();
-    // A run that is not ok says why, even when it measured something.
-    let why = if run.status == RunStatus::Ok || run.status_reasons.is_empty() {
-        String::new()
-    } else {
-        format!("; {}", run.status_reasons.join("; "))
-    };
-    match (&run.throughput, &run.transaction_time_us) {
-        (Some(t), Some(l)) => format!(
-            "{name} run {run_no}/{repeat}{retry}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors{why} [{status}]",
-            t.bytes_per_s * 8.0 / 1e9,
-            t.transactions_per_s,
-            l.mean,
-            run.errors
-        ),
-        _ => format!("{name} run {run_no}/{repeat}{retry}: [{status}] {}", run.error.clone().unwrap_or_default()),
-    }
 }
 
 fn plan_text(

@@ -100,6 +100,41 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             let _ = writeln!(s, "  SUSPECT        {r}");
         }
     }
+    throughput_lines(&mut s, w, run);
+    in_flight_lines(&mut s, run);
+    flow_and_loss_lines(&mut s, run);
+    udp_lines(&mut s, run);
+    parts_line(&mut s, run);
+    if let Some(l) = &run.transaction_time_us {
+        let _ = writeln!(
+            s,
+            "  transaction    mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}  ({})",
+            time_us(l.mean),
+            time_us(l.p50),
+            time_us(l.p90),
+            time_us(l.p99),
+            time_us(l.p999),
+            time_us(l.max),
+            count(l.count, "transaction")
+        );
+    }
+    cpu_lines(&mut s, run);
+    efficiency_lines(&mut s, run);
+    tcp_and_wire_lines(&mut s, run);
+    let _ = writeln!(s, "  errors         {}", run.errors);
+    if let Some(c) = &run.client {
+        for e in &c.error_samples {
+            let _ = writeln!(s, "                 {e}");
+        }
+        if let Some(p) = &c.profile {
+            render_profile(&mut s, p);
+        }
+    }
+    s
+}
+
+/// The run's throughput: transactions first for request/response, bits for streams.
+fn throughput_lines(s: &mut String, w: &linkperf_results::WorkloadInfo, run: &Run) {
     if let Some(t) = &run.throughput {
         let sender = |c: linkperf_results::Counter| match c {
             linkperf_results::Counter::Receiver => "",
@@ -129,6 +164,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             );
         }
     }
+}
+
+/// Bytes written but not yet read when the window closed.
+fn in_flight_lines(s: &mut String, run: &Run) {
     if let Some(p) = &run.payload {
         // Bytes written but not yet read when the window closed: the sender's
         // count would have claimed them as carried.
@@ -150,6 +189,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             }
         }
     }
+}
+
+/// Flows served unevenly, and UDP request/response transactions lost.
+fn flow_and_loss_lines(s: &mut String, run: &Run) {
     if let Some(f) = run.flows.filter(|f| f.unfair()) {
         let _ = writeln!(
             s,
@@ -173,6 +216,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             l.rate * 100.0
         );
     }
+}
+
+/// A UDP stream's datagrams and pace, per direction.
+fn udp_lines(s: &mut String, run: &Run) {
     if let Some(u) = &run.udp {
         for (dir, d) in u.directions() {
             let _ = writeln!(
@@ -211,6 +258,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             );
         }
     }
+}
+
+/// A many-server aggregate's parts, and how many users ran in all.
+fn parts_line(s: &mut String, run: &Run) {
     if run.parts.len() > 1 {
         let users: u32 = run.parts.iter().map(|p| p.users).sum();
         let each: Vec<String> = run
@@ -237,19 +288,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             each.join("; ")
         );
     }
-    if let Some(l) = &run.transaction_time_us {
-        let _ = writeln!(
-            s,
-            "  transaction    mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}  ({})",
-            time_us(l.mean),
-            time_us(l.p50),
-            time_us(l.p90),
-            time_us(l.p99),
-            time_us(l.p999),
-            time_us(l.max),
-            count(l.count, "transaction")
-        );
-    }
+}
+
+/// Each side's CPU.
+fn cpu_lines(s: &mut String, run: &Run) {
     if let Some(cpu) = &run.cpu {
         let side = |name: &str, c: &linkperf_metrics::SideCpu| {
             format!(
@@ -271,6 +313,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             }
         }
     }
+}
+
+/// CPU efficiency: process, system-wide, and each side's pinned CPUs.
+fn efficiency_lines(s: &mut String, run: &Run) {
     if let Some(e) = &run.efficiency {
         let _ = writeln!(
             s,
@@ -303,6 +349,10 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             );
         }
     }
+}
+
+/// TCP_INFO and the wire.
+fn tcp_and_wire_lines(s: &mut String, run: &Run) {
     if let Some(t) = &run.tcp_info {
         let _ = writeln!(
             s,
@@ -332,16 +382,6 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             }
         );
     }
-    let _ = writeln!(s, "  errors         {}", run.errors);
-    if let Some(c) = &run.client {
-        for e in &c.error_samples {
-            let _ = writeln!(s, "                 {e}");
-        }
-        if let Some(p) = &c.profile {
-            render_profile(&mut s, p);
-        }
-    }
-    s
 }
 
 /// A profile run's transaction elements and flowop types.

@@ -1,8 +1,12 @@
 //! Merging the workers' reports into one side's record.
 
-use linkperf_metrics::{ProcessCpu, SideCpu, SideReport, TcpInfoAggregator};
+use linkperf_metrics::{
+    side_cpu, system_cpu_between, system_cpu_now, Environment, ProcessCpu, ProcessMethod, SideCpu,
+    SideReport, TcpInfoAggregator,
+};
 
 use crate::counters::Counters;
+use crate::sampler::WindowCpu;
 use crate::worker::{SocketFacts, WorkerReport};
 
 /// One side's workers, merged.
@@ -18,6 +22,31 @@ pub struct Aggregate {
     workers: Vec<linkperf_metrics::WorkerPlacement>,
     tcp: TcpInfoAggregator,
     connections: u64,
+}
+
+/// A side's CPU from its sampler's `window`: the sampled whole process's
+/// when `asked` for and sampled, else its workers' threads' (`worker_cpu`),
+/// with the system's over the same window.
+pub(crate) fn window_cpu(
+    window: Option<&WindowCpu>,
+    asked: ProcessMethod,
+    worker_cpu: ProcessCpu,
+) -> SideCpu {
+    let (process, method) = match (asked, window) {
+        (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
+        _ => (worker_cpu, ProcessMethod::RusageThreadSum),
+    };
+    match window {
+        Some(w) => {
+            let mut cpu = side_cpu(process, method, &w.system, w.window_s);
+            w.mark(&mut cpu);
+            cpu
+        }
+        None => {
+            let s = system_cpu_now();
+            side_cpu(process, method, &system_cpu_between(&s, &s), 0.0)
+        }
+    }
 }
 
 /// Merges worker reports.
@@ -52,8 +81,33 @@ pub fn aggregate(reports: Vec<WorkerReport>) -> Aggregate {
 }
 
 impl Aggregate {
+    /// The side's record from its workers and its sampler's `window`: the
+    /// one place every side (linkperf's client and server, the driver of a
+    /// stock iperf3 server) puts it together. The process CPU is the
+    /// sampled whole process's when `asked` for and sampled, else the
+    /// workers' threads'; `window_s` is the window the counts cover; the
+    /// data socket's facts go into `env`.
+    pub fn side_report(
+        self,
+        window: Option<&WindowCpu>,
+        asked: ProcessMethod,
+        window_s: f64,
+        busy_poll: bool,
+        env: &mut Environment,
+    ) -> SideReport {
+        let cpu = window_cpu(window, asked, self.worker_cpu);
+        if let Some(s) = &self.socket {
+            s.record(env);
+        }
+        let mut report = self.into_report(window_s, cpu, busy_poll);
+        if let Some(w) = window {
+            w.fill(&mut report);
+        }
+        report
+    }
+
     /// The side's record, given its CPU over a window of `window_s` seconds.
-    pub fn into_report(self, window_s: f64, cpu: SideCpu, busy_poll: bool) -> SideReport {
+    fn into_report(self, window_s: f64, cpu: SideCpu, busy_poll: bool) -> SideReport {
         let c = &self.counters;
         let latency = c.window_latency();
         SideReport {

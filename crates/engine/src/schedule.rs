@@ -60,6 +60,20 @@ impl Schedule {
         self.measure_until - self.measure_from
     }
 
+    /// Seconds the counts cover: the whole window, or, for a run cut short
+    /// (`cut_short`), up to now and at most the window.
+    pub fn measured_s(&self, cut_short: bool) -> f64 {
+        let nominal = self.window().as_secs_f64();
+        if cut_short {
+            Instant::now()
+                .saturating_duration_since(self.measure_from)
+                .as_secs_f64()
+                .min(nominal)
+        } else {
+            nominal
+        }
+    }
+
     /// The next phase boundary after `now`, if any.
     pub fn next_boundary(&self, now: Instant) -> Option<Instant> {
         [self.measure_from, self.measure_until, self.drain_until]

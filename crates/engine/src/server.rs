@@ -1,6 +1,8 @@
 //! The server side of a test: one listener (or UDP socket) per worker, flows
 //! that answer requests or stream, and counters of what the server itself saw.
 
+mod accept;
+mod drive;
 mod udp_stream;
 
 use std::collections::{HashMap, VecDeque};
@@ -37,9 +39,6 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// Workers give up on their own this long after the drain deadline, whatever
 /// the session says.
 const SAFETY_MARGIN: Duration = Duration::from_secs(10);
-/// Connections a worker lets wait for their preamble beyond twice the flows
-/// it carries; past that, the oldest waiting one is closed for each new one.
-const PREAMBLE_SLACK: usize = 64;
 
 /// Everything needed to run the server side.
 #[derive(Debug, Clone)]
@@ -165,42 +164,7 @@ impl ServerTest {
             socket: cfg.spec.socket.clone(),
         };
         let setup = |e: io::Error| EngineError::Setup(e.to_string());
-        let mut sources = Vec::new();
-        let mut tcp = Vec::new();
-        let mut udp = Vec::new();
-        let mut unix = Vec::new();
-        for w in 0..threads {
-            match cfg.spec.protocol {
-                Protocol::Tcp => {
-                    let l = tcp_listener(cfg.bind_ip, &opts).map_err(setup)?;
-                    let Listener::Tcp(t) = &l else {
-                        unreachable!("tcp_listener returns TCP")
-                    };
-                    tcp.push(t.local_addr().map_err(setup)?);
-                    sources.push(Source::Listener(l));
-                }
-                Protocol::Udp => {
-                    let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
-                    if cfg.spec.is_udp_stream() {
-                        // Runs of datagrams in one read, where the kernel has them so.
-                        crate::datagram_io::receive_runs(s.as_raw_fd());
-                    }
-                    udp.push(s.local_addr().map_err(setup)?);
-                    sources.push(Source::Udp(s));
-                }
-                Protocol::Unix => {
-                    let name = format!("linkperf-{}-{w}", cfg.token);
-                    let l = unix_listener(&name, &opts).map_err(setup)?;
-                    unix.push(name);
-                    sources.push(Source::Listener(l));
-                }
-            }
-        }
-        let endpoints = match cfg.spec.protocol {
-            Protocol::Tcp => DataEndpoints::Tcp(tcp),
-            Protocol::Udp => DataEndpoints::Udp(udp),
-            Protocol::Unix => DataEndpoints::Unix(unix),
-        };
+        let (sources, endpoints) = bind_sources(&cfg, threads, &opts)?;
         let signals = Arc::new(Signals::default());
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
@@ -360,6 +324,53 @@ impl Drop for ServerTest {
             self.abort();
         }
     }
+}
+
+/// One data source per worker (a TCP or Unix listener, or a UDP socket),
+/// and the endpoints clients are told to connect to.
+fn bind_sources(
+    cfg: &ServerConfig,
+    threads: usize,
+    opts: &DataOptions,
+) -> Result<(Vec<Source>, DataEndpoints), EngineError> {
+    let setup = |e: io::Error| EngineError::Setup(e.to_string());
+    let mut sources = Vec::new();
+    let mut tcp = Vec::new();
+    let mut udp = Vec::new();
+    let mut unix = Vec::new();
+    for w in 0..threads {
+        match cfg.spec.protocol {
+            Protocol::Tcp => {
+                let l = tcp_listener(cfg.bind_ip, opts).map_err(setup)?;
+                let Listener::Tcp(t) = &l else {
+                    unreachable!("tcp_listener returns TCP")
+                };
+                tcp.push(t.local_addr().map_err(setup)?);
+                sources.push(Source::Listener(l));
+            }
+            Protocol::Udp => {
+                let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                if cfg.spec.is_udp_stream() {
+                    // Runs of datagrams in one read, where the kernel has them so.
+                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                }
+                udp.push(s.local_addr().map_err(setup)?);
+                sources.push(Source::Udp(s));
+            }
+            Protocol::Unix => {
+                let name = format!("linkperf-{}-{w}", cfg.token);
+                let l = unix_listener(&name, opts).map_err(setup)?;
+                unix.push(name);
+                sources.push(Source::Listener(l));
+            }
+        }
+    }
+    let endpoints = match cfg.spec.protocol {
+        Protocol::Tcp => DataEndpoints::Tcp(tcp),
+        Protocol::Udp => DataEndpoints::Udp(udp),
+        Protocol::Unix => DataEndpoints::Unix(unix),
+    };
+    Ok((sources, endpoints))
 }
 
 fn new_logic(w: &Workload, flow: u32) -> Logic {
@@ -552,373 +563,6 @@ impl Worker {
         for (_, f) in self.flows.iter() {
             if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble { .. }) {
                 sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
-            }
-        }
-    }
-
-    fn expire_preambles(&mut self, now: Instant) {
-        while let Some(&(deadline, k)) = self.pending.front() {
-            if deadline > now {
-                break;
-            }
-            self.pending.pop_front();
-            if let Some(f) = self.flows.get(k) {
-                if let Logic::Preamble { deadline: d, .. } = f.logic {
-                    if d == deadline {
-                        self.close(k);
-                    }
-                }
-            }
-        }
-    }
-
-    /// How many accepted connections may wait for their preamble at once.
-    fn preamble_cap(&self) -> usize {
-        self.expected
-            .saturating_mul(2)
-            .saturating_add(PREAMBLE_SLACK)
-    }
-
-    /// Closes the connection that has waited longest for its preamble.
-    fn evict_oldest_preamble(&mut self) {
-        while let Some((deadline, k)) = self.pending.pop_front() {
-            let waiting = self.flows.get(k).is_some_and(
-                |f| matches!(f.logic, Logic::Preamble { deadline: d, .. } if d == deadline),
-            );
-            if waiting {
-                self.close(k);
-                return;
-            }
-        }
-    }
-
-    fn close(&mut self, k: usize) {
-        if self.flows.contains(k) {
-            let mut f = self.flows.remove(k);
-            if matches!(f.logic, Logic::Preamble { .. }) {
-                self.preambles -= 1;
-            } else if let Some(o) = self.open.get_mut(f.slot) {
-                *o = false;
-            }
-            // A flow that ends as the window closes (a single flow's client
-            // closes right after its last transaction) is sampled now, before
-            // its socket goes.
-            if !self.clock.closed
-                && f.conn.is_tcp()
-                && !matches!(f.logic, Logic::Preamble { .. })
-                && self
-                    .schedule
-                    .is_some_and(|s| Instant::now() >= s.measure_until)
-            {
-                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
-            }
-            let _ = self.poll.registry().deregister(f.conn.source());
-        }
-    }
-
-    fn on_source(&mut self) {
-        match &self.source {
-            Source::Listener(_) => self.accept_all(),
-            Source::Udp(_) => self.serve_udp(),
-        }
-    }
-
-    fn accept_all(&mut self) {
-        loop {
-            let Source::Listener(l) = &self.source else {
-                return;
-            };
-            match l.accept() {
-                Ok(mut conn) => {
-                    if apply_accepted(&conn, &self.opts).is_err() {
-                        continue;
-                    }
-                    // Connections that never present a preamble (anyone may
-                    // open one to a data port) hold a descriptor for up to the
-                    // preamble timeout: their number stays bounded. A real
-                    // user's preamble arrives with its connection, so the
-                    // oldest waiting one goes first.
-                    if self.preambles >= self.preamble_cap() {
-                        self.evict_oldest_preamble();
-                    }
-                    let entry = self.flows.vacant_entry();
-                    let k = entry.key();
-                    if self
-                        .poll
-                        .registry()
-                        .register(
-                            conn.source(),
-                            Token(k),
-                            Interest::READABLE | Interest::WRITABLE,
-                        )
-                        .is_err()
-                    {
-                        continue;
-                    }
-                    let deadline = Instant::now() + self.preamble_timeout;
-                    entry.insert(ServerFlow {
-                        conn,
-                        parked: None,
-                        retrans_before: 0,
-                        slot: usize::MAX,
-                        logic: Logic::Preamble {
-                            buf: [0; PREAMBLE_LEN],
-                            got: 0,
-                            deadline,
-                        },
-                    });
-                    self.pending.push_back((deadline, k));
-                    self.preambles += 1;
-                    self.drive(k);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors or a connection reset before accept: keep serving.
-                Err(_) => return,
-            }
-        }
-    }
-
-    fn serve_udp(&mut self) {
-        if self.spec.is_udp_stream() {
-            return self.serve_udp_stream();
-        }
-        let Source::Udp(sock) = &self.source else {
-            return;
-        };
-        let Some(sizes) = self.spec.workload.transaction_sizes() else {
-            return;
-        };
-        let tag = self.token.session_tag();
-        loop {
-            let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
-                Ok(r) => r,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => continue,
-            };
-            if !crate::transport::answers(self.udp_peer, from.ip()) {
-                continue;
-            }
-            let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
-                continue;
-            };
-            // Only this test's users, each on its own worker.
-            if h.tag != tag || !self.flow_is_mine(h.flow) {
-                continue;
-            }
-            let slot = match self.slots.get(&h.flow) {
-                Some(&s) => s,
-                None => {
-                    // A UDP user has no connection; count its flow when first seen.
-                    self.connections += 1;
-                    let s = self.counters.add_flow(h.flow);
-                    self.slots.insert(h.flow, s);
-                    self.open.push(true);
-                    s
-                }
-            };
-            let now = Instant::now();
-            self.counters.rx(slot, n - UDP_HEADER_LEN, now);
-            let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
-            let len = UDP_HEADER_LEN + resp;
-            if len > self.bufs.datagram.len() {
-                continue;
-            }
-            let mut hdr = [0u8; UDP_HEADER_LEN];
-            h.encode(&mut hdr);
-            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-            if sock.send_to(&self.bufs.datagram[..len], from).is_ok() {
-                let now = Instant::now();
-                self.counters.tx(slot, resp, now);
-                self.counters.transactions(slot, 1, Duration::ZERO, now);
-            }
-            if self.socket.is_none() {
-                self.socket = Some(SocketFacts::read(
-                    sock.as_raw_fd(),
-                    sock.local_addr().ok().map(|a| a.ip()),
-                    false,
-                ));
-            }
-        }
-    }
-
-    fn drive(&mut self, k: usize) {
-        let outcome = match self
-            .flows
-            .get(k)
-            .map(|f| matches!(f.logic, Logic::Preamble { .. }))
-        {
-            None => return,
-            Some(true) => self.read_preamble(k),
-            Some(false) => self.drive_flow(k),
-        };
-        match outcome {
-            Io::Close => self.close(k),
-            Io::Again => self.again.push(k),
-            Io::Blocked => {}
-        }
-    }
-
-    fn read_preamble(&mut self, k: usize) -> Io {
-        let Some(f) = self.flows.get_mut(k) else {
-            return Io::Close;
-        };
-        let Logic::Preamble { buf, got, .. } = &mut f.logic else {
-            return Io::Blocked;
-        };
-        while *got < PREAMBLE_LEN {
-            match f.conn.read(&mut buf[*got..]) {
-                Ok(0) => return Io::Close,
-                Ok(n) => *got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Io::Close,
-            }
-        }
-        let Ok(p) = Preamble::decode(buf) else {
-            return Io::Close;
-        };
-        // The client numbers its users from 0 and sends user `i` to worker
-        // `i % workers`: any other flow is not one of this test's, whatever
-        // token it shows.
-        if p.token != self.token || !self.flow_is_mine(p.flow) {
-            return Io::Close;
-        }
-        let slot = match self.slots.get(&p.flow) {
-            Some(&s) => s,
-            None => self.add_slot(p.flow),
-        };
-        // One connection per flow at a time: a second is not a user's.
-        if self.open[slot] {
-            return Io::Close;
-        }
-        let Some(f) = self.flows.get_mut(k) else {
-            return Io::Close;
-        };
-        f.logic = new_logic(&self.spec.workload, p.flow);
-        f.slot = slot;
-        self.open[slot] = true;
-        // A connection of the test: counted (junk and refused ones never are).
-        self.connections += 1;
-        self.preambles -= 1;
-        if self.socket.is_none() {
-            self.socket = Some(SocketFacts::read(
-                f.conn.as_raw_fd(),
-                f.conn.local_ip(),
-                f.conn.is_tcp(),
-            ));
-        }
-        if let (Some(_), Logic::Stream(halves)) = (self.schedule, &mut f.logic) {
-            halves.start(Instant::now());
-        }
-        self.drive_flow(k)
-    }
-
-    /// Whether flow `flow` is one of this test's users carried by this worker.
-    fn flow_is_mine(&self, flow: u32) -> bool {
-        flow < self.spec.users && flow as usize % self.workers.max(1) == self.index
-    }
-
-    /// A counting slot for a flow seen for the first time.
-    fn add_slot(&mut self, flow: u32) -> FlowSlotId {
-        let s = self.counters.add_flow(flow);
-        self.slots.insert(flow, s);
-        self.open.push(false);
-        s
-    }
-
-    fn drive_flow(&mut self, k: usize) -> Io {
-        self.last_read = None;
-        let Some(f) = self.flows.get_mut(k) else {
-            return Io::Close;
-        };
-        let conn = &mut f.conn;
-        let slot = f.slot;
-        // A single flow's blocking socket: a read or write that moved only
-        // part of a message returns to the loop (its intervals, its window
-        // edges) before the next part.
-        let blocking = f.parked.is_some();
-        match &mut f.logic {
-            Logic::Preamble { .. } => Io::Blocked,
-            logic @ (Logic::Rr(_) | Logic::Crr(_)) => {
-                let crr = matches!(logic, Logic::Crr(_));
-                let (Logic::Rr(rr) | Logic::Crr(rr)) = logic else {
-                    return Io::Blocked;
-                };
-                loop {
-                    match rr.want() {
-                        Want::Read(n) => {
-                            let n = n.min(self.bufs.read.len());
-                            match conn.read(&mut self.bufs.read[..n]) {
-                                Ok(0) => return Io::Close,
-                                Ok(m) => {
-                                    let now = Instant::now();
-                                    self.last_read = Some(now);
-                                    self.counters.rx(slot, m, now);
-                                    if !rr.read(m) && blocking {
-                                        return Io::Blocked;
-                                    }
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                    return Io::Blocked
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(_) => return Io::Close,
-                            }
-                        }
-                        Want::Write(n) => {
-                            let n = n.min(self.bufs.write.len());
-                            match conn.write(&self.bufs.write[..n]) {
-                                Ok(0) => return Io::Close,
-                                Ok(m) => {
-                                    // The response goes out right after its request's read.
-                                    let now = self.last_read.unwrap_or_else(Instant::now);
-                                    self.counters.tx(slot, m, now);
-                                    if rr.wrote(m) {
-                                        self.counters.transactions(slot, 1, Duration::ZERO, now);
-                                        if crr {
-                                            // Connect-per-transaction: the server closes first.
-                                            return Io::Close;
-                                        }
-                                        // The next request raises a fresh readiness edge.
-                                        return Io::Blocked;
-                                    }
-                                    // Part of a large response went (a blocking write may
-                                    // have waited for room): the rest, and the next turn,
-                                    // are stamped with fresh times.
-                                    self.last_read = None;
-                                    if blocking {
-                                        return Io::Blocked;
-                                    }
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                    // A blocking write waited its 50 ms for room: the
-                                    // loop goes on from a fresh time.
-                                    self.last_read = None;
-                                    return Io::Blocked;
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(_) => return Io::Close,
-                            }
-                        }
-                        Want::Idle | Want::Done => return Io::Blocked,
-                    }
-                }
-            }
-            Logic::Stream(halves) => {
-                match halves.drive(
-                    conn,
-                    &mut self.bufs,
-                    &mut self.counters,
-                    slot,
-                    self.schedule.as_ref(),
-                ) {
-                    StreamIo::Blocked => Io::Blocked,
-                    StreamIo::Again => Io::Again,
-                    // The client is done (or gone): close, whatever this side was sending.
-                    StreamIo::PeerClosed { .. } | StreamIo::Failed(_) => Io::Close,
-                }
             }
         }
     }

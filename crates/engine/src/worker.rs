@@ -20,6 +20,16 @@ pub const WAKER: mio::Token = mio::Token(usize::MAX);
 /// Longest a worker sleeps before looking at its signals again.
 pub const MAX_SLEEP: Duration = Duration::from_millis(50);
 
+/// How many accepted data connections may wait for their preamble at once
+/// on a worker whose flows (or a profile's users' connections) hold
+/// `conns`: twice that plus 64, so that anyone may open a connection and
+/// the ones that never send a preamble stay bounded. Past it, the one that
+/// waited longest is closed for each new one. The workload server and the
+/// profile worker both keep it.
+pub(crate) fn preamble_cap(conns: usize) -> usize {
+    conns.saturating_mul(2).saturating_add(64)
+}
+
 /// Bytes of payload written at most per write: every worker writes from one
 /// region of this size, shared by the whole process.
 const PAYLOAD_BYTES: usize = 1 << 20;

@@ -16,10 +16,12 @@
 pub mod client;
 mod control;
 mod error;
-mod sampler;
+
 pub mod server;
 mod sys;
 pub mod wire;
+#[cfg(test)]
+mod wire_properties;
 
 pub use client::{
     check_spec, run_client, ClientOutcome, ClientRequest, Iperf3Target, RemoteReport,

@@ -17,52 +17,7 @@ pub(crate) fn unacked_bytes(fd: RawFd) -> Option<u64> {
     (r == 0).then_some(u64::try_from(n).unwrap_or(0))
 }
 
-/// The TCP state of `fd` (`tcpi_state`: 1 established, 4 FIN-WAIT-1,
-/// 5 FIN-WAIT-2, 6 TIME-WAIT, 7 CLOSE, 8 CLOSE-WAIT, …).
-pub(crate) fn tcp_state(fd: RawFd) -> Option<u8> {
-    let mut info = [0u8; 8];
-    let mut len = info.len() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes of struct tcp_info into
-    // `info` and updates `len`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            info.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    (r == 0 && len >= 1).then_some(info[0])
-}
-
-/// The window the peer last advertised on `fd` (`tcpi_snd_wnd`, Linux 5.4
-/// and later): its free receive buffer, so it shrinks by what the peer has
-/// received and not yet read.
-pub(crate) fn peer_window(fd: RawFd) -> Option<u32> {
-    const OFFSET: usize = 228;
-    let mut info = [0u8; OFFSET + 4];
-    let mut len = info.len() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes of struct tcp_info into
-    // `info` and updates `len`.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            info.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    (r == 0 && len as usize >= OFFSET + 4).then(|| {
-        u32::from_ne_bytes([
-            info[OFFSET],
-            info[OFFSET + 1],
-            info[OFFSET + 2],
-            info[OFFSET + 3],
-        ])
-    })
-}
+pub(crate) use linkperf_metrics::{peer_window, tcp_state};
 
 /// Sets `fd`'s receive low-water mark (SO_RCVLOWAT): it reads as ready once
 /// `bytes` have arrived, or at its end, or when its window is all but closed

@@ -20,6 +20,8 @@ pub mod agents;
 pub mod classes;
 mod error;
 pub mod plan;
+#[cfg(test)]
+mod scale_tests;
 pub mod schedule;
 
 pub use agents::{name_agents, nodes_of, Agent};

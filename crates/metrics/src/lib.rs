@@ -43,6 +43,6 @@ pub use placement::{
 pub use record::*;
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
-    read_tcp_info, since_last_ack, socket_buffers, socket_congestion_control, socket_nodelay,
-    TcpInfoAggregator, TcpInfoSnapshot,
+    peer_window, read_tcp_info, since_last_ack, socket_buffers, socket_congestion_control,
+    socket_nodelay, tcp_state, TcpInfoAggregator, TcpInfoSnapshot,
 };

@@ -42,6 +42,21 @@ pub fn since_last_ack(fd: RawFd) -> Option<std::time::Duration> {
     socket::tcp_info(fd).map(|f| std::time::Duration::from_millis(u64::from(f.last_ack_recv_ms)))
 }
 
+/// The TCP state of `fd` (`tcpi_state`: 1 established, 4 FIN-WAIT-1,
+/// 5 FIN-WAIT-2, 6 TIME-WAIT, 7 CLOSE, 8 CLOSE-WAIT, …); `None` if it is
+/// not a TCP socket.
+pub fn tcp_state(fd: RawFd) -> Option<u8> {
+    socket::tcp_info(fd).map(|f| f.state)
+}
+
+/// The window the peer last advertised on `fd` (`tcpi_snd_wnd`, Linux 5.4
+/// and later): its free receive buffer, so it shrinks by what the peer has
+/// received and not yet read. `None` if it is not a TCP socket or the
+/// kernel does not report it.
+pub fn peer_window(fd: RawFd) -> Option<u32> {
+    socket::tcp_info(fd).and_then(|f| f.snd_wnd)
+}
+
 /// The socket's congestion control algorithm (TCP_CONGESTION), e.g. `cubic`.
 pub fn socket_congestion_control(fd: RawFd) -> Option<String> {
     socket::congestion_control(fd)
@@ -175,6 +190,9 @@ mod tests {
         assert!(info.rtt_us > 0, "{info:?}");
         assert!(info.snd_cwnd > 0 && info.snd_mss > 0, "{info:?}");
         assert!(read_tcp_info(server.as_raw_fd()).is_some());
+        assert_eq!(tcp_state(client.as_raw_fd()), Some(1), "established");
+        let window = peer_window(client.as_raw_fd()).expect("Linux 5.4 or later");
+        assert!(window > 0, "the peer reads everything: its window is open");
 
         let cc = socket_congestion_control(client.as_raw_fd()).unwrap();
         assert!(!cc.is_empty() && cc.is_ascii(), "{cc}");
@@ -188,6 +206,7 @@ mod tests {
         assert_eq!(read_tcp_info(udp.as_raw_fd()), None);
         assert_eq!(socket_congestion_control(udp.as_raw_fd()), None);
         assert_eq!(read_tcp_info(-1), None);
+        assert_eq!((tcp_state(udp.as_raw_fd()), peer_window(-1)), (None, None));
         assert_eq!(socket_buffers(-1), (None, None));
     }
 }

@@ -60,6 +60,56 @@ fn shade(h: &Heatmap, (lo, hi): (f64, f64), v: f64) -> String {
     format!("background: rgb({:.0},{:.0},{:.0})", r, g, b)
 }
 
+/// One test's heatmap: sources by rows, destinations by columns.
+fn heatmap(o: &mut String, r: &MeshReport, h: &crate::mesh::Heatmap) {
+    let _ = write!(
+        o,
+        "<h2>{}: {} (source rows × destination columns)</h2>",
+        esc(&h.test),
+        esc(h.metric.label())
+    );
+    let _ = write!(
+        o,
+        "<p class=note>Each cell: the mean of the pair's ok runs; green the best, red the worst{}. \
+         A value in italics with * is of suspect runs only (no ok run), left out of the median.</p>",
+        h.median
+            .map(|m| format!("; median {}", show(h.metric, m)))
+            .unwrap_or_default()
+    );
+    o.push_str("<table><tr><th class=name>source \\ destination</th>");
+    for a in &r.agents {
+        let _ = write!(o, "<th>{}</th>", esc(a));
+    }
+    o.push_str("</tr>");
+    let scale = range(h);
+    for (s, row) in h.cells.iter().enumerate() {
+        let _ = write!(o, "<tr><th class=name>{}</th>", esc(&r.agents[s]));
+        for (d, v) in row.iter().enumerate() {
+            match v {
+                Some(c) if c.suspect => {
+                    let _ = write!(
+                        o,
+                        "<td class=suspect title=\"suspect runs only: not in the median\">{}*</td>",
+                        show(h.metric, c.value)
+                    );
+                }
+                Some(c) => {
+                    let _ = write!(
+                        o,
+                        "<td style=\"{}\">{}</td>",
+                        shade(h, scale, c.value),
+                        show(h.metric, c.value)
+                    );
+                }
+                None if s == d => o.push_str("<td></td>"),
+                None => o.push_str("<td>–</td>"),
+            }
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</table>");
+}
+
 /// The page.
 pub fn mesh_page(r: &MeshReport) -> String {
     let mut o = String::new();
@@ -119,52 +169,7 @@ pub fn mesh_page(r: &MeshReport) -> String {
         }
     }
     for h in &r.heatmaps {
-        let _ = write!(
-            o,
-            "<h2>{}: {} (source rows × destination columns)</h2>",
-            esc(&h.test),
-            esc(h.metric.label())
-        );
-        let _ = write!(
-            o,
-            "<p class=note>Each cell: the mean of the pair's ok runs; green the best, red the worst{}. \
-             A value in italics with * is of suspect runs only (no ok run), left out of the median.</p>",
-            h.median
-                .map(|m| format!("; median {}", show(h.metric, m)))
-                .unwrap_or_default()
-        );
-        o.push_str("<table><tr><th class=name>source \\ destination</th>");
-        for a in &r.agents {
-            let _ = write!(o, "<th>{}</th>", esc(a));
-        }
-        o.push_str("</tr>");
-        let scale = range(h);
-        for (s, row) in h.cells.iter().enumerate() {
-            let _ = write!(o, "<tr><th class=name>{}</th>", esc(&r.agents[s]));
-            for (d, v) in row.iter().enumerate() {
-                match v {
-                    Some(c) if c.suspect => {
-                        let _ = write!(
-                            o,
-                            "<td class=suspect title=\"suspect runs only: not in the median\">{}*</td>",
-                            show(h.metric, c.value)
-                        );
-                    }
-                    Some(c) => {
-                        let _ = write!(
-                            o,
-                            "<td style=\"{}\">{}</td>",
-                            shade(h, scale, c.value),
-                            show(h.metric, c.value)
-                        );
-                    }
-                    None if s == d => o.push_str("<td></td>"),
-                    None => o.push_str("<td>–</td>"),
-                }
-            }
-            o.push_str("</tr>");
-        }
-        o.push_str("</table>");
+        heatmap(&mut o, r, h);
     }
     if r.agents.len() > crate::mesh::MAX_HEATMAP_AGENTS {
         let _ = write!(

@@ -16,6 +16,8 @@ mod derive;
 mod document;
 mod error;
 mod mesh;
+#[cfg(test)]
+mod reader_never_panics;
 mod space;
 mod store;
 mod stream;

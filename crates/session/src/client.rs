@@ -4,11 +4,11 @@
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::{
-    capture_environment, side_cpu, AgentIdentity, Environment, ProcessMethod, SideReport,
+    capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
 };
 use linkperf_wire::{
     decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
@@ -17,9 +17,9 @@ use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::{new_challenge, AuthKey};
 use crate::channel::{Channel, Received};
-use crate::sampler::Sampler;
 use crate::server::DRAIN;
 use crate::SessionError;
+use linkperf_engine::Sampler;
 
 mod address;
 mod delegate;
@@ -303,6 +303,83 @@ pub(crate) fn same_needs_one_host(
     Ok(())
 }
 
+/// What the server offered for a test or a profile: its data endpoints,
+/// the token they take, and its host.
+struct Offer {
+    /// TCP or UDP request/response ports, one per server worker.
+    data_ports: Vec<u16>,
+    /// Abstract Unix socket names, one per server worker.
+    unix_names: Vec<String>,
+    /// A profile's UDP ports, one per server worker.
+    udp_ports: Vec<u16>,
+    /// The token every data connection presents.
+    token: linkperf_wire::DataToken,
+    /// The server's host.
+    environment: Environment,
+}
+
+impl Client {
+    /// The server's answer to a test or profile: `accepted`, or an error.
+    fn accepted(&mut self, what: &str) -> Result<Offer, SessionError> {
+        match self.recv(ANSWER_TIMEOUT, what)? {
+            ServerMessage::Accepted {
+                data_ports,
+                unix_names,
+                udp_ports,
+                token,
+                environment,
+            } => Ok(Offer {
+                data_ports,
+                unix_names,
+                udp_ports,
+                token,
+                environment,
+            }),
+            other => Err(SessionError::Control(format!(
+                "expected accepted, got {}",
+                name(&other)
+            ))),
+        }
+    }
+
+    /// Tells the server why this side gives up before the test starts, and
+    /// passes the error on.
+    fn give_up<E: Into<SessionError> + std::fmt::Display>(&mut self, e: E) -> SessionError {
+        let _ = self.send(&ClientMessage::Abort {
+            reason: e.to_string(),
+        });
+        e.into()
+    }
+
+    /// `start → started`.
+    fn start(&mut self) -> Result<(), SessionError> {
+        self.send(&ClientMessage::Start)?;
+        match self.recv(ANSWER_TIMEOUT, "start confirmation")? {
+            ServerMessage::Started => Ok(()),
+            other => Err(SessionError::Control(format!(
+                "expected started, got {}",
+                name(&other)
+            ))),
+        }
+    }
+}
+
+/// An offer's endpoints must exist, and `--placement same` needs the server
+/// on this host; else the server is told and the test ends here.
+fn check_offer(
+    c: &mut Client,
+    endpoints: usize,
+    server: &Placement,
+    offer: &Offer,
+) -> Result<(), SessionError> {
+    if endpoints == 0 {
+        return Err(SessionError::Control(
+            "the server offered no data endpoint".into(),
+        ));
+    }
+    same_needs_one_host(server, &offer.environment).map_err(|e| c.give_up(e))
+}
+
 /// Runs one test against the daemon at `target`.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
@@ -318,48 +395,21 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         spec: req.spec.clone(),
         placement: req.server.clone(),
     })?;
-    let (ports, names, token, server_env) =
-        match c.recv(ANSWER_TIMEOUT, "acceptance of the test")? {
-            ServerMessage::Accepted {
-                data_ports,
-                unix_names,
-                token,
-                environment,
-                ..
-            } => (data_ports, unix_names, token, environment),
-            other => {
-                return Err(SessionError::Control(format!(
-                    "expected accepted, got {}",
-                    name(&other)
-                )))
-            }
-        };
-    let endpoints = match req.spec.protocol {
-        Protocol::Tcp => DataEndpoints::Tcp(
-            ports
-                .iter()
-                .map(|p| SocketAddr::new(addr.ip(), *p))
-                .collect(),
-        ),
-        Protocol::Udp => DataEndpoints::Udp(
-            ports
-                .iter()
-                .map(|p| SocketAddr::new(addr.ip(), *p))
-                .collect(),
-        ),
-        Protocol::Unix => DataEndpoints::Unix(names),
+    let offer = c.accepted("acceptance of the test")?;
+    let at = |ports: &[u16]| {
+        ports
+            .iter()
+            .map(|p| SocketAddr::new(addr.ip(), *p))
+            .collect()
     };
-    if endpoints.is_empty() {
-        return Err(SessionError::Control(
-            "the server offered no data endpoint".into(),
-        ));
-    }
-    if let Err(e) = same_needs_one_host(&req.server, &server_env) {
-        let _ = c.send(&ClientMessage::Abort {
-            reason: e.to_string(),
-        });
-        return Err(e);
-    }
+    let endpoints = match req.spec.protocol {
+        Protocol::Tcp => DataEndpoints::Tcp(at(&offer.data_ports)),
+        Protocol::Udp => DataEndpoints::Udp(at(&offer.data_ports)),
+        Protocol::Unix => DataEndpoints::Unix(offer.unix_names.clone()),
+    };
+    let n = if endpoints.is_empty() { 0 } else { 1 };
+    check_offer(&mut c, n, &req.server, &offer)?;
+    let (token, server_env) = (offer.token, offer.environment);
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
     let connect_timeout =
@@ -375,31 +425,11 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         live: req.live.clone(),
         greeting: None,
     });
-    let client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = c.send(&ClientMessage::Abort {
-                reason: e.to_string(),
-            });
-            return Err(e.into());
-        }
-    };
-    c.send(&ClientMessage::Start)?;
-    match c.recv(ANSWER_TIMEOUT, "start confirmation") {
-        Ok(ServerMessage::Started) => {}
-        Ok(other) => {
-            client.abort();
-            let _ = client.wait();
-            return Err(SessionError::Control(format!(
-                "expected started, got {}",
-                name(&other)
-            )));
-        }
-        Err(e) => {
-            client.abort();
-            let _ = client.wait();
-            return Err(e);
-        }
+    let client = client.map_err(|e| c.give_up(e))?;
+    if let Err(e) = c.start() {
+        client.abort();
+        let _ = client.wait();
+        return Err(e);
     }
     let started = SystemTime::now();
     let schedule = client.start(DRAIN);
@@ -453,46 +483,17 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     let window = sampler.finish();
     let reports = reports?;
     let agg = aggregate(reports);
-    let (process, method) = match (req.process_method, &window) {
-        (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
-        _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-    };
-    let nominal = schedule.window().as_secs_f64();
-    let window_s = if aborted || server_stop.is_some() {
-        Instant::now()
-            .saturating_duration_since(schedule.measure_from)
-            .as_secs_f64()
-            .min(nominal)
-    } else {
-        nominal
-    };
-    let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-    let mut cpu = match &window {
-        Some(w) => side_cpu(process, method, &w.system, sampled_s),
-        None => {
-            let s = linkperf_metrics::system_cpu_now();
-            side_cpu(
-                process,
-                method,
-                &linkperf_metrics::system_cpu_between(&s, &s),
-                0.0,
-            )
-        }
-    };
-    if let Some(w) = &window {
-        w.mark(&mut cpu);
-    }
     let mut env = capture_environment(
         agg.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
         req.command_line.clone(),
     );
-    if let Some(s) = &agg.socket {
-        s.record(&mut env);
-    }
-    let mut client_report = agg.into_report(window_s, cpu, req.client.busy_poll);
-    if let Some(w) = &window {
-        w.fill(&mut client_report);
-    }
+    let client_report = agg.side_report(
+        window.as_ref(),
+        req.process_method,
+        schedule.measured_s(aborted || server_stop.is_some()),
+        req.client.busy_poll,
+        &mut env,
+    );
     if let Some(stop) = server_stop {
         return Ok(Outcome {
             started,

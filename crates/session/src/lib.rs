@@ -12,7 +12,6 @@ mod channel;
 mod client;
 mod daemon;
 mod error;
-mod sampler;
 mod server;
 
 pub use auth::{AuthKey, KeyError};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
-use linkperf_metrics::{capture_environment, side_cpu, Environment, ProcessMethod, SideReport};
+use linkperf_metrics::{capture_environment, Environment, SideReport};
 use linkperf_wire::{
     decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
     WireError, PROTOCOL_VERSION,
@@ -18,7 +18,7 @@ use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
 use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState};
-use crate::sampler::Sampler;
+use linkperf_engine::Sampler;
 
 mod delegate;
 mod profile;
@@ -374,6 +374,34 @@ impl Session<'_> {
 
     /// The refusal once a running test has passed `--max-bytes-per-session`
     /// (its workers' live totals, both directions), for workloads and profiles alike.
+    /// What ends a running test (a workload's or a profile's) from this
+    /// side: the server shutting down (counted as an aborted test), the
+    /// session's byte limit, the client's host gone silent, or `deadline`
+    /// passed (then `overdue` says why).
+    fn still_on(
+        &self,
+        live: &LiveStats,
+        liveness: &mut Liveness,
+        deadline: Instant,
+        overdue: impl FnOnce() -> Fail,
+    ) -> Result<(), Fail> {
+        if self.state.shutting_down() {
+            self.state.aborted.fetch_add(1, Ordering::AcqRel);
+            return Err(shutting_down());
+        }
+        if let Some(e) = self.over_byte_limit(live) {
+            return Err(e);
+        }
+        let now = Instant::now();
+        if let Some(e) = liveness.gone(&self.ch, live, now) {
+            return Err(e);
+        }
+        if now > deadline {
+            return Err(overdue());
+        }
+        Ok(())
+    }
+
     fn over_byte_limit(&self, live: &LiveStats) -> Option<Fail> {
         let max = self.config.max_bytes_per_session?;
         let t = live.totals();
@@ -488,21 +516,14 @@ impl Session<'_> {
         let mut aborted = false;
         let mut liveness = Liveness::new(Instant::now());
         let outcome: Result<(), Fail> = loop {
-            if self.state.shutting_down() {
-                self.state.aborted.fetch_add(1, Ordering::AcqRel);
-                break Err(shutting_down());
-            }
-            if let Some(e) = self.over_byte_limit(&live) {
-                break Err(e);
-            }
-            if let Some(e) = liveness.gone(&self.ch, &live, Instant::now()) {
-                break Err(e);
-            }
-            if Instant::now() > deadline {
-                break Err(fail(
+            let overdue = || {
+                fail(
                     ErrorCode::Aborted,
                     "the client did not finish in time; test abandoned",
-                ));
+                )
+            };
+            if let Err(e) = self.still_on(&live, &mut liveness, deadline, overdue) {
+                break Err(e);
             }
             match self.ch.recv(WATCH_INTERVAL) {
                 Ok(Received::Timeout) => continue,
@@ -534,36 +555,14 @@ impl Session<'_> {
             .finish()
             .map_err(|e| fail(ErrorCode::Internal, e.to_string()))?;
         outcome?;
-        let agg = aggregate(reports);
-        let (process, method) = match (self.config.process_method, &window) {
-            (ProcessMethod::RusageSelf, Some(w)) => (w.process, ProcessMethod::RusageSelf),
-            _ => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-        };
-        let window_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-        let mut cpu = match &window {
-            Some(w) => side_cpu(process, method, &w.system, window_s),
-            None => {
-                let s = linkperf_metrics::system_cpu_now();
-                side_cpu(
-                    process,
-                    method,
-                    &linkperf_metrics::system_cpu_between(&s, &s),
-                    0.0,
-                )
-            }
-        };
-        if let Some(w) = &window {
-            w.mark(&mut cpu);
-        }
         let mut env = self.environment();
-        if let Some(s) = &agg.socket {
-            s.record(&mut env);
-        }
-        let mut report: SideReport =
-            agg.into_report(schedule.window().as_secs_f64(), cpu, placement.busy_poll);
-        if let Some(w) = &window {
-            w.fill(&mut report);
-        }
+        let report: SideReport = aggregate(reports).side_report(
+            window.as_ref(),
+            self.config.process_method,
+            schedule.measured_s(false),
+            placement.busy_poll,
+            &mut env,
+        );
         if aborted {
             self.log("test aborted by the client");
         }

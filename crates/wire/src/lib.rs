@@ -15,6 +15,8 @@ mod control;
 mod data;
 mod error;
 mod frame;
+#[cfg(test)]
+mod golden;
 
 pub use control::{
     decode_client, decode_server, encode_client, encode_server, ClientMessage, DataToken,

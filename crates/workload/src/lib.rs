@@ -14,6 +14,8 @@ mod cpus;
 mod duration;
 mod error;
 mod mix;
+#[cfg(test)]
+mod parsers_never_panic;
 pub mod profile;
 mod rate;
 mod size;

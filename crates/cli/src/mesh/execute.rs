@@ -60,25 +60,7 @@ pub(crate) fn run_mesh(
                 .collect()
         })
         .collect();
-    // Completed runs by test name, counted once (a mesh has many tests).
-    let done: HashMap<&str, usize> = doc
-        .tests
-        .iter()
-        .map(|t| (t.name.as_str(), completed(t)))
-        .collect();
-    let mut items = Vec::new();
-    for (test, run) in run_order(p.suite.tests.len(), p.repeat, p.interleave) {
-        for (pair, of_pair) in names.iter().enumerate() {
-            if done.get(of_pair[test].as_str()).copied().unwrap_or(0) < run as usize {
-                items.push(Item {
-                    pair: pair as u32,
-                    test: test as u32,
-                    run,
-                });
-            }
-        }
-    }
-    drop(done);
+    let items = pending_items(p, doc, &names);
     let total = items.len();
     let done_before = p.pairs.len() * p.suite.tests.len() * p.repeat as usize - total;
     if done_before > 0 {
@@ -115,28 +97,7 @@ pub(crate) fn run_mesh(
     while !sched.is_done() {
         if !cancel.load(Ordering::Acquire) {
             while let Some(item) = sched.next_run() {
-                let pair = p.pairs[item.pair as usize];
-                let source = &p.agents[pair.source as usize];
-                let target = &p.agents[pair.target as usize];
-                let agent = Target {
-                    address: source.address.clone(),
-                    default_port: 0,
-                    auth_key: Some(p.key.clone()),
-                };
-                let req = DelegateRequest {
-                    target: target.address.clone(),
-                    spec: p.suite.tests[item.test as usize].spec.clone(),
-                    client: p.placements[item.test as usize].0.clone(),
-                    server: p.placements[item.test as usize].1.clone(),
-                    cancel: Some(cancel.clone()),
-                };
-                let tx = tx.clone();
-                std::thread::Builder::new()
-                    .name(format!("lp-mesh-{}", item.pair))
-                    .spawn(move || {
-                        let r = delegate(&agent, &req);
-                        let _ = tx.send((item, r));
-                    })?;
+                spawn_run(p, item, &cancel, &tx)?;
             }
         } else if !interrupted {
             interrupted = true;
@@ -205,6 +166,63 @@ pub(crate) fn run_mesh(
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The runs the mesh still owes: each test's runs in the suite's order,
+/// over every pair, but those completed already (a resumed mesh).
+fn pending_items(p: &MeshPlan, doc: &ResultsDocument, names: &[Vec<String>]) -> Vec<Item> {
+    // Completed runs by test name, counted once (a mesh has many tests).
+    let done: HashMap<&str, usize> = doc
+        .tests
+        .iter()
+        .map(|t| (t.name.as_str(), completed(t)))
+        .collect();
+    let mut items = Vec::new();
+    for (test, run) in run_order(p.suite.tests.len(), p.repeat, p.interleave) {
+        for (pair, of_pair) in names.iter().enumerate() {
+            if done.get(of_pair[test].as_str()).copied().unwrap_or(0) < run as usize {
+                items.push(Item {
+                    pair: pair as u32,
+                    test: test as u32,
+                    run,
+                });
+            }
+        }
+    }
+    items
+}
+
+/// Starts `item` on a thread of its own: its source agent runs it
+/// toward its target; the result comes back on `tx`.
+fn spawn_run(
+    p: &MeshPlan,
+    item: Item,
+    cancel: &Arc<AtomicBool>,
+    tx: &mpsc::Sender<(Item, Result<Delegated, SessionError>)>,
+) -> std::io::Result<()> {
+    let pair = p.pairs[item.pair as usize];
+    let source = &p.agents[pair.source as usize];
+    let target = &p.agents[pair.target as usize];
+    let agent = Target {
+        address: source.address.clone(),
+        default_port: 0,
+        auth_key: Some(p.key.clone()),
+    };
+    let req = DelegateRequest {
+        target: target.address.clone(),
+        spec: p.suite.tests[item.test as usize].spec.clone(),
+        client: p.placements[item.test as usize].0.clone(),
+        server: p.placements[item.test as usize].1.clone(),
+        cancel: Some(cancel.clone()),
+    };
+    let tx = tx.clone();
+    std::thread::Builder::new()
+        .name(format!("lp-mesh-{}", item.pair))
+        .spawn(move || {
+            let r = delegate(&agent, &req);
+            let _ = tx.send((item, r));
+        })?;
+    Ok(())
 }
 
 /// Saves after every run while saving is cheap; once the document is large

@@ -1,4 +1,4 @@
-//! Helpers for the mesh tests (tests/mesh.rs): agents (`linkperf serve` with
+//! Helpers for the mesh tests (local/mesh.rs, lab/mesh_lab.rs, local/deploy.rs): agents (`linkperf serve` with
 //! an identity in its environment), optionally inside a network namespace,
 //! whose bound address is read from their own log line.
 

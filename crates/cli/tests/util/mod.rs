@@ -22,6 +22,15 @@ const READY_DEADLINE: Duration = Duration::from_secs(5);
 /// users) takes it exclusively.
 static MACHINE: RwLock<()> = RwLock::new(());
 
+/// One test building the lab's namespaces at a time: they share the host's
+/// namespaces and CPUs.
+static LAB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held while a test builds and uses lab namespaces.
+pub fn one_lab_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    LAB.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Run alongside other load tests.
 pub fn shared() -> RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(|e| e.into_inner())
@@ -243,17 +252,14 @@ pub fn fds_and_threads(pid: u32) -> (usize, usize) {
 }
 
 /// Helpers for the iperf3 tests (tests/iperf3.rs).
-#[allow(dead_code)]
 pub mod iperf3;
 
-/// Helpers for the mesh tests (tests/mesh.rs).
-#[allow(dead_code)]
+/// Helpers for the mesh tests (local/mesh.rs, lab/mesh_lab.rs, local/deploy.rs).
 pub mod mesh;
 
 /// True where a process may get a network namespace of its own (`unshare
 /// --net`, which needs root). Elsewhere the caller skips, saying so; with
 /// LINKPERF_LAB_REQUIRED=1 (set by scripts/test.sh as root) that is a failure.
-#[allow(dead_code)] // not every test binary asks
 pub fn can_unshare_net() -> bool {
     let ok = std::process::Command::new("unshare")
         .args(["--net", "true"])
@@ -305,4 +311,30 @@ pub fn assert_measured(r: &Value, what: &str) {
         "{what}: suspect for {failed:?}, which a busy host does not explain: {}",
         r["status_reasons"]
     );
+}
+
+/// Waits until the client writing the live stream `stream` (its
+/// `--json-stream`) has measured part of its window: an interval event
+/// outside the warm-up. Fails after `within`, or if `child` ended first.
+pub fn wait_for_window(stream: &Path, child: &mut Child, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(stream).unwrap_or_default();
+        let measured = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["event"] == "interval" && e["data"]["warmup"] == false);
+        if measured {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the client ended before its window: {text}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "no interval of the window within {within:?}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use linkperf_metrics::{ProcessCpu, ProfileReport, SideCpu, SideReport, Totals, WorkerPlacement};
+use linkperf_metrics::{ProcessCpu, ProfileReport, SideReport, Totals, WorkerPlacement};
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::SocketOptions;
@@ -144,8 +144,22 @@ impl ProgramOutcome {
     /// are those its read flowops took: what was read only to be thrown
     /// away between transactions (the other side's writes past the end of a
     /// timed transaction) is in `totals` alone.
-    pub fn side_report(&self, cpu: SideCpu, busy_poll: bool, with_profile: bool) -> SideReport {
-        SideReport {
+    ///
+    /// Its CPU and what its sampler saw are taken as for every other side
+    /// (see [`Aggregate::side_report`](crate::Aggregate::side_report)); the
+    /// data socket's facts go into `env`.
+    pub fn side_report(
+        &self,
+        window: Option<&crate::WindowCpu>,
+        asked: linkperf_metrics::ProcessMethod,
+        busy_poll: bool,
+        env: &mut linkperf_metrics::Environment,
+    ) -> SideReport {
+        let cpu = crate::report::window_cpu(window, asked, self.worker_cpu);
+        if let Some(s) = &self.socket {
+            s.record(env);
+        }
+        let mut report = SideReport {
             window_s: self.window_s,
             tx_bytes: self.totals.tx_bytes,
             rx_bytes: self.totals.rx_bytes.saturating_sub(self.stats.drained),
@@ -160,13 +174,17 @@ impl ProgramOutcome {
             busy_poll,
             connections: self.stats.connections,
             error_samples: self.stats.error_samples.clone(),
-            profile: with_profile.then(|| self.report.clone()),
+            profile: Some(self.report.clone()),
             latency_histogram: self.stats.latency.encode_histogram(),
             flows: Default::default(),
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+        };
+        if let Some(w) = window {
+            w.fill(&mut report);
         }
+        report
     }
 }
 

@@ -355,30 +355,7 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
                 users: g.users,
             });
         }
-        // Datagrams: one per operation, within what UDP carries.
-        for op in txns.iter().flat_map(|t: &Txn| t.ops.iter()) {
-            if !conn_options.get(op.conn).is_some_and(|o| o.udp) {
-                continue;
-            }
-            let refuse = |message: String| CompileError {
-                line: op.line,
-                element: "flowop",
-                message,
-            };
-            match op.kind {
-                OpKind::Sendfile(_) => {
-                    return Err(refuse("sendfile needs a TCP connection".into()))
-                }
-                OpKind::Read(s, _) | OpKind::Write(s) if s.max() > MAX_DATAGRAM => {
-                    return Err(refuse(format!(
-                        "size {} does not fit in one UDP datagram (at most {MAX_DATAGRAM} bytes \
-                         with linkperf's {UDP_HEADER_LEN}-byte header)",
-                        s.max()
-                    )))
-                }
-                _ => {}
-            }
-        }
+        datagrams_fit(&txns, &conn_options)?;
         let peaks = peaks(&txns, names.len(), &g.transactions)?;
         scripts.push(Arc::new(Script {
             txns,
@@ -392,6 +369,33 @@ pub fn compile(p: &Profile) -> Result<Compiled, CompileError> {
         users: p.groups.iter().map(|g| g.users).collect(),
         slots,
     })
+}
+
+/// Over UDP, one datagram per operation, within what UDP carries; no
+/// sendfile.
+fn datagrams_fit(txns: &[Txn], conn_options: &[ConnOptions]) -> Result<(), CompileError> {
+    for op in txns.iter().flat_map(|t: &Txn| t.ops.iter()) {
+        if !conn_options.get(op.conn).is_some_and(|o| o.udp) {
+            continue;
+        }
+        let refuse = |message: String| CompileError {
+            line: op.line,
+            element: "flowop",
+            message,
+        };
+        match op.kind {
+            OpKind::Sendfile(_) => return Err(refuse("sendfile needs a TCP connection".into())),
+            OpKind::Read(s, _) | OpKind::Write(s) if s.max() > MAX_DATAGRAM => {
+                return Err(refuse(format!(
+                    "size {} does not fit in one UDP datagram (at most {MAX_DATAGRAM} bytes \
+                     with linkperf's {UDP_HEADER_LEN}-byte header)",
+                    s.max()
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 impl Compiled {

@@ -15,22 +15,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, Schedule, WorkerReport};
-use linkperf_metrics::{
-    capture_environment, side_cpu, Environment, ProcessMethod, SideReport, Totals,
-};
+use linkperf_metrics::{capture_environment, Environment, ProcessMethod, SideReport, Totals};
 use linkperf_wire::DataToken;
 use linkperf_workload::{Placement, Protocol, StreamDirection, TestSpec, Workload};
 use serde_json::Map;
 
 use crate::client::RemoteReport;
 use crate::control::{ControlConn, ControlError};
-use crate::sampler::Sampler;
 use crate::sys;
 use crate::wire::{
     describe_errno, server_error_from_bytes, stream_id, Cookie, State, StreamResults, TestParams,
     TestResults,
 };
 use crate::ClientError;
+use linkperf_engine::Sampler;
 
 /// How long the server may take to answer during the handshake.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
@@ -270,6 +268,156 @@ impl Watcher {
     }
 }
 
+/// The upload's and the download's streams, and the local addresses of the
+/// upload's sockets.
+type Streams = (
+    Option<ClientTest>,
+    Option<ClientTest>,
+    Option<Vec<SocketAddr>>,
+);
+
+/// The test's streams, connected with the cookie as iperf3 expects them:
+/// for `--bidir` its sending streams first, then the receiving ones. With
+/// them, the local addresses of the upload's sockets, to know when iperf3
+/// has received all of it.
+fn connect_streams(
+    req: &ClientRequest,
+    addr: SocketAddr,
+    local: Option<SocketAddr>,
+    cookie: &Cookie,
+    message: linkperf_workload::Bytes,
+    direction: StreamDirection,
+) -> Result<Streams, ClientError> {
+    let greeting: Arc<[u8]> = Arc::from(&cookie.as_bytes()[..]);
+    let connect = |d: StreamDirection| {
+        let mut spec = req.spec.clone();
+        spec.workload = Workload::Stream {
+            message,
+            direction: d,
+        };
+        ClientTest::connect(ClientConfig {
+            spec,
+            threads: req.placement.threads.count().unwrap_or(1),
+            affinity: req.placement.affinity.as_ref().map(|c| c.0.clone()),
+            busy_poll: req.placement.busy_poll,
+            endpoints: DataEndpoints::Tcp(vec![addr]),
+            token: DataToken([0; 16]),
+            connect_timeout: Duration::from_secs(20)
+                + Duration::from_millis(5 * u64::from(req.spec.users)),
+            live: None,
+            greeting: Some(greeting.clone()),
+        })
+    };
+    let mut uploads: Option<Vec<SocketAddr>> = None;
+    let (up, down) = match direction {
+        StreamDirection::Up => (Some(connect(StreamDirection::Up)?), None),
+        StreamDirection::Down => (None, Some(connect(StreamDirection::Down)?)),
+        StreamDirection::Bidir => {
+            let up = connect(StreamDirection::Up)?;
+            // The sockets that carry the upload, to know when iperf3 has them all.
+            let control = local.map(sys::canonical);
+            uploads = sys::sockets_to(addr).ok().map(|v| {
+                v.into_iter()
+                    .map(|(_, l)| l)
+                    .filter(|l| Some(*l) != control)
+                    .collect()
+            });
+            let down = connect(StreamDirection::Down);
+            match down {
+                Ok(d) => (Some(up), Some(d)),
+                Err(e) => {
+                    up.abort();
+                    let _ = up.wait();
+                    return Err(e.into());
+                }
+            }
+        }
+    };
+    Ok((up, down, uploads))
+}
+
+/// Watches the control connection until the window closes or the user
+/// cancels; what the server said in between, if it ended the test early.
+fn watch_window(
+    c: &mut ControlConn,
+    schedule: &Schedule,
+    watcher: &Watcher,
+) -> Option<ClientError> {
+    let mut failure: Option<ClientError> = None;
+    while Instant::now() < schedule.measure_until && !watcher.cancelled() {
+        let until = (Instant::now() + Duration::from_millis(50)).min(schedule.measure_until);
+        match c.read_state(until) {
+            Err(ControlError::TimedOut(_)) => {}
+            Ok(s) => {
+                failure = Some(ClientError::Control(format!(
+                    "the iperf3 server said {s:?} during the test"
+                )));
+                break;
+            }
+            Err(e) => {
+                failure = Some(control_error(e, "the end of the test"));
+                break;
+            }
+        }
+    }
+    failure
+}
+
+/// This side's results as iperf3 exchanges them: each stream's bytes (sent
+/// for the upload, received for the download) and the CPU.
+fn our_results(
+    client: &SideReport,
+    up_flows: &[(u32, Totals)],
+    down_flows: &[(u32, Totals)],
+    congestion: Option<String>,
+    elapsed: f64,
+) -> TestResults {
+    let stream = |index: usize, bytes: u64| StreamResults {
+        id: i64::from(stream_id(index)),
+        bytes,
+        retransmits: -1,
+        jitter: 0.0,
+        errors: 0,
+        omitted_errors: Some(0),
+        packets: 0,
+        omitted_packets: Some(0),
+        start_time: Some(0.0),
+        end_time: Some(elapsed),
+        extra: Map::new(),
+    };
+    let up_n = up_flows.len();
+    let mut streams: Vec<StreamResults> = up_flows
+        .iter()
+        .enumerate()
+        .map(|(i, (_, t))| stream(i, t.tx_bytes))
+        .collect();
+    streams.extend(
+        down_flows
+            .iter()
+            .enumerate()
+            .map(|(i, (_, t))| stream(up_n + i, t.rx_bytes)),
+    );
+    let pct = |s: f64| {
+        if client.window_s > 0.0 {
+            100.0 * s / client.window_s
+        } else {
+            0.0
+        }
+    };
+    TestResults {
+        cpu_util_total: pct(client.cpu.process_s),
+        cpu_util_user: pct(client.cpu.process_user_s),
+        cpu_util_system: pct(client.cpu.process_system_s),
+        // Per-stream retransmits are not kept; iperf3 then prints none.
+        sender_has_retransmits: if up_n > 0 { 0 } else { -1 },
+        congestion_used: congestion,
+        server_output_text: None,
+        server_output_json: None,
+        streams,
+        extra: Map::new(),
+    }
+}
+
 /// Runs one test against the iperf3 server at `target`.
 pub fn run_client(
     target: &Iperf3Target,
@@ -304,52 +452,7 @@ pub fn run_client(
 
     linkperf_metrics::raise_fd_limit(2 * u64::from(req.spec.users) + 256)
         .map_err(|e| ClientError::Unsupported(e.to_string()))?;
-    let greeting: Arc<[u8]> = Arc::from(&cookie.as_bytes()[..]);
-    let connect = |d: StreamDirection| {
-        let mut spec = req.spec.clone();
-        spec.workload = Workload::Stream {
-            message,
-            direction: d,
-        };
-        ClientTest::connect(ClientConfig {
-            spec,
-            threads: req.placement.threads.count().unwrap_or(1),
-            affinity: req.placement.affinity.as_ref().map(|c| c.0.clone()),
-            busy_poll: req.placement.busy_poll,
-            endpoints: DataEndpoints::Tcp(vec![addr]),
-            token: DataToken([0; 16]),
-            connect_timeout: Duration::from_secs(20)
-                + Duration::from_millis(5 * u64::from(req.spec.users)),
-            live: None,
-            greeting: Some(greeting.clone()),
-        })
-    };
-    // iperf3 takes a --bidir test's sending streams first, then the receiving ones.
-    let mut uploads: Option<Vec<SocketAddr>> = None;
-    let (up, down) = match direction {
-        StreamDirection::Up => (Some(connect(StreamDirection::Up)?), None),
-        StreamDirection::Down => (None, Some(connect(StreamDirection::Down)?)),
-        StreamDirection::Bidir => {
-            let up = connect(StreamDirection::Up)?;
-            // The sockets that carry the upload, to know when iperf3 has them all.
-            let control = local.map(sys::canonical);
-            uploads = sys::sockets_to(addr).ok().map(|v| {
-                v.into_iter()
-                    .map(|(_, l)| l)
-                    .filter(|l| Some(*l) != control)
-                    .collect()
-            });
-            let down = connect(StreamDirection::Down);
-            match down {
-                Ok(d) => (Some(up), Some(d)),
-                Err(e) => {
-                    up.abort();
-                    let _ = up.wait();
-                    return Err(e.into());
-                }
-            }
-        }
-    };
+    let (up, down, uploads) = connect_streams(req, addr, local, &cookie, message, direction)?;
     let abort_all = |up: &Option<ClientTest>, down: &Option<ClientTest>| {
         for t in [up, down].into_iter().flatten() {
             t.abort();
@@ -381,23 +484,7 @@ pub fn run_client(
     let watcher = Watcher::start(req.cancel.clone(), aborters);
 
     // The window runs; the server may end the test early (SERVER_TERMINATE, close).
-    let mut failure: Option<ClientError> = None;
-    while Instant::now() < schedule.measure_until && !watcher.cancelled() {
-        let until = (Instant::now() + Duration::from_millis(50)).min(schedule.measure_until);
-        match c.read_state(until) {
-            Err(ControlError::TimedOut(_)) => {}
-            Ok(s) => {
-                failure = Some(ClientError::Control(format!(
-                    "the iperf3 server said {s:?} during the test"
-                )));
-                break;
-            }
-            Err(e) => {
-                failure = Some(control_error(e, "the end of the test"));
-                break;
-            }
-        }
-    }
+    let failure = watch_window(&mut c, &schedule, &watcher);
     if failure.is_some() {
         abort_all(&up, &down);
     }
@@ -434,25 +521,6 @@ pub fn run_client(
         .chain(down_reports.into_iter().flatten())
         .collect();
     let agg = aggregate(reports);
-    let (process, method) = match &window {
-        Some(w) => (w.process, ProcessMethod::RusageSelf),
-        None => (agg.worker_cpu, ProcessMethod::RusageThreadSum),
-    };
-    let nominal = schedule.window().as_secs_f64();
-    let window_s = if aborted {
-        Instant::now()
-            .saturating_duration_since(schedule.measure_from)
-            .as_secs_f64()
-            .min(nominal)
-    } else {
-        nominal
-    };
-    let sampled_s = window.as_ref().map(|w| w.window_s).unwrap_or(0.0);
-    let system = window.map(|w| w.system).unwrap_or_else(|| {
-        let s = linkperf_metrics::system_cpu_now();
-        linkperf_metrics::system_cpu_between(&s, &s)
-    });
-    let cpu = side_cpu(process, method, &system, sampled_s);
     let mut env = capture_environment(
         agg.socket
             .as_ref()
@@ -460,11 +528,14 @@ pub fn run_client(
             .or(local.map(|l| l.ip())),
         req.command_line.clone(),
     );
-    if let Some(s) = &agg.socket {
-        s.record(&mut env);
-    }
     let congestion = agg.socket.as_ref().and_then(|s| s.cc.clone());
-    let client = agg.into_report(window_s, cpu, req.placement.busy_poll);
+    let client = agg.side_report(
+        window.as_ref(),
+        ProcessMethod::RusageSelf,
+        schedule.measured_s(aborted),
+        req.placement.busy_poll,
+        &mut env,
+    );
     if aborted {
         return Ok(ClientOutcome {
             started,
@@ -477,51 +548,14 @@ pub fn run_client(
 
     // Results: ours first, then the server's.
     expect(&mut c, State::ExchangeResults, Duration::from_secs(30))?;
-    let elapsed = started_at.elapsed().as_secs_f64();
-    let stream = |index: usize, bytes: u64| StreamResults {
-        id: i64::from(stream_id(index)),
-        bytes,
-        retransmits: -1,
-        jitter: 0.0,
-        errors: 0,
-        omitted_errors: Some(0),
-        packets: 0,
-        omitted_packets: Some(0),
-        start_time: Some(0.0),
-        end_time: Some(elapsed),
-        extra: Map::new(),
-    };
     let up_n = up_flows.len();
-    let mut streams: Vec<StreamResults> = up_flows
-        .iter()
-        .enumerate()
-        .map(|(i, (_, t))| stream(i, t.tx_bytes))
-        .collect();
-    streams.extend(
-        down_flows
-            .iter()
-            .enumerate()
-            .map(|(i, (_, t))| stream(up_n + i, t.rx_bytes)),
+    let ours = our_results(
+        &client,
+        &up_flows,
+        &down_flows,
+        congestion,
+        started_at.elapsed().as_secs_f64(),
     );
-    let pct = |s: f64| {
-        if window_s > 0.0 {
-            100.0 * s / window_s
-        } else {
-            0.0
-        }
-    };
-    let ours = TestResults {
-        cpu_util_total: pct(client.cpu.process_s),
-        cpu_util_user: pct(client.cpu.process_user_s),
-        cpu_util_system: pct(client.cpu.process_system_s),
-        // Per-stream retransmits are not kept; iperf3 then prints none.
-        sender_has_retransmits: if up_n > 0 { 0 } else { -1 },
-        congestion_used: congestion,
-        server_output_text: None,
-        server_output_json: None,
-        streams,
-        extra: Map::new(),
-    };
     c.send_json(&ours)
         .map_err(|e| control_error(e, "our results to go out"))?;
     let theirs: TestResults = c

@@ -142,25 +142,15 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// How often a holding sender looks again.
 const HOLD_CHECK: Duration = Duration::from_millis(1);
 
-/// Runs the test's data phase on `ctrl` (put in non-blocking mode for the
-/// duration) and `streams`. `client_end` is when the client will stop
-/// counting (its `-t` and `-O` from when `TEST_START` went out).
-pub(crate) fn run(
-    ctrl: &TcpStream,
+/// Registers each stream with the loop under the token of its index (a
+/// receiving TCP stream with its low-water mark), each sender with its
+/// pacer.
+fn register_streams(
+    poll: &Poll,
     streams: Vec<DataStream>,
     plan: &TestPlan,
-    client_end: Option<Instant>,
-    terminating: &std::sync::atomic::AtomicBool,
-) -> io::Result<DataPhase> {
-    let cpu0 = thread_cpu_now();
-    let start = Instant::now();
-    let omit_end = start + plan.omit;
-    let deadline = start + plan.limit;
-    let mut poll = Poll::new()?;
-    ctrl.set_nonblocking(true)?;
-    let ctrl_fd = ctrl.as_raw_fd();
-    poll.registry()
-        .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
+    start: Instant,
+) -> io::Result<Vec<Live>> {
     let mut live = Vec::with_capacity(streams.len());
     for (i, s) in streams.into_iter().enumerate() {
         let mut sock = s.sock;
@@ -195,6 +185,52 @@ pub(crate) fn run(
             sampled: None,
         });
     }
+    Ok(live)
+}
+
+/// Each stream's record; the receivers still open after a test's end, with
+/// the index of their record, for the top-up.
+fn records(live: Vec<Live>, end: Finish) -> (Vec<StreamRecord>, Vec<(usize, Live)>) {
+    let mut records = Vec::with_capacity(live.len());
+    let mut receivers = Vec::new();
+    for l in live {
+        records.push(StreamRecord {
+            id: l.id,
+            sends: l.sends,
+            retransmits: match (&l.sock, l.sends) {
+                (Sock::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
+                _ => None,
+            },
+            stats: l.stats.clone(),
+        });
+        // Still registered, under the token of its index.
+        if end == Finish::TestEnd && !l.sends && l.open {
+            receivers.push((records.len() - 1, l));
+        }
+    }
+    (records, receivers)
+}
+
+/// Runs the test's data phase on `ctrl` (put in non-blocking mode for the
+/// duration) and `streams`. `client_end` is when the client will stop
+/// counting (its `-t` and `-O` from when `TEST_START` went out).
+pub(crate) fn run(
+    ctrl: &TcpStream,
+    streams: Vec<DataStream>,
+    plan: &TestPlan,
+    client_end: Option<Instant>,
+    terminating: &std::sync::atomic::AtomicBool,
+) -> io::Result<DataPhase> {
+    let cpu0 = thread_cpu_now();
+    let start = Instant::now();
+    let omit_end = start + plan.omit;
+    let deadline = start + plan.limit;
+    let mut poll = Poll::new()?;
+    ctrl.set_nonblocking(true)?;
+    let ctrl_fd = ctrl.as_raw_fd();
+    poll.registry()
+        .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
+    let mut live = register_streams(&poll, streams, plan, start)?;
     let mut buf = payload(plan.blksize.max(MIN_BUFFER));
     let mut budget = Budget::new(plan.bytes, plan.blocks);
     let mut omitting = !plan.omit.is_zero();
@@ -292,23 +328,7 @@ pub(crate) fn run(
         Sock::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
         Sock::Udp(_) => None,
     });
-    let mut records = Vec::with_capacity(live.len());
-    let mut receivers = Vec::new();
-    for l in live {
-        records.push(StreamRecord {
-            id: l.id,
-            sends: l.sends,
-            retransmits: match (&l.sock, l.sends) {
-                (Sock::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
-                _ => None,
-            },
-            stats: l.stats.clone(),
-        });
-        // Still registered, under the token of its index.
-        if end == Finish::TestEnd && !l.sends && l.open {
-            receivers.push((records.len() - 1, l));
-        }
-    }
+    let (records, receivers) = records(live, end);
     let _ = poll.registry().deregister(&mut SourceFd(&ctrl_fd));
     ctrl.set_nonblocking(false)?;
     let counted_from = if plan.omit.is_zero() {

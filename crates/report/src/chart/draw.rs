@@ -262,12 +262,9 @@ fn clip_labels<DB: DrawingBackend>(
     })
 }
 
-fn bars<DB: DrawingBackend>(
-    title: &str,
-    b: &BarChart,
-    root: &DrawingArea<DB, Shift>,
-) -> DrawResult<DB> {
-    let clipped = b.clipped();
+/// A bar chart's key: its series, what a pale bar means, its note, and
+/// what a cut bar means when one is `clipped`.
+fn bar_keys(b: &BarChart, clipped: bool) -> Vec<Key> {
     let mut keys: Vec<Key> = b
         .series
         .iter()
@@ -286,7 +283,7 @@ fn bars<DB: DrawingBackend>(
             swatch: Swatch::None,
         });
     }
-    if !clipped.is_empty() {
+    if clipped {
         keys.push(Key {
             label: format!(
                 "bars beyond ±{:.0}% cut (≈), their value written",
@@ -295,6 +292,16 @@ fn bars<DB: DrawingBackend>(
             swatch: Swatch::None,
         });
     }
+    keys
+}
+
+fn bars<DB: DrawingBackend>(
+    title: &str,
+    b: &BarChart,
+    root: &DrawingArea<DB, Shift>,
+) -> DrawResult<DB> {
+    let clipped = b.clipped();
+    let keys = bar_keys(b, !clipped.is_empty());
     let area = frame(root, title, &keys)?;
     let n = b.categories.len().max(1);
     let k = b.series.len().max(1) as f64;

@@ -10,16 +10,13 @@ use std::time::{Duration, SystemTime};
 use linkperf_engine::program::{
     accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
 };
-use linkperf_engine::LiveStats;
-use linkperf_metrics::{
-    capture_environment, process_cpu_now, side_cpu, system_cpu_between, system_cpu_now,
-    ProcessMethod,
-};
+use linkperf_engine::{LiveStats, Sampler};
+use linkperf_metrics::{capture_environment, ProcessMethod};
 use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{name, open, server_results, Client, Opened, Outcome, Target, ANSWER_TIMEOUT};
+use super::{name, open, server_results, Client, Opened, Outcome, Target};
 use crate::channel::Received;
 use crate::SessionError;
 
@@ -82,33 +79,14 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         placement: req.server.clone(),
         client_ports,
     })?;
-    let (ports, udp_ports, token, server_env) =
-        match c.recv(ANSWER_TIMEOUT, "acceptance of the profile")? {
-            ServerMessage::Accepted {
-                data_ports,
-                udp_ports,
-                token,
-                environment,
-                ..
-            } => (data_ports, udp_ports, token, environment),
-            other => {
-                return Err(SessionError::Control(format!(
-                    "expected accepted, got {}",
-                    name(&other)
-                )))
-            }
-        };
-    if ports.is_empty() {
-        return Err(SessionError::Control(
-            "the server offered no data endpoint".into(),
-        ));
-    }
-    if let Err(e) = super::same_needs_one_host(&req.server, &server_env) {
-        let _ = c.send(&ClientMessage::Abort {
-            reason: e.to_string(),
-        });
-        return Err(e);
-    }
+    let offer = c.accepted("acceptance of the profile")?;
+    super::check_offer(&mut c, offer.data_ports.len(), &req.server, &offer)?;
+    let (ports, udp_ports, token, server_env) = (
+        offer.data_ports,
+        offer.udp_ports,
+        offer.token,
+        offer.environment,
+    );
     let conns = compiled.connections();
     linkperf_metrics::raise_fd_limit(conns + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
@@ -132,34 +110,14 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         udp_peer: None,
         live: req.live.clone(),
     });
-    let run = match run {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = c.send(&ClientMessage::Abort {
-                reason: e.to_string(),
-            });
-            return Err(e.into());
-        }
-    };
-    c.send(&ClientMessage::Start)?;
-    match c.recv(ANSWER_TIMEOUT, "start confirmation") {
-        Ok(ServerMessage::Started) => {}
-        Ok(other) => {
-            run.abort();
-            let _ = run.finish();
-            return Err(SessionError::Control(format!(
-                "expected started, got {}",
-                name(&other)
-            )));
-        }
-        Err(e) => {
-            run.abort();
-            let _ = run.finish();
-            return Err(e);
-        }
+    let run = run.map_err(|e| c.give_up(e))?;
+    if let Err(e) = c.start() {
+        run.abort();
+        let _ = run.finish();
+        return Err(e);
     }
     let started = SystemTime::now();
-    let (p0, s0) = (process_cpu_now(), system_cpu_now());
+    let sampler = Sampler::until_finished();
     let cancel = req.cancel.clone();
     let cancelled = move || cancel.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
     let mut server_stop: Option<String> = None;
@@ -178,21 +136,17 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         run.abort();
     }
     let out = run.finish();
-    let (p1, s1) = (process_cpu_now(), system_cpu_now());
-    let system = system_cpu_between(&s0, &s1);
-    let process = match req.process_method {
-        ProcessMethod::RusageSelf => p1.since(&p0),
-        _ => out.worker_cpu,
-    };
-    let cpu = side_cpu(process, req.process_method, &system, out.window_s);
+    let window = sampler.finish();
     let mut env = capture_environment(
         out.socket.as_ref().and_then(|s| s.local_ip).or(local_ip),
         req.command_line.clone(),
     );
-    if let Some(s) = &out.socket {
-        s.record(&mut env);
-    }
-    let mut client = out.side_report(cpu, req.client.busy_poll, true);
+    let mut client = out.side_report(
+        window.as_ref(),
+        req.process_method,
+        req.client.busy_poll,
+        &mut env,
+    );
     if let Err(e) = &driven {
         if !was_cancelled && server_stop.is_none() && !client.error_samples.contains(e) {
             client.error_samples.insert(0, e.clone());

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
-use linkperf_metrics::{side_cpu, system_cpu_between, system_cpu_now, ProcessMethod};
+use linkperf_engine::Sampler;
 use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::{fail, out_of_order, shutting_down, start_wait, wire_fail, Fail, Liveness, Session};
+use super::{fail, out_of_order, start_wait, wire_fail, Fail, Liveness, Session};
 use super::{FINISH_GRACE, WATCH_INTERVAL};
 use crate::budget::Cost;
 use crate::channel::{Received, RecvError};
@@ -27,6 +27,89 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(30);
 const SCRIPT_END_GRACE: Duration = Duration::from_secs(2);
 
 impl Session<'_> {
+    /// The client ended timed transaction `txn` after `iterations` of it
+    /// (by user): this side's users stop there, and the client is told
+    /// what they wrote. Each timed transaction ends once, in order:
+    /// anything else is a confused or hostile client.
+    fn txn_end(
+        &mut self,
+        run: &ProgramRun,
+        users: u32,
+        ended: &mut Option<usize>,
+        txn: u32,
+        iterations: Vec<u64>,
+    ) -> Result<(), Fail> {
+        if iterations.len() != users as usize {
+            return Err(fail(
+                ErrorCode::Malformed,
+                format!(
+                    "txn_end carries {} counts for {users} users",
+                    iterations.len()
+                ),
+            ));
+        }
+        let txn = txn as usize;
+        if !run.compiled().timed(txn) || ended.is_some_and(|e| txn <= e) {
+            return Err(fail(
+                ErrorCode::OutOfOrder,
+                format!(
+                    "txn_end for transaction {txn}: not a timed transaction of this \
+                     profile, or already ended"
+                ),
+            ));
+        }
+        *ended = Some(txn);
+        run.stop(txn, iterations);
+        let written = run
+            .wait_ended(txn, Instant::now() + STOP_TIMEOUT)
+            .map_err(|e| fail(ErrorCode::Internal, e))?;
+        self.send(&ServerMessage::TxnEnded {
+            txn: txn as u32,
+            written,
+        })
+    }
+
+    /// Starts this side of the profile, `mirrored`: its users connect to
+    /// the client's listeners (`client_ports`, on the client's control
+    /// address only) for the client's accepts, and listen for its connects.
+    fn start_mirror(
+        &self,
+        mirrored: Profile,
+        placement: &Placement,
+        client_ports: &[u16],
+        token: linkperf_wire::DataToken,
+        bind_ip: std::net::IpAddr,
+    ) -> Result<(ProgramRun, Arc<LiveStats>), Fail> {
+        // The client's accepts are this side's connects: to the client's
+        // control address only, never elsewhere.
+        let peer = self.control_peer()?;
+        let endpoints = client_ports
+            .iter()
+            .filter(|p| **p != 0)
+            .map(|p| std::net::SocketAddr::new(peer, *p))
+            .collect();
+        // Settled by own_placement: never the server's default here.
+        let threads = placement.threads.count().unwrap_or(1);
+        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
+        let run = ProgramRun::start(ProgramConfig {
+            profile: mirrored,
+            role: Role::Server,
+            threads,
+            affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
+            busy_poll: placement.busy_poll,
+            token,
+            endpoints,
+            listeners: Vec::new(),
+            bind_ip: Some(bind_ip),
+            udp_endpoints: Vec::new(),
+            // Datagrams are answered to the client's control address only.
+            udp_peer: Some(peer),
+            live: Some(live.clone()),
+        })
+        .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        Ok((run, live))
+    }
+
     /// Runs a profile's server side; returns its name for the log.
     pub(super) fn profile(
         &mut self,
@@ -59,33 +142,7 @@ impl Session<'_> {
         self.log(&format!("running {name}"));
         let (token, bind_ip) = self.data_token()?;
         let _ = linkperf_metrics::raise_fd_limit(connections + 256);
-        // The client's accepts are this side's connects: to the client's
-        // control address only, never elsewhere.
-        let peer = self.control_peer()?;
-        let endpoints = client_ports
-            .iter()
-            .filter(|p| **p != 0)
-            .map(|p| std::net::SocketAddr::new(peer, *p))
-            .collect();
-        // Settled by own_placement: never the server's default here.
-        let threads = placement.threads.count().unwrap_or(1);
-        let live = Arc::new(LiveStats::new(workers_for(threads, &mirrored)));
-        let run = ProgramRun::start(ProgramConfig {
-            profile: mirrored,
-            role: Role::Server,
-            threads,
-            affinity: placement.affinity.as_ref().map(|c| c.0.clone()),
-            busy_poll: placement.busy_poll,
-            token,
-            endpoints,
-            listeners: Vec::new(),
-            bind_ip: Some(bind_ip),
-            udp_endpoints: Vec::new(),
-            // Datagrams are answered to the client's control address only.
-            udp_peer: Some(peer),
-            live: Some(live.clone()),
-        })
-        .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
+        let (run, live) = self.start_mirror(mirrored, &placement, &client_ports, token, bind_ip)?;
         let accepted = ServerMessage::Accepted {
             data_ports: run.endpoints().iter().map(|a| a.port()).collect(),
             unix_names: Vec::new(),
@@ -114,7 +171,7 @@ impl Session<'_> {
             Err(f) => return stop(run, f),
         }
         let t0 = Instant::now();
-        let sys0 = system_cpu_now();
+        let sampler = Sampler::until_finished();
         if let Err(f) = self.send(&ServerMessage::Started) {
             return stop(run, f);
         }
@@ -123,63 +180,25 @@ impl Session<'_> {
         let mut ended: Option<usize> = None;
         let mut liveness = Liveness::new(Instant::now());
         let outcome: Result<(), Fail> = loop {
-            if self.state.shutting_down() {
-                break Err(shutting_down());
-            }
-            if let Some(e) = self.over_byte_limit(&live) {
-                break Err(e);
-            }
-            if let Some(e) = liveness.gone(&self.ch, &live, Instant::now()) {
-                break Err(e);
-            }
-            if Instant::now() > deadline {
-                break Err(fail(
+            let overdue = || {
+                fail(
                     ErrorCode::Limit,
                     format!(
                         "the profile ran past this server's --max-duration of {:?}; the server \
                          stopped it",
                         self.config.max_duration
                     ),
-                ));
+                )
+            };
+            if let Err(e) = self.still_on(&live, &mut liveness, deadline, overdue) {
+                break Err(e);
             }
             match self.ch.recv(WATCH_INTERVAL) {
                 Ok(Received::Timeout) => continue,
                 Ok(Received::Frame(f)) => match decode_client(&f) {
                     Ok(ClientMessage::TxnEnd { txn, iterations }) => {
-                        if iterations.len() != users as usize {
-                            break Err(fail(
-                                ErrorCode::Malformed,
-                                format!(
-                                    "txn_end carries {} counts for {users} users",
-                                    iterations.len()
-                                ),
-                            ));
-                        }
-                        // Each timed transaction ends once, in order: anything
-                        // else is a confused or hostile client.
-                        let txn = txn as usize;
-                        if !run.compiled().timed(txn) || ended.is_some_and(|e| txn <= e) {
-                            break Err(fail(
-                                ErrorCode::OutOfOrder,
-                                format!(
-                                    "txn_end for transaction {txn}: not a timed transaction of this \
-                                     profile, or already ended"
-                                ),
-                            ));
-                        }
-                        ended = Some(txn);
-                        run.stop(txn, iterations);
-                        match run.wait_ended(txn, Instant::now() + STOP_TIMEOUT) {
-                            Ok(written) => {
-                                let m = ServerMessage::TxnEnded {
-                                    txn: txn as u32,
-                                    written,
-                                };
-                                if let Err(f) = self.send(&m) {
-                                    break Err(f);
-                                }
-                            }
-                            Err(e) => break Err(fail(ErrorCode::Internal, e)),
+                        if let Err(f) = self.txn_end(&run, users, &mut ended, txn, iterations) {
+                            break Err(f);
                         }
                     }
                     Ok(ClientMessage::Finished) => {
@@ -210,20 +229,15 @@ impl Session<'_> {
         // The client is done (or gone): users still waiting stop here.
         run.abort();
         let out = run.finish();
+        let window = sampler.finish();
         outcome?;
-        let window_s = t0.elapsed().as_secs_f64();
-        let system = system_cpu_between(&sys0, &system_cpu_now());
-        let cpu = side_cpu(
-            out.worker_cpu,
-            ProcessMethod::RusageThreadSum,
-            &system,
-            window_s,
-        );
         let mut env = self.environment();
-        if let Some(s) = &out.socket {
-            s.record(&mut env);
-        }
-        let report = out.side_report(cpu, placement.busy_poll, true);
+        let report = out.side_report(
+            window.as_ref(),
+            self.config.process_method,
+            placement.busy_poll,
+            &mut env,
+        );
         if aborted {
             self.log("profile aborted by the client");
         }

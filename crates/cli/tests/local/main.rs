@@ -1,0 +1,19 @@
+//! linkperf end to end on this host: the real binary, real `linkperf serve`
+//! processes, real sockets on loopback (and, as root, a few faults in
+//! network namespaces), stock iperf3 where interop is claimed, a real
+//! browser where a page is claimed. One test binary; `util` is the one
+//! helper module it shares with the lab's.
+
+// Each binary uses part of the helpers.
+#[allow(dead_code)]
+#[path = "../util/mod.rs"]
+mod util;
+
+mod deploy;
+mod e2e;
+mod faults;
+mod iperf3;
+mod mesh;
+mod profile;
+mod report;
+mod suite;

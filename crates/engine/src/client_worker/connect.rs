@@ -1,0 +1,327 @@
+//! A client worker's connections: connecting its users a bounded number at
+//! a time (each with its preamble), setting each flow up and starting it,
+//! reconnecting a crr flow per transaction, closing.
+
+use super::*;
+
+/// Connects started but not finished, per worker, at most.
+pub(super) const MAX_CONNECTING: usize = 256;
+
+/// Delay before a connect-per-transaction flow retries after a failed connect.
+pub(super) const RECONNECT_BACKOFF: Duration = Duration::from_millis(5);
+
+impl Worker {
+    pub(super) fn fill_connect_slots(&mut self) {
+        while self.connecting < MAX_CONNECTING {
+            let Some(i) = self.queued.pop_front() else {
+                break;
+            };
+            if let Err(e) = self.begin_connect(i) {
+                let f = &self.flows[i];
+                self.connect_error = Some(format!(
+                    "flow {} could not connect to {}: {e}",
+                    f.id,
+                    self.describe_endpoint(f.endpoint)
+                ));
+                return;
+            }
+        }
+    }
+
+    pub(super) fn describe_endpoint(&self, i: usize) -> String {
+        match &self.endpoints {
+            DataEndpoints::Tcp(v) | DataEndpoints::Udp(v) => {
+                v.get(i).map(|a| a.to_string()).unwrap_or_default()
+            }
+            DataEndpoints::Unix(v) => v.get(i).map(|n| format!("@{n}")).unwrap_or_default(),
+        }
+    }
+
+    /// Starts connecting flow `i` (UDP sockets are ready at once).
+    pub(super) fn begin_connect(&mut self, i: usize) -> io::Result<()> {
+        let ep = self.flows[i].endpoint;
+        let token = Token(i);
+        match &self.endpoints {
+            DataEndpoints::Udp(addrs) => {
+                let mut s = udp_connect(addrs[ep], &self.opts.socket)?;
+                let stream = matches!(self.flows[i].logic, Logic::UdpStream(_));
+                let interest = if stream {
+                    // A stream's sender waits for room in its socket buffer.
+                    Interest::READABLE | Interest::WRITABLE
+                } else {
+                    Interest::READABLE
+                };
+                self.poll.registry().register(&mut s, token, interest)?;
+                if stream {
+                    // Runs of datagrams in one read, where the kernel has them so.
+                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                }
+                if self.socket.is_none() {
+                    self.socket = Some(SocketFacts::read(
+                        s.as_raw_fd(),
+                        s.local_addr().ok().map(|a| a.ip()),
+                        false,
+                    ));
+                }
+                let f = &mut self.flows[i];
+                f.udp = Some(s);
+                self.connections += 1;
+                if stream {
+                    self.connecting += 1;
+                    self.register(i, Instant::now())?;
+                } else {
+                    f.stage = Stage::Open;
+                    self.open += 1;
+                }
+                Ok(())
+            }
+            DataEndpoints::Tcp(addrs) => {
+                let conn = tcp_connect(addrs[ep], &self.opts)?;
+                self.register_connecting(i, conn)
+            }
+            DataEndpoints::Unix(names) => {
+                let conn = unix_connect(&names[ep], &self.opts)?;
+                self.register_connecting(i, conn)
+            }
+        }
+    }
+
+    pub(super) fn register_connecting(&mut self, i: usize, mut conn: Conn) -> io::Result<()> {
+        self.poll.registry().register(
+            conn.source(),
+            Token(i),
+            Interest::READABLE | Interest::WRITABLE,
+        )?;
+        let f = &mut self.flows[i];
+        f.conn = Some(conn);
+        f.retrans_before = 0;
+        f.stage = Stage::Connecting;
+        self.connecting += 1;
+        self.connections += 1;
+        Ok(())
+    }
+
+    /// Moves a connecting flow on: connect completion, then the preamble.
+    /// Returns true once the flow is open.
+    pub(super) fn advance_connect(&mut self, i: usize) -> io::Result<bool> {
+        let f = &mut self.flows[i];
+        let Some(conn) = f.conn.as_mut() else {
+            return Ok(false);
+        };
+        if f.stage == Stage::Connecting {
+            if let Some(e) = conn.take_error()? {
+                return Err(e);
+            }
+            if !conn.is_connected()? {
+                return Ok(false);
+            }
+            f.stage = Stage::Preamble(0);
+        }
+        if let Stage::Preamble(done) = f.stage {
+            let preamble = Preamble {
+                token: self.token,
+                flow: f.id,
+                seq: f.seq,
+            }
+            .encode();
+            let bytes: &[u8] = match &self.greeting {
+                Some(g) => g,
+                None => &preamble,
+            };
+            let mut done = done;
+            while done < bytes.len() {
+                match conn.write(&bytes[done..]) {
+                    Ok(0) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::WriteZero,
+                            "connection closed during preamble",
+                        ))
+                    }
+                    Ok(n) => done += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        f.stage = Stage::Preamble(done);
+                        return Ok(false);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            f.stage = Stage::Open;
+            if self.socket.is_none() {
+                self.socket = Some(SocketFacts::read(
+                    conn.as_raw_fd(),
+                    conn.local_ip(),
+                    conn.is_tcp(),
+                ));
+            }
+            return Ok(true);
+        }
+        Ok(f.stage == Stage::Open)
+    }
+
+    pub(super) fn advance_setup(&mut self, i: usize) {
+        if i >= self.flows.len() {
+            return;
+        }
+        if matches!(self.flows[i].stage, Stage::Registering { .. }) {
+            self.await_registration(i);
+            return;
+        }
+        match self.advance_connect(i) {
+            Ok(true) => {
+                self.connecting -= 1;
+                self.open += 1;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let f = &self.flows[i];
+                self.connect_error = Some(format!(
+                    "flow {} could not connect to {}: {e}",
+                    f.id,
+                    self.describe_endpoint(f.endpoint)
+                ));
+            }
+        }
+    }
+
+    pub(super) fn start_flow(&mut self, i: usize, now: Instant, schedule: Schedule) {
+        let f = &mut self.flows[i];
+        match &mut f.logic {
+            Logic::Rr(rr) | Logic::Crr(rr) | Logic::Udp(rr) => {
+                rr.start(now);
+                if let Logic::Udp(_) = f.logic {
+                    let seq = f.seq;
+                    self.timers
+                        .push(Reverse((now + self.spec.udp_timeout, i, seq)));
+                }
+            }
+            Logic::Stream(halves) => halves.start(now),
+            Logic::UdpStream(halves) => {
+                halves.start(now);
+                // Both halves end with the window: a flow that only receives
+                // hears of it from this timer.
+                let seq = f.seq;
+                self.timers.push(Reverse((schedule.measure_until, i, seq)));
+            }
+        }
+    }
+
+    /// A connect-per-transaction connection failed: count it, retry after a pause.
+    pub(super) fn crr_failed(&mut self, i: usize, e: io::Error, schedule: Schedule) {
+        let now = Instant::now();
+        let id = self.flows[i].id;
+        self.counters.error(now, || format!("flow {id}: {e}"));
+        self.drop_conn(i);
+        if schedule.phase(now) == Phase::Measuring || schedule.phase(now) == Phase::Warmup {
+            self.flows[i].stage = Stage::Waiting;
+            let seq = self.flows[i].seq;
+            self.timers.push(Reverse((now + RECONNECT_BACKOFF, i, seq)));
+        } else {
+            self.flows[i].stage = Stage::Closed;
+            self.open -= 1;
+        }
+    }
+
+    pub(super) fn drop_conn(&mut self, i: usize) {
+        if let Some(mut c) = self.flows[i].conn.take() {
+            let _ = self.poll.registry().deregister(c.source());
+        }
+        if let Some(mut s) = self.flows[i].udp.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+    }
+
+    pub(super) fn close(&mut self, i: usize) {
+        if self.flows[i].stage != Stage::Closed {
+            // A flow that ends as the window closes is sampled now, before its socket goes.
+            if !self.clock.closed
+                && self
+                    .signals
+                    .schedule()
+                    .is_some_and(|s| Instant::now() >= s.measure_until)
+            {
+                let f = &self.flows[i];
+                if let Some(c) = &f.conn {
+                    if c.is_tcp() {
+                        sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
+                    }
+                }
+            }
+            if self.live.is_some() {
+                // Its last second's retransmits are read after it is gone.
+                self.flows[i].retrans_at_close = self.flows[i].retransmits();
+            }
+            self.drop_conn(i);
+            if matches!(
+                self.flows[i].stage,
+                Stage::Open
+                    | Stage::AwaitClose
+                    | Stage::Waiting
+                    | Stage::Connecting
+                    | Stage::Preamble(_)
+                    | Stage::Registering { .. }
+            ) {
+                self.open = self.open.saturating_sub(1);
+            }
+            self.flows[i].stage = Stage::Closed;
+        }
+    }
+
+    pub(super) fn reconnect(&mut self, i: usize, now: Instant, schedule: Schedule) {
+        let ep = self.flows[i].endpoint;
+        let r = match &self.endpoints {
+            DataEndpoints::Tcp(a) => tcp_connect(a[ep], &self.opts),
+            DataEndpoints::Unix(n) => unix_connect(&n[ep], &self.opts),
+            DataEndpoints::Udp(_) => return,
+        };
+        let token = Token(i);
+        match r.and_then(|mut c| {
+            self.poll.registry().register(
+                c.source(),
+                token,
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            Ok(c)
+        }) {
+            Ok(c) => {
+                let f = &mut self.flows[i];
+                f.conn = Some(c);
+                // A new connection counts its retransmits from its connect.
+                f.retrans_before = 0;
+                f.stage = Stage::Connecting;
+                if let Logic::Crr(rr) = &mut f.logic {
+                    rr.restart_at(now);
+                }
+                self.connections += 1;
+            }
+            Err(e) => self.crr_failed(i, e, schedule),
+        }
+    }
+
+    /// Reads a connect-per-transaction connection until the server closes it.
+    pub(super) fn await_close(&mut self, i: usize, schedule: Schedule) {
+        let Some(conn) = self.flows[i].conn.as_mut() else {
+            return;
+        };
+        loop {
+            match conn.read(&mut self.bufs.read) {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        self.drop_conn(i);
+        let now = Instant::now();
+        let stop = schedule.phase(now) >= Phase::Draining;
+        let f = &mut self.flows[i];
+        if stop {
+            f.stage = Stage::Closed;
+            self.open -= 1;
+        } else {
+            f.seq += 1;
+            self.reconnect(i, now, schedule);
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! A client worker's flows driven on readiness: request/response over TCP,
+//! Unix and UDP, and streams, each as far as its socket lets it go.
+
+use super::*;
+
+impl Worker {
+    /// Drives an open flow as far as its socket allows.
+    /// `now` is a recent time (no older than the last event wait); returns
+    /// the latest time this call took (a request/response flow's reads take
+    /// it as they complete).
+    pub(super) fn drive(&mut self, i: usize, schedule: Schedule, now: Instant) -> Instant {
+        if self.flows[i].stage != Stage::Open {
+            return now;
+        }
+        let mut now = now;
+        let outcome = match self.flows[i].logic {
+            Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule, &mut now),
+            Logic::Udp(_) => self.drive_udp(i, schedule),
+            Logic::Stream(_) => self.drive_stream(i, schedule),
+            Logic::UdpStream(_) => self.drive_udp_stream(i, schedule),
+        };
+        match outcome {
+            Io::Blocked => return now,
+            Io::Again => {
+                self.again.push(i);
+                return now;
+            }
+            _ => {}
+        }
+        let now = Instant::now();
+        let id = self.flows[i].id;
+        // A stop shuts a parked socket down: its ending is not the server's doing.
+        let stopped = self.signals.aborted() || self.signals.expired();
+        match outcome {
+            Io::Blocked | Io::Again => {}
+            Io::Finished => self.close(i),
+            Io::Eof if stopped => self.close(i),
+            Io::Failed(_) if stopped => self.close(i),
+            Io::Eof => {
+                let early = schedule.phase(now) < Phase::Draining;
+                if early {
+                    self.counters.error(now, || format!("flow {id}: the server closed the connection before the end of the test"));
+                }
+                self.close(i);
+            }
+            Io::Failed(e) => {
+                if let Logic::Crr(_) = self.flows[i].logic {
+                    self.crr_failed(i, e, schedule);
+                } else {
+                    self.counters.error(now, || format!("flow {id}: {e}"));
+                    self.close(i);
+                }
+            }
+        }
+        now
+    }
+
+    pub(super) fn drive_rr(&mut self, i: usize, schedule: Schedule, now: &mut Instant) -> Io {
+        let f = &mut self.flows[i];
+        let crr = matches!(f.logic, Logic::Crr(_));
+        let (Logic::Rr(rr) | Logic::Crr(rr)) = &mut f.logic else {
+            return Io::Blocked;
+        };
+        let Some(conn) = f.conn.as_mut() else {
+            return Io::Blocked;
+        };
+        loop {
+            match rr.want() {
+                Want::Write(n) => {
+                    let n = n.min(self.bufs.write.len());
+                    match conn.write(&self.bufs.write[..n]) {
+                        Ok(0) => return Io::Eof,
+                        Ok(k) => {
+                            self.counters.tx(i, k, *now);
+                            rr.wrote(k);
+                            if matches!(rr.want(), Want::Read(_)) {
+                                // The request is out. Edge-triggered readiness reports the
+                                // response when it arrives; reading now would only find nothing.
+                                return Io::Blocked;
+                            }
+                            // Part of a large request went (a blocking write may have
+                            // waited for room): the rest is stamped with a fresh time.
+                            *now = Instant::now();
+                            if self.blocking {
+                                // Back to the loop (its intervals and window edges)
+                                // before the next part.
+                                return Io::Blocked;
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            if self.blocking {
+                                // A blocking write waited its 50 ms for room and none
+                                // came: the loop goes on from now, not from before.
+                                *now = Instant::now();
+                            }
+                            return Io::Blocked;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Io::Failed(e),
+                    }
+                }
+                Want::Read(n) => {
+                    let n = n.min(self.bufs.read.len());
+                    match conn.read(&mut self.bufs.read[..n]) {
+                        Ok(0) => return Io::Eof,
+                        Ok(k) => {
+                            *now = Instant::now();
+                            let now = *now;
+                            self.counters.rx(i, k, now);
+                            let stop = crr || schedule.phase(now) >= Phase::Draining;
+                            let Some(done) = rr.read(k, now, stop) else {
+                                if self.blocking {
+                                    // Part of the response: back to the loop before
+                                    // waiting for the rest.
+                                    return Io::Blocked;
+                                }
+                                continue;
+                            };
+                            self.counters.transactions(i, 1, done.took, now);
+                            if crr {
+                                f.stage = Stage::AwaitClose;
+                                // The server closes after its response; wait for that.
+                                return self.after_crr_response(i, schedule);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Io::Failed(e),
+                    }
+                }
+                Want::Idle => return Io::Blocked,
+                Want::Done => return Io::Finished,
+            }
+        }
+    }
+
+    pub(super) fn after_crr_response(&mut self, i: usize, schedule: Schedule) -> Io {
+        self.await_close(i, schedule);
+        Io::Blocked
+    }
+
+    pub(super) fn drive_udp(&mut self, i: usize, schedule: Schedule) -> Io {
+        let tag = self.token.session_tag();
+        let udp_timeout = self.spec.udp_timeout;
+        let f = &mut self.flows[i];
+        let Logic::Udp(rr) = &mut f.logic else {
+            return Io::Blocked;
+        };
+        let Some(sock) = f.udp.as_ref() else {
+            return Io::Blocked;
+        };
+        loop {
+            match rr.want() {
+                Want::Write(n) => {
+                    let len = UDP_HEADER_LEN + n;
+                    if len > self.bufs.datagram.len() {
+                        return Io::Failed(io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            "request larger than a datagram",
+                        ));
+                    }
+                    let mut hdr = [0u8; UDP_HEADER_LEN];
+                    UdpHeader {
+                        tag,
+                        flow: f.id,
+                        seq: rr.seq(),
+                        sent_ns: 0,
+                    }
+                    .encode(&mut hdr);
+                    self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+                    match sock.send(&self.bufs.datagram[..len]) {
+                        Ok(_) => {
+                            self.counters.tx(i, n, Instant::now());
+                            rr.wrote(n);
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        // An ICMP error (nobody listening) shows here; the timeout counts the loss.
+                        Err(_) => {
+                            rr.wrote(n);
+                        }
+                    }
+                }
+                Want::Read(_) => match sock.recv(&mut self.bufs.read) {
+                    Ok(k) => {
+                        let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
+                            continue;
+                        };
+                        if h.tag != tag || h.flow != f.id || h.seq != rr.seq() {
+                            continue; // a late answer to a transaction already counted lost
+                        }
+                        let now = Instant::now();
+                        let payload = k - UDP_HEADER_LEN;
+                        self.counters.rx(i, payload, now);
+                        let stop = schedule.phase(now) >= Phase::Draining;
+                        if let Some(done) = rr.read(payload.max(1), now, stop) {
+                            self.counters.transactions(i, 1, done.took, now);
+                            f.seq += 1;
+                            if !stop {
+                                self.timers.push(Reverse((now + udp_timeout, i, f.seq)));
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Io::Blocked,
+                    Err(e) => return Io::Failed(e),
+                },
+                Want::Idle => return Io::Blocked,
+                Want::Done => return Io::Finished,
+            }
+        }
+    }
+
+    pub(super) fn drive_stream(&mut self, i: usize, schedule: Schedule) -> Io {
+        let f = &mut self.flows[i];
+        let (Logic::Stream(halves), Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
+            return Io::Blocked;
+        };
+        match halves.drive(conn, &mut self.bufs, &mut self.counters, i, Some(&schedule)) {
+            StreamIo::Blocked => Io::Blocked,
+            StreamIo::Again => Io::Again,
+            StreamIo::PeerClosed {
+                still_sending: true,
+            } => Io::Eof,
+            StreamIo::PeerClosed {
+                still_sending: false,
+            } => Io::Finished,
+            StreamIo::Failed(e) => Io::Failed(e),
+        }
+    }
+}

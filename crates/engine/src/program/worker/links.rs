@@ -1,0 +1,377 @@
+//! A profile's TCP connections: connect with its preamble, accept behind
+//! the preamble gate (bounded, the oldest waiting closed first), hand an
+//! accepted connection to the user whose transaction it belongs to, close.
+
+use super::*;
+
+pub(super) const PENDING_BASE: usize = 1 << 48;
+
+/// Longest a new connection may take to send its preamble.
+pub(super) const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Connections accepted for one user's connection slot and not yet taken by
+/// it (the next iteration's, arriving before the user reached it), at least;
+/// a slot the script opens more sockets on at once may have as many.
+pub(super) const ACCEPTED_PER_SLOT: usize = 2;
+
+pub(super) struct Pending {
+    pub(super) stream: TcpStream,
+    pub(super) buf: [u8; PREAMBLE_LEN],
+    pub(super) got: usize,
+    pub(super) since: Instant,
+}
+
+/// Sets a connection's profile options on an accepted socket.
+pub(super) fn apply_options(s: &TcpStream, o: &ConnOptions) -> io::Result<()> {
+    let r = SockRef::from(s);
+    r.set_nodelay(o.nodelay)?;
+    if let Some(w) = o.wndsz {
+        let w = usize::try_from(w).unwrap_or(usize::MAX);
+        r.set_send_buffer_size(w)?;
+        r.set_recv_buffer_size(w)?;
+    }
+    if let Some(cc) = &o.cc {
+        r.set_tcp_congestion(cc.as_bytes())?;
+    }
+    Ok(())
+}
+
+pub(super) fn data_options(o: &ConnOptions) -> DataOptions {
+    let wnd = o.wndsz.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
+    DataOptions {
+        nodelay: o.nodelay,
+        socket: SocketOptions {
+            nodelay: Some(o.nodelay),
+            sndbuf: wnd,
+            rcvbuf: wnd,
+            cc: o.cc.clone(),
+            mss: None,
+        },
+    }
+}
+
+impl Worker {
+    pub(super) fn connect(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        let udp = self.users[u].script().conn_options[c].udp;
+        // A UDP registration under way goes on.
+        if self.registering(u, c) {
+            return self.await_udp_answer(u, c, now);
+        }
+        // A connect under way goes on; otherwise this one opens another
+        // socket, the earlier ones staying open (as uperf's connect does).
+        if !self.connecting(u, c) {
+            if udp {
+                return self.connect_udp(u, c, now);
+            }
+            if self.endpoints.is_empty() {
+                return self.fail(u, "no endpoint to connect to", now);
+            }
+            let id = self.users[u].id;
+            let addr = self.endpoints[id as usize % self.endpoints.len()];
+            let opts = data_options(&self.users[u].script().conn_options[c]);
+            let stream = match tcp_connect(addr, &opts) {
+                Ok(Conn::Tcp(s)) => s,
+                Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
+                Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+            };
+            // The connection number, and the transaction it is opened in:
+            // an accepting side takes only its current transaction's.
+            let txn = self.users[u].txn() as u64;
+            let pre = Preamble {
+                token: self.token,
+                flow: id,
+                seq: (txn << 32) | c as u64,
+            }
+            .encode();
+            let mut link = Link::Tcp {
+                stream,
+                connecting: true,
+                preamble: Some((pre, 0)),
+            };
+            if let Some(src) = link.source() {
+                if let Err(e) = self.poll.registry().register(
+                    src,
+                    Self::user_token(u, c),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    return self.fail(u, &format!("register a connection: {e}"), now);
+                }
+            }
+            self.links[u][c].push(link);
+            return false;
+        }
+        let Some(Link::Tcp {
+            stream,
+            connecting,
+            preamble,
+        }) = self.links[u][c].last_mut()
+        else {
+            return false;
+        };
+        if *connecting {
+            match stream.take_error() {
+                Ok(Some(e)) | Err(e) => {
+                    self.drop_link(u, c);
+                    return self.fail(u, &format!("connect: {e}"), now);
+                }
+                Ok(None) => {}
+            }
+            match stream.peer_addr() {
+                Ok(_) => *connecting = false,
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => return false,
+                Err(e) => {
+                    self.drop_link(u, c);
+                    return self.fail(u, &format!("connect: {e}"), now);
+                }
+            }
+        }
+        if let Some((pre, sent)) = preamble.as_mut() {
+            while *sent < PREAMBLE_LEN {
+                match stream.write(&pre[*sent..]) {
+                    Ok(n) => *sent += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.drop_link(u, c);
+                        return self.fail(u, &format!("send the preamble: {e}"), now);
+                    }
+                }
+            }
+            *preamble = None;
+        }
+        self.established(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    pub(super) fn established(&mut self, u: usize, c: usize) {
+        self.stats.connections += 1;
+        if self.socket.is_none() {
+            if let Some(Link::Tcp { stream, .. }) = self.links[u][c].last() {
+                let ip = stream.local_addr().ok().map(|a| a.ip());
+                self.socket = Some(SocketFacts::read(stream.as_raw_fd(), ip, true));
+            }
+        }
+    }
+
+    /// Whether connection `c`'s newest socket is a connect under way.
+    pub(super) fn connecting(&self, u: usize, c: usize) -> bool {
+        matches!(
+            self.links[u][c].last(),
+            Some(Link::Tcp { connecting, preamble, .. }) if *connecting || preamble.is_some()
+        )
+    }
+
+    /// Closes connection `c`'s newest socket.
+    pub(super) fn drop_link(&mut self, u: usize, c: usize) {
+        if let Some(mut l) = self.links[u][c].pop() {
+            if let Some(src) = l.source() {
+                let _ = self.poll.registry().deregister(src);
+            }
+        }
+    }
+
+    pub(super) fn take_accepted(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.users[u].script().conn_options[c].udp {
+            // A datagram "connection" is there once the client registered it
+            // in this transaction.
+            let txn = self.users[u].txn() as u64;
+            let Some(addr) = self.peers.get_mut(&(u, c)).and_then(|r| r.take(txn)) else {
+                return false;
+            };
+            self.links[u][c].push(Link::Peer { addr, seq: 0 });
+            self.stats.connections += 1;
+            self.users[u].op_done(now, &mut self.stats);
+            return true;
+        }
+        // Connections opened for an earlier transaction (the other side ran
+        // ahead of a timed transaction's end) are stale: close them.
+        let txn = self.users[u].txn() as u64;
+        let Some(q) = self.accepted.get_mut(&(u, c)) else {
+            return false;
+        };
+        while q.front().is_some_and(|(t, _)| *t < txn) {
+            if let Some((_, mut stale)) = q.pop_front() {
+                let _ = self.poll.registry().deregister(&mut stale);
+            }
+        }
+        if q.front().is_none_or(|(t, _)| *t != txn) {
+            return false;
+        }
+        let Some((_, stream)) = q.pop_front() else {
+            return false;
+        };
+        if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
+            return self.fail(u, &format!("socket options: {e}"), now);
+        }
+        self.links[u][c].push(Link::Tcp {
+            stream,
+            connecting: false,
+            preamble: None,
+        });
+        self.established(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    pub(super) fn disconnect(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.links[u][c].is_empty() {
+            // uperf: "Connection already closed".
+            return self.fail(u, "the connection is not open", now);
+        }
+        let tcp = matches!(self.links[u][c].last(), Some(Link::Tcp { .. }));
+        if !tcp || self.role == Role::Client {
+            // Datagrams have no close to wait for.
+            self.drop_link(u, c);
+            self.users[u].op_done(now, &mut self.stats);
+            return true;
+        }
+        // The server closes once the client has: read to its EOF.
+        loop {
+            let Some(Link::Tcp { stream, .. }) = self.links[u][c].last_mut() else {
+                return true;
+            };
+            match stream.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => self.stats.drained(n as u64, now),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.drop_link(u, c);
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    pub(super) fn accept_all(&mut self) {
+        loop {
+            let Some(l) = self.listener.as_ref() else {
+                return;
+            };
+            match l.accept() {
+                Ok((mut stream, _)) => {
+                    // Connections that never present a preamble stay bounded.
+                    if self.pending.len() >= self.pending_cap() {
+                        self.evict_oldest_pending();
+                    }
+                    let entry = self.pending.vacant_entry();
+                    let key = entry.key();
+                    if self
+                        .poll
+                        .registry()
+                        .register(&mut stream, Token(PENDING_BASE + key), Interest::READABLE)
+                        .is_ok()
+                    {
+                        entry.insert(Pending {
+                            stream,
+                            buf: [0; PREAMBLE_LEN],
+                            got: 0,
+                            since: Instant::now(),
+                        });
+                        self.preamble(key);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or a connection reset before accept: try later.
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// Reads a new connection's preamble and hands it to its user.
+    pub(super) fn preamble(&mut self, key: usize) {
+        let Some(p) = self.pending.get_mut(key) else {
+            return;
+        };
+        loop {
+            if p.got == PREAMBLE_LEN {
+                break;
+            }
+            match p.stream.read(&mut p.buf[p.got..]) {
+                Ok(0) => {
+                    self.drop_pending(key);
+                    return;
+                }
+                Ok(n) => p.got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    self.drop_pending(key);
+                    return;
+                }
+            }
+        }
+        let mut p = self.pending.remove(key);
+        let _ = self.poll.registry().deregister(&mut p.stream);
+        let Ok(pre) = Preamble::decode(&p.buf) else {
+            return;
+        };
+        if pre.token != self.token {
+            return;
+        }
+        let id = pre.flow as usize;
+        if id % self.workers != self.worker_index() {
+            return;
+        }
+        let u = id / self.workers;
+        let txn = pre.seq >> 32;
+        let Ok(c) = usize::try_from(pre.seq & 0xffff_ffff) else {
+            return;
+        };
+        if u >= self.users.len() || c >= self.users[u].conns() {
+            return;
+        }
+        // No more than a user's connection can take: more are not a user's.
+        let most = usize::try_from(self.users[u].script().peaks[c])
+            .unwrap_or(usize::MAX)
+            .max(ACCEPTED_PER_SLOT);
+        if self.accepted.get(&(u, c)).is_some_and(|q| q.len() >= most) {
+            return;
+        }
+        if self
+            .poll
+            .registry()
+            .register(
+                &mut p.stream,
+                Self::user_token(u, c),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            return;
+        }
+        self.accepted
+            .entry((u, c))
+            .or_default()
+            .push_back((txn, p.stream));
+        self.drive(u);
+    }
+
+    /// How many accepted connections may wait for their preamble at once.
+    pub(super) fn pending_cap(&self) -> usize {
+        let conns = self.users.iter().fold(0usize, |n, u| {
+            let peaks = u.script().peaks.iter().map(|p| *p as usize);
+            n.saturating_add(peaks.fold(0usize, usize::saturating_add))
+        });
+        crate::worker::preamble_cap(conns)
+    }
+
+    /// Closes the connection that has waited longest for its preamble.
+    pub(super) fn evict_oldest_pending(&mut self) {
+        if let Some(key) = self
+            .pending
+            .iter()
+            .min_by_key(|(_, p)| p.since)
+            .map(|(k, _)| k)
+        {
+            self.drop_pending(key);
+        }
+    }
+
+    pub(super) fn drop_pending(&mut self, key: usize) {
+        let mut p = self.pending.remove(key);
+        let _ = self.poll.registry().deregister(&mut p.stream);
+    }
+}

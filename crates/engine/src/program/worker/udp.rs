@@ -1,0 +1,310 @@
+//! A profile's UDP connections: the client's registration of each socket
+//! with the server (and the server's record of them, by ordinal), and the
+//! server's demultiplexing of its datagram socket by user and connection.
+
+use super::*;
+
+/// Datagrams queued on a server worker per (user, connection) before each
+/// user reads them; more are dropped (the path is then losing them anyway).
+pub(super) const MAX_QUEUED: usize = 8192;
+
+/// How long a UDP connection's registration waits for the server's answer
+/// before it is sent again.
+pub(super) const REGISTER_RETRY: Duration = Duration::from_millis(100);
+
+pub(super) const UDP: Token = Token(usize::MAX - 2);
+
+/// Server: one connection's UDP registrations not yet accepted. A client
+/// sends a registration again until it is answered, so the same socket's
+/// may arrive twice, late, or after the next socket's: each names its
+/// socket's ordinal, and the n-th accept takes the n-th socket.
+#[derive(Debug, Default)]
+pub(super) struct Registrations {
+    /// Not yet accepted: (transaction, ordinal, address), by ordinal.
+    waiting: VecDeque<(u64, u64, SocketAddr)>,
+    /// The ordinal of the socket accepted last.
+    taken: u64,
+}
+
+impl Registrations {
+    /// A registration arrived. Ordinal 0 (a client that does not number
+    /// its sockets) replaces whatever waits.
+    pub(super) fn register(&mut self, txn: u64, ordinal: u64, from: SocketAddr) {
+        if ordinal == 0 {
+            self.waiting.clear();
+            self.waiting.push_back((txn, 0, from));
+            return;
+        }
+        if ordinal <= self.taken || self.waiting.iter().any(|w| w.1 == ordinal) {
+            return;
+        }
+        if self.waiting.len() >= MAX_QUEUED {
+            return;
+        }
+        let at = self.waiting.partition_point(|w| w.1 < ordinal);
+        self.waiting.insert(at, (txn, ordinal, from));
+    }
+
+    /// The address of the next socket registered in transaction `txn`;
+    /// those of earlier transactions (the client ran ahead of a timed
+    /// transaction's end) are dropped.
+    pub(super) fn take(&mut self, txn: u64) -> Option<SocketAddr> {
+        while self.waiting.front().is_some_and(|w| w.0 < txn) {
+            self.waiting.pop_front();
+        }
+        let &(t, ordinal, addr) = self.waiting.front()?;
+        if t != txn {
+            return None;
+        }
+        self.waiting.pop_front();
+        self.taken = self.taken.max(ordinal);
+        Some(addr)
+    }
+}
+
+/// Writes a datagram's header into `buf`: the session's tag, the user, the
+/// connection in the sequence's top 16 bits. Returns the datagram's length
+/// with `len` payload bytes.
+pub(super) fn datagram(
+    buf: &mut [u8],
+    tag: u32,
+    user: u32,
+    conn: usize,
+    seq: u64,
+    len: u64,
+) -> usize {
+    let payload = usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .min(buf.len() - UDP_HEADER_LEN);
+    let header = UdpHeader {
+        tag,
+        flow: user,
+        seq: ((conn as u64) << 48) | (seq & ((1 << 48) - 1)),
+        sent_ns: 0,
+    };
+    if let Some(h) = buf.first_chunk_mut::<UDP_HEADER_LEN>() {
+        header.encode(h);
+    }
+    UDP_HEADER_LEN + payload
+}
+
+impl Worker {
+    /// A UDP "connection": a socket connected to the server's datagram
+    /// endpoint, registered with the server (a header-only datagram naming
+    /// the user, the connection and the transaction, which the server
+    /// answers) so that the server knows where to send before the client
+    /// sends anything: a connection the server writes to first works too.
+    pub(super) fn connect_udp(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        if self.udp_endpoints.is_empty() {
+            return self.fail(u, "the server offered no datagram endpoint", now);
+        }
+        let id = self.users[u].id;
+        let addr = self.udp_endpoints[id as usize % self.udp_endpoints.len()];
+        let opts = data_options(&self.users[u].script().conn_options[c]).socket;
+        let mut sock = match udp_connect(addr, &opts) {
+            Ok(s) => s,
+            Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+        };
+        if let Err(e) =
+            self.poll
+                .registry()
+                .register(&mut sock, Self::user_token(u, c), Interest::READABLE)
+        {
+            return self.fail(u, &format!("register a connection: {e}"), now);
+        }
+        let ordinal = self.udp_opened.entry((u, c)).or_default();
+        *ordinal += 1;
+        let ordinal = *ordinal;
+        self.links[u][c].push(Link::Udp {
+            sock,
+            seq: 0,
+            registered: false,
+            retry: now,
+            ordinal,
+        });
+        self.await_udp_answer(u, c, now)
+    }
+
+    /// Whether connection `c`'s newest socket is a UDP registration the
+    /// server has not answered yet.
+    pub(super) fn registering(&self, u: usize, c: usize) -> bool {
+        matches!(
+            self.links[u][c].last(),
+            Some(Link::Udp {
+                registered: false,
+                ..
+            })
+        )
+    }
+
+    /// The header of user `u`'s registration of connection `c`'s newest
+    /// socket in its current transaction (the socket's ordinal where the
+    /// streams put their send time).
+    pub(super) fn registration(&self, u: usize, c: usize) -> [u8; UDP_HEADER_LEN] {
+        let txn = self.users[u].txn() as u64;
+        let ordinal = match self.links[u][c].last() {
+            Some(Link::Udp { ordinal, .. }) => *ordinal,
+            _ => 0,
+        };
+        let mut out = [0u8; UDP_HEADER_LEN];
+        UdpHeader {
+            tag: self.token.session_tag(),
+            flow: self.users[u].id,
+            seq: ((c as u64) << 48) | (txn & ((1 << 48) - 1)),
+            sent_ns: ordinal,
+        }
+        .encode(&mut out);
+        out
+    }
+
+    /// Reads the server's answer to connection `c`'s registration, sending
+    /// the registration (again) when it is due; true once answered.
+    pub(super) fn await_udp_answer(&mut self, u: usize, c: usize, now: Instant) -> bool {
+        let reg = self.registration(u, c);
+        let Some(Link::Udp {
+            sock,
+            registered,
+            retry,
+            ..
+        }) = self.links[u][c].last_mut()
+        else {
+            return false;
+        };
+        let mut answer = [0u8; UDP_HEADER_LEN + 1];
+        loop {
+            match sock.recv(&mut answer) {
+                Ok(k) if answer[..k] == reg => {
+                    *registered = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let e = e.to_string();
+                    return self.fail(u, &format!("register with the server: {e}"), now);
+                }
+            }
+        }
+        if !*registered {
+            if now >= *retry {
+                let _ = sock.send(&reg);
+                *retry = now + REGISTER_RETRY;
+            }
+            let at = *retry;
+            self.timers.push(Reverse((at, u)));
+            return false;
+        }
+        self.stats.connections += 1;
+        self.users[u].op_done(now, &mut self.stats);
+        true
+    }
+
+    /// Server: takes in every datagram waiting on the worker's socket, queues
+    /// each for its user and connection, and runs the users that got one.
+    pub(super) fn receive_datagrams(&mut self) {
+        let tag = self.token.session_tag();
+        let me = self.worker_index();
+        let mut woken: Vec<usize> = Vec::new();
+        loop {
+            let Some(sock) = self.udp.as_ref() else {
+                return;
+            };
+            match sock.recv_from(&mut self.buf) {
+                Ok((k, from)) => {
+                    if !crate::transport::answers(self.udp_peer, from.ip()) {
+                        continue;
+                    }
+                    let Ok(h) = UdpHeader::decode(&self.buf[..k]) else {
+                        continue;
+                    };
+                    let id = h.flow as usize;
+                    if h.tag != tag || id % self.workers != me {
+                        continue;
+                    }
+                    let u = id / self.workers;
+                    let c = (h.seq >> 48) as usize;
+                    if u >= self.users.len() || c >= self.users[u].conns() {
+                        continue;
+                    }
+                    if k == UDP_HEADER_LEN {
+                        // A registration: where this connection's datagrams
+                        // go, answered with itself.
+                        let txn = h.seq & ((1 << 48) - 1);
+                        self.peers
+                            .entry((u, c))
+                            .or_default()
+                            .register(txn, h.sent_ns, from);
+                        let _ = sock.send_to(&self.buf[..k], from);
+                        if !woken.contains(&u) {
+                            woken.push(u);
+                        }
+                        continue;
+                    }
+                    let q = self.dgrams.entry((u, c)).or_default();
+                    if q.len() < MAX_QUEUED {
+                        q.push_back((from, k - UDP_HEADER_LEN));
+                    }
+                    if !woken.contains(&u) {
+                        woken.push(u);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        for u in woken {
+            self.drive(u);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Registrations;
+    use std::net::SocketAddr;
+
+    pub(super) fn at(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    #[test]
+    pub(super) fn each_accept_takes_the_next_socket_whatever_order_and_repeats_arrive_in() {
+        let mut r = Registrations::default();
+        // The second socket's registration overtakes the first's, and the
+        // first is sent twice.
+        r.register(0, 2, at(2));
+        r.register(0, 1, at(1));
+        r.register(0, 1, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+        // A late repeat of an accepted socket is not accepted again.
+        r.register(0, 1, at(1));
+        assert_eq!(r.take(0), Some(at(2)));
+        assert_eq!(r.take(0), None);
+        // The same port again (the kernel may reuse it) is a new socket.
+        r.register(0, 3, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+    }
+
+    #[test]
+    pub(super) fn registrations_of_an_earlier_transaction_are_dropped() {
+        let mut r = Registrations::default();
+        r.register(4, 1, at(1));
+        r.register(5, 2, at(2));
+        assert_eq!(r.take(5), Some(at(2)));
+        // One of a later transaction waits for it.
+        r.register(6, 3, at(3));
+        assert_eq!(r.take(5), None);
+        assert_eq!(r.take(6), Some(at(3)));
+    }
+
+    #[test]
+    pub(super) fn a_client_that_does_not_number_its_sockets_is_taken_as_it_comes() {
+        let mut r = Registrations::default();
+        r.register(0, 0, at(1));
+        r.register(0, 0, at(1));
+        assert_eq!(r.take(0), Some(at(1)));
+        assert_eq!(r.take(0), None);
+    }
+}

@@ -1,0 +1,196 @@
+//! A server worker's admission: accepting data connections behind the
+//! preamble gate (bounded, the oldest waiting closed first, expired after
+//! their timeout), matching each to a flow of its own, closing.
+
+use super::*;
+
+impl Worker {
+    pub(super) fn expire_preambles(&mut self, now: Instant) {
+        while let Some(&(deadline, k)) = self.pending.front() {
+            if deadline > now {
+                break;
+            }
+            self.pending.pop_front();
+            if let Some(f) = self.flows.get(k) {
+                if let Logic::Preamble { deadline: d, .. } = f.logic {
+                    if d == deadline {
+                        self.close(k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many accepted connections may wait for their preamble at once.
+    pub(super) fn preamble_cap(&self) -> usize {
+        crate::worker::preamble_cap(self.expected)
+    }
+
+    /// Closes the connection that has waited longest for its preamble.
+    pub(super) fn evict_oldest_preamble(&mut self) {
+        while let Some((deadline, k)) = self.pending.pop_front() {
+            let waiting = self.flows.get(k).is_some_and(
+                |f| matches!(f.logic, Logic::Preamble { deadline: d, .. } if d == deadline),
+            );
+            if waiting {
+                self.close(k);
+                return;
+            }
+        }
+    }
+
+    pub(super) fn close(&mut self, k: usize) {
+        if self.flows.contains(k) {
+            let mut f = self.flows.remove(k);
+            if matches!(f.logic, Logic::Preamble { .. }) {
+                self.preambles -= 1;
+            } else if let Some(o) = self.open.get_mut(f.slot) {
+                *o = false;
+            }
+            // A flow that ends as the window closes (a single flow's client
+            // closes right after its last transaction) is sampled now, before
+            // its socket goes.
+            if !self.clock.closed
+                && f.conn.is_tcp()
+                && !matches!(f.logic, Logic::Preamble { .. })
+                && self
+                    .schedule
+                    .is_some_and(|s| Instant::now() >= s.measure_until)
+            {
+                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
+            }
+            let _ = self.poll.registry().deregister(f.conn.source());
+        }
+    }
+
+    pub(super) fn on_source(&mut self) {
+        match &self.source {
+            Source::Listener(_) => self.accept_all(),
+            Source::Udp(_) => self.serve_udp(),
+        }
+    }
+
+    pub(super) fn accept_all(&mut self) {
+        loop {
+            let Source::Listener(l) = &self.source else {
+                return;
+            };
+            match l.accept() {
+                Ok(mut conn) => {
+                    if apply_accepted(&conn, &self.opts).is_err() {
+                        continue;
+                    }
+                    // Connections that never present a preamble (anyone may
+                    // open one to a data port) hold a descriptor for up to the
+                    // preamble timeout: their number stays bounded. A real
+                    // user's preamble arrives with its connection, so the
+                    // oldest waiting one goes first.
+                    if self.preambles >= self.preamble_cap() {
+                        self.evict_oldest_preamble();
+                    }
+                    let entry = self.flows.vacant_entry();
+                    let k = entry.key();
+                    if self
+                        .poll
+                        .registry()
+                        .register(
+                            conn.source(),
+                            Token(k),
+                            Interest::READABLE | Interest::WRITABLE,
+                        )
+                        .is_err()
+                    {
+                        continue;
+                    }
+                    let deadline = Instant::now() + self.preamble_timeout;
+                    entry.insert(ServerFlow {
+                        conn,
+                        parked: None,
+                        retrans_before: 0,
+                        slot: usize::MAX,
+                        logic: Logic::Preamble {
+                            buf: [0; PREAMBLE_LEN],
+                            got: 0,
+                            deadline,
+                        },
+                    });
+                    self.pending.push_back((deadline, k));
+                    self.preambles += 1;
+                    self.drive(k);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Out of descriptors or a connection reset before accept: keep serving.
+                Err(_) => return,
+            }
+        }
+    }
+
+    pub(super) fn read_preamble(&mut self, k: usize) -> Io {
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        let Logic::Preamble { buf, got, .. } = &mut f.logic else {
+            return Io::Blocked;
+        };
+        while *got < PREAMBLE_LEN {
+            match f.conn.read(&mut buf[*got..]) {
+                Ok(0) => return Io::Close,
+                Ok(n) => *got += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Io::Close,
+            }
+        }
+        let Ok(p) = Preamble::decode(buf) else {
+            return Io::Close;
+        };
+        // The client numbers its users from 0 and sends user `i` to worker
+        // `i % workers`: any other flow is not one of this test's, whatever
+        // token it shows.
+        if p.token != self.token || !self.flow_is_mine(p.flow) {
+            return Io::Close;
+        }
+        let slot = match self.slots.get(&p.flow) {
+            Some(&s) => s,
+            None => self.add_slot(p.flow),
+        };
+        // One connection per flow at a time: a second is not a user's.
+        if self.open[slot] {
+            return Io::Close;
+        }
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        f.logic = new_logic(&self.spec.workload, p.flow);
+        f.slot = slot;
+        self.open[slot] = true;
+        // A connection of the test: counted (junk and refused ones never are).
+        self.connections += 1;
+        self.preambles -= 1;
+        if self.socket.is_none() {
+            self.socket = Some(SocketFacts::read(
+                f.conn.as_raw_fd(),
+                f.conn.local_ip(),
+                f.conn.is_tcp(),
+            ));
+        }
+        if let (Some(_), Logic::Stream(halves)) = (self.schedule, &mut f.logic) {
+            halves.start(Instant::now());
+        }
+        self.drive_flow(k)
+    }
+
+    /// Whether flow `flow` is one of this test's users carried by this worker.
+    pub(super) fn flow_is_mine(&self, flow: u32) -> bool {
+        flow < self.spec.users && flow as usize % self.workers.max(1) == self.index
+    }
+
+    /// A counting slot for a flow seen for the first time.
+    pub(super) fn add_slot(&mut self, flow: u32) -> FlowSlotId {
+        let s = self.counters.add_flow(flow);
+        self.slots.insert(flow, s);
+        self.open.push(false);
+        s
+    }
+}

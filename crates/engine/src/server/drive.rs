@@ -1,0 +1,182 @@
+//! A server worker's flows driven on readiness: UDP request/response on
+//! the worker's socket, and each accepted connection's flow.
+
+use super::*;
+
+impl Worker {
+    pub(super) fn serve_udp(&mut self) {
+        if self.spec.is_udp_stream() {
+            return self.serve_udp_stream();
+        }
+        let Source::Udp(sock) = &self.source else {
+            return;
+        };
+        let Some(sizes) = self.spec.workload.transaction_sizes() else {
+            return;
+        };
+        let tag = self.token.session_tag();
+        loop {
+            let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => continue,
+            };
+            if !crate::transport::answers(self.udp_peer, from.ip()) {
+                continue;
+            }
+            let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
+                continue;
+            };
+            // Only this test's users, each on its own worker.
+            if h.tag != tag || !self.flow_is_mine(h.flow) {
+                continue;
+            }
+            let slot = match self.slots.get(&h.flow) {
+                Some(&s) => s,
+                None => {
+                    // A UDP user has no connection; count its flow when first seen.
+                    self.connections += 1;
+                    let s = self.counters.add_flow(h.flow);
+                    self.slots.insert(h.flow, s);
+                    self.open.push(true);
+                    s
+                }
+            };
+            let now = Instant::now();
+            self.counters.rx(slot, n - UDP_HEADER_LEN, now);
+            let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
+            let len = UDP_HEADER_LEN + resp;
+            if len > self.bufs.datagram.len() {
+                continue;
+            }
+            let mut hdr = [0u8; UDP_HEADER_LEN];
+            h.encode(&mut hdr);
+            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            if sock.send_to(&self.bufs.datagram[..len], from).is_ok() {
+                let now = Instant::now();
+                self.counters.tx(slot, resp, now);
+                self.counters.transactions(slot, 1, Duration::ZERO, now);
+            }
+            if self.socket.is_none() {
+                self.socket = Some(SocketFacts::read(
+                    sock.as_raw_fd(),
+                    sock.local_addr().ok().map(|a| a.ip()),
+                    false,
+                ));
+            }
+        }
+    }
+
+    pub(super) fn drive(&mut self, k: usize) {
+        let outcome = match self
+            .flows
+            .get(k)
+            .map(|f| matches!(f.logic, Logic::Preamble { .. }))
+        {
+            None => return,
+            Some(true) => self.read_preamble(k),
+            Some(false) => self.drive_flow(k),
+        };
+        match outcome {
+            Io::Close => self.close(k),
+            Io::Again => self.again.push(k),
+            Io::Blocked => {}
+        }
+    }
+
+    pub(super) fn drive_flow(&mut self, k: usize) -> Io {
+        self.last_read = None;
+        let Some(f) = self.flows.get_mut(k) else {
+            return Io::Close;
+        };
+        let conn = &mut f.conn;
+        let slot = f.slot;
+        // A single flow's blocking socket: a read or write that moved only
+        // part of a message returns to the loop (its intervals, its window
+        // edges) before the next part.
+        let blocking = f.parked.is_some();
+        match &mut f.logic {
+            Logic::Preamble { .. } => Io::Blocked,
+            logic @ (Logic::Rr(_) | Logic::Crr(_)) => {
+                let crr = matches!(logic, Logic::Crr(_));
+                let (Logic::Rr(rr) | Logic::Crr(rr)) = logic else {
+                    return Io::Blocked;
+                };
+                loop {
+                    match rr.want() {
+                        Want::Read(n) => {
+                            let n = n.min(self.bufs.read.len());
+                            match conn.read(&mut self.bufs.read[..n]) {
+                                Ok(0) => return Io::Close,
+                                Ok(m) => {
+                                    let now = Instant::now();
+                                    self.last_read = Some(now);
+                                    self.counters.rx(slot, m, now);
+                                    if !rr.read(m) && blocking {
+                                        return Io::Blocked;
+                                    }
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                    return Io::Blocked
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => return Io::Close,
+                            }
+                        }
+                        Want::Write(n) => {
+                            let n = n.min(self.bufs.write.len());
+                            match conn.write(&self.bufs.write[..n]) {
+                                Ok(0) => return Io::Close,
+                                Ok(m) => {
+                                    // The response goes out right after its request's read.
+                                    let now = self.last_read.unwrap_or_else(Instant::now);
+                                    self.counters.tx(slot, m, now);
+                                    if rr.wrote(m) {
+                                        self.counters.transactions(slot, 1, Duration::ZERO, now);
+                                        if crr {
+                                            // Connect-per-transaction: the server closes first.
+                                            return Io::Close;
+                                        }
+                                        // The next request raises a fresh readiness edge.
+                                        return Io::Blocked;
+                                    }
+                                    // Part of a large response went (a blocking write may
+                                    // have waited for room): the rest, and the next turn,
+                                    // are stamped with fresh times.
+                                    self.last_read = None;
+                                    if blocking {
+                                        return Io::Blocked;
+                                    }
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                                    // A blocking write waited its 50 ms for room: the
+                                    // loop goes on from a fresh time.
+                                    self.last_read = None;
+                                    return Io::Blocked;
+                                }
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                Err(_) => return Io::Close,
+                            }
+                        }
+                        Want::Idle | Want::Done => return Io::Blocked,
+                    }
+                }
+            }
+            Logic::Stream(halves) => {
+                match halves.drive(
+                    conn,
+                    &mut self.bufs,
+                    &mut self.counters,
+                    slot,
+                    self.schedule.as_ref(),
+                ) {
+                    StreamIo::Blocked => Io::Blocked,
+                    StreamIo::Again => Io::Again,
+                    // The client is done (or gone): close, whatever this side was sending.
+                    StreamIo::PeerClosed { .. } | StreamIo::Failed(_) => Io::Close,
+                }
+            }
+        }
+    }
+}
