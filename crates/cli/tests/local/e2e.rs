@@ -1759,10 +1759,25 @@ fn udp_direction<'a>(r: &'a Value, dir: &str) -> &'a Value {
     let (received, expected, lost) = (int(d, "/received"), int(d, "/expected"), int(d, "/lost"));
     assert_eq!(lost, expected.saturating_sub(received), "{d}");
     assert!(received > 0, "nothing arrived {dir}: {d}");
+    // Over the whole test nothing arrives that was not sent.
+    let (sender, receiver) = match dir {
+        "client_to_server" => ("client", "server"),
+        _ => ("server", "client"),
+    };
     assert!(
-        received <= int(d, "/sent") + 64,
-        "more received than sent, beyond the windows' offset: {d}"
+        int(r, &format!("/{receiver}/totals/rx_bytes"))
+            <= int(r, &format!("/{sender}/totals/tx_bytes")),
+        "more bytes received than sent over the whole test {dir}: {r}"
     );
+    // In the window, the two sides' windows open apart by the start
+    // exchange: a few datagrams on an idle host; a starved one (a suspect
+    // run) may open them further apart.
+    if text(r, "/status") == "ok" {
+        assert!(
+            received <= int(d, "/sent") + 64,
+            "more received than sent, beyond the windows' offset: {d}"
+        );
+    }
     d
 }
 
