@@ -1746,9 +1746,11 @@ users = 1
     );
     let dir = tempfile::tempdir().unwrap();
     let typescript = dir.path().join("typescript");
+    let out = dir.path().join("bar.json");
     let command = format!(
-        "'{BIN}' suite '{}' --duration 2500ms --warmup 300ms --retry-suspect 0",
-        s.file()
+        "'{BIN}' suite '{}' --duration 2500ms --warmup 300ms --retry-suspect 0 --out '{}'",
+        s.file(),
+        out.display()
     );
     let status = Command::new("script")
         .args(["-qfec", &command, typescript.to_str().unwrap()])
@@ -1769,10 +1771,21 @@ users = 1
     }
     let rates: Vec<f64> = states.iter().flatten().copied().collect();
     assert!(rates.len() >= 3, "{states:?}\n{screen}");
-    assert!(
-        rates.iter().all(|g| *g > 0.1),
-        "live throughput all through the window: {states:?}"
-    );
+    // A refresh shows what the last second moved: on a host that left the
+    // run ok, always something; one that starved the client for a second
+    // (the run then suspect) may show that second's nothing.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    if text(&doc, "/tests/0/runs/0/status") == "ok" {
+        assert!(
+            rates.iter().all(|g| *g > 0.1),
+            "live throughput all through the window: {states:?}"
+        );
+    } else {
+        assert!(
+            rates.iter().filter(|g| **g > 0.1).count() * 2 > rates.len(),
+            "live throughput through most of the window: {states:?}"
+        );
+    }
     // Once finishing, no rate comes back.
     if let Some(first) = states.iter().position(Option::is_none) {
         assert!(states[first..].iter().all(Option::is_none), "{states:?}");
