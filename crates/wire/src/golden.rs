@@ -18,17 +18,23 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::{
-    decode_client, decode_server, encode_client, encode_server, DataToken, Preamble, UdpHeader,
-    PROTOCOL_VERSION, UDP_HEADER_LEN,
+    decode_client, decode_server, encode_client, encode_server, ConnectSeq, DataToken, Preamble,
+    UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 
 /// Each protocol version's golden files, as a SHA-256 digest (hex) of their
 /// names and canonical JSON. Never change an entry: add one with a new
 /// version.
-const HISTORY: &[(u32, &str)] = &[(
-    5,
-    "42fc49ff065a2e479bc7922e630a5219e37daf28087bda937f439c616d592be6",
-)];
+const HISTORY: &[(u32, &str)] = &[
+    (
+        5,
+        "42fc49ff065a2e479bc7922e630a5219e37daf28087bda937f439c616d592be6",
+    ),
+    (
+        6,
+        "a98a50e0cbededb2c7b75cae150f467f948b1ecde9cd5cd3388d34a816079d60",
+    ),
+];
 
 /// The client's messages, by their `type` on the wire: a new message needs
 /// a name in `ClientMessage::kind` (an exhaustive match) and here, with its
@@ -176,6 +182,22 @@ fn the_data_connections_headers_match_their_golden_bytes() {
     };
     let bytes = preamble.encode();
     assert_eq!(hex(&bytes), p["bytes"].as_str().unwrap(), "the preamble");
+    let c = &g["connect_seq"];
+    let seq = ConnectSeq::new(
+        c["txn"].as_u64().unwrap() as u16,
+        c["conn"].as_u64().unwrap() as u8,
+        c["ordinal"].as_u64().unwrap(),
+    );
+    assert_eq!(
+        seq.pack(),
+        c["seq"].as_u64().unwrap(),
+        "a profile's connect sequence"
+    );
+    assert_eq!(
+        ConnectSeq::unpack(preamble.seq),
+        seq,
+        "the preamble carries it"
+    );
     assert_eq!(Preamble::decode(&bytes).unwrap(), preamble);
     let u = &g["udp_header"];
     let header = UdpHeader {

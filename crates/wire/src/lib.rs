@@ -5,7 +5,8 @@
 //!   [`FrameDecoder`]) carrying JSON messages ([`ClientMessage`],
 //!   [`ServerMessage`]);
 //! - data connections: the [`Preamble`] a client sends first on every TCP or
-//!   Unix data connection;
+//!   Unix data connection (a profile's TCP connection numbers itself in it
+//!   with a [`ConnectSeq`]);
 //! - UDP: the [`UdpHeader`] in front of every datagram's payload.
 //!
 //! Everything decoded from a peer is checked; a failed check is a [`WireError`].
@@ -22,6 +23,6 @@ pub use control::{
     decode_client, decode_server, encode_client, encode_server, ClientMessage, DataToken,
     DelegatedOutcome, ErrorCode, LimitInfo, LimitKind, ServerMessage, PROTOCOL_VERSION,
 };
-pub use data::{Preamble, UdpHeader, PREAMBLE_LEN, PREAMBLE_MAGIC, UDP_HEADER_LEN};
+pub use data::{ConnectSeq, Preamble, UdpHeader, PREAMBLE_LEN, PREAMBLE_MAGIC, UDP_HEADER_LEN};
 pub use error::WireError;
 pub use frame::{encode_frame, FrameDecoder, DEFAULT_MAX_FRAME};

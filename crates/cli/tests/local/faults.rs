@@ -21,8 +21,8 @@ use std::time::{Duration, Instant};
 use crate::util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text, Server, BIN};
 use linkperf_session::AuthKey;
 use linkperf_wire::{
-    decode_server, encode_client, encode_frame, ClientMessage, DataToken, FrameDecoder, Preamble,
-    ServerMessage, UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
+    decode_server, encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, FrameDecoder,
+    Preamble, ServerMessage, UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
@@ -1954,6 +1954,78 @@ fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_serve
         "-q",
     ]);
     assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_complete_in() {
+    // uperf's connect in every iteration: a user opens two connections on
+    // one name and then talks on the newest. Here the second's preamble
+    // reaches the server before the first's (as a slow server sees it when
+    // it reads a later connection's preamble before an earlier one's, or a
+    // path reorders them): the server must still take the second as the
+    // newest and answer on it.
+    let _g = shared();
+    let server = Server::start(&[]);
+    let profile = linkperf_workload::profile::parse_profile(
+        "<profile name=p><group nthreads=1>\
+         <transaction iterations=2><flowop type=connect/></transaction>\
+         <transaction iterations=1><flowop type=write options=\"size=10\"/>\
+         <flowop type=read options=\"size=11\"/></transaction>\
+         </group></profile>",
+        &|_| None,
+    )
+    .unwrap();
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&ClientMessage::Profile {
+        profile,
+        placement: Placement::with_threads(1),
+        client_ports: vec![],
+    });
+    let (port, token) = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (data_ports[0], token),
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    c.send(&ClientMessage::Start);
+    match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Started) => {}
+        other => panic!("expected started, got {other:?}"),
+    }
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let preamble = |ordinal| {
+        Preamble {
+            token,
+            flow: 0,
+            seq: ConnectSeq::new(0, 0, ordinal).pack(),
+        }
+        .encode()
+    };
+    // The second connection is there, preamble and all, before the first
+    // (the server accepts them in that order), and the first's preamble
+    // comes in two pieces.
+    let mut second = TcpStream::connect(data).unwrap();
+    second.write_all(&preamble(2)).unwrap();
+    let mut first = TcpStream::connect(data).unwrap();
+    first.write_all(&preamble(1)[..10]).unwrap();
+    first.write_all(&preamble(1)[10..]).unwrap();
+    // Transaction 1 on the newest: 10 bytes out, 11 back.
+    second.write_all(&[7; 10]).unwrap();
+    second
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = [0u8; 11];
+    second
+        .read_exact(&mut answer)
+        .expect("the server answers on the newest connection");
+    let mut nothing = [0u8; 1];
+    first.set_nonblocking(true).unwrap();
+    assert_eq!(
+        first.read(&mut nothing).map_err(|e| e.kind()),
+        Err(ErrorKind::WouldBlock),
+        "the older connection stays open and nothing was answered on it"
+    );
 }
 
 // ---------------------------------------------------------------------------

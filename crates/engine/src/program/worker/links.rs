@@ -14,6 +14,70 @@ pub(super) const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// a slot the script opens more sockets on at once may have as many.
 pub(super) const ACCEPTED_PER_SLOT: usize = 2;
 
+/// Server: one connection's TCP sockets accepted (their preamble read) and
+/// not yet taken by its user, by transaction and ordinal. The n-th accept
+/// of a transaction takes the socket the client numbered n, however the
+/// preambles' completion reordered them (a slow server accepts one socket,
+/// and reads the next one's preamble before the first one's).
+#[derive(Debug)]
+pub(super) struct Accepted<S> {
+    /// (transaction, ordinal, socket), in that order.
+    waiting: VecDeque<(u64, u64, S)>,
+}
+
+impl<S> Default for Accepted<S> {
+    fn default() -> Self {
+        Accepted {
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+impl<S> Accepted<S> {
+    /// Sockets waiting.
+    pub(super) fn len(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// A socket's preamble arrived. A second socket with the same number
+    /// is not a user's: handed back (to be closed).
+    pub(super) fn insert(&mut self, txn: u64, ordinal: u64, socket: S) -> Result<(), S> {
+        let at = self
+            .waiting
+            .partition_point(|w| (w.0, w.1) < (txn, ordinal));
+        if self
+            .waiting
+            .get(at)
+            .is_some_and(|w| (w.0, w.1) == (txn, ordinal))
+        {
+            return Err(socket);
+        }
+        self.waiting.insert(at, (txn, ordinal, socket));
+        Ok(())
+    }
+
+    /// Socket `ordinal` of transaction `txn`, if it is there. Those of
+    /// earlier transactions (the client ran ahead of a timed transaction's
+    /// end) and earlier ordinals are stale: dropped (closed).
+    pub(super) fn take(&mut self, txn: u64, ordinal: u64) -> Option<S> {
+        while self
+            .waiting
+            .front()
+            .is_some_and(|w| (w.0, w.1) < (txn, ordinal))
+        {
+            self.waiting.pop_front();
+        }
+        if self
+            .waiting
+            .front()
+            .is_some_and(|w| (w.0, w.1) == (txn, ordinal))
+        {
+            return self.waiting.pop_front().map(|w| w.2);
+        }
+        None
+    }
+}
+
 pub(super) struct Pending {
     pub(super) stream: TcpStream,
     pub(super) buf: [u8; PREAMBLE_LEN],
@@ -74,13 +138,18 @@ impl Worker {
                 Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
                 Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
             };
-            // The connection number, and the transaction it is opened in:
-            // an accepting side takes only its current transaction's.
-            let txn = self.users[u].txn() as u64;
+            // The transaction it is opened in (an accepting side takes only
+            // its current transaction's), the connection, and its number
+            // among the connection's connects in the transaction: the
+            // server's n-th accept takes the n-th.
+            let Ok(txn) = u16::try_from(self.users[u].txn()) else {
+                return self.fail(u, "more transactions than a preamble can number", now);
+            };
+            let seq = ConnectSeq::new(txn, c as u8, self.next_ordinal(u, c));
             let pre = Preamble {
                 token: self.token,
                 flow: id,
-                seq: (txn << 32) | c as u64,
+                seq: seq.pack(),
             }
             .encode();
             let mut link = Link::Tcp {
@@ -144,13 +213,33 @@ impl Worker {
         true
     }
 
+    /// A TCP connection of user `u` on connection `c` is open (the client
+    /// sent its preamble, the server took it).
     pub(super) fn established(&mut self, u: usize, c: usize) {
         self.stats.connections += 1;
+        let txn = self.users[u].txn() as u64;
+        let count = &mut self.tcp_count[u][c];
+        if count.0 != txn {
+            *count = (txn, 0);
+        }
+        count.1 += 1;
         if self.socket.is_none() {
             if let Some(Link::Tcp { stream, .. }) = self.links[u][c].last() {
                 let ip = stream.local_addr().ok().map(|a| a.ip());
                 self.socket = Some(SocketFacts::read(stream.as_raw_fd(), ip, true));
             }
+        }
+    }
+
+    /// The number of the next TCP connection of user `u` on connection
+    /// `c` in its current transaction, from 1: one more than those
+    /// established in it (a user's connects on one connection follow one
+    /// another, and one that fails is not counted).
+    pub(super) fn next_ordinal(&self, u: usize, c: usize) -> u64 {
+        let txn = self.users[u].txn() as u64;
+        match self.tcp_count[u][c] {
+            (t, n) if t == txn => n + 1,
+            _ => 1,
         }
     }
 
@@ -184,21 +273,16 @@ impl Worker {
             self.users[u].op_done(now, &mut self.stats);
             return true;
         }
-        // Connections opened for an earlier transaction (the other side ran
-        // ahead of a timed transaction's end) are stale: close them.
+        // The socket the client numbered as this accept; those opened for
+        // an earlier transaction (the other side ran ahead of a timed
+        // transaction's end) are stale and closed.
         let txn = self.users[u].txn() as u64;
-        let Some(q) = self.accepted.get_mut(&(u, c)) else {
-            return false;
-        };
-        while q.front().is_some_and(|(t, _)| *t < txn) {
-            if let Some((_, mut stale)) = q.pop_front() {
-                let _ = self.poll.registry().deregister(&mut stale);
-            }
-        }
-        if q.front().is_none_or(|(t, _)| *t != txn) {
-            return false;
-        }
-        let Some((_, stream)) = q.pop_front() else {
+        let ordinal = ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal;
+        let Some(stream) = self
+            .accepted
+            .get_mut(&(u, c))
+            .and_then(|q| q.take(txn, ordinal))
+        else {
             return false;
         };
         if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
@@ -316,10 +400,8 @@ impl Worker {
             return;
         }
         let u = id / self.workers;
-        let txn = pre.seq >> 32;
-        let Ok(c) = usize::try_from(pre.seq & 0xffff_ffff) else {
-            return;
-        };
+        let seq = ConnectSeq::unpack(pre.seq);
+        let (txn, c) = (u64::from(seq.txn), usize::from(seq.conn));
         if u >= self.users.len() || c >= self.users[u].conns() {
             return;
         }
@@ -342,10 +424,11 @@ impl Worker {
         {
             return;
         }
-        self.accepted
-            .entry((u, c))
-            .or_default()
-            .push_back((txn, p.stream));
+        let queue = self.accepted.entry((u, c)).or_default();
+        if queue.insert(txn, seq.ordinal, p.stream).is_err() {
+            // A number already waiting: not a user's connect. Closed.
+            return;
+        }
         self.drive(u);
     }
 
@@ -373,5 +456,52 @@ impl Worker {
     pub(super) fn drop_pending(&mut self, key: usize) {
         let mut p = self.pending.remove(key);
         let _ = self.poll.registry().deregister(&mut p.stream);
+    }
+}
+
+/// A preamble numbers a connection in 8 bits.
+const _: () = assert!(super::MAX_CONNS <= 1 << 8);
+
+#[cfg(test)]
+mod tests {
+    use super::Accepted;
+
+    #[test]
+    fn each_accept_takes_the_socket_numbered_as_it_whatever_order_preambles_complete_in() {
+        let mut a = Accepted::default();
+        // The second socket's preamble completes before the first's: the
+        // first accept waits for the first socket.
+        assert!(a.insert(0, 2, "second").is_ok());
+        assert_eq!(a.take(0, 1), None);
+        assert_eq!(a.len(), 1, "the second waits for its turn");
+        assert!(a.insert(0, 1, "first").is_ok());
+        assert_eq!(a.take(0, 1), Some("first"));
+        assert_eq!(a.take(0, 2), Some("second"));
+        assert_eq!(a.take(0, 3), None);
+    }
+
+    #[test]
+    fn a_number_already_waiting_is_refused() {
+        let mut a = Accepted::default();
+        assert!(a.insert(1, 1, "one").is_ok());
+        assert_eq!(a.insert(1, 1, "again"), Err("again"));
+        assert!(a.insert(2, 1, "next transaction's").is_ok());
+        assert_eq!(a.len(), 2);
+    }
+
+    #[test]
+    fn sockets_of_an_earlier_transaction_or_number_are_dropped() {
+        let mut a = Accepted::default();
+        // The client ran ahead of a timed transaction's end: its last
+        // socket of transaction 1 was never taken.
+        assert!(a.insert(1, 7, "stale").is_ok());
+        assert!(a.insert(2, 1, "current").is_ok());
+        assert_eq!(a.take(2, 1), Some("current"));
+        assert_eq!(a.len(), 0);
+        // One numbered below the next accept's is not waited for either.
+        assert!(a.insert(2, 1, "late repeat").is_ok());
+        assert!(a.insert(2, 3, "third").is_ok());
+        assert_eq!(a.take(2, 2), None);
+        assert_eq!(a.len(), 1, "the third waits");
     }
 }

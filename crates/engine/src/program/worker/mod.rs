@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::{ProcessCpu, WorkerPlacement};
-use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
 use linkperf_workload::SocketOptions;
 use mio::net::{TcpListener, TcpStream, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
@@ -32,7 +32,7 @@ mod links;
 mod udp;
 
 use data::MAX_CHUNK;
-use links::{data_options, Pending, PENDING_BASE, PREAMBLE_TIMEOUT};
+use links::{data_options, Accepted, Pending, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -153,7 +153,11 @@ struct Worker {
     udp_opened: HashMap<(usize, usize), u64>,
     udp_blocked: Vec<usize>,
     pending: slab::Slab<Pending>,
-    accepted: HashMap<(usize, usize), VecDeque<(u64, TcpStream)>>,
+    accepted: HashMap<(usize, usize), Accepted<TcpStream>>,
+    /// Per user, per connection: the transaction and how many TCP
+    /// connections were established on it in that transaction (the
+    /// client's connects, the server's accepts), which numbers the next.
+    tcp_count: Vec<Vec<(u64, u64)>>,
     token: DataToken,
     coord: Arc<Coord>,
     poll: Poll,
@@ -215,6 +219,11 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
             .users
             .iter()
             .map(|u| (0..u.conns()).map(|_| Vec::new()).collect())
+            .collect(),
+        tcp_count: setup
+            .users
+            .iter()
+            .map(|u| vec![(0, 0); u.conns()])
             .collect(),
         arrived: vec![None; setup.users.len()],
         done: vec![false; setup.users.len()],
