@@ -6,16 +6,18 @@
 //! interval, Welch's t-test).
 #![warn(missing_docs)]
 
+/// The record types (in `linkperf-records`, free of operating-system code so
+/// that the wire's contract can depend on them), under their usual paths.
+pub use linkperf_records::*;
+
 mod congestion;
 mod cpu;
 mod environment;
 mod error;
-mod flows;
 mod latency;
 mod limits;
 mod link;
 mod placement;
-mod record;
 mod stats;
 mod sys;
 mod tcp_info;
@@ -28,19 +30,14 @@ pub use cpu::{
 };
 pub use environment::{boot_id, capture_environment};
 pub use error::MetricsError;
-pub use flows::{
-    FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,
-};
 pub use latency::LatencyRecorder;
 pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
 pub use link::{
-    interfaces_now, links_between, sending_link, InterfaceSample, LinkCounters, QdiscCounters,
-    QdiscSample, MAX_INTERFACES,
+    interfaces_now, links_between, sending_link, InterfaceSample, QdiscSample, MAX_INTERFACES,
 };
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
 };
-pub use record::*;
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
     peer_window, read_tcp_info, since_last_ack, socket_buffers, socket_congestion_control,

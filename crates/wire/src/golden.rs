@@ -2,7 +2,7 @@
 //! the data connections' binary headers (`golden/vN/`, N the protocol
 //! version), each decoded and encoded again to the same document, and a
 //! digest of each version's files that must never change. A change to what
-//! crosses the wire (a field renamed in `workload` or `metrics`, whose types
+//! crosses the wire (a field renamed in `workload` or `records`, whose types
 //! the messages carry) changes a golden file, and a changed golden file
 //! fails here until [`PROTOCOL_VERSION`] is bumped: copy `golden/vN` to
 //! `golden/vN+1`, change the copy, and add its digest to [`HISTORY`].
@@ -230,4 +230,50 @@ fn a_changed_golden_file_needs_a_new_protocol_version() {
             PROTOCOL_VERSION + 1
         );
     }
+}
+
+#[test]
+fn the_contract_depends_on_no_operating_system_code() {
+    // The crates whose types cross the wire, and theirs, name no crate that
+    // reaches into the host: taking measurements is `linkperf-metrics`'s
+    // job, moving bytes the engine's.
+    const SYSTEM: [&str; 8] = [
+        "libc",
+        "nix",
+        "mio",
+        "socket2",
+        "netlink-sys",
+        "netlink-packet-core",
+        "netlink-packet-route",
+        "linkperf-metrics",
+    ];
+    let crates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut todo = vec!["wire".to_string()];
+    let mut seen = BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let path = crates.join(&name).join("Cargo.toml");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let manifest: toml::Table = text.parse().unwrap();
+        let Some(deps) = manifest.get("dependencies").and_then(|d| d.as_table()) else {
+            continue;
+        };
+        for dep in deps.keys() {
+            assert!(
+                !SYSTEM.contains(&dep.as_str()),
+                "crates/{name} depends on {dep}: the wire's types must stay free of system code"
+            );
+            if let Some(member) = dep.strip_prefix("linkperf-") {
+                todo.push(member.to_string());
+            }
+        }
+    }
+    let expected: BTreeSet<String> = ["records", "wire", "workload"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(seen, expected, "the crates the contract is made of");
 }

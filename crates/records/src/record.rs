@@ -288,7 +288,7 @@ pub struct SideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<ProfileReport>,
     /// The transaction-time histogram behind `latency`, in its compact text
-    /// form ([`crate::LatencyRecorder::encode_histogram`]), so that the runs
+    /// form (`linkperf_metrics::LatencyRecorder::encode_histogram`), so that the runs
     /// of several sides merge into exact percentiles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<String>,
