@@ -14,6 +14,7 @@ mod save;
 mod serve;
 mod suite;
 mod table;
+mod words;
 
 use std::process::ExitCode;
 
@@ -58,7 +59,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("linkperf: error: {e:#}");
+            eprintln!("linkperf: error: {}", words::error_chain(&e));
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {

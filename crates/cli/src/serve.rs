@@ -105,7 +105,7 @@ fn daemon_config(a: &ServeArgs, command_line: Vec<String>) -> anyhow::Result<Dae
             linkperf_session::control_descriptors(a.max_handshakes, a.max_sessions)
         )));
     }
-    cfg.limit_flag = Some(limit_flag);
+    cfg.setting_name = Some(setting_flag);
     // An agent of a mesh says who it is (LINKPERF_NODE, LINKPERF_NETWORK,
     // LINKPERF_ZONE), whatever else it serves.
     let identity = linkperf_metrics::AgentIdentity::from_env();
@@ -194,6 +194,17 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `serve` flag of a setting a session's message points to.
+fn setting_flag(setting: linkperf_session::Setting) -> &'static str {
+    use linkperf_session::Setting as S;
+    match setting {
+        S::Limit(kind) => limit_flag(kind),
+        S::ControlTimeout => "--control-timeout",
+        S::MaxFrame => "--max-frame",
+        S::AuthKey => "--auth-key",
+    }
 }
 
 /// The `serve` flag that sets a limit: named beside a refusal in the log.

@@ -282,7 +282,7 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     })
 }
 
-/// `--placement same` shares CPUs between the sides, which only one host
+/// Placement `same` shares CPUs between the sides, which only one host
 /// has: against a server on another host (another kernel boot id) it is
 /// refused before any data flows.
 pub(crate) fn same_needs_one_host(
@@ -293,12 +293,9 @@ pub(crate) fn same_needs_one_host(
         return Ok(());
     };
     if server.policy == PlacementPolicy::Same && *theirs != ours {
-        return Err(SessionError::Invalid(format!(
-            "--placement same shares CPUs between client and server, but the server runs on \
-             another host ({}): use --placement split (each side takes its own host's CPUs) \
-             or free",
-            server_env.hostname
-        )));
+        return Err(SessionError::SameOnTwoHosts {
+            server_host: server_env.hostname.clone(),
+        });
     }
     Ok(())
 }
@@ -589,7 +586,7 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                e.contains("another host (far)") && e.contains("--placement split"),
+                e.contains("another host (far)") && e.contains("placement `split`"),
                 "{e}"
             );
         }

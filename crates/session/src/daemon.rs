@@ -75,11 +75,55 @@ pub struct DaemonConfig {
     pub command_line: Vec<String>,
     /// Print one line per session to stderr.
     pub log: bool,
-    /// The setting that sets each limit, named beside a refusal in the log.
-    pub limit_flag: Option<fn(linkperf_wire::LimitKind) -> &'static str>,
+    /// How the front end names each [`Setting`] a message points to (the
+    /// CLI: by its `serve` flag); `None`: [`Setting::describe`]'s words.
+    pub setting_name: Option<fn(Setting) -> &'static str>,
     /// Who this daemon is as an agent of a mesh, stated in every `welcome`
     /// (`None`: it states nothing).
     pub identity: Option<AgentIdentity>,
+}
+
+/// A setting of the daemon that a message to a client or to the log points
+/// to, so the user knows what to change. The library names none of the front
+/// end's flags: [`DaemonConfig::setting_name`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// One of the limits a request is checked against.
+    Limit(linkperf_wire::LimitKind),
+    /// How long the daemon waits for each control message.
+    ControlTimeout,
+    /// The largest control message it takes after the handshake.
+    MaxFrame,
+    /// Its pre-shared key.
+    AuthKey,
+}
+
+impl Setting {
+    /// The setting in words, for a front end that names none.
+    pub fn describe(self) -> &'static str {
+        use linkperf_wire::LimitKind as K;
+        match self {
+            Setting::Limit(K::Users) => "limit on users",
+            Setting::Limit(K::DurationS) => "limit on duration",
+            Setting::Limit(K::Threads) => "limit on threads",
+            Setting::Limit(K::Descriptors) => "limit on descriptors",
+            Setting::Limit(K::MemoryBytes) => "limit on memory",
+            Setting::Limit(K::Connections) => "limit on connections",
+            Setting::Limit(K::Sessions) => "limit on sessions",
+            Setting::Limit(K::BytesPerSession) => "limit on bytes per session",
+            Setting::ControlTimeout => "control timeout",
+            Setting::MaxFrame => "largest control message",
+            Setting::AuthKey => "a pre-shared key",
+        }
+    }
+}
+
+impl DaemonConfig {
+    /// How the front end names `setting`.
+    pub fn name(&self, setting: Setting) -> &'static str {
+        self.setting_name
+            .map_or_else(|| setting.describe(), |name| name(setting))
+    }
 }
 
 /// Default of [`DaemonConfig::max_bytes_per_session`]: 1 TiB.
@@ -122,7 +166,7 @@ impl DaemonConfig {
             process_method: ProcessMethod::RusageSelf,
             command_line: Vec::new(),
             log: false,
-            limit_flag: None,
+            setting_name: None,
             identity: None,
         }
     }

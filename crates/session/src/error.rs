@@ -42,16 +42,27 @@ pub enum SessionError {
     },
     /// The server requires a key and this client has none.
     #[error(
-        "run the test: the server requires authentication: give --auth-key FILE \
-         (or set LINKPERF_AUTH_KEY_FILE) with the server's pre-shared key"
+        "run the test: the server requires authentication and this client holds no key: \
+         give it the server's pre-shared key"
     )]
     AuthRequired,
     /// The server refused this client's answer to its challenge.
     #[error(
         "run the test: authentication failed: the server does not accept this client's key \
-         (--auth-key must name a file holding the same key as the server's)"
+         (it must be the same key as the server's)"
     )]
     AuthFailed,
+    /// Placement `same` (the sides share CPUs) against a server on another
+    /// host (another kernel boot): refused before any data flows.
+    #[error(
+        "placement `same` shares CPUs between client and server, but the server runs on \
+         another host ({server_host}): use placement `split` (each side takes its own host's \
+         CPUs) or `free`"
+    )]
+    SameOnTwoHosts {
+        /// The server's host name.
+        server_host: String,
+    },
     /// A client holding a key met a server that did not prove it holds the
     /// same key: nothing more was sent to it.
     #[error(

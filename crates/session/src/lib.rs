@@ -21,8 +21,8 @@ pub use client::{
     Delegated, Outcome, ProfileRequest, RunRequest, Target, DELEGATED_MAX_FRAME,
 };
 pub use daemon::{
-    control_descriptors, Daemon, DaemonConfig, DaemonHandle, Overrides, ServeSummary, Shutdown,
-    DEFAULT_CONTROL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION,
+    control_descriptors, Daemon, DaemonConfig, DaemonHandle, Overrides, ServeSummary, Setting,
+    Shutdown, DEFAULT_CONTROL_TIMEOUT, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_MAX_BYTES_PER_SESSION,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HANDSHAKES, DEFAULT_START_TIMEOUT,
 };
 pub use error::SessionError;

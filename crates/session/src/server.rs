@@ -17,7 +17,7 @@ use linkperf_workload::{Placement, Side, TestSpec, Threads};
 use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
 use crate::channel::{Channel, Received, RecvError};
-use crate::daemon::{DaemonConfig, DaemonState};
+use crate::daemon::{DaemonConfig, DaemonState, Setting};
 use linkperf_engine::Sampler;
 
 mod delegate;
@@ -146,8 +146,8 @@ pub(crate) fn serve_session(
                 .as_ref()
                 .map(|d| format!(": {d}"))
                 .or_else(|| {
-                    let (limit, name) = (f.limit?, config.limit_flag?);
-                    Some(format!(" (its {})", name(limit.kind)))
+                    let (limit, name) = (f.limit?, config.setting_name?);
+                    Some(format!(" (its {})", name(Setting::Limit(limit.kind))))
                 })
                 .unwrap_or_default();
             s.log(&format!("{}{detail} ({})", f.message, f.code));
@@ -235,7 +235,7 @@ impl Session<'_> {
                         format!("client closed the control connection before {waiting_for}"),
                     ))
                 }
-                Err(RecvError::Wire(e)) => return Err(wire_fail(e)),
+                Err(RecvError::Wire(e)) => return Err(wire_fail(e, self.config)),
                 Err(e) => return Err(fail(ErrorCode::Internal, e.to_string())),
             }
         }
@@ -246,7 +246,10 @@ impl Session<'_> {
         let late = || {
             fail(
                 ErrorCode::Refused,
-                format!("no {waiting_for} within {timeout:?} (the server's --control-timeout)"),
+                format!(
+                    "no {waiting_for} within {timeout:?} (the server's {})",
+                    self.config.name(Setting::ControlTimeout)
+                ),
             )
         };
         self.recv_until(Instant::now() + timeout, waiting_for, late)
@@ -332,8 +335,9 @@ impl Session<'_> {
             return Err(fail(
                 ErrorCode::Limit,
                 format!(
-                    "the server is already serving {} sessions, its --max-sessions; try again later",
-                    self.config.max_sessions
+                    "the server is already serving {} sessions, its {}; try again later",
+                    self.config.max_sessions,
+                    self.config.name(Setting::Limit(LimitKind::Sessions))
                 ),
             ));
         }
@@ -543,7 +547,7 @@ impl Session<'_> {
                         format!("client vanished mid-test: it {}", self.ch.how_it_went()),
                     ))
                 }
-                Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
+                Err(RecvError::Wire(e)) => break Err(wire_fail(e, self.config)),
                 Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
             }
         };
@@ -625,11 +629,11 @@ fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
 }
 
 /// A frame the decoder refused.
-fn wire_fail(e: WireError) -> Fail {
+fn wire_fail(e: WireError, config: &DaemonConfig) -> Fail {
     match e {
         WireError::FrameTooLarge { .. } => fail(
             ErrorCode::TooLarge,
-            format!("{e} (this server's --max-frame)"),
+            format!("{e} (this server's {})", config.name(Setting::MaxFrame)),
         ),
         e => fail(ErrorCode::Malformed, e.to_string()),
     }

@@ -261,21 +261,15 @@ pub fn execute(
                 RunStatus::Failed
             };
             (
-                failed_run(index, rfc3339_millis(started), status, describe(&e)),
+                failed_run(
+                    index,
+                    rfc3339_millis(started),
+                    status,
+                    crate::words::session_error(&e),
+                ),
                 None,
             )
         }
-    }
-}
-
-/// A session's error in words; a limit of the server's is named by the
-/// `serve` setting that sets it.
-pub(super) fn describe(e: &linkperf_session::SessionError) -> String {
-    match e {
-        linkperf_session::SessionError::Refused { limit: Some(l), .. } => {
-            format!("{e} (the server's {})", crate::serve::limit_flag(l.kind))
-        }
-        _ => e.to_string(),
     }
 }
 

@@ -68,7 +68,7 @@ pub fn delegated_deadline(spec: &TestSpec) -> Duration {
 pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, SessionError> {
     if agent.auth_key.is_none() {
         return Err(SessionError::Invalid(
-            "delegated tests need the agents' key (--auth-key)".into(),
+            "delegated tests need the agents' key".into(),
         ));
     }
     req.spec

@@ -23,6 +23,7 @@ use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Session, WATCH_I
 use crate::budget::Cost;
 use crate::channel::{Received, RecvError};
 use crate::client::{run_test, RunRequest, Target};
+use crate::daemon::Setting;
 
 impl Session<'_> {
     /// Runs a delegated test toward `target` and answers `delegated`;
@@ -37,8 +38,11 @@ impl Session<'_> {
         let Some(key) = self.config.auth_key.clone() else {
             return Err(fail(
                 ErrorCode::Refused,
-                "this server has no key: it runs delegated tests only as an agent started \
-                 with --auth-key, for clients that prove the key",
+                format!(
+                    "this server has no key: it runs delegated tests only as an agent started \
+                     with {}, for clients that prove the key",
+                    self.config.name(Setting::AuthKey)
+                ),
             ));
         };
         if matches!(spec.workload, Workload::Profile { .. }) {
@@ -111,7 +115,7 @@ impl Session<'_> {
                         self.ch.how_it_went()
                     ),
                 ),
-                Err(RecvError::Wire(e)) => wire_fail(e),
+                Err(RecvError::Wire(e)) => wire_fail(e, self.config),
                 Err(e) => fail(ErrorCode::Internal, e.to_string()),
             };
             stop = Some(why);

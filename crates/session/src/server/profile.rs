@@ -9,7 +9,7 @@ use std::sync::Arc;
 use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
 use linkperf_engine::Sampler;
-use linkperf_wire::{decode_client, ClientMessage, ErrorCode, ServerMessage};
+use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
@@ -17,6 +17,7 @@ use super::{fail, out_of_order, start_wait, wire_fail, Fail, Liveness, Session};
 use super::{FINISH_GRACE, WATCH_INTERVAL};
 use crate::budget::Cost;
 use crate::channel::{Received, RecvError};
+use crate::daemon::Setting;
 
 /// How long the server's users may take to stop at the client's count.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -184,8 +185,8 @@ impl Session<'_> {
                 fail(
                     ErrorCode::Limit,
                     format!(
-                        "the profile ran past this server's --max-duration of {:?}; the server \
-                         stopped it",
+                        "the profile ran past this server's {} of {:?}; the server stopped it",
+                        self.config.name(Setting::Limit(LimitKind::DurationS)),
                         self.config.max_duration
                     ),
                 )
@@ -222,7 +223,7 @@ impl Session<'_> {
                         format!("client vanished mid-test: it {}", self.ch.how_it_went()),
                     ))
                 }
-                Err(RecvError::Wire(e)) => break Err(wire_fail(e)),
+                Err(RecvError::Wire(e)) => break Err(wire_fail(e, self.config)),
                 Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
             }
         };

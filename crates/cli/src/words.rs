@@ -1,0 +1,57 @@
+//! A session's errors in the CLI's words: where the library says which
+//! setting to change, the CLI names its flag.
+
+use linkperf_session::SessionError;
+
+/// `e` in words, naming the flags that change what it points to.
+pub fn session_error(e: &SessionError) -> String {
+    match e {
+        SessionError::Refused { limit: Some(l), .. } => {
+            format!("{e} (the server's {})", crate::serve::limit_flag(l.kind))
+        }
+        SessionError::AuthRequired => "run the test: the server requires authentication: give \
+             --auth-key FILE (or set LINKPERF_AUTH_KEY_FILE) with the server's pre-shared key"
+            .into(),
+        SessionError::AuthFailed => "run the test: authentication failed: the server does not \
+             accept this client's key (--auth-key must name a file holding the same key as the \
+             server's)"
+            .into(),
+        SessionError::SameOnTwoHosts { server_host } => format!(
+            "--placement same shares CPUs between client and server, but the server runs on \
+             another host ({server_host}): use --placement split (each side takes its own \
+             host's CPUs) or free"
+        ),
+        _ => e.to_string(),
+    }
+}
+
+/// An error and its causes, `: `-joined as `{:#}` prints them, each
+/// session error in the CLI's words.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    e.chain()
+        .map(|c| match c.downcast_ref::<SessionError>() {
+            Some(s) => session_error(s),
+            None => c.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_errors_name_the_flags_and_the_rest_reads_as_before() {
+        let e = anyhow::Error::from(SessionError::AuthRequired).context("run 1");
+        let words = error_chain(&e);
+        assert!(words.starts_with("run 1: run the test: "), "{words}");
+        assert!(words.contains("--auth-key FILE"), "{words}");
+        let e = anyhow::Error::from(SessionError::SameOnTwoHosts {
+            server_host: "far".into(),
+        });
+        assert!(error_chain(&e).contains("use --placement split"));
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_chain(&plain), format!("{plain:#}"));
+    }
+}
