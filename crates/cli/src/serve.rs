@@ -202,6 +202,7 @@ fn setting_flag(setting: linkperf_session::Setting) -> &'static str {
     match setting {
         S::Limit(kind) => limit_flag(kind),
         S::ControlTimeout => "--control-timeout",
+        S::HandshakeTimeout => "--handshake-timeout",
         S::MaxFrame => "--max-frame",
         S::AuthKey => "--auth-key",
     }

@@ -9,6 +9,9 @@ pub fn session_error(e: &SessionError) -> String {
         SessionError::Refused { limit: Some(l), .. } => {
             format!("{e} (the server's {})", crate::serve::limit_flag(l.kind))
         }
+        SessionError::NotLinkperf {
+            addr, iperf3: true, ..
+        } => format!("{e}: to test against an iperf3 server, use --iperf3-server {addr}"),
         SessionError::AuthRequired => "run the test: the server requires authentication: give \
              --auth-key FILE (or set LINKPERF_AUTH_KEY_FILE) with the server's pre-shared key"
             .into(),
@@ -51,6 +54,15 @@ mod tests {
             server_host: "far".into(),
         });
         assert!(error_chain(&e).contains("use --placement split"));
+        let e = anyhow::Error::from(SessionError::NotLinkperf {
+            addr: "h:5201".into(),
+            what: "this port speaks iperf3, not linkperf".into(),
+            iperf3: true,
+        });
+        assert!(error_chain(&e).ends_with(
+            "this port speaks iperf3, not linkperf: to test against an iperf3 server, \
+             use --iperf3-server h:5201"
+        ));
         let plain = anyhow::anyhow!("inner").context("outer");
         assert_eq!(error_chain(&plain), format!("{plain:#}"));
     }

@@ -219,7 +219,8 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
         foreign::Answer::MayBeLinkperf => {}
         foreign::Answer::Foreign(f) => {
             return Err(SessionError::NotLinkperf {
-                what: f.explain(&shown),
+                what: f.explain(),
+                iperf3: matches!(f, foreign::Foreign::Iperf3),
                 addr: shown,
             })
         }

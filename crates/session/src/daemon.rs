@@ -92,6 +92,8 @@ pub enum Setting {
     Limit(linkperf_wire::LimitKind),
     /// How long the daemon waits for each control message.
     ControlTimeout,
+    /// How long a new connection has for its handshake.
+    HandshakeTimeout,
     /// The largest control message it takes after the handshake.
     MaxFrame,
     /// Its pre-shared key.
@@ -112,6 +114,7 @@ impl Setting {
             Setting::Limit(K::Sessions) => "limit on sessions",
             Setting::Limit(K::BytesPerSession) => "limit on bytes per session",
             Setting::ControlTimeout => "control timeout",
+            Setting::HandshakeTimeout => "handshake timeout",
             Setting::MaxFrame => "largest control message",
             Setting::AuthKey => "a pre-shared key",
         }

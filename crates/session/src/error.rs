@@ -24,8 +24,11 @@ pub enum SessionError {
     NotLinkperf {
         /// Where.
         addr: String,
-        /// What answered instead, and what to do.
+        /// What answered instead.
         what: String,
+        /// Whether it speaks iperf3 (the front end says how to test
+        /// against an iperf3 server).
+        iperf3: bool,
     },
     /// The control connection broke or timed out.
     #[error("talk to the server: {0}")]

@@ -260,13 +260,14 @@ impl Session<'_> {
     fn handshake(&mut self, accepted: Instant) -> Result<(), Fail> {
         let limit = self.config.handshake_timeout;
         let deadline = accepted + limit;
+        let setting = self.config.name(Setting::HandshakeTimeout);
         let late = |what: &str| {
             let what = what.to_string();
             move || {
                 fail(
                     ErrorCode::Limit,
                     format!(
-                        "no {what} within this server's --handshake-timeout of {limit:?}; connection dropped"
+                        "no {what} within this server's {setting} of {limit:?}; connection dropped"
                     ),
                 )
             }
