@@ -10,13 +10,12 @@ use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, Engine
 use linkperf_metrics::{
     capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
 };
-use linkperf_wire::{
-    decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION,
-};
+use linkperf_wire::{decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::{new_challenge, AuthKey};
 use crate::channel::{Channel, Received};
+use crate::handshake::ClientHandshake;
 use crate::server::DRAIN;
 use crate::SessionError;
 use linkperf_engine::Sampler;
@@ -207,14 +206,11 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
         ),
         None => None,
     };
-    c.send(&ClientMessage::Hello {
-        protocol_version: PROTOCOL_VERSION,
-        client_version: env!("CARGO_PKG_VERSION").into(),
-        challenge: mine.as_ref().map(|(_, hex)| hex.clone()),
-    })?;
-    // Something other than a linkperf server may listen there: tell what.
     let (host, port) = parse_address(&target.address, target.default_port)?;
     let shown = address::join(&host, port);
+    let (hs, hello) = ClientHandshake::start(target.auth_key.as_ref(), mine, shown.clone());
+    c.send(&hello)?;
+    // Something other than a linkperf server may listen there: tell what.
     match foreign::first_answer(c.ch.stream(), ANSWER_TIMEOUT) {
         foreign::Answer::MayBeLinkperf => {}
         foreign::Answer::Foreign(f) => {
@@ -231,55 +227,25 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
             )))
         }
     }
-    let (session, challenge, proof, agent) = match c.recv(ANSWER_TIMEOUT, "welcome")? {
-        ServerMessage::Welcome {
-            session,
-            challenge,
-            proof,
-            agent,
-            ..
-        } => (session, challenge, proof, agent),
-        other => {
-            return Err(SessionError::Control(format!(
-                "expected welcome, got {}",
-                other.kind()
-            )))
+    let welcomed = match hs.welcome(c.recv(ANSWER_TIMEOUT, "welcome")?) {
+        Ok(w) => w,
+        Err(refused) => {
+            if let Some(reason) = refused.abort {
+                let _ = c.send(&ClientMessage::Abort {
+                    reason: reason.into(),
+                });
+            }
+            return Err(refused.error);
         }
     };
-    // The server proves the key first: one that cannot is sent nothing more.
-    if let (Some(key), Some((mine, _))) = (&target.auth_key, &mine) {
-        let why = match &proof {
-            Some(p) if key.check_proof(mine, session, p) => None,
-            Some(_) => Some("its proof does not match this client's key: it holds another key"),
-            None => Some("it sent no proof: it holds no key"),
-        };
-        if let Some(why) = why {
-            let _ = c.send(&ClientMessage::Abort {
-                reason: "the server did not prove it holds the key".into(),
-            });
-            return Err(SessionError::ServerNotProven {
-                addr: shown,
-                why: why.into(),
-            });
-        }
-    }
-    if let Some(challenge) = challenge {
-        let Some(key) = &target.auth_key else {
-            let _ = c.send(&ClientMessage::Abort {
-                reason: "this client has no key".into(),
-            });
-            return Err(SessionError::AuthRequired);
-        };
-        let response = key.respond(&challenge, session).ok_or_else(|| {
-            SessionError::Control("the server's challenge is not 64 hex digits".into())
-        })?;
-        c.send(&ClientMessage::Auth { response })?;
+    if let Some(auth) = welcomed.auth {
+        c.send(&auth)?;
     }
     Ok(Opened {
         c,
         addr,
         local_ip,
-        agent,
+        agent: welcomed.agent,
     })
 }
 

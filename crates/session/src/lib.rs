@@ -12,6 +12,7 @@ mod channel;
 mod client;
 mod daemon;
 mod error;
+mod handshake;
 mod server;
 
 pub use auth::{AuthKey, KeyError};

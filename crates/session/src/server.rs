@@ -10,7 +10,7 @@ use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerT
 use linkperf_metrics::{capture_environment, Environment, SideReport};
 use linkperf_wire::{
     decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
-    WireError, PROTOCOL_VERSION,
+    WireError,
 };
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
@@ -18,6 +18,7 @@ use crate::auth::new_challenge;
 use crate::budget::{Charge, Cost, Limit};
 use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState, Setting};
+use crate::handshake::ServerHandshake;
 use linkperf_engine::Sampler;
 
 mod delegate;
@@ -43,16 +44,17 @@ struct Session<'a> {
 }
 
 /// Why a session ended early, as sent to the client.
-struct Fail {
-    code: ErrorCode,
-    message: String,
+#[derive(Debug)]
+pub(crate) struct Fail {
+    pub(crate) code: ErrorCode,
+    pub(crate) message: String,
     /// More than the client is told, for the daemon's log.
-    detail: Option<String>,
+    pub(crate) detail: Option<String>,
     /// The limit a refused request met, with its figures.
     limit: Option<Limit>,
 }
 
-fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
+pub(crate) fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
     Fail {
         code,
         message: message.into(),
@@ -89,7 +91,7 @@ pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
 }
 
 /// Authentication failed; the client is told no more than that.
-fn auth_failed(detail: impl Into<String>) -> Fail {
+pub(crate) fn auth_failed(detail: impl Into<String>) -> Fail {
     Fail {
         code: ErrorCode::AuthFailed,
         message: "authentication failed".into(),
@@ -256,74 +258,34 @@ impl Session<'_> {
     }
 
     /// Hello, welcome and, with a key, the challenge–response; all within the
-    /// handshake timeout counted from the connection's accept.
+    /// handshake timeout counted from the connection's accept. The exchange
+    /// itself is [`ServerHandshake`]'s; this moves its messages.
     fn handshake(&mut self, accepted: Instant) -> Result<(), Fail> {
-        let limit = self.config.handshake_timeout;
-        let deadline = accepted + limit;
-        let setting = self.config.name(Setting::HandshakeTimeout);
-        let late = |what: &str| {
-            let what = what.to_string();
-            move || {
-                fail(
-                    ErrorCode::Limit,
-                    format!(
-                        "no {what} within this server's {setting} of {limit:?}; connection dropped"
-                    ),
-                )
-            }
-        };
-        let client_challenge = match self.recv_until(deadline, "hello", late("hello"))? {
-            ClientMessage::Hello { protocol_version, challenge, .. } if protocol_version == PROTOCOL_VERSION => challenge,
-            ClientMessage::Hello { protocol_version, .. } => {
-                return Err(fail(
-                    ErrorCode::VersionMismatch,
-                    format!("client speaks control protocol {protocol_version}, this server speaks {PROTOCOL_VERSION}"),
-                ))
-            }
-            other => return Err(out_of_order("hello", &other)),
-        };
-        // A client holding a key asks this server to prove it holds it too.
-        let proof = match (&self.config.auth_key, &client_challenge) {
-            (Some(key), Some(c)) => Some(key.prove(c, self.id).ok_or_else(|| {
-                fail(
-                    ErrorCode::Malformed,
-                    "the client's challenge is not 64 hex digits",
-                )
-            })?),
-            _ => None,
-        };
-        let challenge = match &self.config.auth_key {
+        let config = self.config;
+        let mut hs = ServerHandshake::new(
+            config.auth_key.as_ref(),
+            self.id,
+            accepted,
+            config.handshake_timeout,
+            config.name(Setting::HandshakeTimeout),
+        );
+        let hello = self.recv_until(hs.deadline(), "hello", || hs.late("hello"))?;
+        let challenge = match &config.auth_key {
             Some(_) => Some(
                 new_challenge()
                     .map_err(|e| fail(ErrorCode::Internal, format!("random challenge: {e}")))?,
             ),
             None => None,
         };
-        let welcome = ServerMessage::Welcome {
-            protocol_version: PROTOCOL_VERSION,
-            server_version: env!("CARGO_PKG_VERSION").to_string(),
-            session: self.id,
-            challenge: challenge.as_ref().map(|(_, hex)| hex.clone()),
-            proof,
-            agent: self.config.identity.clone(),
-        };
+        let welcome = hs.hello(hello, challenge, config.identity.clone())?;
         self.send(&welcome)?;
-        let (Some(key), Some((challenge, _))) = (&self.config.auth_key, challenge) else {
+        if !hs.awaits_auth() {
             return Ok(());
-        };
-        match self.recv_until(deadline, "authentication", late("authentication"))? {
-            ClientMessage::Auth { response } if key.verify(&challenge, self.id, &response) => {
-                Ok(())
-            }
-            ClientMessage::Auth { .. } => Err(auth_failed("wrong response to the challenge")),
-            ClientMessage::Abort { reason } => Err(auth_failed(format!(
-                "the client gave up instead of answering the challenge: {reason}"
-            ))),
-            other => Err(auth_failed(format!(
-                "the client sent {} instead of answering the challenge",
-                other.kind()
-            ))),
         }
+        let answer = self.recv_until(hs.deadline(), "authentication", || {
+            hs.late("authentication")
+        })?;
+        hs.auth(answer)
     }
 
     fn run(&mut self, accepted: Instant) -> Result<String, Fail> {
@@ -622,7 +584,7 @@ impl<'a> Session<'a> {
     }
 }
 
-fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
+pub(crate) fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
     fail(
         ErrorCode::OutOfOrder,
         format!("expected {expected}, got {}", got.kind()),
