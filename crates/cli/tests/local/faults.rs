@@ -2019,13 +2019,15 @@ fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_compl
     second
         .read_exact(&mut answer)
         .expect("the server answers on the newest connection");
+    // Nothing was answered on the older one: it is open, or closed at the
+    // end of the server's script, with nothing in it.
     let mut nothing = [0u8; 1];
     first.set_nonblocking(true).unwrap();
-    assert_eq!(
-        first.read(&mut nothing).map_err(|e| e.kind()),
-        Err(ErrorKind::WouldBlock),
-        "the older connection stays open and nothing was answered on it"
-    );
+    match first.read(&mut nothing) {
+        Ok(0) => {}
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the older connection got {other:?}"),
+    }
 }
 
 // ---------------------------------------------------------------------------
