@@ -666,10 +666,11 @@ fn own_placement(placement: Placement) -> Placement {
 /// daemon's too.
 fn own_placement_as(mut placement: Placement, side: Side) -> Placement {
     if placement.threads == Threads::ServerDefault {
-        placement.threads = Threads::Count(
-            std::thread::available_parallelism()
-                .map_or(1, |n| u32::try_from(n.get()).unwrap_or(1024).min(1024)),
-        );
+        placement.threads = Threads::Count(std::thread::available_parallelism().map_or(1, |n| {
+            u32::try_from(n.get())
+                .unwrap_or(MAX_TEST_THREADS)
+                .min(MAX_TEST_THREADS)
+        }));
     }
     placement.settle(side, &linkperf_metrics::current_thread_allowed_cpus());
     placement

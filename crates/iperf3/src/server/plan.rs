@@ -148,7 +148,7 @@ pub fn plan(p: &TestParams, limits: &Limits) -> Result<TestPlan, Refusal> {
         return Err(refuse(
             IErrno::Duration,
             format!(
-                "{total} s asked (time plus omit), at most {} s served (--max-duration)",
+                "{total} s asked (time plus omit), at most {} s served (the server's limit on duration)",
                 limits.max_duration.as_secs()
             ),
         ));
