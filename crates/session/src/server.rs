@@ -369,6 +369,48 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// The client's `start`, within the time its users take to connect
+    /// ([`start_wait`] for `connections`) after the test's acceptance.
+    fn await_start(&mut self, connections: u64) -> Result<(), Fail> {
+        let wait = start_wait(connections, self.config.start_timeout);
+        let late = || {
+            fail(
+                ErrorCode::Refused,
+                format!("no start within {wait:?} of the test's acceptance"),
+            )
+        };
+        match self.recv_until(Instant::now() + wait, "start", late)? {
+            ClientMessage::Start => Ok(()),
+            other => Err(out_of_order("start", &other)),
+        }
+    }
+
+    /// While a test runs: the client's next message, `None` when none came
+    /// in a [`WATCH_INTERVAL`]; an error when the test must end on this
+    /// side ([`Session::still_on`]), or the control connection closed or
+    /// sent what is not a message.
+    fn watch(
+        &mut self,
+        live: &LiveStats,
+        liveness: &mut Liveness,
+        deadline: Instant,
+        overdue: impl FnOnce() -> Fail,
+    ) -> Result<Option<ClientMessage>, Fail> {
+        self.still_on(live, liveness, deadline, overdue)?;
+        match self.ch.recv(WATCH_INTERVAL) {
+            Ok(Received::Timeout) => Ok(None),
+            Ok(Received::Frame(f)) => decode_client(&f)
+                .map(Some)
+                .map_err(|e| fail(ErrorCode::Malformed, e.to_string())),
+            Ok(Received::Closed) => Err(fail(
+                ErrorCode::Aborted,
+                format!("client vanished mid-test: it {}", self.ch.how_it_went()),
+            )),
+            Err(RecvError::Wire(e)) => Err(wire_fail(e, self.config)),
+            Err(e) => Err(fail(ErrorCode::Internal, e.to_string())),
+        }
+    }
+
     fn over_byte_limit(&self, live: &LiveStats) -> Option<Fail> {
         let max = self.config.max_bytes_per_session?;
         let t = live.totals();
@@ -450,25 +492,10 @@ impl Session<'_> {
             let _ = server.finish();
             return Err(f);
         }
-        let wait = start_wait(u64::from(spec.users), self.config.start_timeout);
-        let late = || {
-            fail(
-                ErrorCode::Refused,
-                format!("no start within {wait:?} of the test's acceptance"),
-            )
-        };
-        match self.recv_until(Instant::now() + wait, "start", late) {
-            Ok(ClientMessage::Start) => {}
-            Ok(other) => {
-                server.abort();
-                let _ = server.finish();
-                return Err(out_of_order("start", &other));
-            }
-            Err(f) => {
-                server.abort();
-                let _ = server.finish();
-                return Err(f);
-            }
+        if let Err(f) = self.await_start(u64::from(spec.users)) {
+            server.abort();
+            let _ = server.finish();
+            return Err(f);
         }
         let schedule = server.start(DRAIN);
         let sampler = Sampler::spawn(schedule);
@@ -489,29 +516,16 @@ impl Session<'_> {
                     "the client did not finish in time; test abandoned",
                 )
             };
-            if let Err(e) = self.still_on(&live, &mut liveness, deadline, overdue) {
-                break Err(e);
-            }
-            match self.ch.recv(WATCH_INTERVAL) {
-                Ok(Received::Timeout) => continue,
-                Ok(Received::Frame(f)) => match decode_client(&f) {
-                    Ok(ClientMessage::Finished) => break Ok(()),
-                    Ok(ClientMessage::Abort { .. }) => {
-                        aborted = true;
-                        server.abort();
-                        break Ok(());
-                    }
-                    Ok(other) => break Err(out_of_order("finished", &other)),
-                    Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
-                },
-                Ok(Received::Closed) => {
-                    break Err(fail(
-                        ErrorCode::Aborted,
-                        format!("client vanished mid-test: it {}", self.ch.how_it_went()),
-                    ))
+            match self.watch(&live, &mut liveness, deadline, overdue) {
+                Ok(None) => continue,
+                Ok(Some(ClientMessage::Finished)) => break Ok(()),
+                Ok(Some(ClientMessage::Abort { .. })) => {
+                    aborted = true;
+                    server.abort();
+                    break Ok(());
                 }
-                Err(RecvError::Wire(e)) => break Err(wire_fail(e, self.config)),
-                Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
+                Ok(Some(other)) => break Err(out_of_order("finished", &other)),
+                Err(e) => break Err(e),
             }
         };
         if outcome.is_err() {

@@ -9,14 +9,13 @@ use std::sync::Arc;
 use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
 use linkperf_engine::Sampler;
-use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, ServerMessage};
+use linkperf_wire::{ClientMessage, ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::{fail, out_of_order, start_wait, wire_fail, Fail, Liveness, Session};
-use super::{FINISH_GRACE, WATCH_INTERVAL};
+use super::FINISH_GRACE;
+use super::{fail, out_of_order, Fail, Liveness, Session};
 use crate::budget::Cost;
-use crate::channel::{Received, RecvError};
 use crate::daemon::Setting;
 
 /// How long the server's users may take to stop at the client's count.
@@ -159,17 +158,8 @@ impl Session<'_> {
         if let Err(f) = self.send(&accepted) {
             return stop(run, f);
         }
-        let wait = start_wait(connections, self.config.start_timeout);
-        let late = || {
-            fail(
-                ErrorCode::Refused,
-                format!("no start within {wait:?} of the test's acceptance"),
-            )
-        };
-        match self.recv_until(Instant::now() + wait, "start", late) {
-            Ok(ClientMessage::Start) => {}
-            Ok(other) => return stop(run, out_of_order("start", &other)),
-            Err(f) => return stop(run, f),
+        if let Err(f) = self.await_start(connections) {
+            return stop(run, f);
         }
         let t0 = Instant::now();
         let sampler = Sampler::until_finished();
@@ -191,40 +181,27 @@ impl Session<'_> {
                     ),
                 )
             };
-            if let Err(e) = self.still_on(&live, &mut liveness, deadline, overdue) {
-                break Err(e);
-            }
-            match self.ch.recv(WATCH_INTERVAL) {
-                Ok(Received::Timeout) => continue,
-                Ok(Received::Frame(f)) => match decode_client(&f) {
-                    Ok(ClientMessage::TxnEnd { txn, iterations }) => {
-                        if let Err(f) = self.txn_end(&run, users, &mut ended, txn, iterations) {
-                            break Err(f);
-                        }
+            match self.watch(&live, &mut liveness, deadline, overdue) {
+                Ok(None) => continue,
+                Ok(Some(ClientMessage::TxnEnd { txn, iterations })) => {
+                    if let Err(f) = self.txn_end(&run, users, &mut ended, txn, iterations) {
+                        break Err(f);
                     }
-                    Ok(ClientMessage::Finished) => {
-                        // The client's users are done; the server's finish
-                        // the script's end (its last disconnects, the reads
-                        // of what the client sent last) before they are
-                        // stopped, within a bound.
-                        run.wait_all_finished(Instant::now() + SCRIPT_END_GRACE);
-                        break Ok(());
-                    }
-                    Ok(ClientMessage::Abort { .. }) => {
-                        aborted = true;
-                        break Ok(());
-                    }
-                    Ok(other) => break Err(out_of_order("finished", &other)),
-                    Err(e) => break Err(fail(ErrorCode::Malformed, e.to_string())),
-                },
-                Ok(Received::Closed) => {
-                    break Err(fail(
-                        ErrorCode::Aborted,
-                        format!("client vanished mid-test: it {}", self.ch.how_it_went()),
-                    ))
                 }
-                Err(RecvError::Wire(e)) => break Err(wire_fail(e, self.config)),
-                Err(e) => break Err(fail(ErrorCode::Internal, e.to_string())),
+                Ok(Some(ClientMessage::Finished)) => {
+                    // The client's users are done; the server's finish the
+                    // script's end (its last disconnects, the reads of what
+                    // the client sent last) before they are stopped, within
+                    // a bound.
+                    run.wait_all_finished(Instant::now() + SCRIPT_END_GRACE);
+                    break Ok(());
+                }
+                Ok(Some(ClientMessage::Abort { .. })) => {
+                    aborted = true;
+                    break Ok(());
+                }
+                Ok(Some(other)) => break Err(out_of_order("finished", &other)),
+                Err(e) => break Err(e),
             }
         };
         // The client is done (or gone): users still waiting stop here.
