@@ -1089,13 +1089,7 @@ fn a_profile_out_of_bounds_from_the_wire_is_refused_and_the_server_goes_on() {
         (bad_rand, "between 1 and 64m"),
         (empty, "has 0 flowops"),
     ] {
-        let mut c = Control::connect(server.port());
-        c.hello();
-        c.send(&ClientMessage::Profile {
-            profile,
-            placement: Placement::with_threads(1),
-            client_ports: vec![],
-        });
+        let mut c = profile_asked(&server, profile);
         let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
         assert_eq!(code, "malformed", "{message}");
         assert!(
@@ -1898,6 +1892,40 @@ fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
     gave_up_keeping_what_it_measured(&json, "no results from the server within 30s");
 }
 
+/// A session past its handshake that asked `server` to run `profile` with
+/// one thread: the control connection, the answer not read yet.
+fn profile_asked(server: &Server, profile: linkperf_workload::profile::Profile) -> Control {
+    let mut c = Control::connect(server.port());
+    c.hello();
+    c.send(&ClientMessage::Profile {
+        profile,
+        placement: Placement::with_threads(1),
+        client_ports: vec![],
+    });
+    c
+}
+
+/// [`profile_asked`], accepted and started: the control connection, the
+/// first data port and the data token.
+fn profile_started(
+    server: &Server,
+    profile: linkperf_workload::profile::Profile,
+) -> (Control, u16, DataToken) {
+    let mut c = profile_asked(server, profile);
+    let (port, token) = match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Accepted {
+            data_ports, token, ..
+        }) => (data_ports[0], token),
+        other => panic!("expected accepted, got {other:?}"),
+    };
+    c.send(&ClientMessage::Start);
+    match c.recv(Duration::from_secs(10)) {
+        Some(ServerMessage::Started) => {}
+        other => panic!("expected started, got {other:?}"),
+    }
+    (c, port, token)
+}
+
 #[test]
 fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_server_goes_on() {
     let _g = shared();
@@ -1912,22 +1940,7 @@ fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_serve
     )
     .unwrap();
     let ask = |txn: u32| {
-        let mut c = Control::connect(server.port());
-        c.hello();
-        c.send(&ClientMessage::Profile {
-            profile: profile.clone(),
-            placement: Placement::with_threads(1),
-            client_ports: vec![],
-        });
-        match c.recv(Duration::from_secs(10)) {
-            Some(ServerMessage::Accepted { .. }) => {}
-            other => panic!("expected accepted, got {other:?}"),
-        }
-        c.send(&ClientMessage::Start);
-        match c.recv(Duration::from_secs(10)) {
-            Some(ServerMessage::Started) => {}
-            other => panic!("expected started, got {other:?}"),
-        }
+        let (mut c, _, _) = profile_started(&server, profile.clone());
         // Transaction 0 is not timed; transaction 7 does not exist.
         c.send(&ClientMessage::TxnEnd {
             txn,
@@ -1975,24 +1988,8 @@ fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_compl
         &|_| None,
     )
     .unwrap();
-    let mut c = Control::connect(server.port());
-    c.hello();
-    c.send(&ClientMessage::Profile {
-        profile,
-        placement: Placement::with_threads(1),
-        client_ports: vec![],
-    });
-    let (port, token) = match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Accepted {
-            data_ports, token, ..
-        }) => (data_ports[0], token),
-        other => panic!("expected accepted, got {other:?}"),
-    };
-    c.send(&ClientMessage::Start);
-    match c.recv(Duration::from_secs(10)) {
-        Some(ServerMessage::Started) => {}
-        other => panic!("expected started, got {other:?}"),
-    }
+    // The control connection stays open while the data flows.
+    let (_control, port, token) = profile_started(&server, profile);
     let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let preamble = |ordinal| {
         Preamble {
