@@ -313,6 +313,36 @@ pub fn assert_measured(r: &Value, what: &str) {
     );
 }
 
+/// [`assert_measured`], where a run the host made noisy (its `host_noise`
+/// check failed: other work took the CPUs) may also be suspect for `also`,
+/// what a starved host does to the test's own traffic (one flow of many over
+/// a narrow link sitting out a short window in TCP's retransmission
+/// back-off). Returns whether the host made the run noisy.
+pub fn assert_measured_on_a_noisy_host(r: &Value, what: &str, also: &[&str]) -> bool {
+    let failed: Vec<&str> = r["checks"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .filter(|c| c["status"] == "fail")
+                .filter_map(|c| c["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !failed.contains(&"host_noise") {
+        assert_measured(r, what);
+        return false;
+    }
+    assert_eq!(r["status"], "suspect", "{what}: {r}");
+    assert!(
+        failed
+            .iter()
+            .all(|c| BUSY_HOST_CHECKS.contains(c) || also.contains(c)),
+        "{what}: suspect for {failed:?}, which a noisy host does not explain: {}",
+        r["status_reasons"]
+    );
+    true
+}
+
 /// Waits until the client writing the live stream `stream` (its
 /// `--json-stream`) has measured part of its window: an interval event
 /// outside the warm-up. Fails after `within`, or if `child` ended first.
