@@ -61,22 +61,41 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# A listening port free now for TCP (and for UDP too with `udp`), taken
+# below the kernel's ephemeral range: a port the kernel hands out itself
+# could go to one of the thousands of client connections a measurement opens
+# before its server binds it.
+pick_port() {
+  python3 - "$@" <<'PY'
+import random, socket, sys
+udp = "udp" in sys.argv[1:]
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+low = max(low, 2048)
+for _ in range(200):
+    p = random.randrange(1024, low)
+    socks = [socket.socket()] + ([socket.socket(socket.AF_INET, socket.SOCK_DGRAM)] if udp else [])
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", p))
+        print(p)
+        break
+    except OSError:
+        pass
+    finally:
+        for s in socks:
+            s.close()
+else:
+    sys.exit("no free port below the ephemeral range")
+PY
 }
 
+free_port() { pick_port; }
+
 # A port free for TCP and UDP both (`serve --iperf3` takes both).
-free_port_udp_too() {
-  python3 -c '
-import socket
-for _ in range(50):
-    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        u.bind(("127.0.0.1", p)); print(p); break
-    except OSError:
-        pass'
-}
+free_port_udp_too() { pick_port udp; }
 
 # start_server LOG PORT CMD... : start a server in the background, wait until it listens.
 # Sets SERVER_PID.
