@@ -399,7 +399,7 @@ fn discover(a: &MeshArgs, key: &AuthKey) -> anyhow::Result<Vec<Agent>> {
                     address: addr,
                     identity: identity.unwrap_or_default(),
                 }),
-                Err(e) => unreachable.push(format!("{addr}: {e}")),
+                Err(e) => unreachable.push(format!("{addr}: {}", crate::words::session_error(&e))),
             }
         }
     }

@@ -294,7 +294,12 @@ fn record(
             index,
             now,
             RunStatus::Failed,
-            format!("agent {} ({}): {e}", source.name, source.address),
+            format!(
+                "agent {} ({}): {}",
+                source.name,
+                source.address,
+                crate::words::session_error(&e)
+            ),
         ),
         Ok(d) => {
             let o = d.outcome;

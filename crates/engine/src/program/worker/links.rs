@@ -19,10 +19,31 @@ pub(super) const ACCEPTED_PER_SLOT: usize = 2;
 /// of a transaction takes the socket the client numbered n, however the
 /// preambles' completion reordered them (a slow server accepts one socket,
 /// and reads the next one's preamble before the first one's).
+///
+/// At most `cap` sockets wait (a client cannot make the server hoard
+/// descriptors), but the one its user needs next is always let in; one
+/// refused for the cap is remembered by its number, so that the accept it
+/// was for fails with an error instead of waiting for it for ever.
 #[derive(Debug)]
 pub(super) struct Accepted<S> {
-    /// (transaction, ordinal, socket), in that order.
-    waiting: VecDeque<(u64, u64, S)>,
+    /// (transaction, ordinal, the socket or `None` if it was refused), in
+    /// that order.
+    waiting: VecDeque<(u64, u64, Option<S>)>,
+}
+
+/// Numbers of refused sockets remembered per connection; past that, one
+/// refused is forgotten (its accept would wait until the client's end).
+const MAX_REFUSED: usize = 4096;
+
+/// What an accept found.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Taken<S> {
+    /// The socket.
+    Socket(S),
+    /// The socket came and was refused: more were waiting than allowed.
+    Refused,
+    /// Not there yet.
+    NotYet,
 }
 
 impl<S> Default for Accepted<S> {
@@ -36,12 +57,27 @@ impl<S> Default for Accepted<S> {
 impl<S> Accepted<S> {
     /// Sockets waiting.
     pub(super) fn len(&self) -> usize {
-        self.waiting.len()
+        self.waiting.iter().filter(|w| w.2.is_some()).count()
     }
 
-    /// A socket's preamble arrived. A second socket with the same number
-    /// is not a user's: handed back (to be closed).
-    pub(super) fn insert(&mut self, txn: u64, ordinal: u64, socket: S) -> Result<(), S> {
+    /// Socket `ordinal` of transaction `txn` arrived; the user's next
+    /// accept takes `next` (transaction, ordinal), and those before it are
+    /// stale: dropped. Returns a socket to close: this one, if it is stale,
+    /// if its number is already waiting (not a user's), or if `cap` wait
+    /// and it is not the next.
+    pub(super) fn insert(
+        &mut self,
+        (txn, ordinal): (u64, u64),
+        socket: S,
+        next: (u64, u64),
+        cap: usize,
+    ) -> Option<S> {
+        while self.waiting.front().is_some_and(|w| (w.0, w.1) < next) {
+            self.waiting.pop_front();
+        }
+        if (txn, ordinal) < next {
+            return Some(socket);
+        }
         let at = self
             .waiting
             .partition_point(|w| (w.0, w.1) < (txn, ordinal));
@@ -50,16 +86,21 @@ impl<S> Accepted<S> {
             .get(at)
             .is_some_and(|w| (w.0, w.1) == (txn, ordinal))
         {
-            return Err(socket);
+            return Some(socket);
         }
-        self.waiting.insert(at, (txn, ordinal, socket));
-        Ok(())
+        if (txn, ordinal) != next && self.len() >= cap {
+            if self.waiting.len() < cap + MAX_REFUSED {
+                self.waiting.insert(at, (txn, ordinal, None));
+            }
+            return Some(socket);
+        }
+        self.waiting.insert(at, (txn, ordinal, Some(socket)));
+        None
     }
 
-    /// Socket `ordinal` of transaction `txn`, if it is there. Those of
-    /// earlier transactions (the client ran ahead of a timed transaction's
-    /// end) and earlier ordinals are stale: dropped (closed).
-    pub(super) fn take(&mut self, txn: u64, ordinal: u64) -> Option<S> {
+    /// Socket `ordinal` of transaction `txn`, if it came. Those before it
+    /// are stale: dropped (closed).
+    pub(super) fn take(&mut self, txn: u64, ordinal: u64) -> Taken<S> {
         while self
             .waiting
             .front()
@@ -70,11 +111,14 @@ impl<S> Accepted<S> {
         if self
             .waiting
             .front()
-            .is_some_and(|w| (w.0, w.1) == (txn, ordinal))
+            .is_none_or(|w| (w.0, w.1) != (txn, ordinal))
         {
-            return self.waiting.pop_front().map(|w| w.2);
+            return Taken::NotYet;
         }
-        None
+        match self.waiting.pop_front().and_then(|w| w.2) {
+            Some(s) => Taken::Socket(s),
+            None => Taken::Refused,
+        }
     }
 }
 
@@ -208,21 +252,27 @@ impl Worker {
             }
             *preamble = None;
         }
+        self.count_tcp(u, c);
         self.established(u, c);
         self.users[u].op_done(now, &mut self.stats);
         true
     }
 
-    /// A TCP connection of user `u` on connection `c` is open (the client
-    /// sent its preamble, the server took it).
-    pub(super) fn established(&mut self, u: usize, c: usize) {
-        self.stats.connections += 1;
+    /// User `u` opened (client) or took (server) one more TCP socket on
+    /// connection `c` in its transaction: the next is numbered one higher.
+    fn count_tcp(&mut self, u: usize, c: usize) {
         let txn = self.users[u].txn() as u64;
         let count = &mut self.tcp_count[u][c];
         if count.0 != txn {
             *count = (txn, 0);
         }
         count.1 += 1;
+    }
+
+    /// A TCP connection of user `u` on connection `c` is open (the client
+    /// sent its preamble, the server took it).
+    pub(super) fn established(&mut self, u: usize, c: usize) {
+        self.stats.connections += 1;
         if self.socket.is_none() {
             if let Some(Link::Tcp { stream, .. }) = self.links[u][c].last() {
                 let ip = stream.local_addr().ok().map(|a| a.ip());
@@ -278,13 +328,26 @@ impl Worker {
         // transaction's end) are stale and closed.
         let txn = self.users[u].txn() as u64;
         let ordinal = ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal;
-        let Some(stream) = self
-            .accepted
-            .get_mut(&(u, c))
-            .and_then(|q| q.take(txn, ordinal))
-        else {
-            return false;
+        let taken = match self.accepted.get_mut(&(u, c)) {
+            Some(q) => q.take(txn, ordinal),
+            None => Taken::NotYet,
         };
+        let stream = match taken {
+            Taken::Socket(s) => s,
+            Taken::NotYet => return false,
+            Taken::Refused => {
+                // Counted, so that the next accept takes the next socket.
+                self.count_tcp(u, c);
+                return self.fail(
+                    u,
+                    "the server closed this connection at once: more of its sockets waited \
+                     to be accepted than the user holds open",
+                    now,
+                );
+            }
+        };
+        // Counted before its options, which may fail (canfail goes on).
+        self.count_tcp(u, c);
         if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
             return self.fail(u, &format!("socket options: {e}"), now);
         }
@@ -405,13 +468,15 @@ impl Worker {
         if u >= self.users.len() || c >= self.users[u].conns() {
             return;
         }
-        // No more than a user's connection can take: more are not a user's.
+        // No more may wait than the user's connection holds open, but
+        // always the socket its user takes next.
         let most = usize::try_from(self.users[u].script().peaks[c])
             .unwrap_or(usize::MAX)
             .max(ACCEPTED_PER_SLOT);
-        if self.accepted.get(&(u, c)).is_some_and(|q| q.len() >= most) {
-            return;
-        }
+        let next = (
+            self.users[u].txn() as u64,
+            ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal,
+        );
         if self
             .poll
             .registry()
@@ -425,8 +490,9 @@ impl Worker {
             return;
         }
         let queue = self.accepted.entry((u, c)).or_default();
-        if queue.insert(txn, seq.ordinal, p.stream).is_err() {
-            // A number already waiting: not a user's connect. Closed.
+        if let Some(refused) = queue.insert((txn, seq.ordinal), p.stream, next, most) {
+            // Closed (which takes it off the poll).
+            drop(refused);
             return;
         }
         self.drive(u);
@@ -464,29 +530,32 @@ const _: () = assert!(super::MAX_CONNS <= 1 << 8);
 
 #[cfg(test)]
 mod tests {
-    use super::Accepted;
+    use super::{Accepted, Taken};
 
     #[test]
     fn each_accept_takes_the_socket_numbered_as_it_whatever_order_preambles_complete_in() {
         let mut a = Accepted::default();
         // The second socket's preamble completes before the first's: the
         // first accept waits for the first socket.
-        assert!(a.insert(0, 2, "second").is_ok());
-        assert_eq!(a.take(0, 1), None);
+        assert_eq!(a.insert((0, 2), "second", (0, 1), 2), None);
+        assert_eq!(a.take(0, 1), Taken::NotYet);
         assert_eq!(a.len(), 1, "the second waits for its turn");
-        assert!(a.insert(0, 1, "first").is_ok());
-        assert_eq!(a.take(0, 1), Some("first"));
-        assert_eq!(a.take(0, 2), Some("second"));
-        assert_eq!(a.take(0, 3), None);
+        assert_eq!(a.insert((0, 1), "first", (0, 1), 2), None);
+        assert_eq!(a.take(0, 1), Taken::Socket("first"));
+        assert_eq!(a.take(0, 2), Taken::Socket("second"));
+        assert_eq!(a.take(0, 3), Taken::NotYet);
     }
 
     #[test]
-    fn a_number_already_waiting_is_refused() {
+    fn a_number_already_waiting_or_already_taken_is_closed() {
         let mut a = Accepted::default();
-        assert!(a.insert(1, 1, "one").is_ok());
-        assert_eq!(a.insert(1, 1, "again"), Err("again"));
-        assert!(a.insert(2, 1, "next transaction's").is_ok());
+        assert_eq!(a.insert((1, 1), "one", (1, 1), 2), None);
+        assert_eq!(a.insert((1, 1), "again", (1, 1), 2), Some("again"));
+        assert_eq!(a.insert((2, 1), "next transaction's", (1, 1), 2), None);
         assert_eq!(a.len(), 2);
+        assert_eq!(a.take(1, 1), Taken::Socket("one"));
+        // Once the user is past it, a late repeat is stale.
+        assert_eq!(a.insert((1, 1), "late", (1, 2), 2), Some("late"));
     }
 
     #[test]
@@ -494,14 +563,43 @@ mod tests {
         let mut a = Accepted::default();
         // The client ran ahead of a timed transaction's end: its last
         // socket of transaction 1 was never taken.
-        assert!(a.insert(1, 7, "stale").is_ok());
-        assert!(a.insert(2, 1, "current").is_ok());
-        assert_eq!(a.take(2, 1), Some("current"));
+        assert_eq!(a.insert((1, 7), "stale", (1, 7), 2), None);
+        assert_eq!(a.insert((2, 1), "current", (1, 7), 2), None);
+        assert_eq!(a.take(2, 1), Taken::Socket("current"));
         assert_eq!(a.len(), 0);
-        // One numbered below the next accept's is not waited for either.
-        assert!(a.insert(2, 1, "late repeat").is_ok());
-        assert!(a.insert(2, 3, "third").is_ok());
-        assert_eq!(a.take(2, 2), None);
+        assert_eq!(a.insert((2, 3), "third", (2, 2), 2), None);
+        assert_eq!(a.take(2, 2), Taken::NotYet);
         assert_eq!(a.len(), 1, "the third waits");
+    }
+
+    #[test]
+    fn the_next_socket_always_gets_in_and_one_refused_fails_its_accept_instead_of_hanging() {
+        let mut a = Accepted::default();
+        // Two later sockets fill the cap before the one the user needs.
+        assert_eq!(a.insert((0, 2), "second", (0, 1), 2), None);
+        assert_eq!(a.insert((0, 3), "third", (0, 1), 2), None);
+        assert_eq!(a.insert((0, 4), "fourth", (0, 1), 2), Some("fourth"));
+        assert_eq!(
+            a.insert((0, 1), "first", (0, 1), 2),
+            None,
+            "the next gets in"
+        );
+        assert_eq!(a.take(0, 1), Taken::Socket("first"));
+        assert_eq!(a.take(0, 2), Taken::Socket("second"));
+        assert_eq!(a.take(0, 3), Taken::Socket("third"));
+        // The fourth was refused: its accept learns so at once.
+        assert_eq!(a.take(0, 4), Taken::Refused);
+        assert_eq!(a.take(0, 5), Taken::NotYet);
+    }
+
+    #[test]
+    fn refused_numbers_are_remembered_within_a_bound() {
+        let mut a = Accepted::default();
+        assert_eq!(a.insert((0, 2), "kept", (0, 1), 1), None);
+        for n in 3..(3 + super::MAX_REFUSED as u64 + 10) {
+            assert_eq!(a.insert((0, n), "more", (0, 1), 1), Some("more"));
+        }
+        assert_eq!(a.len(), 1);
+        assert!(a.waiting.len() <= 1 + super::MAX_REFUSED);
     }
 }
