@@ -2,8 +2,11 @@
 //! room for what it will write is taken in the results file's directory (a
 //! hidden file of that size, written for real so that the file system has
 //! given the blocks); each save gives that room up for its own write and
-//! takes back what is left. A save that fails anyway goes to a fallback file
-//! elsewhere, whose path the caller prints.
+//! takes back what is left (written beside its place and moved there whole,
+//! so the room is either held or not). Another writer filling the disk in
+//! the moment between a save and the room taken back can still take it:
+//! then a later save fails, and a save that fails goes to a fallback file
+//! elsewhere, whose path the caller prints. No run is lost either way.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -31,6 +34,9 @@ pub fn run_bytes(runs: u64, users: u64, window_s: f64) -> u64 {
 #[derive(Debug)]
 pub struct SpaceReserve {
     path: PathBuf,
+    /// Where the room is written before it is moved to `path`: the room is
+    /// there under `path` whole or not at all.
+    taking: PathBuf,
     bytes: u64,
 }
 
@@ -43,14 +49,17 @@ impl SpaceReserve {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let name = format!(
-            ".{}.{}.reserve{}",
-            crate::store::temp_stem(out),
-            std::process::id(),
-            crate::store::TEMP_SUFFIX
-        );
+        let name = |what: &str| {
+            format!(
+                ".{}.{}.{what}{}",
+                crate::store::temp_stem(out),
+                std::process::id(),
+                crate::store::TEMP_SUFFIX
+            )
+        };
         let reserve = SpaceReserve {
-            path: dir.join(name),
+            path: dir.join(name("reserve")),
+            taking: dir.join(name("reserving")),
             bytes: bytes.saturating_mul(2),
         };
         reserve
@@ -63,10 +72,10 @@ impl SpaceReserve {
         Ok(reserve)
     }
 
-    /// Writes the hidden file of `bytes`.
+    /// Writes the hidden file of `bytes`, beside it first: it appears whole.
     fn take(&self, bytes: u64) -> io::Result<()> {
         let written = (|| {
-            let mut f = File::create(&self.path)?;
+            let mut f = File::create(&self.taking)?;
             let zeros = vec![0u8; 64 * 1024];
             let mut left = bytes;
             while left > 0 {
@@ -74,10 +83,11 @@ impl SpaceReserve {
                 f.write_all(&zeros[..n])?;
                 left -= n as u64;
             }
-            f.sync_all()
+            f.sync_all()?;
+            fs::rename(&self.taking, &self.path)
         })();
         if written.is_err() {
-            let _ = fs::remove_file(&self.path);
+            let _ = fs::remove_file(&self.taking);
         }
         written
     }
@@ -95,6 +105,7 @@ impl SpaceReserve {
 impl Drop for SpaceReserve {
     fn drop(&mut self) {
         let _ = fs::remove_file(&self.path);
+        let _ = fs::remove_file(&self.taking);
     }
 }
 

@@ -2234,6 +2234,29 @@ impl Drop for SmallFs {
     }
 }
 
+/// Waits until the suite holds its room again after a save: the room file
+/// (written beside its place and moved there whole) is back.
+fn room_held_again(child: &mut Child, fs: &SmallFs) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let held = std::fs::read_dir(fs.path(""))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().contains(".reserve."));
+        if held {
+            return;
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("the suite ended ({s}) before it held its room again");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no room held within {DEADLINE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 const THREE: &str = r#"
 name = "three"
 duration = "300ms"
@@ -2270,8 +2293,12 @@ fn a_full_file_system_loses_no_run() {
     std::fs::remove_file(fs.path("filler")).unwrap();
 
     // 2. Room kept, then the file system fills up mid-suite: every run is saved.
+    // (The fill comes once the room the first save gave up is held again:
+    // another writer in that moment would take it, and the later saves would
+    // go to the fallback of part 3.)
     let mut child = spawn(&["suite", file, "--out", out.to_str().unwrap(), "--quiet"]);
     poll_until(&mut child, &out, |d| tests(d).len() == 1);
+    room_held_again(&mut child, &fs);
     fs.fill("filler");
     let (code, stdout, err) = finish(child);
     assert_eq!(code, 0, "{stdout}\n{err}");
