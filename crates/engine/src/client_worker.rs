@@ -5,8 +5,7 @@ mod connect;
 mod drive;
 mod udp_stream;
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::mpsc;
@@ -19,16 +18,16 @@ use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
+use crate::driver::Driver;
 use crate::flow::{RrClient, Want};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
-use crate::signals::Signals;
+use crate::signals::{Parked, Signals};
 use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
 use crate::udp_stream::UdpStreamHalves;
 use crate::worker::{
-    poll_timeout, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock,
-    WorkerReport, WAKER,
+    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
 };
 
 /// What a worker says during setup.
@@ -105,17 +104,15 @@ pub(crate) struct Worker {
     opts: DataOptions,
     endpoints: DataEndpoints,
     token: DataToken,
-    busy_poll: bool,
     /// Its one request/response flow's socket blocks (see `single_flow_socket`):
     /// a read or write that moved only part of a message returns to the loop.
     blocking: bool,
     signals: Arc<Signals>,
-    poll: Poll,
+    io: Driver,
     flows: Vec<Flow>,
     queued: VecDeque<usize>,
     connecting: usize,
     open: usize,
-    timers: BinaryHeap<Reverse<(Instant, usize, u64)>>,
     bufs: Buffers,
     counters: Counters,
     clock: WindowClock,
@@ -123,8 +120,6 @@ pub(crate) struct Worker {
     connections: u64,
     socket: Option<SocketFacts>,
     connect_error: Option<String>,
-    /// Flows whose last drive stopped at its budget with the socket still ready.
-    again: Vec<usize>,
     index: usize,
     live: Option<Arc<LiveStats>>,
     greeting: Option<Arc<[u8]>>,
@@ -219,15 +214,13 @@ impl Worker {
             opts,
             endpoints,
             token,
-            busy_poll,
             blocking: false,
             signals,
-            poll,
+            io: Driver::new(poll, busy_poll),
             queued: (0..flows.len()).collect(),
             flows,
             connecting: 0,
             open: 0,
-            timers: BinaryHeap::new(),
             bufs: Buffers::new(largest, spec.protocol == Protocol::Udp),
             counters,
             clock,
@@ -235,7 +228,6 @@ impl Worker {
             connections: 0,
             socket: None,
             connect_error: None,
-            again: Vec::new(),
             index: id as usize,
             live,
             greeting,
@@ -258,11 +250,9 @@ impl Worker {
             if self.signals.aborted() {
                 return self.report();
             }
-            if let Err(e) = self.poll.poll(&mut events, Some(crate::worker::MAX_SLEEP)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    let _ = setup_tx.send(SetupEvent::Failed(format!("event wait failed: {e}")));
-                    return self.report();
-                }
+            if let Err(e) = self.io.wait(&mut events, crate::worker::MAX_SLEEP) {
+                let _ = setup_tx.send(SetupEvent::Failed(format!("event wait failed: {e}")));
+                return self.report();
             }
             for ev in events.iter() {
                 if ev.token() != WAKER {
@@ -282,7 +272,7 @@ impl Worker {
             if let Some(s) = self.signals.schedule() {
                 break s;
             }
-            let _ = self.poll.poll(&mut events, Some(crate::worker::MAX_SLEEP));
+            let _ = self.io.wait(&mut events, crate::worker::MAX_SLEEP);
         };
         self.counters.set_schedule(schedule);
         let now = Instant::now();
@@ -294,8 +284,7 @@ impl Worker {
         // read rather than in the event wait (one system call less per
         // transaction, and the wake-up comes straight from the socket). Its
         // socket is parked in the signals, so that a stop ends the wait.
-        let signals = self.signals.clone();
-        let parked = self.single_flow_socket().map(|fd| signals.park(fd));
+        let parked = self.park_single_flow();
         let single = parked.is_some();
         self.blocking = single;
         // Run until every flow is closed or the drain deadline passes. The
@@ -330,20 +319,9 @@ impl Worker {
                 continue;
             }
             self.fire_timers(now, schedule);
-            let timeout = if self.again.is_empty() {
-                poll_timeout(
-                    self.busy_poll,
-                    now,
-                    Some(&schedule),
-                    self.timers.peek().map(|Reverse((t, _, _))| *t),
-                )
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
+            let timeout = self.io.timeout(now, Some(&schedule), None, false);
+            if self.io.wait(&mut events, timeout).is_err() {
+                break;
             }
             let now = Instant::now();
             for ev in events.iter() {
@@ -355,7 +333,7 @@ impl Worker {
                     self.on_event(i, schedule, now);
                 }
             }
-            for i in std::mem::take(&mut self.again) {
+            for i in self.io.take_again() {
                 self.drive(i, schedule, now);
             }
         }
@@ -379,11 +357,10 @@ impl Worker {
         self.report()
     }
 
-    /// A duplicate of the socket of this worker's one request/response flow,
-    /// now blocking and out of the event wait, if that is what it carries
-    /// (and it does not busy-poll).
-    fn single_flow_socket(&mut self) -> Option<std::os::fd::OwnedFd> {
-        if self.busy_poll || self.flows.len() != 1 {
+    /// The socket of this worker's one request/response flow, if that is
+    /// what it carries, on the driver's blocking fast path.
+    fn park_single_flow(&mut self) -> Option<Parked> {
+        if self.flows.len() != 1 {
             return None;
         }
         let f = &mut self.flows[0];
@@ -391,17 +368,7 @@ impl Worker {
             return None;
         }
         let conn = f.conn.as_mut()?;
-        let dup = conn.duplicate().ok()?;
-        // Registered, every arrival would also wake the event wait's list
-        // (a lock and a queue per packet) though nobody waits there now.
-        self.poll.registry().deregister(conn.source()).ok()?;
-        if conn.block(crate::worker::MAX_SLEEP).is_err() {
-            // Back to the event wait, as it was.
-            let both = Interest::READABLE | Interest::WRITABLE;
-            let _ = self.poll.registry().register(conn.source(), Token(0), both);
-            return None;
-        }
-        Some(dup)
+        self.io.park(conn, Token(0), &self.signals)
     }
 
     fn report(&mut self) -> WorkerReport {
@@ -463,11 +430,7 @@ impl Worker {
     }
 
     fn fire_timers(&mut self, now: Instant, schedule: Schedule) {
-        while let Some(Reverse((at, i, seq))) = self.timers.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some((at, i, seq)) = self.io.timers.due(now) {
             let f = &mut self.flows[i];
             if f.seq != seq {
                 continue;
@@ -485,8 +448,7 @@ impl Worker {
                     } else {
                         rr.lost(now);
                         let seq = f.seq;
-                        self.timers
-                            .push(Reverse((now + self.spec.udp_timeout, i, seq)));
+                        self.io.timers.arm(now + self.spec.udp_timeout, i, seq);
                         self.drive(i, schedule, now);
                     }
                 }

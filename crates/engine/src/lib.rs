@@ -10,8 +10,10 @@ mod client_worker;
 mod counters;
 mod datagram_counts;
 mod datagram_io;
+mod driver;
 mod error;
 pub mod flow;
+mod gate;
 pub mod live;
 #[cfg(test)]
 mod pair;

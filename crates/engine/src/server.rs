@@ -5,7 +5,7 @@ mod accept;
 mod drive;
 mod udp_stream;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
@@ -14,13 +14,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
-use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_wire::{DataToken, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 use crate::counters::{Counters, FlowSlotId};
+use crate::driver::Driver;
 use crate::flow::{RrServer, Want};
+use crate::gate::{PreambleGate, Presented};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
 use crate::signals::{Parked, Signals};
@@ -30,8 +32,8 @@ use crate::transport::{
     Listener,
 };
 use crate::worker::{
-    cpus_for, poll_timeout, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock,
-    WorkerReport, WAKER,
+    cpus_for, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
+    WAKER,
 };
 use crate::EngineError;
 
@@ -76,11 +78,8 @@ pub struct ServerTest {
 }
 
 enum Logic {
-    Preamble {
-        buf: [u8; PREAMBLE_LEN],
-        got: usize,
-        deadline: Instant,
-    },
+    /// Behind the preamble gate.
+    Preamble,
     Rr(RrServer),
     Crr(RrServer),
     Stream(StreamHalves),
@@ -108,15 +107,12 @@ struct Worker {
     spec: TestSpec,
     opts: DataOptions,
     token: DataToken,
-    busy_poll: bool,
-    preamble_timeout: Duration,
     signals: Arc<Signals>,
-    poll: Poll,
+    io: Driver,
     source: Source,
     flows: Slab<ServerFlow>,
-    pending: VecDeque<(Instant, usize)>,
     /// Connections accepted that have not presented their preamble yet.
-    preambles: usize,
+    gate: PreambleGate,
     bufs: Buffers,
     counters: Counters,
     clock: WindowClock,
@@ -140,8 +136,6 @@ struct Worker {
     expected: usize,
     /// When this drive's last read of a request ended, if it read one.
     last_read: Option<Instant>,
-    /// Flows whose last drive stopped at its budget with the socket still ready.
-    again: Vec<usize>,
     /// A UDP stream's flows, by slot.
     udp: udp_stream::UdpStreams,
 }
@@ -214,18 +208,17 @@ impl ServerTest {
                     drop(ready_tx);
                     let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
                     let udp = spec.protocol == Protocol::Udp;
+                    let expected = users / threads + usize::from(w < users % threads);
+                    let cap = crate::worker::preamble_cap(expected);
                     let worker = Worker {
                         spec,
                         opts,
                         token,
-                        busy_poll,
-                        preamble_timeout,
                         signals,
-                        poll,
+                        io: Driver::new(poll, busy_poll),
                         source,
                         flows: Slab::new(),
-                        pending: VecDeque::new(),
-                        preambles: 0,
+                        gate: PreambleGate::new(token, cap, preamble_timeout),
                         bufs: Buffers::new(largest, udp),
                         counters: Counters::new(false),
                         clock,
@@ -239,9 +232,8 @@ impl ServerTest {
                         socket: None,
                         index: w,
                         live,
-                        expected: users / threads + usize::from(w < users % threads),
+                        expected,
                         last_read: None,
-                        again: Vec::new(),
                         udp: udp_stream::UdpStreams::default(),
                     };
                     worker.run()
@@ -437,19 +429,14 @@ impl Worker {
                 continue;
             }
             self.fire_udp_timers(now);
-            let timer = [self.pending.front().map(|(t, _)| *t), self.udp.next_timer()]
-                .into_iter()
-                .flatten()
-                .min();
-            let timeout = if self.again.is_empty() && self.udp.again.is_empty() {
-                poll_timeout(self.busy_poll, now, self.schedule.as_ref(), timer)
-            } else {
-                Duration::ZERO
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
+            let timeout = self.io.timeout(
+                now,
+                self.schedule.as_ref(),
+                self.gate.next_deadline(),
+                !self.udp.again.is_empty(),
+            );
+            if self.io.wait(&mut events, timeout).is_err() {
+                break;
             }
             for ev in events.iter() {
                 match ev.token() {
@@ -465,7 +452,7 @@ impl Worker {
                     Token(k) => self.drive(k),
                 }
             }
-            for k in std::mem::take(&mut self.again) {
+            for k in self.io.take_again() {
                 self.drive(k);
             }
             self.udp_again();
@@ -502,12 +489,9 @@ impl Worker {
     /// once it runs: it then waits in its own read rather than in the event
     /// wait (one system call less per transaction, a direct wake-up).
     fn single_flow(&mut self) -> Option<usize> {
-        if self.busy_poll || self.expected != 1 || self.schedule.is_none() {
+        if self.io.busy_polls() || self.expected != 1 || self.schedule.is_none() {
             return None;
         }
-        // With its one flow past the preamble, entries still in `pending` are
-        // stale deadlines of that preamble: they do not keep the worker in the
-        // event wait (they did, for the preamble timeout's first 5 s).
         if self.flows.len() != 1 {
             return None;
         }
@@ -516,21 +500,8 @@ impl Worker {
             return None;
         }
         if f.parked.is_none() {
-            let dup = f.conn.duplicate().ok()?;
-            // Out of the event wait: registered, every arrival would also
-            // wake its list (a lock and a queue per packet) for nobody. The
-            // flow stays on this path until it closes.
-            self.poll.registry().deregister(f.conn.source()).ok()?;
-            if f.conn.block(crate::worker::MAX_SLEEP).is_err() {
-                // Back to the event wait, as it was.
-                let both = Interest::READABLE | Interest::WRITABLE;
-                let _ = self
-                    .poll
-                    .registry()
-                    .register(f.conn.source(), Token(k), both);
-                return None;
-            }
-            f.parked = Some(self.signals.park(dup));
+            // The flow stays on this path until it closes.
+            f.parked = Some(self.io.park(&mut f.conn, Token(k), &self.signals)?);
         }
         Some(k)
     }
@@ -561,7 +532,7 @@ impl Worker {
 
     fn read_tcp_info(&mut self) {
         for (_, f) in self.flows.iter() {
-            if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble { .. }) {
+            if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble) {
                 sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
             }
         }

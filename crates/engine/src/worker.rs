@@ -229,26 +229,6 @@ impl WindowClock {
     }
 }
 
-/// How long to sleep in the event wait.
-pub fn poll_timeout(
-    busy_poll: bool,
-    now: Instant,
-    schedule: Option<&Schedule>,
-    timer: Option<Instant>,
-) -> Duration {
-    if busy_poll {
-        return Duration::ZERO;
-    }
-    let mut t = MAX_SLEEP;
-    if let Some(next) = schedule.and_then(|s| s.next_boundary(now)) {
-        t = t.min(next.saturating_duration_since(now));
-    }
-    if let Some(at) = timer {
-        t = t.min(at.saturating_duration_since(now));
-    }
-    t
-}
-
 /// Segments the TCP connection `fd` has retransmitted so far (0 when it is
 /// not TCP).
 pub fn retransmits_so_far(fd: RawFd) -> u32 {

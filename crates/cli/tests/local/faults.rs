@@ -2027,6 +2027,73 @@ fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_compl
     }
 }
 
+#[test]
+fn silent_connections_to_a_profiles_data_port_stay_bounded_and_its_user_is_served() {
+    // The profile path's acceptor has the same preamble gate as a test's:
+    // connections that never present a preamble cannot make it hoard
+    // descriptors, and the oldest go first.
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let profile = linkperf_workload::profile::parse_profile(
+        "<profile name=p><group nthreads=1>\
+         <transaction iterations=1><flowop type=connect/></transaction>\
+         <transaction iterations=1><flowop type=write options=\"size=10\"/>\
+         <flowop type=read options=\"size=11\"/></transaction>\
+         </group></profile>",
+        &|_| None,
+    )
+    .unwrap();
+    let (_control, port, token) = profile_started(&server, profile);
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let (before, _) = util::fds_and_threads(server.pid());
+    // Far more than the worker lets wait (twice its user's one connection,
+    // plus 64), all well inside the 5 s preamble timeout.
+    let mut silent = Vec::with_capacity(500);
+    for i in 0..500 {
+        silent.push(TcpStream::connect(data).unwrap_or_else(|e| panic!("connection {i}: {e}")));
+    }
+    assert!(
+        closed_within(&mut silent[0], Duration::from_secs(2)),
+        "the oldest silent connection is closed for the newer ones"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut closed = vec![false; silent.len()];
+    loop {
+        for (s, c) in silent.iter_mut().zip(closed.iter_mut()) {
+            *c = *c || is_closed(s);
+        }
+        if closed.iter().filter(|c| **c).count() >= silent.len() - 66 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker took in {} of 500 silent connections",
+            closed.iter().filter(|c| **c).count()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (during, _) = util::fds_and_threads(server.pid());
+    assert!(
+        during < before + 100,
+        "the server holds {during} descriptors, {before} before 500 silent connections"
+    );
+    // The user's connection, with its preamble, is served.
+    let mut real = TcpStream::connect(data).unwrap();
+    let preamble = Preamble {
+        token,
+        flow: 0,
+        seq: ConnectSeq::new(0, 0, 1).pack(),
+    };
+    real.write_all(&preamble.encode()).unwrap();
+    real.write_all(&[7; 10]).unwrap();
+    real.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = [0u8; 11];
+    real.read_exact(&mut answer)
+        .expect("the server answers its user past the silent connections");
+    drop(silent);
+}
+
 // ---------------------------------------------------------------------------
 // A daemon that cannot be made to hoard: budgets charged at admission.
 // ---------------------------------------------------------------------------

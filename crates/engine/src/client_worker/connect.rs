@@ -51,7 +51,7 @@ impl Worker {
                 } else {
                     Interest::READABLE
                 };
-                self.poll.registry().register(&mut s, token, interest)?;
+                self.io.registry().register(&mut s, token, interest)?;
                 if stream {
                     // Runs of datagrams in one read, where the kernel has them so.
                     crate::datagram_io::receive_runs(s.as_raw_fd());
@@ -87,7 +87,7 @@ impl Worker {
     }
 
     pub(super) fn register_connecting(&mut self, i: usize, mut conn: Conn) -> io::Result<()> {
-        self.poll.registry().register(
+        self.io.registry().register(
             conn.source(),
             Token(i),
             Interest::READABLE | Interest::WRITABLE,
@@ -191,8 +191,7 @@ impl Worker {
                 rr.start(now);
                 if let Logic::Udp(_) = f.logic {
                     let seq = f.seq;
-                    self.timers
-                        .push(Reverse((now + self.spec.udp_timeout, i, seq)));
+                    self.io.timers.arm(now + self.spec.udp_timeout, i, seq);
                 }
             }
             Logic::Stream(halves) => halves.start(now),
@@ -201,7 +200,7 @@ impl Worker {
                 // Both halves end with the window: a flow that only receives
                 // hears of it from this timer.
                 let seq = f.seq;
-                self.timers.push(Reverse((schedule.measure_until, i, seq)));
+                self.io.timers.arm(schedule.measure_until, i, seq);
             }
         }
     }
@@ -215,7 +214,7 @@ impl Worker {
         if schedule.phase(now) == Phase::Measuring || schedule.phase(now) == Phase::Warmup {
             self.flows[i].stage = Stage::Waiting;
             let seq = self.flows[i].seq;
-            self.timers.push(Reverse((now + RECONNECT_BACKOFF, i, seq)));
+            self.io.timers.arm(now + RECONNECT_BACKOFF, i, seq);
         } else {
             self.flows[i].stage = Stage::Closed;
             self.open -= 1;
@@ -224,10 +223,10 @@ impl Worker {
 
     pub(super) fn drop_conn(&mut self, i: usize) {
         if let Some(mut c) = self.flows[i].conn.take() {
-            let _ = self.poll.registry().deregister(c.source());
+            let _ = self.io.registry().deregister(c.source());
         }
         if let Some(mut s) = self.flows[i].udp.take() {
-            let _ = self.poll.registry().deregister(&mut s);
+            let _ = self.io.registry().deregister(&mut s);
         }
     }
 
@@ -276,7 +275,7 @@ impl Worker {
         };
         let token = Token(i);
         match r.and_then(|mut c| {
-            self.poll.registry().register(
+            self.io.registry().register(
                 c.source(),
                 token,
                 Interest::READABLE | Interest::WRITABLE,

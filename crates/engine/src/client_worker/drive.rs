@@ -22,7 +22,7 @@ impl Worker {
         match outcome {
             Io::Blocked => return now,
             Io::Again => {
-                self.again.push(i);
+                self.io.again(i);
                 return now;
             }
             _ => {}
@@ -197,7 +197,7 @@ impl Worker {
                             self.counters.transactions(i, 1, done.took, now);
                             f.seq += 1;
                             if !stop {
-                                self.timers.push(Reverse((now + udp_timeout, i, f.seq)));
+                                self.io.timers.arm(now + udp_timeout, i, f.seq);
                             }
                         }
                     }

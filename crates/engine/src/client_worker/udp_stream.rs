@@ -3,7 +3,6 @@
 //! drive: what has arrived counted by its receiver, then what its pacer lets
 //! it send.
 
-use std::cmp::Reverse;
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -155,7 +154,7 @@ impl Worker {
                 Sent::Waiting(at) => {
                     if h.armed.is_none_or(|a| at < a) {
                         h.armed = Some(at);
-                        self.timers.push(Reverse((at, i, seq)));
+                        self.io.timers.arm(at, i, seq);
                     }
                 }
                 Sent::Again => again = true,

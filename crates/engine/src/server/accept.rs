@@ -5,45 +5,18 @@
 use super::*;
 
 impl Worker {
+    /// Closes the connections whose time for their preamble ran out.
     pub(super) fn expire_preambles(&mut self, now: Instant) {
-        while let Some(&(deadline, k)) = self.pending.front() {
-            if deadline > now {
-                break;
-            }
-            self.pending.pop_front();
-            if let Some(f) = self.flows.get(k) {
-                if let Logic::Preamble { deadline: d, .. } = f.logic {
-                    if d == deadline {
-                        self.close(k);
-                    }
-                }
-            }
-        }
-    }
-
-    /// How many accepted connections may wait for their preamble at once.
-    pub(super) fn preamble_cap(&self) -> usize {
-        crate::worker::preamble_cap(self.expected)
-    }
-
-    /// Closes the connection that has waited longest for its preamble.
-    pub(super) fn evict_oldest_preamble(&mut self) {
-        while let Some((deadline, k)) = self.pending.pop_front() {
-            let waiting = self.flows.get(k).is_some_and(
-                |f| matches!(f.logic, Logic::Preamble { deadline: d, .. } if d == deadline),
-            );
-            if waiting {
-                self.close(k);
-                return;
-            }
+        while let Some(k) = self.gate.expired(now) {
+            self.close(k);
         }
     }
 
     pub(super) fn close(&mut self, k: usize) {
         if self.flows.contains(k) {
             let mut f = self.flows.remove(k);
-            if matches!(f.logic, Logic::Preamble { .. }) {
-                self.preambles -= 1;
+            if matches!(f.logic, Logic::Preamble) {
+                self.gate.forget(k);
             } else if let Some(o) = self.open.get_mut(f.slot) {
                 *o = false;
             }
@@ -52,14 +25,14 @@ impl Worker {
             // its socket goes.
             if !self.clock.closed
                 && f.conn.is_tcp()
-                && !matches!(f.logic, Logic::Preamble { .. })
+                && !matches!(f.logic, Logic::Preamble)
                 && self
                     .schedule
                     .is_some_and(|s| Instant::now() >= s.measure_until)
             {
                 sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
             }
-            let _ = self.poll.registry().deregister(f.conn.source());
+            let _ = self.io.registry().deregister(f.conn.source());
         }
     }
 
@@ -80,18 +53,10 @@ impl Worker {
                     if apply_accepted(&conn, &self.opts).is_err() {
                         continue;
                     }
-                    // Connections that never present a preamble (anyone may
-                    // open one to a data port) hold a descriptor for up to the
-                    // preamble timeout: their number stays bounded. A real
-                    // user's preamble arrives with its connection, so the
-                    // oldest waiting one goes first.
-                    if self.preambles >= self.preamble_cap() {
-                        self.evict_oldest_preamble();
-                    }
                     let entry = self.flows.vacant_entry();
                     let k = entry.key();
                     if self
-                        .poll
+                        .io
                         .registry()
                         .register(
                             conn.source(),
@@ -102,20 +67,19 @@ impl Worker {
                     {
                         continue;
                     }
-                    let deadline = Instant::now() + self.preamble_timeout;
                     entry.insert(ServerFlow {
                         conn,
                         parked: None,
                         retrans_before: 0,
                         slot: usize::MAX,
-                        logic: Logic::Preamble {
-                            buf: [0; PREAMBLE_LEN],
-                            got: 0,
-                            deadline,
-                        },
+                        logic: Logic::Preamble,
                     });
-                    self.pending.push_back((deadline, k));
-                    self.preambles += 1;
+                    // Connections that never present a preamble (anyone may
+                    // open one to a data port) stay bounded: the one waiting
+                    // longest is closed to make room.
+                    if let Some(oldest) = self.gate.admit(k, Instant::now()) {
+                        self.close(oldest);
+                    }
                     self.drive(k);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -130,25 +94,15 @@ impl Worker {
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
         };
-        let Logic::Preamble { buf, got, .. } = &mut f.logic else {
-            return Io::Blocked;
-        };
-        while *got < PREAMBLE_LEN {
-            match f.conn.read(&mut buf[*got..]) {
-                Ok(0) => return Io::Close,
-                Ok(n) => *got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Io::Close,
-            }
-        }
-        let Ok(p) = Preamble::decode(buf) else {
-            return Io::Close;
+        let p = match self.gate.read(k, &mut f.conn) {
+            Presented::Waiting => return Io::Blocked,
+            Presented::Refused => return Io::Close,
+            Presented::Preamble(p) => p,
         };
         // The client numbers its users from 0 and sends user `i` to worker
         // `i % workers`: any other flow is not one of this test's, whatever
         // token it shows.
-        if p.token != self.token || !self.flow_is_mine(p.flow) {
+        if !self.flow_is_mine(p.flow) {
             return Io::Close;
         }
         let slot = match self.slots.get(&p.flow) {
@@ -167,7 +121,6 @@ impl Worker {
         self.open[slot] = true;
         // A connection of the test: counted (junk and refused ones never are).
         self.connections += 1;
-        self.preambles -= 1;
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(
                 f.conn.as_raw_fd(),

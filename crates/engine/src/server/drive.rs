@@ -72,7 +72,7 @@ impl Worker {
         let outcome = match self
             .flows
             .get(k)
-            .map(|f| matches!(f.logic, Logic::Preamble { .. }))
+            .map(|f| matches!(f.logic, Logic::Preamble))
         {
             None => return,
             Some(true) => self.read_preamble(k),
@@ -80,7 +80,7 @@ impl Worker {
         };
         match outcome {
             Io::Close => self.close(k),
-            Io::Again => self.again.push(k),
+            Io::Again => self.io.again(k),
             Io::Blocked => {}
         }
     }
@@ -97,7 +97,7 @@ impl Worker {
         // edges) before the next part.
         let blocking = f.parked.is_some();
         match &mut f.logic {
-            Logic::Preamble { .. } => Io::Blocked,
+            Logic::Preamble => Io::Blocked,
             logic @ (Logic::Rr(_) | Logic::Crr(_)) => {
                 let crr = matches!(logic, Logic::Crr(_));
                 let (Logic::Rr(rr) | Logic::Crr(rr)) = logic else {

@@ -7,8 +7,6 @@
 //! the test's users carried by this worker: what is kept stays bounded by
 //! the worker's share of the users.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -38,7 +36,6 @@ struct UdpFlow {
 #[derive(Debug)]
 pub(super) struct UdpStreams {
     flows: Vec<Option<UdpFlow>>,
-    timers: BinaryHeap<Reverse<(Instant, usize)>>,
     /// Senders whose last turn stopped at its budget.
     pub(super) again: Vec<usize>,
     /// Senders that found the socket buffer full.
@@ -54,19 +51,11 @@ impl Default for UdpStreams {
     fn default() -> Self {
         UdpStreams {
             flows: Vec::new(),
-            timers: BinaryHeap::new(),
             again: Vec::new(),
             blocked: Vec::new(),
             clock0: Instant::now(),
             runs: true,
         }
-    }
-}
-
-impl UdpStreams {
-    /// When the next sender is due, if one waits.
-    pub(super) fn next_timer(&self) -> Option<Instant> {
-        self.timers.peek().map(|Reverse((t, _))| *t)
     }
 }
 
@@ -189,11 +178,9 @@ impl Worker {
 
     /// Senders whose time has come.
     pub(super) fn fire_udp_timers(&mut self, now: Instant) {
-        while let Some(Reverse((at, slot))) = self.udp.timers.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.udp.timers.pop();
+        // The driver's timers are the senders' (by slot): the worker's
+        // other flows wait for readiness only.
+        while let Some((at, slot, _)) = self.io.timers.due(now) {
             if let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) {
                 if f.halves.armed == Some(at) {
                     f.halves.armed = None;
@@ -253,7 +240,7 @@ impl Worker {
             Sent::Waiting(at) => {
                 if f.halves.armed.is_none_or(|a| at < a) {
                     f.halves.armed = Some(at);
-                    self.udp.timers.push(Reverse((at, slot)));
+                    self.io.timers.arm(at, slot, 0);
                 }
             }
             Sent::Again => self.udp.again.push(slot),
@@ -266,7 +253,7 @@ impl Worker {
                 self.counters
                     .error(now, || format!("flow {id}: sending failed: {e}"));
                 let at = now + Duration::from_millis(1);
-                self.udp.timers.push(Reverse((at, slot)));
+                self.io.timers.arm(at, slot, 0);
             }
         }
     }

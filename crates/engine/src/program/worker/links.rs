@@ -122,13 +122,6 @@ impl<S> Accepted<S> {
     }
 }
 
-pub(super) struct Pending {
-    pub(super) stream: TcpStream,
-    pub(super) buf: [u8; PREAMBLE_LEN],
-    pub(super) got: usize,
-    pub(super) since: Instant,
-}
-
 /// Sets a connection's profile options on an accepted socket.
 pub(super) fn apply_options(s: &TcpStream, o: &ConnOptions) -> io::Result<()> {
     let r = SockRef::from(s);
@@ -202,7 +195,7 @@ impl Worker {
                 preamble: Some((pre, 0)),
             };
             if let Some(src) = link.source() {
-                if let Err(e) = self.poll.registry().register(
+                if let Err(e) = self.io.registry().register(
                     src,
                     Self::user_token(u, c),
                     Interest::READABLE | Interest::WRITABLE,
@@ -305,7 +298,7 @@ impl Worker {
     pub(super) fn drop_link(&mut self, u: usize, c: usize) {
         if let Some(mut l) = self.links[u][c].pop() {
             if let Some(src) = l.source() {
-                let _ = self.poll.registry().deregister(src);
+                let _ = self.io.registry().deregister(src);
             }
         }
     }
@@ -398,24 +391,20 @@ impl Worker {
             };
             match l.accept() {
                 Ok((mut stream, _)) => {
-                    // Connections that never present a preamble stay bounded.
-                    if self.pending.len() >= self.pending_cap() {
-                        self.evict_oldest_pending();
-                    }
                     let entry = self.pending.vacant_entry();
                     let key = entry.key();
                     if self
-                        .poll
+                        .io
                         .registry()
                         .register(&mut stream, Token(PENDING_BASE + key), Interest::READABLE)
                         .is_ok()
                     {
-                        entry.insert(Pending {
-                            stream,
-                            buf: [0; PREAMBLE_LEN],
-                            got: 0,
-                            since: Instant::now(),
-                        });
+                        entry.insert(stream);
+                        // Connections that never present a preamble stay
+                        // bounded: the one waiting longest makes room.
+                        if let Some(oldest) = self.gate.admit(key, Instant::now()) {
+                            self.drop_pending(oldest);
+                        }
                         self.preamble(key);
                     }
                 }
@@ -429,35 +418,19 @@ impl Worker {
 
     /// Reads a new connection's preamble and hands it to its user.
     pub(super) fn preamble(&mut self, key: usize) {
-        let Some(p) = self.pending.get_mut(key) else {
+        let Some(stream) = self.pending.get_mut(key) else {
             return;
         };
-        loop {
-            if p.got == PREAMBLE_LEN {
-                break;
+        let pre = match self.gate.read(key, stream) {
+            Presented::Waiting => return,
+            Presented::Refused => {
+                self.drop_pending(key);
+                return;
             }
-            match p.stream.read(&mut p.buf[p.got..]) {
-                Ok(0) => {
-                    self.drop_pending(key);
-                    return;
-                }
-                Ok(n) => p.got += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.drop_pending(key);
-                    return;
-                }
-            }
-        }
-        let mut p = self.pending.remove(key);
-        let _ = self.poll.registry().deregister(&mut p.stream);
-        let Ok(pre) = Preamble::decode(&p.buf) else {
-            return;
+            Presented::Preamble(p) => p,
         };
-        if pre.token != self.token {
-            return;
-        }
+        let mut stream = self.pending.remove(key);
+        let _ = self.io.registry().deregister(&mut stream);
         let id = pre.flow as usize;
         if id % self.workers != self.worker_index() {
             return;
@@ -478,10 +451,10 @@ impl Worker {
             ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal,
         );
         if self
-            .poll
+            .io
             .registry()
             .register(
-                &mut p.stream,
+                &mut stream,
                 Self::user_token(u, c),
                 Interest::READABLE | Interest::WRITABLE,
             )
@@ -490,7 +463,7 @@ impl Worker {
             return;
         }
         let queue = self.accepted.entry((u, c)).or_default();
-        if let Some(refused) = queue.insert((txn, seq.ordinal), p.stream, next, most) {
+        if let Some(refused) = queue.insert((txn, seq.ordinal), stream, next, most) {
             // Closed (which takes it off the poll).
             drop(refused);
             return;
@@ -498,31 +471,31 @@ impl Worker {
         self.drive(u);
     }
 
-    /// How many accepted connections may wait for their preamble at once.
-    pub(super) fn pending_cap(&self) -> usize {
-        let conns = self.users.iter().fold(0usize, |n, u| {
-            let peaks = u.script().peaks.iter().map(|p| *p as usize);
-            n.saturating_add(peaks.fold(0usize, usize::saturating_add))
-        });
-        crate::worker::preamble_cap(conns)
-    }
-
-    /// Closes the connection that has waited longest for its preamble.
-    pub(super) fn evict_oldest_pending(&mut self) {
-        if let Some(key) = self
-            .pending
-            .iter()
-            .min_by_key(|(_, p)| p.since)
-            .map(|(k, _)| k)
-        {
-            self.drop_pending(key);
+    /// Closes a connection that has not presented its preamble.
+    pub(super) fn drop_pending(&mut self, key: usize) {
+        self.gate.forget(key);
+        if let Some(mut stream) = self.pending.try_remove(key) {
+            let _ = self.io.registry().deregister(&mut stream);
         }
     }
 
-    pub(super) fn drop_pending(&mut self, key: usize) {
-        let mut p = self.pending.remove(key);
-        let _ = self.poll.registry().deregister(&mut p.stream);
+    /// Closes the connections whose time for their preamble ran out.
+    pub(super) fn expire_pending(&mut self, now: Instant) {
+        while let Some(key) = self.gate.expired(now) {
+            self.drop_pending(key);
+        }
     }
+}
+
+/// How many accepted connections may wait for their preamble at once on a
+/// worker carrying `users`: twice the connections they hold open at once,
+/// and some.
+pub(super) fn pending_cap(users: &[User]) -> usize {
+    let conns = users.iter().fold(0usize, |n, u| {
+        let peaks = u.script().peaks.iter().map(|p| *p as usize);
+        n.saturating_add(peaks.fold(0usize, usize::saturating_add))
+    });
+    crate::worker::preamble_cap(conns)
 }
 
 /// A preamble numbers a connection in 8 bits.

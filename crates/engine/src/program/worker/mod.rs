@@ -4,8 +4,7 @@
 //! happened. Users wait for I/O on the event loop, never in a thread of
 //! their own.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -23,16 +22,18 @@ use super::coord::{Arrival, Coord};
 use super::script::{ConnOptions, MAX_CONNS};
 use super::stats::Stats;
 use super::user::{Need, Role, User};
+use crate::driver::Driver;
 use crate::schedule::Schedule;
 use crate::transport::{tcp_connect, udp_connect, Conn, DataOptions};
-use crate::worker::{SocketFacts, WindowClock, MAX_SLEEP, WAKER};
+use crate::worker::{SocketFacts, WindowClock, WAKER};
 
 mod data;
 mod links;
 mod udp;
 
+use crate::gate::{PreambleGate, Presented};
 use data::MAX_CHUNK;
-use links::{data_options, Accepted, Pending, PENDING_BASE, PREAMBLE_TIMEOUT};
+use links::{data_options, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -152,7 +153,9 @@ struct Worker {
     /// Client: by user and connection, how many UDP sockets it opened.
     udp_opened: HashMap<(usize, usize), u64>,
     udp_blocked: Vec<usize>,
-    pending: slab::Slab<Pending>,
+    /// Accepted connections that have not presented their preamble yet.
+    pending: slab::Slab<TcpStream>,
+    gate: PreambleGate,
     accepted: HashMap<(usize, usize), Accepted<TcpStream>>,
     /// Per user, per connection: the transaction and how many TCP
     /// connections were established on it in that transaction (the
@@ -160,12 +163,10 @@ struct Worker {
     tcp_count: Vec<Vec<(u64, u64)>>,
     token: DataToken,
     coord: Arc<Coord>,
-    poll: Poll,
-    busy_poll: bool,
+    io: Driver,
     stats: Stats,
     buf: Vec<u8>,
     file: Option<OwnedFd>,
-    timers: BinaryHeap<Reverse<(Instant, usize)>>,
     ready: VecDeque<usize>,
     spinning: Vec<usize>,
     release_seen: u64,
@@ -213,6 +214,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
     let chunk = usize::try_from(setup.largest)
         .unwrap_or(MAX_CHUNK)
         .clamp(128 * 1024, MAX_CHUNK);
+    let gate = PreambleGate::new(setup.token, pending_cap(&setup.users), PREAMBLE_TIMEOUT);
     let mut w = Worker {
         role: setup.role,
         links: setup
@@ -240,15 +242,14 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         udp_opened: HashMap::new(),
         udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
+        gate,
         accepted: HashMap::new(),
         token: setup.token,
         coord: setup.coord,
-        poll: setup.poll,
-        busy_poll: setup.busy_poll,
+        io: Driver::new(setup.poll, setup.busy_poll),
         stats: Stats::new(setup.slots),
         buf: vec![0x5a; chunk],
         file: None,
-        timers: BinaryHeap::new(),
         ready: VecDeque::new(),
         spinning: Vec::new(),
         release_seen: 0,
@@ -291,18 +292,14 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
 impl Worker {
     fn event_loop(&mut self) {
         if let Some(l) = self.listener.as_mut() {
-            if let Err(e) = self
-                .poll
-                .registry()
-                .register(l, LISTENER, Interest::READABLE)
-            {
+            if let Err(e) = self.io.registry().register(l, LISTENER, Interest::READABLE) {
                 self.coord.fail(format!("register the data listener: {e}"));
                 return;
             }
         }
         if let Some(u) = self.udp.as_mut() {
             let both = Interest::READABLE | Interest::WRITABLE;
-            if let Err(e) = self.poll.registry().register(u, UDP, both) {
+            if let Err(e) = self.io.registry().register(u, UDP, both) {
                 self.coord
                     .fail(format!("register the datagram socket: {e}"));
                 return;
@@ -314,7 +311,6 @@ impl Worker {
                 self.ready.push_back(u);
             }
         }
-        let mut last_sweep = Instant::now();
         loop {
             if self.coord.aborted() {
                 for u in &mut self.users {
@@ -333,11 +329,7 @@ impl Worker {
             let mut due: Vec<usize> = self.ready.drain(..).collect();
             let spinning = std::mem::take(&mut self.spinning);
             due.extend(spinning);
-            while let Some(Reverse((at, u))) = self.timers.peek().copied() {
-                if at > now {
-                    break;
-                }
-                self.timers.pop();
+            while let Some((_, u, _)) = self.io.timers.due(now) {
                 due.push(u);
             }
             for u in due {
@@ -346,24 +338,12 @@ impl Worker {
             if self.finished == self.users.len() {
                 break;
             }
-            if now.duration_since(last_sweep) >= Duration::from_secs(1) {
-                last_sweep = now;
-                self.pending
-                    .retain(|_, p| now.duration_since(p.since) < PREAMBLE_TIMEOUT);
-            }
-            let timeout = if self.busy_poll || !self.ready.is_empty() || !self.spinning.is_empty() {
-                Duration::ZERO
-            } else {
-                let next = self.timers.peek().map(|Reverse((at, _))| *at);
-                next.map_or(MAX_SLEEP, |at| {
-                    at.saturating_duration_since(Instant::now()).min(MAX_SLEEP)
-                })
-            };
-            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    self.coord.fail(format!("event wait: {e}"));
-                    break;
-                }
+            self.expire_pending(now);
+            let queued = !self.ready.is_empty() || !self.spinning.is_empty();
+            let timeout = self.io.timeout(Instant::now(), None, None, queued);
+            if let Err(e) = self.io.wait(&mut events, timeout) {
+                self.coord.fail(format!("event wait: {e}"));
+                break;
             }
             for ev in events.iter() {
                 match ev.token() {
@@ -487,7 +467,7 @@ impl Worker {
                     } else if busy {
                         self.spinning.push(u);
                     } else {
-                        self.timers.push(Reverse((until, u)));
+                        self.io.timers.arm(until, u, 0);
                     }
                     false
                 }
@@ -562,7 +542,7 @@ impl Worker {
                                 continue;
                             }
                         } else {
-                            self.timers.push(Reverse((d, u)));
+                            self.io.timers.arm(d, u, 0);
                         }
                     }
                 }

@@ -106,7 +106,7 @@ impl Worker {
             Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
         };
         if let Err(e) =
-            self.poll
+            self.io
                 .registry()
                 .register(&mut sock, Self::user_token(u, c), Interest::READABLE)
         {
@@ -192,7 +192,7 @@ impl Worker {
                 *retry = now + REGISTER_RETRY;
             }
             let at = *retry;
-            self.timers.push(Reverse((at, u)));
+            self.io.timers.arm(at, u, 0);
             return false;
         }
         self.stats.connections += 1;
