@@ -175,7 +175,13 @@ pub fn plan_profile(
     path: &std::path::Path,
     vars: &[(String, String)],
 ) -> anyhow::Result<ProfilePlan> {
-    let (profile, warnings) = load_profile_warned(path, vars).map_err(|e| anyhow::anyhow!(e))?;
+    let (profile, warnings) = load_profile_warned(path, vars).map_err(|e| {
+        let hint = e
+            .unset_variable()
+            .map(|v| format!(" or with --var {v}=value"))
+            .unwrap_or_default();
+        anyhow::anyhow!("{e}{hint}")
+    })?;
     // What linkperf accepts but ignores or does differently from uperf:
     // never in silence.
     for w in &warnings {

@@ -580,14 +580,14 @@ fn udp_loss(run: &Run, j: &Judge<'_>) -> Check {
             CheckStatus::Pass,
             Some(rate),
             None,
-            format!("{what}); no --max-loss set: reported, not judged"),
+            format!("{what}); no loss bound set: reported, not judged"),
         ),
         Some(max) => Check::judged(
             name,
             rate <= max,
             rate,
             max,
-            format!("{what}; at most {:.2} % by --max-loss)", max * 100.0),
+            format!("{what}; at most {:.2} % allowed)", max * 100.0),
         ),
     }
 }

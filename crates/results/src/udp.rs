@@ -316,7 +316,7 @@ mod tests {
         assert_eq!(loss.value, Some(0.5));
         assert!(
             loss.detail.starts_with(
-                "40000 of 80000 datagrams lost at their receivers (50.00 %); no --max-loss"
+                "40000 of 80000 datagrams lost at their receivers (50.00 %); no loss bound set"
             ),
             "{}",
             loss.detail
@@ -326,7 +326,7 @@ mod tests {
         let loss = c.iter().find(|c| c.name == CheckName::UdpLoss).unwrap();
         assert_eq!(loss.status, CheckStatus::Fail);
         assert!(
-            loss.detail.ends_with("at most 1.00 % by --max-loss)"),
+            loss.detail.ends_with("at most 1.00 % allowed)"),
             "{}",
             loss.detail
         );

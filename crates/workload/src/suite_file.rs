@@ -592,8 +592,13 @@ impl FileCtx<'_> {
             .flatten()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let profile =
-            crate::profile::load_profile(&path, &vars).map_err(|m| self.value(span.clone(), m))?;
+        let profile = crate::profile::load_profile(&path, &vars).map_err(|e| {
+            let hint = e
+                .unset_variable()
+                .map(|v| format!(" or in this [[profile]]'s vars ({v} = \"...\")"))
+                .unwrap_or_default();
+            self.value(span.clone(), format!("{e}{hint}"))
+        })?;
         let in_file = |e: crate::profile::ProfileError| {
             self.value(span.clone(), format!("{}: {e}", path.display()))
         };

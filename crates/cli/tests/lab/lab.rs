@@ -313,19 +313,9 @@ fn ok_results(out: &std::process::Output, json: &Path, what: &str, serve: &Serve
         .unwrap_or(Value::Null);
     // Measured whole: ok, or suspect for nothing but a busy host (the lab's
     // tests run beside others).
-    let status = doc
-        .pointer("/tests/0/runs/0/status")
-        .and_then(Value::as_str);
-    let failed: Vec<&str> = doc
-        .pointer("/tests/0/runs/0/checks")
-        .and_then(Value::as_array)
-        .map(|cs| {
-            cs.iter()
-                .filter(|c| c["status"] == "fail")
-                .filter_map(|c| c["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+    let run = doc.pointer("/tests/0/runs/0").unwrap_or(&Value::Null);
+    let status = run["status"].as_str();
+    let failed = util::failed_checks(run);
     let measured = status == Some("ok")
         || (status == Some("suspect") && failed.iter().all(|c| util::BUSY_HOST_CHECKS.contains(c)));
     assert!(

@@ -196,11 +196,9 @@ fn load(path: &Path) -> Value {
 fn measured(r: &Value) -> bool {
     match r["status"].as_str() {
         Some("ok") => true,
-        Some("suspect") => r["checks"].as_array().is_some_and(|cs| {
-            cs.iter()
-                .filter(|c| c["status"] == "fail")
-                .all(|c| util::BUSY_HOST_CHECKS.contains(&c["name"].as_str().unwrap_or("")))
-        }),
+        Some("suspect") => util::failed_checks(r)
+            .iter()
+            .all(|c| util::BUSY_HOST_CHECKS.contains(c)),
         _ => false,
     }
 }

@@ -1419,6 +1419,41 @@ fn a_suite_runs_a_profile_with_its_vars() {
     assert_txn(r, 1, 6, 600, 600);
 }
 
+#[test]
+fn a_suites_profile_with_a_variable_unset_is_refused_saying_where_to_set_it() {
+    // In a suite file, a profile's variables are set in its [[profile]]
+    // table (or the environment), not with run's --var.
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("study.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name = \"profiles\"\n\n[[profile]]\nfile = {:?}\n\
+             vars = {{ tag = \"suite\", nthr = \"2\", iters = \"3\", connopts = \"tcp_nodelay\" }}\n",
+            corpus("vars.xml")
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("results.json");
+    let args = [
+        "suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let unset = ["tag", "nthr", "iters", "size", "connopts"];
+    let (code, stdout, err) = run_env(&args, &[], &unset);
+    assert_eq!(code, 2, "stdout: {stdout}\nstderr: {err}");
+    assert!(
+        err.contains(
+            "variable $size is not set: set it in the environment or in this [[profile]]'s vars (size = \"...\")"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("--var"), "{err}");
+    assert!(!out.exists(), "nothing ran");
+}
+
 // ---------------------------------------------------------------------------
 // Refusals: exit 2 before anything runs.
 // ---------------------------------------------------------------------------

@@ -1913,19 +1913,6 @@ fn check<'a>(run: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no check {name} in {run}"))
 }
 
-/// The names of a run's failed checks.
-fn failed_checks(run: &Value) -> Vec<String> {
-    run["checks"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .filter(|c| c["status"] == "fail")
-                .map(|c| text(c, "/name").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A run that is suspect only because the host was busy (other work took its
 /// CPUs) is what a busy host may do; any other reason on a run this test did
 /// not disturb is a check firing when it should not.
@@ -1935,9 +1922,9 @@ fn clean_or_busy_host(run: &Value, what: &str) {
         return;
     }
     assert_eq!(status, "suspect", "{what}: {run}");
-    let failed = failed_checks(run);
+    let failed = crate::util::failed_checks(run);
     assert!(
-        failed.iter().any(|c| c == "host_noise"),
+        failed.contains(&"host_noise"),
         "{what}: suspect on a quiet host ({failed:?}): {}",
         run["status_reasons"]
     );

@@ -288,6 +288,19 @@ pub const BUSY_HOST_CHECKS: [&str; 4] = [
     "littles_law",
 ];
 
+/// The names of run `r`'s checks that failed.
+pub fn failed_checks(r: &Value) -> Vec<&str> {
+    r["checks"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .filter(|c| c["status"] == "fail")
+                .filter_map(|c| c["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Asserts that run `r` measured its window whole: `ok`, or `suspect` for
 /// nothing but what a busy host can cause ([`BUSY_HOST_CHECKS`]). Tests that
 /// are not about the checks assert what they are about and accept that.
@@ -297,15 +310,7 @@ pub fn assert_measured(r: &Value, what: &str) {
         return;
     }
     assert_eq!(status, "suspect", "{what}: the run did not complete: {r}");
-    let failed: Vec<&str> = r["checks"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .filter(|c| c["status"] == "fail")
-                .filter_map(|c| c["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+    let failed = failed_checks(r);
     assert!(
         !failed.is_empty() && failed.iter().all(|c| BUSY_HOST_CHECKS.contains(c)),
         "{what}: suspect for {failed:?}, which a busy host does not explain: {}",
@@ -319,15 +324,7 @@ pub fn assert_measured(r: &Value, what: &str) {
 /// a narrow link sitting out a short window in TCP's retransmission
 /// back-off). Returns whether the host made the run noisy.
 pub fn assert_measured_on_a_noisy_host(r: &Value, what: &str, also: &[&str]) -> bool {
-    let failed: Vec<&str> = r["checks"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .filter(|c| c["status"] == "fail")
-                .filter_map(|c| c["name"].as_str())
-                .collect()
-        })
-        .unwrap_or_default();
+    let failed = failed_checks(r);
     if !failed.contains(&"host_noise") {
         assert_measured(r, what);
         return false;

@@ -430,25 +430,12 @@ pub fn run_client(
     let Workload::Stream { message, direction } = req.spec.workload.clone() else {
         unreachable!("check_spec refuses other workloads");
     };
-    let addr = resolve(target)?;
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|source| {
-        ClientError::Connect {
-            addr: addr.to_string(),
-            source,
-        }
-    })?;
-    let local = stream.local_addr().ok();
-    let mut c = ControlConn::new(stream).map_err(|source| ClientError::Connect {
-        addr: addr.to_string(),
-        source,
-    })?;
-    let cookie = new_cookie();
-    c.send(cookie.as_bytes())
-        .map_err(|e| control_error(e, "the cookie to go out"))?;
-    expect(&mut c, State::ParamExchange, ANSWER_TIMEOUT)?;
-    c.send_json(&params(&req.spec, message.0, direction))
-        .map_err(|e| control_error(e, "the parameters to go out"))?;
-    expect(&mut c, State::CreateStreams, ANSWER_TIMEOUT)?;
+    let Control {
+        mut c,
+        addr,
+        local,
+        cookie,
+    } = open_control(target, req, message.0, direction)?;
 
     linkperf_metrics::raise_fd_limit(2 * u64::from(req.spec.users) + 256)
         .map_err(|e| ClientError::Unsupported(e.to_string()))?;
@@ -505,16 +492,7 @@ pub fn run_client(
     if let Some(e) = failure {
         return Err(e);
     }
-    let flows = |r: &Option<Vec<WorkerReport>>| -> Vec<(u32, Totals)> {
-        let mut v: Vec<(u32, Totals)> = r
-            .iter()
-            .flatten()
-            .flat_map(|w| w.flow_totals.iter().copied())
-            .collect();
-        v.sort_by_key(|(id, _)| *id);
-        v
-    };
-    let (up_flows, down_flows) = (flows(&up_reports), flows(&down_reports));
+    let (up_flows, down_flows) = (flows_by_id(&up_reports), flows_by_id(&down_reports));
     let reports: Vec<WorkerReport> = up_reports
         .into_iter()
         .flatten()
@@ -572,6 +550,55 @@ pub fn run_client(
         server: Some(server),
         aborted: false,
     })
+}
+
+/// The control connection, its cookie sent and the parameters agreed: the
+/// server asks for the streams next.
+struct Control {
+    c: ControlConn,
+    addr: SocketAddr,
+    local: Option<SocketAddr>,
+    cookie: Cookie,
+}
+
+fn open_control(
+    target: &Iperf3Target,
+    req: &ClientRequest,
+    message: u64,
+    direction: StreamDirection,
+) -> Result<Control, ClientError> {
+    let addr = resolve(target)?;
+    let connect = |source| ClientError::Connect {
+        addr: addr.to_string(),
+        source,
+    };
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(connect)?;
+    let local = stream.local_addr().ok();
+    let mut c = ControlConn::new(stream).map_err(connect)?;
+    let cookie = new_cookie();
+    c.send(cookie.as_bytes())
+        .map_err(|e| control_error(e, "the cookie to go out"))?;
+    expect(&mut c, State::ParamExchange, ANSWER_TIMEOUT)?;
+    c.send_json(&params(&req.spec, message, direction))
+        .map_err(|e| control_error(e, "the parameters to go out"))?;
+    expect(&mut c, State::CreateStreams, ANSWER_TIMEOUT)?;
+    Ok(Control {
+        c,
+        addr,
+        local,
+        cookie,
+    })
+}
+
+/// Each flow's totals over a direction's workers, by flow id.
+fn flows_by_id(reports: &Option<Vec<WorkerReport>>) -> Vec<(u32, Totals)> {
+    let mut v: Vec<(u32, Totals)> = reports
+        .iter()
+        .flatten()
+        .flat_map(|w| w.flow_totals.iter().copied())
+        .collect();
+    v.sort_by_key(|(id, _)| *id);
+    v
 }
 
 /// Waits until every upload connection (`uploads`, or all but the control

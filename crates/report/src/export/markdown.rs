@@ -52,7 +52,7 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
     }
     for d in &c.placement {
         lines.push(format!(
-            "Placement differs in {}: {} in {}; {} in {}. On one host whether the sides share CPUs moves request/response results by several times: rerun with one --placement for both.",
+            "Placement differs in {}: {} in {}; {} in {}. On one host whether the sides share CPUs moves request/response results by several times: rerun both with the same placement (same, split or free).",
             d.side, d.base, d.base_label, d.candidate, d.candidate_label
         ));
     }

@@ -17,6 +17,7 @@ pub fn check_runnable(p: &Profile) -> Result<(), ProfileError> {
             line: f.line,
             element: "flowop".into(),
             message: format!("{what} is not supported yet (docs/profiles.md)"),
+            unset_variable: None,
         };
         match &f.kind {
             FlowopKind::Accept(e) if e.protocol == ProfileProtocol::Udp => {
@@ -56,6 +57,7 @@ pub fn split_by_host(p: &Profile) -> Result<Vec<(Option<String>, Profile)>, Prof
                              group: each user talks to one server; put the other host's flowops in a \
                              group of their own"
                         ),
+                        unset_variable: None,
                     });
                 }
                 Some(_) => {}

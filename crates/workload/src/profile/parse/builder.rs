@@ -20,6 +20,9 @@ pub struct ProfileError {
     pub element: String,
     /// What was wrong and what to do about it.
     pub message: String,
+    /// The variable that is not set, if that is what was wrong: the
+    /// caller says where it can be set (its flag, its file's key).
+    pub unset_variable: Option<String>,
 }
 
 /// What linkperf accepts of a profile but does not do as uperf would (an
@@ -40,6 +43,7 @@ fn err(line: u32, element: &str, message: String) -> ProfileError {
         line,
         element: element.to_string(),
         message,
+        unset_variable: None,
     }
 }
 
@@ -178,7 +182,10 @@ impl Builder<'_> {
                     format!("attribute {} is given twice", known[i]),
                 ));
             }
-            let value = substitute(value, self.var).map_err(|m| err(tag.line, element, m))?;
+            let value = substitute(value, self.var).map_err(|e| ProfileError {
+                unset_variable: e.unset,
+                ..err(tag.line, element, e.message)
+            })?;
             out[i] = Some(value.into_owned());
         }
         Ok(out)

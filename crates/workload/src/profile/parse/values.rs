@@ -26,11 +26,28 @@ pub(super) fn shown(s: &str) -> Cow<'_, str> {
 
 // Variables.
 
+/// Why a value's variables could not be substituted.
+pub(super) struct Unsubstituted {
+    /// In words.
+    pub(super) message: String,
+    /// The variable that is not set, if that is why.
+    pub(super) unset: Option<String>,
+}
+
+impl From<String> for Unsubstituted {
+    fn from(message: String) -> Self {
+        Unsubstituted {
+            message,
+            unset: None,
+        }
+    }
+}
+
 /// Replaces every `$name` and `${name}` in `value` with `var(name)`.
 pub(super) fn substitute<'v>(
     value: &'v str,
     var: &dyn Fn(&str) -> Option<String>,
-) -> Result<Cow<'v, str>, String> {
+) -> Result<Cow<'v, str>, Unsubstituted> {
     if !value.contains('$') {
         return Ok(Cow::Borrowed(value));
     }
@@ -43,10 +60,9 @@ pub(super) fn substitute<'v>(
             Some(braced) => match braced.find('}') {
                 Some(j) => (&braced[..j], j + 2),
                 None => {
-                    return Err(format!(
-                        "{} is not closed: write ${{name}}",
-                        shown(&rest[i..])
-                    ))
+                    return Err(
+                        format!("{} is not closed: write ${{name}}", shown(&rest[i..])).into(),
+                    )
                 }
             },
             None => {
@@ -66,17 +82,19 @@ pub(super) fn substitute<'v>(
             return Err(format!(
                 "{} is not a variable: a $ starts a variable name ($name or ${{name}}: letters, digits and _, not starting with a digit)",
                 shown(&rest[i..(i + 1 + used).min(rest.len())])
-            ));
-        }
-        let value = var(name).ok_or_else(|| {
-            format!(
-                "variable ${name} is not set: set it in the environment or with --var {name}=value"
             )
+            .into());
+        }
+        let value = var(name).ok_or_else(|| Unsubstituted {
+            message: format!("variable ${name} is not set: set it in the environment"),
+            unset: Some(name.to_string()),
         })?;
         out.push_str(&value);
         if out.len() > MAX_TEXT {
             return Err(
-                "the value is longer than 1 MiB once variables are substituted".to_string(),
+                "the value is longer than 1 MiB once variables are substituted"
+                    .to_string()
+                    .into(),
             );
         }
         rest = &after[used..];

@@ -8,6 +8,7 @@ fn errors_display_line_element_and_message() {
         line: 7,
         element: "flowop".into(),
         message: "size is missing".into(),
+        unset_variable: None,
     };
     assert_eq!(e.to_string(), "line 7, <flowop>: size is missing");
 }

@@ -172,8 +172,8 @@ fn an_unset_variable_is_named_in_the_error() {
         ProfileError {
             line: 6,
             element: "flowop".into(),
-            message: "variable $h is not set: set it in the environment or with --var h=value"
-                .into(),
+            message: "variable $h is not set: set it in the environment".into(),
+            unset_variable: Some("h".into()),
         }
     );
     let e = parse_with(NETPERF, &[("h", "x")]).unwrap_err();
