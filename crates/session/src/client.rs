@@ -23,6 +23,7 @@ use linkperf_engine::Sampler;
 mod address;
 mod delegate;
 mod foreign;
+mod midtest;
 mod profile;
 pub use address::parse_address;
 pub use delegate::{
@@ -419,26 +420,13 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             std::thread::sleep(WATCH_INTERVAL);
             continue;
         }
-        let stop = match c.ch.recv(WATCH_INTERVAL) {
-            Ok(Received::Timeout) => continue,
-            Ok(Received::Frame(f)) => match decode_server(&f) {
-                Ok(ServerMessage::Error { code, message, .. }) => {
-                    server_aborted = code == ErrorCode::Aborted;
-                    format!("the server stopped the test: {message} ({code})")
-                }
-                Ok(other) => format!("the server sent {} in the middle of the test", other.kind()),
-                Err(e) => format!("the server sent a bad control message mid-test: {e}"),
-            },
-            Ok(Received::Closed) => {
-                format!(
-                    "the server {} in the middle of the test",
-                    c.ch.how_it_went()
-                )
-            }
-            Err(e) => format!("the control connection failed mid-test: {e}"),
+        let got = c.ch.recv(WATCH_INTERVAL);
+        let Some(stop) = midtest::while_running(got, c.ch.how_it_went()) else {
+            continue;
         };
         aborter.abort();
-        server_stop = Some(stop);
+        server_aborted = stop.aborted;
+        server_stop = Some(stop.reason);
     }
     let reports = waiter
         .join()
@@ -479,15 +467,15 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     } else {
         ClientMessage::Finished
     };
-    let (server, server_environment, server_error) = server_results(&mut c, &msg, server_env);
+    let side = server_results(&mut c, &msg, server_env);
     Ok(Outcome {
         started,
         client: client_report,
-        server,
+        server: side.report,
         client_environment: env,
-        server_environment,
+        server_environment: side.environment,
         aborted,
-        server_error,
+        server_error: side.error,
         failure: None,
         server_agent,
     })
@@ -499,26 +487,11 @@ fn server_results(
     c: &mut Client,
     msg: &ClientMessage,
     server_env: Environment,
-) -> (Option<SideReport>, Option<Environment>, Option<String>) {
-    match c
+) -> midtest::ServerSide {
+    let answer = c
         .send(msg)
-        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"))
-    {
-        Ok(ServerMessage::Results {
-            report,
-            environment,
-        }) => (Some(report), Some(environment), None),
-        Ok(other) => (
-            None,
-            Some(server_env),
-            Some(format!("expected results, got {}", other.kind())),
-        ),
-        Err(e) => (
-            None,
-            Some(server_env),
-            Some(format!("the server's measurements are missing: {e}")),
-        ),
-    }
+        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"));
+    midtest::results(answer, server_env)
 }
 
 #[cfg(test)]

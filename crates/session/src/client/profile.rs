@@ -173,15 +173,15 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     } else {
         ClientMessage::Finished
     };
-    let (server, server_environment, server_error) = server_results(&mut c, &msg, server_env);
+    let side = server_results(&mut c, &msg, server_env);
     Ok(Outcome {
         started,
         client,
-        server,
+        server: side.report,
         client_environment: env,
-        server_environment,
+        server_environment: side.environment,
         aborted: was_cancelled,
-        server_error,
+        server_error: side.error,
         failure: failed,
         server_agent,
     })
