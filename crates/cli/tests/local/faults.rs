@@ -791,15 +791,14 @@ fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
     });
 }
 
-#[test]
-fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
-    let _g = exclusive();
-    let server = Server::start(&[]);
-    let (mut c, ports, token) = accepted_test(&server, Duration::from_secs(5));
-    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+/// Opens 500 connections to `data` that never send a preamble, far more
+/// than a worker with one user lets wait (twice its connections, plus 64),
+/// all well inside the 5 s preamble timeout: the oldest is closed first,
+/// and once the worker has taken them all in, all but those it lets wait
+/// are closed and the server holds few more descriptors than before.
+/// Returns them, the newest still open.
+fn silent_connections_stay_bounded(server: &Server, data: SocketAddr) -> Vec<TcpStream> {
     let (before, _) = util::fds_and_threads(server.pid());
-    // Far more than the worker lets wait (twice its one flow, plus 64), all
-    // well inside the 5 s preamble timeout.
     let mut silent = Vec::with_capacity(500);
     for i in 0..500 {
         silent.push(TcpStream::connect(data).unwrap_or_else(|e| panic!("connection {i}: {e}")));
@@ -808,8 +807,6 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
         closed_within(&mut silent[0], Duration::from_secs(2)),
         "the oldest silent connection is closed for the newer ones"
     );
-    // The worker has taken in every one of them once all but those it
-    // lets wait are closed.
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut closed = vec![false; silent.len()];
     loop {
@@ -831,6 +828,16 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
         during < before + 100,
         "the server holds {during} descriptors, {before} before 500 silent connections"
     );
+    silent
+}
+
+#[test]
+fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
+    let _g = exclusive();
+    let server = Server::start(&[]);
+    let (mut c, ports, token) = accepted_test(&server, Duration::from_secs(5));
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+    let mut silent = silent_connections_stay_bounded(&server, data);
     // A real user's connection, with its preamble, is served and kept.
     let mut real = with_preamble(data, token);
     assert!(
@@ -2045,38 +2052,7 @@ fn silent_connections_to_a_profiles_data_port_stay_bounded_and_its_user_is_serve
     .unwrap();
     let (_control, port, token) = profile_started(&server, profile);
     let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let (before, _) = util::fds_and_threads(server.pid());
-    // Far more than the worker lets wait (twice its user's one connection,
-    // plus 64), all well inside the 5 s preamble timeout.
-    let mut silent = Vec::with_capacity(500);
-    for i in 0..500 {
-        silent.push(TcpStream::connect(data).unwrap_or_else(|e| panic!("connection {i}: {e}")));
-    }
-    assert!(
-        closed_within(&mut silent[0], Duration::from_secs(2)),
-        "the oldest silent connection is closed for the newer ones"
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut closed = vec![false; silent.len()];
-    loop {
-        for (s, c) in silent.iter_mut().zip(closed.iter_mut()) {
-            *c = *c || is_closed(s);
-        }
-        if closed.iter().filter(|c| **c).count() >= silent.len() - 66 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the worker took in {} of 500 silent connections",
-            closed.iter().filter(|c| **c).count()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let (during, _) = util::fds_and_threads(server.pid());
-    assert!(
-        during < before + 100,
-        "the server holds {during} descriptors, {before} before 500 silent connections"
-    );
+    let silent = silent_connections_stay_bounded(&server, data);
     // The user's connection, with its preamble, is served.
     let mut real = TcpStream::connect(data).unwrap();
     let preamble = Preamble {
