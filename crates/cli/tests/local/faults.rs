@@ -22,7 +22,7 @@ use crate::util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text
 use linkperf_session::AuthKey;
 use linkperf_wire::{
     decode_server, encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, FrameDecoder,
-    Preamble, ServerMessage, UdpHeader, PROTOCOL_VERSION, UDP_HEADER_LEN,
+    Preamble, ServerMessage, UdpHeader, PREAMBLE_LEN, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
@@ -1976,6 +1976,38 @@ fn a_profile_client_that_ends_transactions_out_of_order_is_refused_and_the_serve
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// A profile of one user that connects `connects` times (one iteration
+/// each), then writes 10 bytes and reads 11 on its newest connection,
+/// started on `server`: the control connection, the data address, and the
+/// preamble of the user's connection numbered `ordinal`.
+fn connects_then_writes_10_reads_11(
+    server: &Server,
+    connects: u32,
+) -> (Control, SocketAddr, impl Fn(u64) -> [u8; PREAMBLE_LEN]) {
+    let profile = linkperf_workload::profile::parse_profile(
+        &format!(
+            "<profile name=p><group nthreads=1>\
+             <transaction iterations={connects}><flowop type=connect/></transaction>\
+             <transaction iterations=1><flowop type=write options=\"size=10\"/>\
+             <flowop type=read options=\"size=11\"/></transaction>\
+             </group></profile>"
+        ),
+        &|_| None,
+    )
+    .unwrap();
+    let (control, port, token) = profile_started(server, profile);
+    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let preamble = move |ordinal| {
+        Preamble {
+            token,
+            flow: 0,
+            seq: ConnectSeq::new(0, 0, ordinal).pack(),
+        }
+        .encode()
+    };
+    (control, data, preamble)
+}
+
 #[test]
 fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_complete_in() {
     // uperf's connect in every iteration: a user opens two connections on
@@ -1986,26 +2018,8 @@ fn a_users_connections_pair_by_their_number_whatever_order_their_preambles_compl
     // newest and answer on it.
     let _g = shared();
     let server = Server::start(&[]);
-    let profile = linkperf_workload::profile::parse_profile(
-        "<profile name=p><group nthreads=1>\
-         <transaction iterations=2><flowop type=connect/></transaction>\
-         <transaction iterations=1><flowop type=write options=\"size=10\"/>\
-         <flowop type=read options=\"size=11\"/></transaction>\
-         </group></profile>",
-        &|_| None,
-    )
-    .unwrap();
     // The control connection stays open while the data flows.
-    let (_control, port, token) = profile_started(&server, profile);
-    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let preamble = |ordinal| {
-        Preamble {
-            token,
-            flow: 0,
-            seq: ConnectSeq::new(0, 0, ordinal).pack(),
-        }
-        .encode()
-    };
+    let (_control, data, preamble) = connects_then_writes_10_reads_11(&server, 2);
     // The second connection is there, preamble and all, before the first
     // (the server accepts them in that order), and the first's preamble
     // comes in two pieces.
@@ -2041,26 +2055,11 @@ fn silent_connections_to_a_profiles_data_port_stay_bounded_and_its_user_is_serve
     // descriptors, and the oldest go first.
     let _g = exclusive();
     let server = Server::start(&[]);
-    let profile = linkperf_workload::profile::parse_profile(
-        "<profile name=p><group nthreads=1>\
-         <transaction iterations=1><flowop type=connect/></transaction>\
-         <transaction iterations=1><flowop type=write options=\"size=10\"/>\
-         <flowop type=read options=\"size=11\"/></transaction>\
-         </group></profile>",
-        &|_| None,
-    )
-    .unwrap();
-    let (_control, port, token) = profile_started(&server, profile);
-    let data = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let (_control, data, preamble) = connects_then_writes_10_reads_11(&server, 1);
     let silent = silent_connections_stay_bounded(&server, data);
     // The user's connection, with its preamble, is served.
     let mut real = TcpStream::connect(data).unwrap();
-    let preamble = Preamble {
-        token,
-        flow: 0,
-        seq: ConnectSeq::new(0, 0, 1).pack(),
-    };
-    real.write_all(&preamble.encode()).unwrap();
+    real.write_all(&preamble(1)).unwrap();
     real.write_all(&[7; 10]).unwrap();
     real.set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
