@@ -1,5 +1,6 @@
 //! The I/O driver every engine worker runs on: a test's client and server
-//! workers and a profile's on either side. It owns the event wait and what
+//! workers and a profile's on either side (and, for its event wait, the
+//! iperf3 server's per-test loop). It owns the event wait and what
 //! decides how long to sleep in it (busy-poll, the window's next edge, the
 //! next timer, flows to drive again at once), the timers, the flows whose
 //! last drive stopped at its budget with the socket still ready, and the
@@ -52,7 +53,7 @@ impl Timers {
 }
 
 /// A worker's event wait and what paces it.
-pub(crate) struct Driver {
+pub struct Driver {
     poll: Poll,
     busy_poll: bool,
     /// Timers of the worker's flows.
@@ -64,7 +65,7 @@ pub(crate) struct Driver {
 impl Driver {
     /// A driver around `poll` (its waker already registered); `busy_poll`
     /// never sleeps in the wait.
-    pub(crate) fn new(poll: Poll, busy_poll: bool) -> Self {
+    pub fn new(poll: Poll, busy_poll: bool) -> Self {
         Driver {
             poll,
             busy_poll,
@@ -74,7 +75,7 @@ impl Driver {
     }
 
     /// Where sockets are registered.
-    pub(crate) fn registry(&self) -> &Registry {
+    pub fn registry(&self) -> &Registry {
         self.poll.registry()
     }
 
@@ -97,8 +98,8 @@ impl Driver {
     /// How long the wait may sleep at `now`: not at all while work is
     /// queued (`queued`, or flows to drive again) or when busy-polling,
     /// else until the window's next edge, the next timer, `deadline` or
-    /// [`MAX_SLEEP`], whichever is first.
-    pub(crate) fn timeout(
+    /// 50 ms (a worker's longest sleep), whichever is first.
+    pub fn timeout(
         &self,
         now: Instant,
         schedule: Option<&Schedule>,
@@ -119,7 +120,7 @@ impl Driver {
 
     /// Waits for readiness into `events`, at most `timeout`. A signal that
     /// interrupts the wait is no error: the events are then empty.
-    pub(crate) fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+    pub fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
         match self.poll.poll(events, Some(timeout)) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 events.clear();

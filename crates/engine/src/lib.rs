@@ -10,7 +10,7 @@ mod client_worker;
 mod counters;
 mod datagram_counts;
 mod datagram_io;
-mod driver;
+pub mod driver;
 mod error;
 pub mod flow;
 mod gate;

@@ -10,9 +10,10 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
+use linkperf_engine::driver::Driver;
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 use socket2::SockRef;
 
 use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
@@ -146,7 +147,7 @@ const HOLD_CHECK: Duration = Duration::from_millis(1);
 /// receiving TCP stream with its low-water mark), each sender with its
 /// pacer.
 fn register_streams(
-    poll: &Poll,
+    registry: &Registry,
     streams: Vec<DataStream>,
     plan: &TestPlan,
     start: Instant,
@@ -162,8 +163,8 @@ fn register_streams(
         }
         let interest = Interest::READABLE | Interest::WRITABLE;
         match &mut sock {
-            Sock::Tcp(t) => poll.registry().register(t, Token(i), interest)?,
-            Sock::Udp(u) => poll.registry().register(u, Token(i), interest)?,
+            Sock::Tcp(t) => registry.register(t, Token(i), interest)?,
+            Sock::Udp(u) => registry.register(u, Token(i), interest)?,
         }
         let pacer = if s.sends {
             plan.rate.map(|r| Pacer::new(r, start))
@@ -225,12 +226,13 @@ pub(crate) fn run(
     let start = Instant::now();
     let omit_end = start + plan.omit;
     let deadline = start + plan.limit;
-    let mut poll = Poll::new()?;
+    let mut driver = Driver::new(Poll::new()?, false);
     ctrl.set_nonblocking(true)?;
     let ctrl_fd = ctrl.as_raw_fd();
-    poll.registry()
+    driver
+        .registry()
         .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
-    let mut live = register_streams(&poll, streams, plan, start)?;
+    let mut live = register_streams(driver.registry(), streams, plan, start)?;
     let mut buf = payload(plan.blksize.max(MIN_BUFFER));
     let mut budget = Budget::new(plan.bytes, plan.blocks);
     let mut omitting = !plan.omit.is_zero();
@@ -277,11 +279,8 @@ pub(crate) fn run(
                 }
             }
         }
-        match poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
+        let timeout = driver.timeout(now, None, Some(wake), false);
+        driver.wait(&mut events, timeout)?;
         for ev in events.iter() {
             if ev.token() == CTRL {
                 if let Some(end) = read_control(ctrl) {
@@ -304,7 +303,7 @@ pub(crate) fn run(
     if end == Finish::Shutdown {
         terminate(
             ctrl,
-            &mut poll,
+            &mut driver,
             &mut events,
             &mut live,
             &mut buf,
@@ -314,7 +313,7 @@ pub(crate) fn run(
     }
     if end == Finish::TestEnd {
         drain(
-            &mut poll,
+            &mut driver,
             &mut events,
             &mut live,
             &mut buf,
@@ -329,7 +328,7 @@ pub(crate) fn run(
         Sock::Udp(_) => None,
     });
     let (records, receivers) = records(live, end);
-    let _ = poll.registry().deregister(&mut SourceFd(&ctrl_fd));
+    let _ = driver.registry().deregister(&mut SourceFd(&ctrl_fd));
     ctrl.set_nonblocking(false)?;
     let counted_from = if plan.omit.is_zero() {
         start
@@ -347,7 +346,7 @@ pub(crate) fn run(
             errors,
         },
         tail: Tail {
-            poll,
+            driver,
             events,
             receivers,
             buf,
@@ -365,7 +364,7 @@ pub(crate) struct DataPhase {
 }
 
 struct Tail {
-    poll: Poll,
+    driver: Driver,
     events: Events,
     /// The receiving streams, each with the index of its record.
     receivers: Vec<(usize, Live)>,
@@ -436,10 +435,8 @@ impl DataPhase {
                 return;
             }
             let wait = (t0 + DRAIN_MAX).saturating_duration_since(now).min(QUIET);
-            match t.poll.poll(&mut t.events, Some(wait)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return,
+            if t.driver.wait(&mut t.events, wait).is_err() {
+                return;
             }
         }
     }
@@ -676,7 +673,7 @@ fn send(
 /// control connection, at most [`TERMINATE_WAIT`].
 fn terminate(
     mut ctrl: &TcpStream,
-    poll: &mut Poll,
+    driver: &mut Driver,
     events: &mut Events,
     live: &mut [Live],
     buf: &mut [u8],
@@ -692,14 +689,14 @@ fn terminate(
         if read_control(ctrl).is_some() {
             return;
         }
-        let _ = poll.poll(events, Some(Duration::from_millis(5)));
+        let _ = driver.wait(events, Duration::from_millis(5));
     }
 }
 
 /// After `TEST_END`: reads what the client sent before it, until nothing more
 /// arrives for [`QUIET`] (at most [`DRAIN_MAX`]).
 fn drain(
-    poll: &mut Poll,
+    driver: &mut Driver,
     events: &mut Events,
     live: &mut [Live],
     buf: &mut [u8],
@@ -722,7 +719,7 @@ fn drain(
         if !open || now - last >= QUIET || now - t0 >= DRAIN_MAX {
             return;
         }
-        let _ = poll.poll(events, Some(Duration::from_millis(5)));
+        let _ = driver.wait(events, Duration::from_millis(5));
     }
 }
 
