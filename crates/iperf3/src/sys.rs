@@ -19,31 +19,6 @@ pub(crate) fn unacked_bytes(fd: RawFd) -> Option<u64> {
 
 pub(crate) use linkperf_metrics::{peer_window, tcp_state};
 
-/// Sets `fd`'s receive low-water mark (SO_RCVLOWAT): it reads as ready once
-/// `bytes` have arrived, or at its end, or when its window is all but closed
-/// (the kernel's own guard), rather than at every segment. The kernel takes
-/// at most half the receive buffer; asked for more than its autotuned buffer
-/// holds, it grows the buffer and clamps the window to the mark.
-pub(crate) fn set_receive_low_water(fd: RawFd, bytes: usize) -> io::Result<()> {
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    // SAFETY: setsockopt reads one int through the pointer; `fd` is only
-    // used, an invalid one gives an error.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// TCP states in which everything this side wrote, and its FIN, has been
 /// acknowledged (or the socket is gone).
 pub(crate) fn fin_acked(state: u8) -> bool {
@@ -238,34 +213,6 @@ mod tests {
         assert!(peer_window(c.as_raw_fd()).is_some_and(|w| w > 0));
         assert_eq!(unacked_bytes(-1), None);
         assert_eq!(tcp_state(-1), None);
-    }
-
-    #[test]
-    fn a_low_water_mark_holds_readiness_until_that_much_has_come() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        set_receive_low_water(s.as_raw_fd(), 1000).unwrap();
-        let readable = |timeout_ms: i32| {
-            let mut p = libc::pollfd {
-                fd: s.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: poll reads and writes the one pollfd we pass.
-            unsafe { libc::poll(&mut p, 1, timeout_ms) == 1 }
-        };
-        c.write_all(&[0; 999]).unwrap();
-        // Wait until the kernel has the bytes: they are acknowledged.
-        let t0 = std::time::Instant::now();
-        while unacked_bytes(c.as_raw_fd()) != Some(0) {
-            assert!(t0.elapsed().as_secs() < 5);
-            std::thread::yield_now();
-        }
-        assert!(!readable(0), "999 bytes of 1000");
-        c.write_all(&[0; 1]).unwrap();
-        assert!(readable(5000), "1000 bytes");
-        assert!(set_receive_low_water(-1, 1).is_err());
     }
 
     #[test]

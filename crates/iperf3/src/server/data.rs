@@ -14,7 +14,6 @@ use linkperf_engine::driver::Driver;
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
-use socket2::SockRef;
 
 use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
 use crate::server::plan::TestPlan;
@@ -31,13 +30,6 @@ const QUIET: Duration = Duration::from_millis(50);
 const DRAIN_MAX: Duration = Duration::from_secs(3);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
-/// A receiving TCP stream wakes the test's loop once this much has arrived
-/// (or at its end), not at every segment the client's writes make: fewer
-/// wakeups for the same bytes, and each costs the client too (with both on
-/// one host, the sender's kernel work wakes the receiver, across CPUs with
-/// an interprocessor interrupt). At most half the stream's receive buffer,
-/// so the kernel never clamps the window to it.
-const RECEIVE_LOW_WATER: usize = 64 * 1024;
 
 /// At a shutdown, how long the streams stay open after SERVER_TERMINATE for
 /// the client to read it (it closes its control connection when it has).
@@ -143,9 +135,8 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// How often a holding sender looks again.
 const HOLD_CHECK: Duration = Duration::from_millis(1);
 
-/// Registers each stream with the loop under the token of its index (a
-/// receiving TCP stream with its low-water mark), each sender with its
-/// pacer.
+/// Registers each stream with the loop under the token of its index, each
+/// sender with its pacer.
 fn register_streams(
     registry: &Registry,
     streams: Vec<DataStream>,
@@ -155,12 +146,6 @@ fn register_streams(
     let mut live = Vec::with_capacity(streams.len());
     for (i, s) in streams.into_iter().enumerate() {
         let mut sock = s.sock;
-        if let (Sock::Tcp(t), false) = (&sock, s.sends) {
-            let rcvbuf = SockRef::from(t).recv_buffer_size().unwrap_or(0);
-            let mark = RECEIVE_LOW_WATER.min(rcvbuf / 2).max(1);
-            // Without it the stream wakes the loop more often; no harm.
-            let _ = sys::set_receive_low_water(t.as_raw_fd(), mark);
-        }
         let interest = Interest::READABLE | Interest::WRITABLE;
         match &mut sock {
             Sock::Tcp(t) => registry.register(t, Token(i), interest)?,
