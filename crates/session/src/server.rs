@@ -20,8 +20,10 @@ use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState, Setting};
 use crate::handshake::ServerHandshake;
 use linkperf_engine::Sampler;
+use midtest::{wire_fail, Ended, Look, Watch};
 
 mod delegate;
+mod midtest;
 mod profile;
 
 /// Time after the drain deadline the server waits for the client's `Finished`.
@@ -64,7 +66,7 @@ pub(crate) fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
 }
 
 /// A request that met one of this server's limits.
-fn limit_fail(limit: Limit) -> Fail {
+pub(crate) fn limit_fail(limit: Limit) -> Fail {
     Fail {
         code: ErrorCode::Limit,
         message: limit.to_string(),
@@ -100,7 +102,7 @@ pub(crate) fn auth_failed(detail: impl Into<String>) -> Fail {
     }
 }
 
-fn shutting_down() -> Fail {
+pub(crate) fn shutting_down() -> Fail {
     fail(
         ErrorCode::Aborted,
         "the server is shutting down; the test was aborted",
@@ -339,36 +341,6 @@ impl Session<'_> {
         Ok(name)
     }
 
-    /// The refusal once a running test has passed `--max-bytes-per-session`
-    /// (its workers' live totals, both directions), for workloads and profiles alike.
-    /// What ends a running test (a workload's or a profile's) from this
-    /// side: the server shutting down (counted as an aborted test), the
-    /// session's byte limit, the client's host gone silent, or `deadline`
-    /// passed (then `overdue` says why).
-    fn still_on(
-        &self,
-        live: &LiveStats,
-        liveness: &mut Liveness,
-        deadline: Instant,
-        overdue: impl FnOnce() -> Fail,
-    ) -> Result<(), Fail> {
-        if self.state.shutting_down() {
-            self.state.aborted.fetch_add(1, Ordering::AcqRel);
-            return Err(shutting_down());
-        }
-        if let Some(e) = self.over_byte_limit(live) {
-            return Err(e);
-        }
-        let now = Instant::now();
-        if let Some(e) = liveness.gone(&self.ch, live, now) {
-            return Err(e);
-        }
-        if now > deadline {
-            return Err(overdue());
-        }
-        Ok(())
-    }
-
     /// The client's `start`, within the time its users take to connect
     /// ([`start_wait`] for `connections`) after the test's acceptance.
     fn await_start(&mut self, connections: u64) -> Result<(), Fail> {
@@ -387,42 +359,32 @@ impl Session<'_> {
 
     /// While a test runs: the client's next message, `None` when none came
     /// in a [`WATCH_INTERVAL`]; an error when the test must end on this
-    /// side ([`Session::still_on`]), or the control connection closed or
-    /// sent what is not a message.
+    /// side (what [`Watch::still_on`] makes of a look at it), or the control
+    /// connection closed or sent what is not a message.
     fn watch(
         &mut self,
         live: &LiveStats,
-        liveness: &mut Liveness,
-        deadline: Instant,
+        watch: &mut Watch,
         overdue: impl FnOnce() -> Fail,
     ) -> Result<Option<ClientMessage>, Fail> {
-        self.still_on(live, liveness, deadline, overdue)?;
-        match self.ch.recv(WATCH_INTERVAL) {
-            Ok(Received::Timeout) => Ok(None),
-            Ok(Received::Frame(f)) => decode_client(&f)
-                .map(Some)
-                .map_err(|e| fail(ErrorCode::Malformed, e.to_string())),
-            Ok(Received::Closed) => Err(fail(
-                ErrorCode::Aborted,
-                format!("client vanished mid-test: it {}", self.ch.how_it_went()),
-            )),
-            Err(RecvError::Wire(e)) => Err(wire_fail(e, self.config)),
-            Err(e) => Err(fail(ErrorCode::Internal, e.to_string())),
+        let t = live.totals();
+        let look = Look {
+            now: Instant::now(),
+            shutting_down: self.state.shutting_down(),
+            bytes: t.tx_bytes.saturating_add(t.rx_bytes),
+            control_silent: self.ch.since_last_ack(),
+        };
+        if look.shutting_down {
+            self.state.aborted.fetch_add(1, Ordering::AcqRel);
         }
+        watch.still_on(&look, overdue)?;
+        let got = self.ch.recv(WATCH_INTERVAL);
+        midtest::received(got, self.ch.how_it_went(), self.config)
     }
 
-    fn over_byte_limit(&self, live: &LiveStats) -> Option<Fail> {
-        let max = self.config.max_bytes_per_session?;
-        let t = live.totals();
-        let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
-        (bytes > max).then(|| {
-            limit_fail(Limit {
-                kind: LimitKind::BytesPerSession,
-                got: bytes,
-                max,
-                in_use: 0,
-            })
-        })
+    /// Watching a running test until `deadline`.
+    fn watcher(&self, deadline: Instant) -> Watch {
+        Watch::new(Instant::now(), deadline, self.config.max_bytes_per_session)
     }
 
     fn environment(&self) -> Environment {
@@ -508,7 +470,7 @@ impl Session<'_> {
         // Watch the control connection until the client is done.
         let deadline = schedule.drain_until + FINISH_GRACE;
         let mut aborted = false;
-        let mut liveness = Liveness::new(Instant::now());
+        let mut watch = self.watcher(deadline);
         let outcome: Result<(), Fail> = loop {
             let overdue = || {
                 fail(
@@ -516,15 +478,15 @@ impl Session<'_> {
                     "the client did not finish in time; test abandoned",
                 )
             };
-            match self.watch(&live, &mut liveness, deadline, overdue) {
+            let said = self.watch(&live, &mut watch, overdue);
+            match said.and_then(|m| m.map(midtest::ended).transpose()) {
                 Ok(None) => continue,
-                Ok(Some(ClientMessage::Finished)) => break Ok(()),
-                Ok(Some(ClientMessage::Abort { .. })) => {
+                Ok(Some(Ended::Finished)) => break Ok(()),
+                Ok(Some(Ended::Aborted)) => {
                     aborted = true;
                     server.abort();
                     break Ok(());
                 }
-                Ok(Some(other)) => break Err(out_of_order("finished", &other)),
                 Err(e) => break Err(e),
             }
         };
@@ -603,66 +565,6 @@ pub(crate) fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
         ErrorCode::OutOfOrder,
         format!("expected {expected}, got {}", got.kind()),
     )
-}
-
-/// A frame the decoder refused.
-fn wire_fail(e: WireError, config: &DaemonConfig) -> Fail {
-    match e {
-        WireError::FrameTooLarge { .. } => fail(
-            ErrorCode::TooLarge,
-            format!("{e} (this server's {})", config.name(Setting::MaxFrame)),
-        ),
-        e => fail(ErrorCode::Malformed, e.to_string()),
-    }
-}
-
-/// A client counts as gone mid-test when nothing at all has come from its
-/// host for this long.
-const PEER_SILENCE: Duration = Duration::from_secs(3);
-
-/// Whether a client is still there mid-test. Its control connection is
-/// silent during a test but for keepalive probes, which its kernel answers
-/// every second; its data connections move while their traffic flows. The
-/// client is gone (its host turned off, its path cut) when neither has shown
-/// anything for [`PEER_SILENCE`]: then the session ends and frees what it
-/// holds, without waiting for the end of the test. A lossy path still moves
-/// data, and one probe answered in three keeps the control connection alive,
-/// so it is not taken for a gone client.
-struct Liveness {
-    bytes: u64,
-    moved: Instant,
-}
-
-impl Liveness {
-    fn new(now: Instant) -> Self {
-        Liveness {
-            bytes: 0,
-            moved: now,
-        }
-    }
-
-    /// The failure that ends the session, once the client is gone.
-    fn gone(&mut self, ch: &Channel, live: &LiveStats, now: Instant) -> Option<Fail> {
-        let t = live.totals();
-        let bytes = t.tx_bytes.saturating_add(t.rx_bytes);
-        if bytes != self.bytes {
-            self.bytes = bytes;
-            self.moved = now;
-            return None;
-        }
-        let data = now.saturating_duration_since(self.moved);
-        let control = ch.since_last_ack()?;
-        (data >= PEER_SILENCE && control >= PEER_SILENCE).then(|| {
-            fail(
-                ErrorCode::Aborted,
-                format!(
-                    "client vanished mid-test: nothing from its host for {} s, on its data \
-                     connections or its control connection",
-                    PEER_SILENCE.as_secs()
-                ),
-            )
-        })
-    }
 }
 
 /// A placement that leaves the threads to the server ([`Threads::ServerDefault`])

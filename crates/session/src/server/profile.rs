@@ -9,12 +9,13 @@ use std::sync::Arc;
 use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
 use linkperf_engine::Sampler;
-use linkperf_wire::{ClientMessage, ErrorCode, LimitKind, ServerMessage};
+use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
+use super::midtest::{self, Ended, ProfileSaid};
 use super::FINISH_GRACE;
-use super::{fail, out_of_order, Fail, Liveness, Session};
+use super::{fail, Fail, Session};
 use crate::budget::Cost;
 use crate::daemon::Setting;
 
@@ -169,7 +170,7 @@ impl Session<'_> {
         let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
         let mut ended: Option<usize> = None;
-        let mut liveness = Liveness::new(Instant::now());
+        let mut watch = self.watcher(deadline);
         let outcome: Result<(), Fail> = loop {
             let overdue = || {
                 fail(
@@ -181,14 +182,15 @@ impl Session<'_> {
                     ),
                 )
             };
-            match self.watch(&live, &mut liveness, deadline, overdue) {
+            let said = self.watch(&live, &mut watch, overdue);
+            match said.and_then(|m| m.map(midtest::profile_said).transpose()) {
                 Ok(None) => continue,
-                Ok(Some(ClientMessage::TxnEnd { txn, iterations })) => {
+                Ok(Some(ProfileSaid::TxnEnd { txn, iterations })) => {
                     if let Err(f) = self.txn_end(&run, users, &mut ended, txn, iterations) {
                         break Err(f);
                     }
                 }
-                Ok(Some(ClientMessage::Finished)) => {
+                Ok(Some(ProfileSaid::Ended(Ended::Finished))) => {
                     // The client's users are done; the server's finish the
                     // script's end (its last disconnects, the reads of what
                     // the client sent last) before they are stopped, within
@@ -196,11 +198,10 @@ impl Session<'_> {
                     run.wait_all_finished(Instant::now() + SCRIPT_END_GRACE);
                     break Ok(());
                 }
-                Ok(Some(ClientMessage::Abort { .. })) => {
+                Ok(Some(ProfileSaid::Ended(Ended::Aborted))) => {
                     aborted = true;
                     break Ok(());
                 }
-                Ok(Some(other)) => break Err(out_of_order("finished", &other)),
                 Err(e) => break Err(e),
             }
         };
