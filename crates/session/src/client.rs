@@ -10,7 +10,7 @@ use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, Engine
 use linkperf_metrics::{
     capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
 };
-use linkperf_wire::{decode_server, encode_client, ClientMessage, ErrorCode, ServerMessage};
+use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
 use crate::auth::{new_challenge, AuthKey};
@@ -18,9 +18,11 @@ use crate::channel::{Channel, Received};
 use crate::handshake::ClientHandshake;
 use crate::server::DRAIN;
 use crate::SessionError;
+use answers::Offer;
 use linkperf_engine::Sampler;
 
 mod address;
+mod answers;
 mod delegate;
 mod foreign;
 mod midtest;
@@ -140,7 +142,7 @@ impl Client {
         waiting_for: &str,
     ) -> Result<ServerMessage, SessionError> {
         match self.ch.recv(timeout) {
-            Ok(Received::Frame(f)) => answer(&f),
+            Ok(Received::Frame(f)) => answers::answer(&f),
             Ok(Received::Timeout) => Err(SessionError::Control(format!(
                 "no {waiting_for} from the server within {timeout:?}"
             ))),
@@ -150,26 +152,6 @@ impl Client {
             ))),
             Err(e) => Err(SessionError::Control(e.to_string())),
         }
-    }
-}
-
-/// A server's message, its errors as the client's.
-fn answer(frame: &[u8]) -> Result<ServerMessage, SessionError> {
-    match decode_server(frame)? {
-        ServerMessage::Error {
-            code: ErrorCode::AuthFailed,
-            ..
-        } => Err(SessionError::AuthFailed),
-        ServerMessage::Error {
-            code,
-            message,
-            limit,
-        } => Err(SessionError::Refused {
-            code: code.to_string(),
-            message,
-            limit,
-        }),
-        m => Ok(m),
     }
 }
 
@@ -268,43 +250,10 @@ pub(crate) fn same_needs_one_host(
     Ok(())
 }
 
-/// What the server offered for a test or a profile: its data endpoints,
-/// the token they take, and its host.
-struct Offer {
-    /// TCP or UDP request/response ports, one per server worker.
-    data_ports: Vec<u16>,
-    /// Abstract Unix socket names, one per server worker.
-    unix_names: Vec<String>,
-    /// A profile's UDP ports, one per server worker.
-    udp_ports: Vec<u16>,
-    /// The token every data connection presents.
-    token: linkperf_wire::DataToken,
-    /// The server's host.
-    environment: Environment,
-}
-
 impl Client {
     /// The server's answer to a test or profile: `accepted`, or an error.
     fn accepted(&mut self, what: &str) -> Result<Offer, SessionError> {
-        match self.recv(ANSWER_TIMEOUT, what)? {
-            ServerMessage::Accepted {
-                data_ports,
-                unix_names,
-                udp_ports,
-                token,
-                environment,
-            } => Ok(Offer {
-                data_ports,
-                unix_names,
-                udp_ports,
-                token,
-                environment,
-            }),
-            other => Err(SessionError::Control(format!(
-                "expected accepted, got {}",
-                other.kind()
-            ))),
-        }
+        answers::offer(self.recv(ANSWER_TIMEOUT, what)?)
     }
 
     /// Tells the server why this side gives up before the test starts, and
@@ -319,13 +268,7 @@ impl Client {
     /// `start → started`.
     fn start(&mut self) -> Result<(), SessionError> {
         self.send(&ClientMessage::Start)?;
-        match self.recv(ANSWER_TIMEOUT, "start confirmation")? {
-            ServerMessage::Started => Ok(()),
-            other => Err(SessionError::Control(format!(
-                "expected started, got {}",
-                other.kind()
-            ))),
-        }
+        answers::started(self.recv(ANSWER_TIMEOUT, "start confirmation")?)
     }
 }
 
@@ -416,17 +359,15 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             cancelled = true;
             aborter.abort();
         }
-        if server_stop.is_some() {
-            std::thread::sleep(WATCH_INTERVAL);
-            continue;
-        }
         let got = c.ch.recv(WATCH_INTERVAL);
         let Some(stop) = midtest::while_running(got, c.ch.how_it_went()) else {
             continue;
         };
+        // The workers wind down; the join below waits for them.
         aborter.abort();
         server_aborted = stop.aborted;
         server_stop = Some(stop.reason);
+        break;
     }
     let reports = waiter
         .join()

@@ -25,6 +25,7 @@ use midtest::{wire_fail, Ended, Look, Watch};
 mod delegate;
 mod midtest;
 mod profile;
+mod request;
 
 /// Time after the drain deadline the server waits for the client's `Finished`.
 const FINISH_GRACE: Duration = Duration::from_secs(10);
@@ -351,10 +352,7 @@ impl Session<'_> {
                 format!("no start within {wait:?} of the test's acceptance"),
             )
         };
-        match self.recv_until(Instant::now() + wait, "start", late)? {
-            ClientMessage::Start => Ok(()),
-            other => Err(out_of_order("start", &other)),
-        }
+        request::started(self.recv_until(Instant::now() + wait, "start", late)?)
     }
 
     /// While a test runs: the client's next message, `None` when none came
@@ -528,31 +526,7 @@ impl<'a> Session<'a> {
         placement: &Placement,
         cost: Cost,
     ) -> Result<Charge<'a>, Fail> {
-        if users > self.config.max_users {
-            return Err(limit_fail(Limit {
-                kind: LimitKind::Users,
-                got: u64::from(users),
-                max: u64::from(self.config.max_users),
-                in_use: 0,
-            }));
-        }
-        if time > self.config.max_duration {
-            return Err(limit_fail(Limit {
-                kind: LimitKind::DurationS,
-                got: time.as_secs_f64().ceil() as u64,
-                max: self.config.max_duration.as_secs(),
-                in_use: 0,
-            }));
-        }
-        if let Threads::Count(n @ 0) | Threads::Count(n @ (MAX_TEST_THREADS..)) = placement.threads
-        {
-            if n != MAX_TEST_THREADS {
-                return Err(fail(
-                    ErrorCode::Refused,
-                    format!("server threads must be between 1 and {MAX_TEST_THREADS}, got {n}"),
-                ));
-            }
-        }
+        request::within_limits(self.config, users, time, placement.threads)?;
         self.state
             .ledger
             .charge(cost, &self.config.budget)

@@ -9,7 +9,8 @@ use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
-use super::{answer, open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
+use super::answers::answer;
+use super::{open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 use crate::channel::Received;
 use crate::server::DRAIN;
 use crate::SessionError;

@@ -180,6 +180,59 @@ pub(crate) fn profile_said(msg: ClientMessage) -> Result<ProfileSaid, Fail> {
     }
 }
 
+/// The ends of a profile's timed transactions as the client tells them:
+/// each once, in order, with one count per user. Anything else is a
+/// confused or hostile client.
+#[derive(Debug)]
+pub(crate) struct TxnEnds {
+    users: usize,
+    /// The last transaction ended.
+    last: Option<usize>,
+}
+
+impl TxnEnds {
+    /// For a profile of `users` users.
+    pub(crate) fn new(users: u32) -> Self {
+        TxnEnds {
+            users: users as usize,
+            last: None,
+        }
+    }
+
+    /// The client ended transaction `txn` after `iterations` (by user);
+    /// `timed` says which of the profile's transactions are limited by
+    /// time. The transaction to stop this side's users at, or why not.
+    pub(crate) fn end(
+        &mut self,
+        txn: u32,
+        iterations: &[u64],
+        timed: impl Fn(usize) -> bool,
+    ) -> Result<usize, Fail> {
+        if iterations.len() != self.users {
+            return Err(fail(
+                ErrorCode::Malformed,
+                format!(
+                    "txn_end carries {} counts for {} users",
+                    iterations.len(),
+                    self.users
+                ),
+            ));
+        }
+        let txn = txn as usize;
+        if !timed(txn) || self.last.is_some_and(|e| txn <= e) {
+            return Err(fail(
+                ErrorCode::OutOfOrder,
+                format!(
+                    "txn_end for transaction {txn}: not a timed transaction of this \
+                     profile, or already ended"
+                ),
+            ));
+        }
+        self.last = Some(txn);
+        Ok(txn)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +387,33 @@ mod tests {
         assert_eq!(
             (e.code, e.message.as_str()),
             (ErrorCode::OutOfOrder, "expected finished, got start")
+        );
+    }
+
+    #[test]
+    fn a_profiles_timed_transactions_end_once_each_in_order_with_a_count_per_user() {
+        // Transactions 1 and 3 are timed.
+        let timed = |t: usize| t == 1 || t == 3;
+        let mut e = TxnEnds::new(2);
+        let f = e.end(1, &[5], timed).unwrap_err();
+        assert_eq!(
+            (f.code, f.message.as_str()),
+            (ErrorCode::Malformed, "txn_end carries 1 counts for 2 users")
+        );
+        let f = e.end(0, &[5, 6], timed).unwrap_err();
+        assert_eq!(f.code, ErrorCode::OutOfOrder, "not timed");
+        assert_eq!(e.end(1, &[5, 6], timed).unwrap(), 1);
+        let f = e.end(1, &[5, 6], timed).unwrap_err();
+        assert_eq!(f.code, ErrorCode::OutOfOrder, "already ended");
+        assert!(f.message.contains("transaction 1"), "{}", f.message);
+        assert_eq!(e.end(3, &[7, 8], timed).unwrap(), 3);
+        assert_eq!(
+            e.end(1, &[5, 6], timed).unwrap_err().code,
+            ErrorCode::OutOfOrder
+        );
+        assert_eq!(
+            e.end(u32::MAX, &[0, 0], timed).unwrap_err().code,
+            ErrorCode::OutOfOrder
         );
     }
 }

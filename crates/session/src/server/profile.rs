@@ -13,7 +13,7 @@ use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::midtest::{self, Ended, ProfileSaid};
+use super::midtest::{self, Ended, ProfileSaid, TxnEnds};
 use super::FINISH_GRACE;
 use super::{fail, Fail, Session};
 use crate::budget::Cost;
@@ -29,37 +29,16 @@ const SCRIPT_END_GRACE: Duration = Duration::from_secs(2);
 
 impl Session<'_> {
     /// The client ended timed transaction `txn` after `iterations` of it
-    /// (by user): this side's users stop there, and the client is told
-    /// what they wrote. Each timed transaction ends once, in order:
-    /// anything else is a confused or hostile client.
+    /// (by user), as `ends` allows: this side's users stop there, and the
+    /// client is told what they wrote.
     fn txn_end(
         &mut self,
         run: &ProgramRun,
-        users: u32,
-        ended: &mut Option<usize>,
+        ends: &mut TxnEnds,
         txn: u32,
         iterations: Vec<u64>,
     ) -> Result<(), Fail> {
-        if iterations.len() != users as usize {
-            return Err(fail(
-                ErrorCode::Malformed,
-                format!(
-                    "txn_end carries {} counts for {users} users",
-                    iterations.len()
-                ),
-            ));
-        }
-        let txn = txn as usize;
-        if !run.compiled().timed(txn) || ended.is_some_and(|e| txn <= e) {
-            return Err(fail(
-                ErrorCode::OutOfOrder,
-                format!(
-                    "txn_end for transaction {txn}: not a timed transaction of this \
-                     profile, or already ended"
-                ),
-            ));
-        }
-        *ended = Some(txn);
+        let txn = ends.end(txn, &iterations, |t| run.compiled().timed(t))?;
         run.stop(txn, iterations);
         let written = run
             .wait_ended(txn, Instant::now() + STOP_TIMEOUT)
@@ -169,7 +148,7 @@ impl Session<'_> {
         }
         let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
-        let mut ended: Option<usize> = None;
+        let mut ends = TxnEnds::new(users);
         let mut watch = self.watcher(deadline);
         let outcome: Result<(), Fail> = loop {
             let overdue = || {
@@ -186,7 +165,7 @@ impl Session<'_> {
             match said.and_then(|m| m.map(midtest::profile_said).transpose()) {
                 Ok(None) => continue,
                 Ok(Some(ProfileSaid::TxnEnd { txn, iterations })) => {
-                    if let Err(f) = self.txn_end(&run, users, &mut ended, txn, iterations) {
+                    if let Err(f) = self.txn_end(&run, &mut ends, txn, iterations) {
                         break Err(f);
                     }
                 }

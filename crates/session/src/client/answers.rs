@@ -1,0 +1,151 @@
+//! What the client makes of the server's answers before a test runs: any
+//! frame (the server's refusals become the client's errors), the offer of
+//! a test or a profile, and the confirmation of its start. No socket: the
+//! client's driver receives and acts.
+
+use linkperf_metrics::Environment;
+use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
+
+use crate::SessionError;
+
+/// A server's message, its errors as the client's.
+pub(crate) fn answer(frame: &[u8]) -> Result<ServerMessage, SessionError> {
+    match decode_server(frame)? {
+        ServerMessage::Error {
+            code: ErrorCode::AuthFailed,
+            ..
+        } => Err(SessionError::AuthFailed),
+        ServerMessage::Error {
+            code,
+            message,
+            limit,
+        } => Err(SessionError::Refused {
+            code: code.to_string(),
+            message,
+            limit,
+        }),
+        m => Ok(m),
+    }
+}
+
+/// What the server offered for a test or a profile: its data endpoints,
+/// the token they take, and its host.
+#[derive(Debug)]
+pub(crate) struct Offer {
+    /// TCP or UDP request/response ports, one per server worker.
+    pub data_ports: Vec<u16>,
+    /// Abstract Unix socket names, one per server worker.
+    pub unix_names: Vec<String>,
+    /// A profile's UDP ports, one per server worker.
+    pub udp_ports: Vec<u16>,
+    /// The token every data connection presents.
+    pub token: linkperf_wire::DataToken,
+    /// The server's host.
+    pub environment: Environment,
+}
+
+/// The server's answer to a test or a profile: `accepted`, or what it
+/// said instead.
+pub(crate) fn offer(answer: ServerMessage) -> Result<Offer, SessionError> {
+    match answer {
+        ServerMessage::Accepted {
+            data_ports,
+            unix_names,
+            udp_ports,
+            token,
+            environment,
+        } => Ok(Offer {
+            data_ports,
+            unix_names,
+            udp_ports,
+            token,
+            environment,
+        }),
+        other => Err(SessionError::Control(format!(
+            "expected accepted, got {}",
+            other.kind()
+        ))),
+    }
+}
+
+/// The server's answer to `start`: `started`, or what it said instead.
+pub(crate) fn started(answer: ServerMessage) -> Result<(), SessionError> {
+    match answer {
+        ServerMessage::Started => Ok(()),
+        other => Err(SessionError::Control(format!(
+            "expected started, got {}",
+            other.kind()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkperf_wire::{encode_server, DataToken};
+
+    fn frame(m: &ServerMessage) -> Vec<u8> {
+        encode_server(m)[4..].to_vec()
+    }
+
+    #[test]
+    fn the_servers_refusals_become_the_clients_errors_and_a_bad_frame_is_an_error() {
+        let refused = ServerMessage::Error {
+            code: ErrorCode::Limit,
+            message: "too many users".into(),
+            limit: None,
+        };
+        match answer(&frame(&refused)) {
+            Err(SessionError::Refused { code, message, .. }) => {
+                assert_eq!(
+                    (code.as_str(), message.as_str()),
+                    ("limit", "too many users")
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let auth = ServerMessage::Error {
+            code: ErrorCode::AuthFailed,
+            message: "authentication failed".into(),
+            limit: None,
+        };
+        assert!(matches!(
+            answer(&frame(&auth)),
+            Err(SessionError::AuthFailed)
+        ));
+        assert!(answer(b"{not json").is_err());
+        assert!(matches!(
+            answer(&frame(&ServerMessage::Started)),
+            Ok(ServerMessage::Started)
+        ));
+    }
+
+    #[test]
+    fn an_offer_is_taken_from_accepted_and_a_start_from_started_only() {
+        let accepted = ServerMessage::Accepted {
+            data_ports: vec![5201, 5202],
+            unix_names: vec![],
+            udp_ports: vec![5301],
+            token: DataToken([7; 16]),
+            environment: Environment::default(),
+        };
+        let o = offer(accepted).unwrap();
+        assert_eq!((o.data_ports, o.udp_ports), (vec![5201, 5202], vec![5301]));
+        assert_eq!(o.token, DataToken([7; 16]));
+        let e = offer(ServerMessage::Started).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            SessionError::Control("expected accepted, got started".into()).to_string()
+        );
+        assert!(started(ServerMessage::Started).is_ok());
+        let e = started(ServerMessage::TxnEnded {
+            txn: 0,
+            written: vec![],
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("expected started, got txn_ended"),
+            "{e}"
+        );
+    }
+}

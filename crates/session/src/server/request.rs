@@ -1,0 +1,107 @@
+//! What the server makes of a request before it holds anything for it: the
+//! limits a test or a profile must keep whatever the budget (its users, its
+//! time, its threads), and the client's answer once its test is accepted.
+//! No socket, no clock, no shared state: the session charges the budget and
+//! moves the messages.
+
+use std::time::Duration;
+
+use linkperf_wire::{ClientMessage, ErrorCode, LimitKind};
+use linkperf_workload::Threads;
+
+use crate::budget::Limit;
+use crate::daemon::DaemonConfig;
+use crate::server::{fail, limit_fail, out_of_order, Fail, MAX_TEST_THREADS};
+
+/// The limits a request of `users` users running for `time` on `threads`
+/// must keep on this server, before its cost is charged: `--max-users`,
+/// `--max-duration` (whole seconds, rounded up) and at most
+/// [`MAX_TEST_THREADS`] threads (a count of 0 is no count).
+pub(crate) fn within_limits(
+    config: &DaemonConfig,
+    users: u32,
+    time: Duration,
+    threads: Threads,
+) -> Result<(), Fail> {
+    if users > config.max_users {
+        return Err(limit_fail(Limit {
+            kind: LimitKind::Users,
+            got: u64::from(users),
+            max: u64::from(config.max_users),
+            in_use: 0,
+        }));
+    }
+    if time > config.max_duration {
+        return Err(limit_fail(Limit {
+            kind: LimitKind::DurationS,
+            got: time.as_secs_f64().ceil() as u64,
+            max: config.max_duration.as_secs(),
+            in_use: 0,
+        }));
+    }
+    match threads {
+        Threads::Count(n) if n == 0 || n > MAX_TEST_THREADS => Err(fail(
+            ErrorCode::Refused,
+            format!("server threads must be between 1 and {MAX_TEST_THREADS}, got {n}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The client's message once its test is accepted: `start`, or out of
+/// order.
+pub(crate) fn started(msg: ClientMessage) -> Result<(), Fail> {
+    match msg {
+        ClientMessage::Start => Ok(()),
+        other => Err(out_of_order("start", &other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> DaemonConfig {
+        let mut c = DaemonConfig::new("127.0.0.1:0".parse().unwrap());
+        c.max_users = 100;
+        c.max_duration = Duration::from_secs(60);
+        c
+    }
+
+    #[test]
+    fn users_time_and_threads_each_have_a_bound_and_the_bound_itself_is_allowed() {
+        let c = config();
+        let ok = |users, secs: f64, threads| {
+            within_limits(&c, users, Duration::from_secs_f64(secs), threads)
+        };
+        assert!(ok(100, 60.0, Threads::Count(MAX_TEST_THREADS)).is_ok());
+        assert!(ok(1, 0.5, Threads::ServerDefault).is_ok());
+        let f = ok(101, 1.0, Threads::Count(1)).unwrap_err();
+        let l = f.limit.expect("a limit's figures");
+        assert_eq!(
+            (f.code, l.kind, l.got, l.max),
+            (ErrorCode::Limit, LimitKind::Users, 101, 100)
+        );
+        let f = ok(1, 60.2, Threads::Count(1)).unwrap_err();
+        let l = f.limit.expect("a limit's figures");
+        assert_eq!((l.kind, l.got, l.max), (LimitKind::DurationS, 61, 60));
+        for n in [0, MAX_TEST_THREADS + 1, u32::MAX] {
+            let f = ok(1, 1.0, Threads::Count(n)).unwrap_err();
+            assert_eq!(f.code, ErrorCode::Refused, "{n} threads");
+            assert_eq!(
+                f.message,
+                format!("server threads must be between 1 and 1024, got {n}")
+            );
+        }
+    }
+
+    #[test]
+    fn only_start_starts_an_accepted_test() {
+        assert!(started(ClientMessage::Start).is_ok());
+        let f = started(ClientMessage::Finished).unwrap_err();
+        assert_eq!(
+            (f.code, f.message.as_str()),
+            (ErrorCode::OutOfOrder, "expected start, got finished")
+        );
+    }
+}
