@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Install the system packages linkperf's tests and benchmarks use, if missing.
 # Idempotent: prints one line per package, installs only what is absent.
+# With --check it installs nothing: it names what is missing and exits 1 if anything
+# the tests need is (scripts/test.sh asks it first).
 set -euo pipefail
+check_only=0
+[[ ${1-} == --check ]] && check_only=1
 
 # package:probe (a command name, or an absolute path that must exist)
 wanted=(
@@ -55,11 +59,23 @@ missing=()
 for item in "${wanted[@]}"; do
   pkg=${item%%:*} probe=${item#*:}
   if have "$probe"; then
-    echo "present:   $pkg ($probe)"
+    ((check_only)) || echo "present:   $pkg ($probe)"
   elif [[ " ${missing[*]-} " != *" $pkg "* ]]; then
     missing+=("$pkg")
   fi
 done
+
+if ((check_only)); then
+  # sockperf is for bench/peers.sh only, which skips its part without it.
+  needed=()
+  for pkg in "${missing[@]}"; do [[ $pkg == sockperf ]] || needed+=("$pkg"); done
+  command -v kubernetes-validate >/dev/null 2>&1 || needed+=("$validator (PyPI)")
+  if [[ ${#needed[@]} -gt 0 ]]; then
+    echo "missing: ${needed[*]}: run scripts/setup.sh (as root) to install them" >&2
+    exit 1
+  fi
+  exit 0
+fi
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   install_validator

@@ -16,6 +16,10 @@ fi
 
 failed_steps=()
 
+# The system packages the tests use (iperf3, chromium, iproute2, ...): missing ones
+# are named once, here, rather than by each test that needs them.
+scripts/setup.sh --check || failed_steps+=("system packages missing (run scripts/setup.sh)")
+
 # The deployment's tests (crates/cli/tests/local/deploy.rs): the manifests validated with
 # kubectl and kubernetes-validate (scripts/setup.sh installs them), and the statically
 # linked binary the Containerfile ships run in an empty root (a mount namespace: root).
