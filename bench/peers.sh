@@ -322,12 +322,21 @@ def table(path, secs, ref):
         paired(f"rr14.{pin}", "tps", f"rr 14x14, 1 user, {label}", "txn/s", tps, ("linkperf", "sockperf"))
     paired("srv", "gbps", "iperf3 -c to serve --iperf3 vs to iperf3 -s, TCP", "Gbit/s", gbit,
            ("serve --iperf3", "iperf3 -s"))
+    paired("srvR", "gbps", "iperf3 -c -R from serve --iperf3 vs from iperf3 -s, TCP", "Gbit/s", gbit,
+           ("serve --iperf3", "iperf3 -s"))
     paired("udp", "gbps", "udp stream-up 1400, 1 user, unpaced", "received Gbit/s", gbit,
            ("linkperf", "iperf3 -u -b 0 -l 1400"))
     def med(key, metric, side):
         vals = [num(f"{key}.r{n}.{side}.{metric}") for n in range(1, 100)]
         vals = [v for v in vals if isinstance(v, float)]
         return statistics.median(vals) if vals else f"{key}.r1.{side}.{metric}"
+    # The stock client's CPU per GB says what each server costs the other
+    # end (on one host the receiver's wakeups are the sender's work).
+    for key, item in (("srv", "iperf3 -c to serve --iperf3 vs to iperf3 -s, TCP"),
+                      ("srvR", "iperf3 -c -R from serve --iperf3 vs from iperf3 -s, TCP")):
+        if num(f"{key}.r1.lp.gbps") is not None or num(f"{key}.r1.peer.gbps") is not None:
+            row(f"{item}: client CPU-s/GB, median", med(key, "cpu_gb_client", "lp"), med(key, "cpu_gb_client", "peer"), cpg, ratio="peer/lp")
+            row(f"{item}: server CPU-s/GB, median", med(key, "cpu_gb_server", "lp"), med(key, "cpu_gb_server", "peer"), cpg, ratio="peer/lp")
     if num("udp.r1.lp.gbps") is not None or num("udp.r1.peer.gbps") is not None:
         row("udp stream-up 1400, 1 user, unpaced: sent Gbit/s, median", med("udp", "sent_gbps", "lp"), med("udp", "sent_gbps", "peer"), gbit)
         row("udp stream-up 1400, 1 user, unpaced: loss %, median", med("udp", "loss_pct", "lp"), med("udp", "loss_pct", "peer"), "{:.1f}", ratio="none")
@@ -449,7 +458,8 @@ iperf3_measure() {
 #   writes) against a `linkperf serve --iperf3` child (SIDE=lp) or a stock
 #   `iperf3 -s -1` child (SIDE=peer): the same client, two servers.
 srv_measure() {
-  local key=$1 side=$2 port
+  local key=$1 side=$2 port dir=()
+  [[ $key == srvR.* ]] && dir=(-R)
   port=$(free_port_udp_too)
   if [[ $side == lp ]]; then
     echo "serve --iperf3: $key (stock iperf3 -c, ${SECS}s)" >&2
@@ -464,7 +474,7 @@ srv_measure() {
     fi
   fi
   local srv=$SERVER_PID ok=1
-  run_client $((SECS + 60)) "$WORK/$key.$side.json" iperf3 -c "$HOST" -p "$port" -t "$SECS" -J || ok=0
+  run_client $((SECS + 60)) "$WORK/$key.$side.json" iperf3 -c "$HOST" -p "$port" -t "$SECS" "${dir[@]}" -J || ok=0
   stop_server "$srv"
   if ! ((ok)) || ! py iperf3 "$WORK/$key.$side.json" "$RES" "$key.$side"; then fail "$key.$side.gbps"; fi
 }
@@ -572,14 +582,16 @@ fi
 # c. the same stock iperf3 client against linkperf's iperf3 server and
 #    iperf3's own, ROUNDS times, in turn first (as the 1-user rows)
 if part iperf3srv; then
-  for r in $(seq "$ROUNDS"); do
-    if ((r % 2)); then
-      srv_measure "srv.r$r" lp
-      srv_measure "srv.r$r" peer
-    else
-      srv_measure "srv.r$r" peer
-      srv_measure "srv.r$r" lp
-    fi
+  for key in srv srvR; do
+    for r in $(seq "$ROUNDS"); do
+      if ((r % 2)); then
+        srv_measure "$key.r$r" lp
+        srv_measure "$key.r$r" peer
+      else
+        srv_measure "$key.r$r" peer
+        srv_measure "$key.r$r" lp
+      fi
+    done
   done
 fi
 
