@@ -1,7 +1,10 @@
-//! What the client makes of its control connection while a test runs and
-//! once it asks for the server's results: the connection's events in, a
+//! What the client makes of its control connection while a test runs (a
+//! profile's transaction ends included) and once it asks for the server's
+//! results: the connection's events in, a
 //! decision out. No socket and no clock: the drivers (`run_test`,
 //! `run_profile`) only receive and act.
+
+use std::time::Duration;
 
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
@@ -89,6 +92,38 @@ pub(crate) fn results(
         },
         Ok(other) => missing(format!("expected results, got {}", other.kind())),
         Err(e) => missing(format!("the server's measurements are missing: {e}")),
+    }
+}
+
+/// The answer to the end of timed transaction `txn` of a profile (the
+/// client waited `waited` for it): what the server's users wrote in it, by
+/// user and connection, or why the test stops. `how_it_went` says how a
+/// closed connection closed.
+pub(crate) fn txn_ended(
+    got: Result<Received, RecvError>,
+    txn: u32,
+    waited: Duration,
+    how_it_went: &str,
+) -> Result<Vec<Vec<u64>>, String> {
+    match got {
+        Ok(Received::Frame(f)) => match decode_server(&f) {
+            Ok(ServerMessage::TxnEnded { txn: t, written }) if t == txn => Ok(written),
+            Ok(ServerMessage::Error { code, message, .. }) => {
+                Err(format!("the server stopped the test: {message} ({code})"))
+            }
+            Ok(other) => Err(format!(
+                "the server answered the end of transaction {txn} with {}",
+                other.kind()
+            )),
+            Err(e) => Err(format!("the server sent a bad control message: {e}")),
+        },
+        Ok(Received::Timeout) => Err(format!(
+            "the server did not end transaction {txn} within {waited:?}"
+        )),
+        Ok(Received::Closed) => Err(format!(
+            "the server {how_it_went} in the middle of the test"
+        )),
+        Err(e) => Err(format!("the control connection failed mid-test: {e}")),
     }
 }
 
@@ -187,5 +222,48 @@ mod tests {
             .error
             .unwrap()
             .starts_with("the server's measurements are missing: "));
+    }
+
+    #[test]
+    fn a_transactions_end_is_answered_by_its_own_txn_ended_and_anything_else_stops_the_test() {
+        let waited = Duration::from_secs(30);
+        let ended = |txn| ServerMessage::TxnEnded {
+            txn,
+            written: vec![vec![10, 20], vec![30, 40]],
+        };
+        assert_eq!(
+            txn_ended(Ok(frame(&ended(3))), 3, waited, CLOSED).unwrap(),
+            vec![vec![10, 20], vec![30, 40]]
+        );
+        let e = txn_ended(Ok(frame(&ended(2))), 3, waited, CLOSED).unwrap_err();
+        assert_eq!(
+            e,
+            "the server answered the end of transaction 3 with txn_ended"
+        );
+        let error = ServerMessage::Error {
+            code: ErrorCode::OutOfOrder,
+            message: "already ended".into(),
+            limit: None,
+        };
+        let e = txn_ended(Ok(frame(&error)), 3, waited, CLOSED).unwrap_err();
+        assert!(
+            e.starts_with("the server stopped the test: already ended"),
+            "{e}"
+        );
+        let e = txn_ended(Ok(Received::Frame(b"{".to_vec())), 3, waited, CLOSED).unwrap_err();
+        assert!(
+            e.starts_with("the server sent a bad control message"),
+            "{e}"
+        );
+        let e = txn_ended(Ok(Received::Timeout), 3, waited, CLOSED).unwrap_err();
+        assert_eq!(e, "the server did not end transaction 3 within 30s");
+        let e = txn_ended(Ok(Received::Closed), 3, waited, CLOSED).unwrap_err();
+        assert_eq!(e, format!("the server {CLOSED} in the middle of the test"));
+        let failed = RecvError::Io(io::Error::other("reset"));
+        let e = txn_ended(Err(failed), 3, waited, CLOSED).unwrap_err();
+        assert!(
+            e.starts_with("the control connection failed mid-test"),
+            "{e}"
+        );
     }
 }

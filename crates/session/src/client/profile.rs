@@ -12,12 +12,11 @@ use linkperf_engine::program::{
 };
 use linkperf_engine::{LiveStats, Sampler};
 use linkperf_metrics::{capture_environment, ProcessMethod};
-use linkperf_wire::{decode_server, ClientMessage, ServerMessage};
+use linkperf_wire::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
 use super::{open, server_results, Client, Opened, Outcome, Target};
-use crate::channel::Received;
 use crate::SessionError;
 
 /// How long the server may take to stop its users at a timed transaction's end.
@@ -193,25 +192,6 @@ fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<
     let txn = u32::try_from(txn).map_err(|_| "too many transactions".to_string())?;
     c.send(&ClientMessage::TxnEnd { txn, iterations })
         .map_err(|e| e.to_string())?;
-    match c.ch.recv(STOP_TIMEOUT) {
-        Ok(Received::Frame(f)) => match decode_server(&f) {
-            Ok(ServerMessage::TxnEnded { txn: t, written }) if t == txn => Ok(written),
-            Ok(ServerMessage::Error { code, message, .. }) => {
-                Err(format!("the server stopped the test: {message} ({code})"))
-            }
-            Ok(other) => Err(format!(
-                "the server answered the end of transaction {txn} with {}",
-                other.kind()
-            )),
-            Err(e) => Err(format!("the server sent a bad control message: {e}")),
-        },
-        Ok(Received::Timeout) => Err(format!(
-            "the server did not end transaction {txn} within {STOP_TIMEOUT:?}"
-        )),
-        Ok(Received::Closed) => Err(format!(
-            "the server {} in the middle of the test",
-            c.ch.how_it_went()
-        )),
-        Err(e) => Err(format!("the control connection failed mid-test: {e}")),
-    }
+    let got = c.ch.recv(STOP_TIMEOUT);
+    super::midtest::txn_ended(got, txn, STOP_TIMEOUT, c.ch.how_it_went())
 }
