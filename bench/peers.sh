@@ -535,6 +535,22 @@ floor_measure() {
   if ! ((ok)) || ! py floor "$WORK/$key.floor.log" "$RES" "$key.floor"; then fail "$key.floor.tps"; fi
 }
 
+# in_turn KEY MEASURE
+#   ROUNDS rounds of `MEASURE KEY.rN lp` and `MEASURE KEY.rN peer`, odd rounds
+#   linkperf first, even rounds the peer first: drift on the machine hits both alike.
+in_turn() {
+  local key=$1 measure=$2 r
+  for r in $(seq "$ROUNDS"); do
+    if ((r % 2)); then
+      "$measure" "$key.r$r" lp
+      "$measure" "$key.r$r" peer
+    else
+      "$measure" "$key.r$r" peer
+      "$measure" "$key.r$r" lp
+    fi
+  done
+}
+
 # BENCH_ONLY=rr14,streams,udp,users,iperf3srv runs only those parts (default: all).
 ONLY=${BENCH_ONLY:-rr14,streams,udp,users,iperf3srv}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
@@ -568,31 +584,14 @@ fi
 # b2. a UDP stream, unpaced, 1400-byte datagrams, one user: linkperf and
 #     iperf3 -u -b 0 -l 1400, ROUNDS times, in turn first
 if part udp; then
-  for r in $(seq "$ROUNDS"); do
-    if ((r % 2)); then
-      udp_measure "udp.r$r" lp
-      udp_measure "udp.r$r" peer
-    else
-      udp_measure "udp.r$r" peer
-      udp_measure "udp.r$r" lp
-    fi
-  done
+  in_turn udp udp_measure
 fi
 
 # c. the same stock iperf3 client against linkperf's iperf3 server and
 #    iperf3's own, ROUNDS times, in turn first (as the 1-user rows)
 if part iperf3srv; then
-  for key in srv srvR; do
-    for r in $(seq "$ROUNDS"); do
-      if ((r % 2)); then
-        srv_measure "$key.r$r" lp
-        srv_measure "$key.r$r" peer
-      else
-        srv_measure "$key.r$r" peer
-        srv_measure "$key.r$r" lp
-      fi
-    done
-  done
+  in_turn srv srv_measure
+  in_turn srvR srv_measure
 fi
 
 # d. many users, linkperf and rrfloor, in turn first
