@@ -18,7 +18,7 @@ use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
-use crate::driver::Driver;
+use crate::driver::{self, Driver, Flows, Turn};
 use crate::flow::{RrClient, Want};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
@@ -288,55 +288,16 @@ impl Worker {
         let single = parked.is_some();
         self.blocking = single;
         // Run until every flow is closed or the drain deadline passes. The
-        // single flow's loop reuses the time its last read ended at: one
+        // single flow's turns reuse the time its last read ended at: one
         // clock read per transaction.
-        let mut publisher = Publisher::new(now);
-        let mut last = None;
-        loop {
-            let now = last.take().unwrap_or_else(Instant::now);
-            if let Some(live) = &self.live {
-                if publisher.due(now) {
-                    let flows = &self.flows;
-                    let retransmits = || flows.iter().map(Flow::retransmits);
-                    publisher.publish(live, self.index, &mut self.counters, now, retransmits);
-                }
-            }
-            if self.clock.opening(&schedule, now) {
-                self.mark_retransmits();
-            }
-            if self.clock.tick(&schedule, now) {
-                self.read_tcp_info();
-            }
-            let phase = schedule.phase(now);
-            if phase == Phase::Over || self.signals.aborted() || self.signals.expired() {
-                break;
-            }
-            if self.open == 0 {
-                break;
-            }
-            if single && self.flows[0].stage == Stage::Open {
-                last = Some(self.drive(0, schedule, now));
-                continue;
-            }
-            self.fire_timers(now, schedule);
-            let timeout = self.io.timeout(now, Some(&schedule), None, false);
-            if self.io.wait(&mut events, timeout).is_err() {
-                break;
-            }
-            let now = Instant::now();
-            for ev in events.iter() {
-                if ev.token() == WAKER {
-                    continue;
-                }
-                let i = ev.token().0;
-                if i < self.flows.len() {
-                    self.on_event(i, schedule, now);
-                }
-            }
-            for i in self.io.take_again() {
-                self.drive(i, schedule, now);
-            }
-        }
+        let mut running = Running {
+            publisher: Publisher::new(now),
+            w: &mut self,
+            schedule,
+            single,
+        };
+        let _ = driver::run(&mut running, &mut events);
+        let mut publisher = running.publisher;
         drop(parked);
         if self.signals.aborted() {
             // The seconds after this one never ran.
@@ -462,5 +423,59 @@ impl Worker {
                 _ => {}
             }
         }
+    }
+}
+
+/// A client worker from the start: its flows as the driver's loop turns them.
+struct Running<'a> {
+    w: &'a mut Worker,
+    schedule: Schedule,
+    /// The worker carries one request/response flow, parked on the blocking
+    /// fast path.
+    single: bool,
+    publisher: Publisher,
+}
+
+impl Flows for Running<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.w.io
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        let (w, schedule) = (&mut *self.w, self.schedule);
+        if let Some(live) = &w.live {
+            if self.publisher.due(now) {
+                let flows = &w.flows;
+                let retransmits = || flows.iter().map(Flow::retransmits);
+                self.publisher
+                    .publish(live, w.index, &mut w.counters, now, retransmits);
+            }
+        }
+        if w.clock.opening(&schedule, now) {
+            w.mark_retransmits();
+        }
+        if w.clock.tick(&schedule, now) {
+            w.read_tcp_info();
+        }
+        let over = schedule.phase(now) == Phase::Over;
+        if over || w.signals.aborted() || w.signals.expired() || w.open == 0 {
+            return Turn::Stop;
+        }
+        if self.single && w.flows[0].stage == Stage::Open {
+            return Turn::Again(Some(w.drive(0, schedule, now)));
+        }
+        w.fire_timers(now, schedule);
+        Turn::Wait(w.io.timeout(now, Some(&schedule), None, false))
+    }
+
+    fn event(&mut self, event: &mio::event::Event, now: Instant) {
+        let i = event.token().0;
+        if i < self.w.flows.len() {
+            self.w.on_event(i, self.schedule, now);
+        }
+    }
+
+    fn again(&mut self, key: usize, now: Instant) {
+        self.w.drive(key, self.schedule, now);
     }
 }

@@ -4,9 +4,11 @@
 //! decides how long to sleep in it (busy-poll, the window's next edge, the
 //! next timer, flows to drive again at once), the timers, the flows whose
 //! last drive stopped at its budget with the socket still ready, and the
-//! single flow's blocking fast path. What a worker does with a readiness
-//! event, a timer or a flow is its own: the flows themselves are sans-IO
-//! state machines (flow.rs, udp_stream.rs, program/user.rs).
+//! single flow's blocking fast path, and the one loop every worker turns
+//! ([`run`]). What a worker does with a readiness event, a timer or a flow
+//! is its own ([`Flows`]): the flows themselves are sans-IO state machines
+//! (flow.rs, udp_stream.rs, program/user.rs, the iperf3 server's
+//! accounting).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,12 +16,13 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Token};
 
 use crate::schedule::Schedule;
 use crate::signals::{Parked, Signals};
 use crate::transport::Conn;
-use crate::worker::MAX_SLEEP;
+use crate::worker::{MAX_SLEEP, WAKER};
 
 /// Timers by deadline: each names what it is for (a flow's key) and a
 /// generation, so that one armed before its flow moved on is told apart
@@ -158,6 +161,72 @@ impl Driver {
     }
 }
 
+/// What the start of one turn of [`run`] comes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// The loop is over.
+    Stop,
+    /// Turn again at once, without waiting, from the time given if any (the
+    /// single flow's blocking fast path drove its flow, and the time its
+    /// last read ended saves a clock read).
+    Again(Option<Instant>),
+    /// Wait for readiness, at most this long (see [`Driver::timeout`]).
+    Wait(Duration),
+}
+
+/// A worker's flows as the one loop ([`run`]) drives them: a test's client
+/// and server workers, a profile's workers on either side and the iperf3
+/// server's per-test streams each implement it. The loop owns the order of
+/// a turn; the implementor owns what a turn, an event and a flow driven
+/// again do.
+pub trait Flows {
+    /// The driver the flows are registered with.
+    fn driver(&mut self) -> &mut Driver;
+    /// The start of a turn at `now`: the window's edges, timers and queued
+    /// work that are due, and whether to stop, turn again or wait.
+    fn turn(&mut self, now: Instant) -> Turn;
+    /// A readiness event (never the waker's), read at `now`, after the wait.
+    fn event(&mut self, event: &Event, now: Instant);
+    /// A flow queued with [`Driver::again`], after the turn's events.
+    fn again(&mut self, key: usize, now: Instant) {
+        let _ = (key, now);
+    }
+    /// The end of a turn, after its events and the flows driven again.
+    fn turned(&mut self, now: Instant) {
+        let _ = now;
+    }
+}
+
+/// The loop: turns until [`Flows::turn`] says stop. Each turn starts, waits
+/// as long as the turn allows, hands every readiness event to the flows,
+/// then the flows queued to be driven again, then ends. A failed wait ends
+/// the loop with its error (an interrupted one is an empty turn).
+pub fn run<F: Flows + ?Sized>(flows: &mut F, events: &mut Events) -> io::Result<()> {
+    let mut from = None;
+    loop {
+        let now = from.take().unwrap_or_else(Instant::now);
+        let timeout = match flows.turn(now) {
+            Turn::Stop => return Ok(()),
+            Turn::Again(at) => {
+                from = at;
+                continue;
+            }
+            Turn::Wait(timeout) => timeout,
+        };
+        flows.driver().wait(events, timeout)?;
+        let now = Instant::now();
+        for ev in events.iter() {
+            if ev.token() != WAKER {
+                flows.event(ev, now);
+            }
+        }
+        for key in flows.driver().take_again() {
+            flows.again(key, now);
+        }
+        flows.turned(now);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,5 +293,84 @@ mod tests {
         assert_eq!(d.timeout(t0, None, None, false), MAX_SLEEP);
         let busy = driver(true);
         assert_eq!(busy.timeout(t0, None, None, false), Duration::ZERO);
+    }
+
+    /// Flows that note what the loop asked of them, over a real socket pair.
+    struct Noted {
+        d: Driver,
+        conn: mio::net::UnixStream,
+        seen: Vec<String>,
+        turns: u32,
+        given: Option<Instant>,
+        bytes: usize,
+    }
+
+    impl Flows for Noted {
+        fn driver(&mut self) -> &mut Driver {
+            &mut self.d
+        }
+        fn turn(&mut self, now: Instant) -> Turn {
+            self.turns += 1;
+            assert!(self.turns < 100, "the loop did not stop");
+            if self.turns == 1 {
+                self.given = Some(now - Duration::from_secs(1));
+                self.seen.push("turn".into());
+                return Turn::Again(self.given);
+            }
+            if self.turns == 2 {
+                assert_eq!(Some(now), self.given, "the time given is the next turn's");
+                self.seen.push("turn from the time given".into());
+            }
+            if self.bytes >= 3 {
+                Turn::Stop
+            } else {
+                Turn::Wait(Duration::from_secs(30))
+            }
+        }
+        fn event(&mut self, event: &Event, _now: Instant) {
+            let mut b = [0u8; 16];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut self.conn, &mut b) {
+                self.bytes += n;
+            }
+            self.seen.push(format!("event {}", event.token().0));
+            self.d.again(7);
+        }
+        fn again(&mut self, key: usize, _now: Instant) {
+            self.seen.push(format!("again {key}"));
+        }
+        fn turned(&mut self, _now: Instant) {
+            self.seen.push("turned".into());
+        }
+    }
+
+    #[test]
+    fn a_turn_starts_waits_hands_over_events_then_flows_again_then_ends() {
+        let (mut conn, mut peer) = mio::net::UnixStream::pair().unwrap();
+        let d = driver(false);
+        d.registry()
+            .register(&mut conn, Token(1), Interest::READABLE)
+            .unwrap();
+        std::io::Write::write_all(&mut peer, b"abc").unwrap();
+        let mut flows = Noted {
+            d,
+            conn,
+            seen: Vec::new(),
+            turns: 0,
+            given: None,
+            bytes: 0,
+        };
+        run(&mut flows, &mut Events::with_capacity(8)).unwrap();
+        assert_eq!(flows.bytes, 3);
+        assert_eq!(
+            flows.seen,
+            [
+                "turn",
+                "turn from the time given",
+                "event 1",
+                "again 7",
+                "turned"
+            ]
+        );
+        assert_eq!(flows.turns, 3, "the turn after the bytes came stops");
     }
 }

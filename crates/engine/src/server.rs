@@ -20,7 +20,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use slab::Slab;
 
 use crate::counters::{Counters, FlowSlotId};
-use crate::driver::Driver;
+use crate::driver::{self, Driver, Flows, Turn};
 use crate::flow::{RrServer, Want};
 use crate::gate::{PreambleGate, Presented};
 use crate::live::{LiveStats, Publisher};
@@ -393,70 +393,11 @@ enum Io {
 impl Worker {
     fn run(mut self) -> WorkerReport {
         let mut events = Events::with_capacity(1024);
-        let mut publisher = Publisher::new(Instant::now());
-        let mut last = None;
-        loop {
-            let now = last.take().unwrap_or_else(Instant::now);
-            if let Some(live) = &self.live {
-                if publisher.due(now) {
-                    live.publish(self.index, &self.counters.totals);
-                }
-            }
-            if self.schedule.is_none() {
-                if let Some(s) = self.signals.schedule() {
-                    self.begin(s, now);
-                }
-            }
-            if let Some(s) = self.schedule {
-                if self.clock.opening(&s, now) {
-                    self.mark_retransmits();
-                }
-                if self.clock.tick(&s, now) {
-                    self.read_tcp_info();
-                }
-                if now > s.drain_until + SAFETY_MARGIN {
-                    break;
-                }
-            }
-            if self.signals.finishing() || self.signals.aborted() {
-                break;
-            }
-            self.expire_preambles(now);
-            if let Some(k) = self.single_flow() {
-                self.drive(k);
-                // The next turn reuses the time the request's read ended at.
-                last = self.last_read.take();
-                continue;
-            }
-            self.fire_udp_timers(now);
-            let timeout = self.io.timeout(
-                now,
-                self.schedule.as_ref(),
-                self.gate.next_deadline(),
-                !self.udp.again.is_empty(),
-            );
-            if self.io.wait(&mut events, timeout).is_err() {
-                break;
-            }
-            for ev in events.iter() {
-                match ev.token() {
-                    WAKER => {}
-                    LISTENER => {
-                        if ev.is_readable() {
-                            self.on_source();
-                        }
-                        if ev.is_writable() {
-                            self.udp_writable();
-                        }
-                    }
-                    Token(k) => self.drive(k),
-                }
-            }
-            for k in self.io.take_again() {
-                self.drive(k);
-            }
-            self.udp_again();
-        }
+        let mut serving = Serving {
+            publisher: Publisher::new(Instant::now()),
+            w: &mut self,
+        };
+        let _ = driver::run(&mut serving, &mut events);
         if self.signals.aborted() {
             // The seconds after this one never ran.
             self.counters.stop(Instant::now());
@@ -536,5 +477,80 @@ impl Worker {
                 sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
             }
         }
+    }
+}
+
+/// A server worker's flows as the driver's loop turns them.
+struct Serving<'a> {
+    w: &'a mut Worker,
+    publisher: Publisher,
+}
+
+impl Flows for Serving<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.w.io
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        let w = &mut *self.w;
+        if let Some(live) = &w.live {
+            if self.publisher.due(now) {
+                live.publish(w.index, &w.counters.totals);
+            }
+        }
+        if w.schedule.is_none() {
+            if let Some(s) = w.signals.schedule() {
+                w.begin(s, now);
+            }
+        }
+        if let Some(s) = w.schedule {
+            if w.clock.opening(&s, now) {
+                w.mark_retransmits();
+            }
+            if w.clock.tick(&s, now) {
+                w.read_tcp_info();
+            }
+            if now > s.drain_until + SAFETY_MARGIN {
+                return Turn::Stop;
+            }
+        }
+        if w.signals.finishing() || w.signals.aborted() {
+            return Turn::Stop;
+        }
+        w.expire_preambles(now);
+        if let Some(k) = w.single_flow() {
+            w.drive(k);
+            // The next turn reuses the time the request's read ended at.
+            return Turn::Again(w.last_read.take());
+        }
+        w.fire_udp_timers(now);
+        Turn::Wait(w.io.timeout(
+            now,
+            w.schedule.as_ref(),
+            w.gate.next_deadline(),
+            !w.udp.again.is_empty(),
+        ))
+    }
+
+    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+        match event.token() {
+            LISTENER => {
+                if event.is_readable() {
+                    self.w.on_source();
+                }
+                if event.is_writable() {
+                    self.w.udp_writable();
+                }
+            }
+            Token(k) => self.w.drive(k),
+        }
+    }
+
+    fn again(&mut self, key: usize, _now: Instant) {
+        self.w.drive(key);
+    }
+
+    fn turned(&mut self, _now: Instant) {
+        self.w.udp_again();
     }
 }

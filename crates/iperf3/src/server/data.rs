@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use linkperf_engine::driver::Driver;
+use linkperf_engine::driver::{Driver, Turn};
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
@@ -211,79 +211,43 @@ pub(crate) fn run(
     let start = Instant::now();
     let omit_end = start + plan.omit;
     let deadline = start + plan.limit;
-    let mut driver = Driver::new(Poll::new()?, false);
+    let driver = Driver::new(Poll::new()?, false);
     ctrl.set_nonblocking(true)?;
     let ctrl_fd = ctrl.as_raw_fd();
     driver
         .registry()
         .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
-    let mut live = register_streams(driver.registry(), streams, plan, start)?;
-    let mut buf = payload(plan.blksize.max(MIN_BUFFER));
-    let mut budget = Budget::new(plan.bytes, plan.blocks);
-    let mut omitting = !plan.omit.is_zero();
-    let mut errors = Vec::new();
-    let mut events = Events::with_capacity(256);
-    let end = 'run: loop {
-        let now = Instant::now();
-        if now >= deadline {
-            break Finish::Deadline;
-        }
-        if terminating.load(std::sync::atomic::Ordering::Acquire) {
-            break Finish::Shutdown;
-        }
-        if omitting && now >= omit_end {
-            omitting = false;
-            for l in &mut live {
-                l.stats.omit_over();
-            }
-        }
-        for l in live.iter_mut().filter(|l| l.sends && l.open && !l.blocked) {
-            let end = client_end.map(|e| (e, start));
-            send(
-                l,
-                &mut buf,
-                plan,
-                &mut budget,
-                !omitting,
-                now,
-                end,
-                &mut errors,
-            );
-        }
-        let mut wake = deadline.min(now + MAX_SLEEP);
-        if omitting {
-            wake = wake.min(omit_end);
-        }
-        if budget.may_start() {
-            for l in live.iter().filter(|l| l.sends && l.open && !l.blocked) {
-                if let Some(p) = &l.pacer {
-                    wake = wake.min(p.due().max(now + Duration::from_micros(200)));
-                }
-                if l.holding {
-                    wake = wake.min(now + HOLD_CHECK);
-                }
-            }
-        }
-        let timeout = driver.timeout(now, None, Some(wake), false);
-        driver.wait(&mut events, timeout)?;
-        for ev in events.iter() {
-            if ev.token() == CTRL {
-                if let Some(end) = read_control(ctrl) {
-                    break 'run end;
-                }
-                continue;
-            }
-            let Some(l) = live.get_mut(ev.token().0) else {
-                continue;
-            };
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                receive(l, &mut buf, plan, !omitting, &mut errors);
-            }
-            if ev.is_writable() {
-                l.blocked = false;
-            }
-        }
+    let live = register_streams(driver.registry(), streams, plan, start)?;
+    let buf = payload(plan.blksize.max(MIN_BUFFER));
+    let mut streams = Streams {
+        driver,
+        ctrl,
+        live,
+        buf,
+        budget: Budget::new(plan.bytes, plan.blocks),
+        omitting: !plan.omit.is_zero(),
+        errors: Vec::new(),
+        plan,
+        client_end,
+        start,
+        omit_end,
+        deadline,
+        terminating,
+        end: None,
     };
+    let mut events = Events::with_capacity(256);
+    linkperf_engine::driver::run(&mut streams, &mut events)?;
+    let Streams {
+        mut driver,
+        mut live,
+        mut buf,
+        omitting,
+        mut errors,
+        end,
+        ..
+    } = streams;
+    // The loop stops only once the phase has an end.
+    let end = end.unwrap_or(Finish::Deadline);
     let ended = Instant::now();
     if end == Finish::Shutdown {
         terminate(
@@ -338,6 +302,108 @@ pub(crate) fn run(
             counting: !omitting,
         },
     })
+}
+
+/// The data phase's streams as the engine driver's loop turns them, until
+/// the phase has an end.
+struct Streams<'a> {
+    driver: Driver,
+    ctrl: &'a TcpStream,
+    live: Vec<Live>,
+    buf: Vec<u8>,
+    budget: Budget,
+    /// Inside `-O`'s omitted seconds.
+    omitting: bool,
+    errors: Vec<String>,
+    plan: &'a TestPlan,
+    client_end: Option<Instant>,
+    start: Instant,
+    omit_end: Instant,
+    deadline: Instant,
+    terminating: &'a std::sync::atomic::AtomicBool,
+    /// How the phase ended, once it has.
+    end: Option<Finish>,
+}
+
+impl linkperf_engine::driver::Flows for Streams<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.driver
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        if now >= self.deadline {
+            self.end.get_or_insert(Finish::Deadline);
+        }
+        if self.terminating.load(std::sync::atomic::Ordering::Acquire) {
+            self.end.get_or_insert(Finish::Shutdown);
+        }
+        if self.end.is_some() {
+            return Turn::Stop;
+        }
+        if self.omitting && now >= self.omit_end {
+            self.omitting = false;
+            for l in &mut self.live {
+                l.stats.omit_over();
+            }
+        }
+        let end = self.client_end.map(|e| (e, self.start));
+        for l in self
+            .live
+            .iter_mut()
+            .filter(|l| l.sends && l.open && !l.blocked)
+        {
+            send(
+                l,
+                &mut self.buf,
+                self.plan,
+                &mut self.budget,
+                !self.omitting,
+                now,
+                end,
+                &mut self.errors,
+            );
+        }
+        let mut wake = self.deadline.min(now + MAX_SLEEP);
+        if self.omitting {
+            wake = wake.min(self.omit_end);
+        }
+        if self.budget.may_start() {
+            for l in self.live.iter().filter(|l| l.sends && l.open && !l.blocked) {
+                if let Some(p) = &l.pacer {
+                    wake = wake.min(p.due().max(now + Duration::from_micros(200)));
+                }
+                if l.holding {
+                    wake = wake.min(now + HOLD_CHECK);
+                }
+            }
+        }
+        Turn::Wait(self.driver.timeout(now, None, Some(wake), false))
+    }
+
+    fn event(&mut self, ev: &mio::event::Event, _now: Instant) {
+        if self.end.is_some() {
+            return;
+        }
+        if ev.token() == CTRL {
+            self.end = read_control(self.ctrl);
+            return;
+        }
+        let Some(l) = self.live.get_mut(ev.token().0) else {
+            return;
+        };
+        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            receive(
+                l,
+                &mut self.buf,
+                self.plan,
+                !self.omitting,
+                &mut self.errors,
+            );
+        }
+        if ev.is_writable() {
+            l.blocked = false;
+        }
+    }
 }
 
 /// The data phase once it has ended: what it counted, and its receiving

@@ -22,10 +22,10 @@ use super::coord::{Arrival, Coord};
 use super::script::{ConnOptions, MAX_CONNS};
 use super::stats::Stats;
 use super::user::{Need, Role, User};
-use crate::driver::Driver;
+use crate::driver::{self, Driver, Flows, Turn};
 use crate::schedule::Schedule;
 use crate::transport::{tcp_connect, udp_connect, Conn, DataOptions};
-use crate::worker::{SocketFacts, WindowClock, WAKER};
+use crate::worker::{SocketFacts, WindowClock};
 
 mod data;
 mod links;
@@ -311,63 +311,8 @@ impl Worker {
                 self.ready.push_back(u);
             }
         }
-        loop {
-            if self.coord.aborted() {
-                for u in &mut self.users {
-                    u.abandon("aborted");
-                }
-                break;
-            }
-            self.check_coord();
-            let now = Instant::now();
-            if let Some(live) = &self.live {
-                if self.publisher.due(now) {
-                    live.publish(self.index, &self.stats.totals);
-                }
-            }
-            // Users that are due: ready ones, spinners, expired timers.
-            let mut due: Vec<usize> = self.ready.drain(..).collect();
-            let spinning = std::mem::take(&mut self.spinning);
-            due.extend(spinning);
-            while let Some((_, u, _)) = self.io.timers.due(now) {
-                due.push(u);
-            }
-            for u in due {
-                self.drive(u);
-            }
-            if self.finished == self.users.len() {
-                break;
-            }
-            self.expire_pending(now);
-            let queued = !self.ready.is_empty() || !self.spinning.is_empty();
-            let timeout = self.io.timeout(Instant::now(), None, None, queued);
-            if let Err(e) = self.io.wait(&mut events, timeout) {
-                self.coord.fail(format!("event wait: {e}"));
-                break;
-            }
-            for ev in events.iter() {
-                match ev.token() {
-                    WAKER => {}
-                    LISTENER => self.accept_all(),
-                    UDP => {
-                        if ev.is_readable() {
-                            self.receive_datagrams();
-                        }
-                        if ev.is_writable() {
-                            for u in std::mem::take(&mut self.udp_blocked) {
-                                self.drive(u);
-                            }
-                        }
-                    }
-                    Token(t) if t >= PENDING_BASE => self.preamble(t - PENDING_BASE),
-                    Token(t) => {
-                        let u = t / MAX_CONNS;
-                        if u < self.users.len() {
-                            self.drive(u);
-                        }
-                    }
-                }
-            }
+        if let Err(e) = driver::run(self, &mut events) {
+            self.coord.fail(format!("event wait: {e}"));
         }
     }
 
@@ -599,5 +544,66 @@ impl Worker {
             .first()
             .map(|u| u.id as usize % self.workers)
             .unwrap_or(0)
+    }
+}
+
+/// The worker's users as the driver's loop turns them.
+impl Flows for Worker {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.io
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        if self.coord.aborted() {
+            for u in &mut self.users {
+                u.abandon("aborted");
+            }
+            return Turn::Stop;
+        }
+        self.check_coord();
+        if let Some(live) = &self.live {
+            if self.publisher.due(now) {
+                live.publish(self.index, &self.stats.totals);
+            }
+        }
+        // Users that are due: ready ones, spinners, expired timers.
+        let mut due: Vec<usize> = self.ready.drain(..).collect();
+        let spinning = std::mem::take(&mut self.spinning);
+        due.extend(spinning);
+        while let Some((_, u, _)) = self.io.timers.due(now) {
+            due.push(u);
+        }
+        for u in due {
+            self.drive(u);
+        }
+        if self.finished == self.users.len() {
+            return Turn::Stop;
+        }
+        self.expire_pending(now);
+        let queued = !self.ready.is_empty() || !self.spinning.is_empty();
+        Turn::Wait(self.io.timeout(Instant::now(), None, None, queued))
+    }
+
+    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+        match event.token() {
+            LISTENER => self.accept_all(),
+            UDP => {
+                if event.is_readable() {
+                    self.receive_datagrams();
+                }
+                if event.is_writable() {
+                    for u in std::mem::take(&mut self.udp_blocked) {
+                        self.drive(u);
+                    }
+                }
+            }
+            Token(t) if t >= PENDING_BASE => self.preamble(t - PENDING_BASE),
+            Token(t) => {
+                let u = t / MAX_CONNS;
+                if u < self.users.len() {
+                    self.drive(u);
+                }
+            }
+        }
     }
 }
