@@ -18,7 +18,7 @@ use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
-use crate::driver::{self, Driver, Flows, Turn};
+use crate::driver::{self, Driver, Flows, Polled, Turn};
 use crate::flow::{RrClient, Want};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
@@ -27,7 +27,7 @@ use crate::stream_io::{StreamHalves, StreamIo};
 use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
 use crate::udp_stream::UdpStreamHalves;
 use crate::worker::{
-    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport, WAKER,
+    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
 };
 
 /// What a worker says during setup.
@@ -242,37 +242,38 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         // Setup: connect every flow, at most MAX_CONNECTING at a time.
         self.fill_connect_slots();
-        while self.open < self.flows.len() {
-            if let Some(e) = self.connect_error.take() {
-                let _ = setup_tx.send(SetupEvent::Failed(e));
-                return self.report();
-            }
-            if self.signals.aborted() {
-                return self.report();
-            }
-            if let Err(e) = self.io.wait(&mut events, crate::worker::MAX_SLEEP) {
-                let _ = setup_tx.send(SetupEvent::Failed(format!("event wait failed: {e}")));
-                return self.report();
-            }
-            for ev in events.iter() {
-                if ev.token() != WAKER {
-                    self.advance_setup(ev.token().0);
-                }
-            }
-            self.retry_registrations(Instant::now());
-            self.fill_connect_slots();
+        let mut connecting = Connecting {
+            w: &mut self,
+            failed: None,
+        };
+        if let Err(e) = driver::run(&mut connecting, &mut events) {
+            connecting.failed = Some(format!("event wait failed: {e}"));
+        }
+        if let Some(e) = connecting.failed {
+            let _ = setup_tx.send(SetupEvent::Failed(e));
+            return self.report();
+        }
+        if self.open < self.flows.len() {
+            return self.report(); // aborted
         }
         let _ = setup_tx.send(SetupEvent::Ready);
         drop(setup_tx);
         // Wait for the start.
-        let schedule = loop {
-            if self.signals.aborted() {
-                return self.report();
+        let mut schedule = None;
+        let signals = &self.signals;
+        let mut starting = Polled::new(&mut self.io, |_| {
+            if signals.aborted() {
+                return Turn::Stop;
             }
-            if let Some(s) = self.signals.schedule() {
-                break s;
+            schedule = signals.schedule();
+            match schedule {
+                Some(_) => Turn::Stop,
+                None => Turn::Wait(crate::worker::MAX_SLEEP),
             }
-            let _ = self.io.wait(&mut events, crate::worker::MAX_SLEEP);
+        });
+        let _ = driver::run(&mut starting, &mut events);
+        let Some(schedule) = schedule else {
+            return self.report();
         };
         self.counters.set_schedule(schedule);
         let now = Instant::now();
@@ -423,6 +424,43 @@ impl Worker {
                 _ => {}
             }
         }
+    }
+}
+
+/// A client worker connecting its flows, at most `MAX_CONNECTING` at a
+/// time, until all are open, one fails, or the side is aborted.
+struct Connecting<'a> {
+    w: &'a mut Worker,
+    /// Why the setup failed.
+    failed: Option<String>,
+}
+
+impl Flows for Connecting<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.w.io
+    }
+
+    fn turn(&mut self, _now: Instant) -> Turn {
+        if self.w.open >= self.w.flows.len() {
+            return Turn::Stop;
+        }
+        if let Some(e) = self.w.connect_error.take() {
+            self.failed = Some(e);
+            return Turn::Stop;
+        }
+        if self.w.signals.aborted() {
+            return Turn::Stop;
+        }
+        Turn::Wait(crate::worker::MAX_SLEEP)
+    }
+
+    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+        self.w.advance_setup(event.token().0);
+    }
+
+    fn turned(&mut self, now: Instant) {
+        self.w.retry_registrations(now);
+        self.w.fill_connect_slots();
     }
 }
 

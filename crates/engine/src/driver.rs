@@ -197,6 +197,31 @@ pub trait Flows {
     }
 }
 
+/// Flows that look at their sockets themselves at each turn and take no
+/// events: a worker waiting for its start, a phase that reads its streams
+/// until they are quiet. Its turn is a closure.
+pub struct Polled<'a, T> {
+    driver: &'a mut Driver,
+    turn: T,
+}
+
+impl<'a, T: FnMut(Instant) -> Turn> Polled<'a, T> {
+    /// Turns `turn` on `driver`.
+    pub fn new(driver: &'a mut Driver, turn: T) -> Self {
+        Polled { driver, turn }
+    }
+}
+
+impl<T: FnMut(Instant) -> Turn> Flows for Polled<'_, T> {
+    fn driver(&mut self) -> &mut Driver {
+        self.driver
+    }
+    fn turn(&mut self, now: Instant) -> Turn {
+        (self.turn)(now)
+    }
+    fn event(&mut self, _event: &Event, _now: Instant) {}
+}
+
 /// The loop: turns until [`Flows::turn`] says stop. Each turn starts, waits
 /// as long as the turn allows, hands every readiness event to the flows,
 /// then the flows queued to be driven again, then ends. A failed wait ends
@@ -372,5 +397,34 @@ mod tests {
             ]
         );
         assert_eq!(flows.turns, 3, "the turn after the bytes came stops");
+    }
+
+    #[test]
+    fn polled_flows_look_for_themselves_each_turn_and_stop_when_they_say() {
+        let (mut conn, mut peer) = mio::net::UnixStream::pair().unwrap();
+        let mut d = driver(false);
+        d.registry()
+            .register(&mut conn, Token(1), Interest::READABLE)
+            .unwrap();
+        std::io::Write::write_all(&mut peer, b"ab").unwrap();
+        let (mut turns, mut bytes) = (0, 0);
+        let mut polled = Polled::new(&mut d, |_| {
+            turns += 1;
+            let mut b = [0u8; 4];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut conn, &mut b) {
+                bytes += n;
+            }
+            if bytes >= 2 || turns >= 100 {
+                Turn::Stop
+            } else {
+                Turn::Wait(Duration::from_secs(30))
+            }
+        });
+        run(&mut polled, &mut Events::with_capacity(8)).unwrap();
+        assert_eq!(
+            (turns, bytes),
+            (1, 2),
+            "it read on its first turn and stopped"
+        );
     }
 }

@@ -3,14 +3,17 @@
 //! receives, sends what it must (whole blocks, paced when the client asked
 //! for a rate, up to `-n`/`-k`), and watches the control connection for the
 //! client's `TEST_END`. Then it makes sure the counts are whole: it reads
-//! what is still arriving and waits until what it sent has been delivered.
+//! what is still arriving and waits until what it sent has been delivered
+//! (tail.rs).
+
+mod tail;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use linkperf_engine::driver::{Driver, Turn};
+use linkperf_engine::driver::{self, Driver, Turn};
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
@@ -18,22 +21,16 @@ use mio::{Events, Interest, Poll, Registry, Token};
 use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
 use crate::server::plan::TestPlan;
 use crate::sys;
-use crate::wire::{State, TestResults, UdpHeader};
+use crate::wire::{State, UdpHeader};
+
+pub(crate) use tail::DataPhase;
+use tail::{drain, terminate, wait_delivered, Tail};
 
 const CTRL: Token = Token(usize::MAX - 1);
 /// Longest sleep in the loop when nothing happens.
 const MAX_SLEEP: Duration = Duration::from_millis(100);
-/// After `TEST_END`: a receiver quiet this long has nothing more coming.
-const QUIET: Duration = Duration::from_millis(50);
-/// After `TEST_END`: the longest the server waits for data to arrive or to be
-/// delivered before it sends its results anyway.
-const DRAIN_MAX: Duration = Duration::from_secs(3);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
-
-/// At a shutdown, how long the streams stay open after SERVER_TERMINATE for
-/// the client to read it (it closes its control connection when it has).
-const TERMINATE_WAIT: Duration = Duration::from_secs(1);
 
 /// A data stream's socket.
 pub(crate) enum Sock {
@@ -236,7 +233,7 @@ pub(crate) fn run(
         end: None,
     };
     let mut events = Events::with_capacity(256);
-    linkperf_engine::driver::run(&mut streams, &mut events)?;
+    driver::run(&mut streams, &mut events)?;
     let Streams {
         mut driver,
         mut live,
@@ -325,7 +322,7 @@ struct Streams<'a> {
     end: Option<Finish>,
 }
 
-impl linkperf_engine::driver::Flows for Streams<'_> {
+impl driver::Flows for Streams<'_> {
     fn driver(&mut self) -> &mut Driver {
         &mut self.driver
     }
@@ -402,93 +399,6 @@ impl linkperf_engine::driver::Flows for Streams<'_> {
         }
         if ev.is_writable() {
             l.blocked = false;
-        }
-    }
-}
-
-/// The data phase once it has ended: what it counted, and its receiving
-/// streams, still open, for [`DataPhase::top_up`].
-pub(crate) struct DataPhase {
-    /// What it counted.
-    pub out: DataOutcome,
-    tail: Tail,
-}
-
-struct Tail {
-    driver: Driver,
-    events: Events,
-    /// The receiving streams, each with the index of its record.
-    receivers: Vec<(usize, Live)>,
-    buf: Vec<u8>,
-    counting: bool,
-}
-
-impl DataPhase {
-    /// Once the client's results are in: reads the receiving streams until
-    /// they have all the client says it sent, so that the server reports
-    /// everything the client sent however late its last bytes came (the
-    /// drain after `TEST_END` stops when nothing arrives for [`QUIET`]).
-    /// TCP: the client's bytes over the streams the server receives on
-    /// (summed: a client that numbers its streams in another order than the
-    /// server accepted them pairs the counts differently, as linkperf's own
-    /// client may), when nothing was omitted (the client counts from its own
-    /// omit timer). UDP: each stream's datagrams, by sequence number. At most
-    /// [`DRAIN_MAX`]; a UDP stream that has lost datagrams may have lost its
-    /// last ones too, so then only while more arrive, [`QUIET`] at a time.
-    pub(crate) fn top_up(&mut self, theirs: &TestResults, plan: &TestPlan) {
-        let records = &mut self.out.records;
-        let t = &mut self.tail;
-        let theirs_of = |l: &Live| theirs.stream(i64::from(l.id));
-        let tcp = |l: &Live| matches!(l.sock, Sock::Tcp(_));
-        let tcp_wanted: u64 = if plan.omit.is_zero() {
-            t.receivers
-                .iter()
-                .filter(|(_, l)| tcp(l))
-                .filter_map(|(_, l)| theirs_of(l))
-                .map(|s| s.bytes)
-                .sum()
-        } else {
-            0
-        };
-        let tcp_records: Vec<usize> = t
-            .receivers
-            .iter()
-            .filter(|(_, l)| tcp(l))
-            .map(|(i, _)| *i)
-            .collect();
-        let t0 = Instant::now();
-        let mut last = t0;
-        loop {
-            let tcp_had: u64 = tcp_records.iter().map(|i| records[*i].stats.total).sum();
-            let tcp_short = tcp_had < tcp_wanted;
-            t.receivers.retain(|(_, l)| {
-                l.open
-                    && if tcp(l) {
-                        tcp_short
-                    } else {
-                        theirs_of(l).is_some_and(|s| (l.stats.packets as i64) < s.packets)
-                    }
-            });
-            if t.receivers.is_empty() {
-                return;
-            }
-            let mut got = 0;
-            for (i, l) in &mut t.receivers {
-                got += receive(l, &mut t.buf, plan, t.counting, &mut self.out.errors);
-                records[*i].stats = l.stats.clone();
-            }
-            let now = Instant::now();
-            if got > 0 {
-                last = now;
-            }
-            let lossy = t.receivers.iter().any(|(_, l)| !tcp(l) && l.stats.lost > 0);
-            if now - t0 >= DRAIN_MAX || (lossy && now - last >= QUIET) {
-                return;
-            }
-            let wait = (t0 + DRAIN_MAX).saturating_duration_since(now).min(QUIET);
-            if t.driver.wait(&mut t.events, wait).is_err() {
-                return;
-            }
         }
     }
 }
@@ -716,84 +626,4 @@ fn send(
             }
         }
     }
-}
-
-/// At a shutdown: tells the client SERVER_TERMINATE with its streams still
-/// open (a client writing into a closed stream would see a reset before it
-/// reads the state), and reads what it still sends until it closes its
-/// control connection, at most [`TERMINATE_WAIT`].
-fn terminate(
-    mut ctrl: &TcpStream,
-    driver: &mut Driver,
-    events: &mut Events,
-    live: &mut [Live],
-    buf: &mut [u8],
-    plan: &TestPlan,
-    errors: &mut Vec<String>,
-) {
-    let _ = ctrl.write(&[State::ServerTerminate.to_byte()]);
-    let t0 = Instant::now();
-    while t0.elapsed() < TERMINATE_WAIT {
-        for l in live.iter_mut().filter(|l| !l.sends) {
-            receive(l, buf, plan, false, errors);
-        }
-        if read_control(ctrl).is_some() {
-            return;
-        }
-        let _ = driver.wait(events, Duration::from_millis(5));
-    }
-}
-
-/// After `TEST_END`: reads what the client sent before it, until nothing more
-/// arrives for [`QUIET`] (at most [`DRAIN_MAX`]).
-fn drain(
-    driver: &mut Driver,
-    events: &mut Events,
-    live: &mut [Live],
-    buf: &mut [u8],
-    plan: &TestPlan,
-    counting: bool,
-    errors: &mut Vec<String>,
-) {
-    let t0 = Instant::now();
-    let mut last = t0;
-    loop {
-        let mut got = 0;
-        for l in live.iter_mut().filter(|l| !l.sends) {
-            got += receive(l, buf, plan, counting, errors);
-        }
-        let now = Instant::now();
-        if got > 0 {
-            last = now;
-        }
-        let open = live.iter().any(|l| !l.sends && l.open);
-        if !open || now - last >= QUIET || now - t0 >= DRAIN_MAX {
-            return;
-        }
-        let _ = driver.wait(events, Duration::from_millis(5));
-    }
-}
-
-/// After `TEST_END`: waits until the client's kernel has acknowledged all the
-/// server sent on TCP, then a little longer for the client to read it.
-fn wait_delivered(live: &[Live]) {
-    let fds: Vec<RawFd> = live
-        .iter()
-        .filter(|l| l.sends && l.open && matches!(l.sock, Sock::Tcp(_)))
-        .map(|l| l.sock.fd())
-        .collect();
-    if fds.is_empty() {
-        return;
-    }
-    let t0 = Instant::now();
-    while t0.elapsed() < DRAIN_MAX {
-        if fds
-            .iter()
-            .all(|fd| sys::unacked_bytes(*fd).unwrap_or(0) == 0)
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    std::thread::sleep(QUIET);
 }
