@@ -1,6 +1,7 @@
-//! The preamble gate every data acceptor shares (a test's server workers
-//! and a profile's): an accepted connection must present its preamble,
-//! carrying the session's token, before it is anyone's. Anyone may open a
+//! The gate every data acceptor shares (a test's server workers, a
+//! profile's, and the iperf3 port's acceptor): an accepted connection must
+//! present its greeting (linkperf's preamble carrying the session's token,
+//! iperf3's cookie) before it is anyone's. Anyone may open a
 //! connection to a data port, so the connections still waiting are bounded
 //! (the oldest waiting is closed to make room: a real user's preamble comes
 //! with its connection) and each waits at most a timeout.
@@ -15,27 +16,56 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::{DataToken, Preamble, PREAMBLE_LEN};
 
-/// What reading a waiting connection's preamble came to.
+/// The longest greeting a gate reads.
+pub const MAX_GREETING: usize = 64;
+
+/// What a connection must say first, and what a whole one says.
+pub trait Greeting {
+    /// Its length in bytes, at most [`MAX_GREETING`].
+    const LEN: usize;
+    /// What a whole greeting says.
+    type Said;
+    /// A whole greeting's bytes: what it says, or `None` if it is refused.
+    fn check(&self, bytes: &[u8]) -> Option<Self::Said>;
+}
+
+/// linkperf's data preamble, carrying the session's token.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionPreamble(pub DataToken);
+
+impl Greeting for SessionPreamble {
+    const LEN: usize = PREAMBLE_LEN;
+    type Said = Preamble;
+    fn check(&self, bytes: &[u8]) -> Option<Preamble> {
+        let bytes: &[u8; PREAMBLE_LEN] = bytes.try_into().ok()?;
+        Preamble::decode(bytes).ok().filter(|p| p.token == self.0)
+    }
+}
+
+/// A gate for linkperf's data connections.
+pub type PreambleGate = Gate<SessionPreamble>;
+
+/// What reading a waiting connection's greeting came to.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Presented {
+pub enum Presented<T> {
     /// Not all of it yet: the connection still waits.
     Waiting,
-    /// The connection is not one of the session's (closed by its peer,
+    /// The connection is not one that may pass (closed by its peer,
     /// failed, junk, another token): the caller closes it.
     Refused,
-    /// The session's preamble: the connection is through the gate.
-    Preamble(Preamble),
+    /// The greeting and what it says: the connection is through the gate.
+    Through(T),
 }
 
 struct Waiting {
-    buf: [u8; PREAMBLE_LEN],
+    buf: [u8; MAX_GREETING],
     got: usize,
     deadline: Instant,
 }
 
-/// Connections waiting for their preamble, by the acceptor's key.
-pub(crate) struct PreambleGate {
-    token: DataToken,
+/// Connections waiting for their greeting, by the acceptor's key.
+pub struct Gate<G> {
+    greeting: G,
     timeout: Duration,
     cap: usize,
     waiting: HashMap<usize, Waiting>,
@@ -45,12 +75,18 @@ pub(crate) struct PreambleGate {
     order: VecDeque<(Instant, usize)>,
 }
 
-impl PreambleGate {
-    /// A gate for `token`'s connections, at most `cap` waiting, each at
+impl<G: Greeting> Gate<G> {
+    const FITS: () = assert!(
+        G::LEN <= MAX_GREETING,
+        "a greeting longer than MAX_GREETING"
+    );
+
+    /// A gate for connections that greet so, at most `cap` waiting, each at
     /// most `timeout`.
-    pub(crate) fn new(token: DataToken, cap: usize, timeout: Duration) -> Self {
-        PreambleGate {
-            token,
+    pub fn new(greeting: G, cap: usize, timeout: Duration) -> Self {
+        let () = Self::FITS;
+        Gate {
+            greeting,
             timeout,
             cap: cap.max(1),
             waiting: HashMap::new(),
@@ -61,7 +97,7 @@ impl PreambleGate {
     /// Connection `key` was accepted at `now`. Returns the key of the one
     /// that waited longest if the gate was full: the caller closes it (the
     /// gate has forgotten it).
-    pub(crate) fn admit(&mut self, key: usize, now: Instant) -> Option<usize> {
+    pub fn admit(&mut self, key: usize, now: Instant) -> Option<usize> {
         let evicted = if self.waiting.len() >= self.cap {
             self.oldest()
         } else {
@@ -71,7 +107,7 @@ impl PreambleGate {
         self.waiting.insert(
             key,
             Waiting {
-                buf: [0; PREAMBLE_LEN],
+                buf: [0; MAX_GREETING],
                 got: 0,
                 deadline,
             },
@@ -81,14 +117,14 @@ impl PreambleGate {
         evicted
     }
 
-    /// Reads connection `key`'s preamble from `socket` as far as it has
+    /// Reads connection `key`'s greeting from `socket` as far as it has
     /// come. A connection refused or through the gate is forgotten.
-    pub(crate) fn read(&mut self, key: usize, socket: &mut impl Read) -> Presented {
+    pub fn read(&mut self, key: usize, socket: &mut impl Read) -> Presented<G::Said> {
         let Some(w) = self.waiting.get_mut(&key) else {
             return Presented::Refused;
         };
-        while w.got < PREAMBLE_LEN {
-            match socket.read(&mut w.buf[w.got..]) {
+        while w.got < G::LEN {
+            match socket.read(&mut w.buf[w.got..G::LEN]) {
                 Ok(0) => return self.refuse(key),
                 Ok(n) => w.got += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Presented::Waiting,
@@ -96,27 +132,27 @@ impl PreambleGate {
                 Err(_) => return self.refuse(key),
             }
         }
-        let decoded = Preamble::decode(&w.buf);
+        let said = self.greeting.check(&w.buf[..G::LEN]);
         self.waiting.remove(&key);
-        match decoded {
-            Ok(p) if p.token == self.token => Presented::Preamble(p),
-            _ => Presented::Refused,
+        match said {
+            Some(s) => Presented::Through(s),
+            None => Presented::Refused,
         }
     }
 
-    fn refuse(&mut self, key: usize) -> Presented {
+    fn refuse(&mut self, key: usize) -> Presented<G::Said> {
         self.waiting.remove(&key);
         Presented::Refused
     }
 
     /// The caller closed connection `key`.
-    pub(crate) fn forget(&mut self, key: usize) {
+    pub fn forget(&mut self, key: usize) {
         self.waiting.remove(&key);
     }
 
     /// A connection whose time ran out by `now`, forgotten: the caller
     /// closes it. Call until `None`.
-    pub(crate) fn expired(&mut self, now: Instant) -> Option<usize> {
+    pub fn expired(&mut self, now: Instant) -> Option<usize> {
         while let Some(&(deadline, key)) = self.order.front() {
             if deadline > now {
                 return None;
@@ -132,7 +168,7 @@ impl PreambleGate {
 
     /// When the next connection's time may run out (an early answer is
     /// possible: the entry may be stale).
-    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+    pub fn next_deadline(&self) -> Option<Instant> {
         if self.waiting.is_empty() {
             return None;
         }
@@ -225,7 +261,7 @@ mod tests {
 
     #[test]
     fn a_preamble_in_parts_passes_once_whole() {
-        let mut gate = PreambleGate::new(token(), 8, T);
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 8, T);
         let now = Instant::now();
         assert_eq!(gate.admit(3, now), None);
         let p = preamble(token(), 41);
@@ -234,7 +270,7 @@ mod tests {
         assert!(gate.waiting.contains_key(&3));
         let mut sock = Arriving::new(&[&p[5..20], &p[20..]], false);
         match gate.read(3, &mut sock) {
-            Presented::Preamble(got) => assert_eq!(got.flow, 41),
+            Presented::Through(got) => assert_eq!(got.flow, 41),
             other => panic!("{other:?}"),
         }
         assert!(!gate.waiting.contains_key(&3));
@@ -245,7 +281,7 @@ mod tests {
 
     #[test]
     fn another_token_junk_and_an_early_end_are_refused() {
-        let mut gate = PreambleGate::new(token(), 8, T);
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 8, T);
         let now = Instant::now();
         for k in 0..3 {
             gate.admit(k, now);
@@ -275,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_full_gate_pushes_out_the_one_waiting_longest() {
-        let mut gate = PreambleGate::new(token(), 2, T);
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 2, T);
         let t0 = Instant::now();
         assert_eq!(gate.admit(10, t0), None);
         assert_eq!(gate.admit(11, t0 + Duration::from_millis(1)), None);
@@ -283,7 +319,7 @@ mod tests {
         let p = preamble(token(), 1);
         assert!(matches!(
             gate.read(10, &mut Arriving::new(&[&p], false)),
-            Presented::Preamble(_)
+            Presented::Through(_)
         ));
         assert_eq!(gate.admit(12, t0 + Duration::from_millis(2)), None);
         assert_eq!(gate.admit(13, t0 + Duration::from_millis(3)), Some(11));
@@ -293,7 +329,7 @@ mod tests {
 
     #[test]
     fn time_runs_out_in_arrival_order_and_a_reused_key_keeps_its_own_deadline() {
-        let mut gate = PreambleGate::new(token(), 8, T);
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 8, T);
         let t0 = Instant::now();
         gate.admit(1, t0);
         gate.admit(2, t0 + Duration::from_secs(1));
@@ -310,14 +346,14 @@ mod tests {
 
     #[test]
     fn a_connection_per_transaction_keeps_the_gate_small() {
-        let mut gate = PreambleGate::new(token(), 8, T);
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 8, T);
         let now = Instant::now();
         let p = preamble(token(), 0);
         for k in 0..100_000 {
             gate.admit(k % 3, now);
             assert!(matches!(
                 gate.read(k % 3, &mut Arriving::new(&[&p], false)),
-                Presented::Preamble(_)
+                Presented::Through(_)
             ));
         }
         assert!(gate.order.len() <= 64 + 1, "{}", gate.order.len());

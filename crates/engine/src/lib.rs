@@ -13,7 +13,7 @@ mod datagram_io;
 pub mod driver;
 mod error;
 pub mod flow;
-mod gate;
+pub mod gate;
 pub mod live;
 #[cfg(test)]
 mod pair;

@@ -22,7 +22,7 @@ use slab::Slab;
 use crate::counters::{Counters, FlowSlotId};
 use crate::driver::{self, Driver, Flows, Turn};
 use crate::flow::{RrServer, Want};
-use crate::gate::{PreambleGate, Presented};
+use crate::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
 use crate::signals::{Parked, Signals};
@@ -218,7 +218,7 @@ impl ServerTest {
                         io: Driver::new(poll, busy_poll),
                         source,
                         flows: Slab::new(),
-                        gate: PreambleGate::new(token, cap, preamble_timeout),
+                        gate: PreambleGate::new(SessionPreamble(token), cap, preamble_timeout),
                         bufs: Buffers::new(largest, udp),
                         counters: Counters::new(false),
                         clock,

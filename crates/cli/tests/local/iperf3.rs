@@ -674,6 +674,51 @@ fn the_server_survives_bad_clients() {
     assert!(log.contains("refused: SCTP is not supported"), "{log}");
 }
 
+/// More connections waiting for their cookie than the port lets wait (256)
+/// do not keep a client out: the one waiting longest is closed to make room,
+/// as on linkperf's own data ports, and a real client's cookie comes with
+/// its connection.
+#[test]
+fn a_flood_of_silent_connections_does_not_keep_a_client_out() {
+    require_iperf3();
+    let _m = exclusive();
+    let (server, port) = serve(&["--handshake-timeout", "120s"]);
+    let silent: Vec<TcpStream> = (0..300).map(|_| poke(port, b"")).collect();
+    let mut oldest = &silent[0];
+    oldest
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut b = [0u8; 1];
+    assert_eq!(
+        oldest.read(&mut b).ok(),
+        Some(0),
+        "the connection waiting longest was closed to make room"
+    );
+    let o = client(port, &["-J", "-t", "1"]);
+    assert_eq!(
+        o.code,
+        0,
+        "{}{}\nserver: {}",
+        o.stdout,
+        o.stderr,
+        server.log()
+    );
+    let j = o.json();
+    all_received(
+        "past the flood",
+        bytes(&j, "/end/sum_sent/bytes"),
+        bytes(&j, "/end/sum_received/bytes"),
+    );
+    // The newest still wait for their cookie.
+    let newest = &silent[299];
+    newest.set_nonblocking(true).unwrap();
+    let still = (&*newest).read(&mut b);
+    assert!(
+        matches!(&still, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "{still:?}"
+    );
+}
+
 /// `linkperf run --iperf3-server` against a stock `iperf3 -s`: each counted
 /// all the other sent. iperf3 stops counting at `TEST_END`, which linkperf
 /// sends once iperf3 has read all it sent; iperf3 closes its streams then,

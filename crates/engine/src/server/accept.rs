@@ -97,7 +97,7 @@ impl Worker {
         let p = match self.gate.read(k, &mut f.conn) {
             Presented::Waiting => return Io::Blocked,
             Presented::Refused => return Io::Close,
-            Presented::Preamble(p) => p,
+            Presented::Through(p) => p,
         };
         // The client numbers its users from 0 and sends user `i` to worker
         // `i % workers`: any other flow is not one of this test's, whatever

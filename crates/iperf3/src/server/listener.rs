@@ -1,18 +1,21 @@
 //! The iperf3 port: every TCP connection starts with a 37-byte cookie, on the
 //! control connection of a new test and on each of a test's data streams
 //! alike. One acceptor thread reads the cookies of all new connections
-//! without blocking (bounded in number and time) and routes each: to the
-//! test that is waiting for its streams, to a new test thread, or away with
-//! `ACCESS_DENIED`.
+//! without blocking, behind the engine's gate (bounded in number, the
+//! oldest closed to make room, and in time), turned by the engine's loop,
+//! and routes each: to the test that is waiting for its streams, to a new
+//! test thread, or away with `ACCESS_DENIED`.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use linkperf_engine::driver::{self, Driver, Flows, Turn};
+use linkperf_engine::gate::{Gate, Greeting, Presented};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -161,7 +164,7 @@ impl Iperf3Server {
         })
     }
 
-    fn run(mut self, mut poll: Poll, stop: Arc<AtomicBool>) {
+    fn run(mut self, poll: Poll, stop: Arc<AtomicBool>) {
         if let Err(e) = poll
             .registry()
             .register(&mut self.listener, LISTENER, Interest::READABLE)
@@ -169,93 +172,114 @@ impl Iperf3Server {
             eprintln!("linkperf serve: iperf3 listener failed: {e}");
             return;
         }
+        let cfg = &self.shared.cfg;
+        let gate = Gate::new(CookieGreeting, cfg.max_pending, cfg.handshake_timeout);
         let mut acceptor = Acceptor {
+            driver: Driver::new(poll, false),
+            listener: self.listener,
             shared: self.shared.clone(),
+            stop,
             pending: HashMap::new(),
+            gate,
             next_token: FIRST_CONN,
             seq: 0,
             retry_accept: None,
         };
         let mut events = Events::with_capacity(256);
-        while !stop.load(Ordering::Acquire) {
-            let now = Instant::now();
-            let mut wake = now + Duration::from_secs(1);
-            if let Some(d) = acceptor.pending.values().map(|p| p.deadline).min() {
-                wake = wake.min(d);
-            }
-            if let Some(r) = acceptor.retry_accept {
-                wake = wake.min(r);
-            }
-            if let Err(e) = poll.poll(&mut events, Some(wake.saturating_duration_since(now))) {
-                if e.kind() != io::ErrorKind::Interrupted {
-                    eprintln!("linkperf serve: iperf3 listener failed: {e}");
-                    return;
-                }
-            }
-            for ev in events.iter() {
-                match ev.token() {
-                    LISTENER => acceptor.accept(&self.listener, &poll),
-                    WAKER => {}
-                    Token(t) => acceptor.read_cookie(t, &poll),
-                }
-            }
-            if acceptor.retry_accept.is_some_and(|r| Instant::now() >= r) {
-                acceptor.retry_accept = None;
-                acceptor.accept(&self.listener, &poll);
-            }
-            acceptor.expire(&poll);
+        if let Err(e) = driver::run(&mut acceptor, &mut events) {
+            eprintln!("linkperf serve: iperf3 listener failed: {e}");
         }
     }
 }
 
+/// An iperf3 client's first 37 bytes: its cookie.
+struct CookieGreeting;
+
+impl Greeting for CookieGreeting {
+    const LEN: usize = COOKIE_LEN;
+    type Said = Cookie;
+    fn check(&self, bytes: &[u8]) -> Option<Cookie> {
+        // Not a cookie: not an iperf3 client.
+        Cookie::parse(bytes).ok()
+    }
+}
+
+/// A connection waiting for its cookie.
 struct Pending {
     stream: TcpStream,
     peer: SocketAddr,
-    buf: [u8; COOKIE_LEN],
-    got: usize,
-    deadline: Instant,
     seq: u64,
 }
 
+/// The iperf3 port's acceptor: new connections wait behind the engine's
+/// gate (at most `max_pending`, the oldest closed to make room, each at
+/// most the handshake timeout) until their cookie routes them.
 struct Acceptor {
+    driver: Driver,
+    listener: TcpListener,
     shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
     pending: HashMap<usize, Pending>,
+    gate: Gate<CookieGreeting>,
     next_token: usize,
     seq: u64,
     retry_accept: Option<Instant>,
 }
 
+impl Flows for Acceptor {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.driver
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        if self.stop.load(Ordering::Acquire) {
+            return Turn::Stop;
+        }
+        if self.retry_accept.is_some_and(|r| now >= r) {
+            self.retry_accept = None;
+            self.accept();
+        }
+        while let Some(k) = self.gate.expired(now) {
+            self.close(k);
+        }
+        let wake = [self.gate.next_deadline(), self.retry_accept]
+            .into_iter()
+            .flatten()
+            .fold(now + Duration::from_secs(1), Instant::min);
+        Turn::Wait(wake.saturating_duration_since(now))
+    }
+
+    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+        match event.token() {
+            LISTENER => self.accept(),
+            WAKER => {}
+            Token(t) => self.read_cookie(t),
+        }
+    }
+}
+
 impl Acceptor {
-    fn accept(&mut self, listener: &TcpListener, poll: &Poll) {
+    fn accept(&mut self) {
         loop {
-            match listener.accept() {
+            match self.listener.accept() {
                 Ok((mut stream, peer)) => {
-                    if self.pending.len() >= self.shared.cfg.max_pending {
-                        continue; // dropped: closes it
-                    }
                     let token = self.next_token;
                     self.next_token = self.next_token.wrapping_add(1).max(FIRST_CONN);
-                    if poll
-                        .registry()
+                    let registry = self.driver.registry();
+                    if registry
                         .register(&mut stream, Token(token), Interest::READABLE)
                         .is_err()
                     {
                         continue;
                     }
                     self.seq += 1;
-                    self.pending.insert(
-                        token,
-                        Pending {
-                            stream,
-                            peer,
-                            buf: [0; COOKIE_LEN],
-                            got: 0,
-                            deadline: Instant::now() + self.shared.cfg.handshake_timeout,
-                            seq: self.seq,
-                        },
-                    );
+                    let seq = self.seq;
+                    self.pending.insert(token, Pending { stream, peer, seq });
+                    if let Some(oldest) = self.gate.admit(token, Instant::now()) {
+                        self.close(oldest);
+                    }
                     // The cookie is often there already.
-                    self.read_cookie(token, poll);
+                    self.read_cookie(token);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -268,42 +292,30 @@ impl Acceptor {
         }
     }
 
-    fn read_cookie(&mut self, token: usize, poll: &Poll) {
+    fn read_cookie(&mut self, token: usize) {
         let Some(p) = self.pending.get_mut(&token) else {
             return;
         };
-        loop {
-            match p.stream.read(&mut p.buf[p.got..]) {
-                Ok(0) => {
-                    self.pending.remove(&token);
-                    return;
-                }
-                Ok(n) => {
-                    p.got += n;
-                    if p.got == COOKIE_LEN {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    self.pending.remove(&token);
-                    return;
+        match self.gate.read(token, &mut p.stream) {
+            Presented::Waiting => {}
+            Presented::Refused => self.close(token),
+            Presented::Through(cookie) => {
+                if let Some(mut p) = self.pending.remove(&token) {
+                    let _ = self.driver.registry().deregister(&mut p.stream);
+                    self.dispatch(cookie, p);
                 }
             }
         }
-        let Some(mut p) = self.pending.remove(&token) else {
-            return;
-        };
-        let _ = poll.registry().deregister(&mut p.stream);
-        self.dispatch(p);
     }
 
-    fn dispatch(&mut self, mut p: Pending) {
-        // Not a cookie: not an iperf3 client. Close.
-        let Ok(cookie) = Cookie::parse(&p.buf) else {
-            return;
-        };
+    /// Closes a connection that will not pass (the gate has forgotten it).
+    fn close(&mut self, token: usize) {
+        if let Some(mut p) = self.pending.remove(&token) {
+            let _ = self.driver.registry().deregister(&mut p.stream);
+        }
+    }
+
+    fn dispatch(&mut self, cookie: Cookie, mut p: Pending) {
         match self.shared.route(cookie) {
             Route::Stream(tx) => {
                 let _ = tx.send(DataConn {
@@ -321,21 +333,6 @@ impl Acceptor {
                 let _ = std::thread::Builder::new()
                     .name(format!("lp-iperf3-{}", ticket.id))
                     .spawn(move || session::run(shared, ticket, ctrl, peer));
-            }
-        }
-    }
-
-    fn expire(&mut self, poll: &Poll) {
-        let now = Instant::now();
-        let late: Vec<usize> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(t, _)| *t)
-            .collect();
-        for t in late {
-            if let Some(mut p) = self.pending.remove(&t) {
-                let _ = poll.registry().deregister(&mut p.stream);
             }
         }
     }

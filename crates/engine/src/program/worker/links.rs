@@ -427,7 +427,7 @@ impl Worker {
                 self.drop_pending(key);
                 return;
             }
-            Presented::Preamble(p) => p,
+            Presented::Through(p) => p,
         };
         let mut stream = self.pending.remove(key);
         let _ = self.io.registry().deregister(&mut stream);

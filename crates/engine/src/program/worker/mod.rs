@@ -31,7 +31,7 @@ mod data;
 mod links;
 mod udp;
 
-use crate::gate::{PreambleGate, Presented};
+use crate::gate::{PreambleGate, Presented, SessionPreamble};
 use data::MAX_CHUNK;
 use links::{data_options, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
@@ -214,7 +214,11 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
     let chunk = usize::try_from(setup.largest)
         .unwrap_or(MAX_CHUNK)
         .clamp(128 * 1024, MAX_CHUNK);
-    let gate = PreambleGate::new(setup.token, pending_cap(&setup.users), PREAMBLE_TIMEOUT);
+    let gate = PreambleGate::new(
+        SessionPreamble(setup.token),
+        pending_cap(&setup.users),
+        PREAMBLE_TIMEOUT,
+    );
     let mut w = Worker {
         role: setup.role,
         links: setup
