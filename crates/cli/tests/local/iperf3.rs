@@ -651,27 +651,33 @@ fn the_server_survives_bad_clients() {
     victim.kill();
     // Still serving, and serving right.
     assert!(server.is_running());
-    let o = client(port, &["-J", "-t", "1"]);
-    assert_eq!(
-        o.code,
-        0,
-        "{}{}\nserver: {}",
-        o.stdout,
-        o.stderr,
-        server.log()
-    );
-    let j = o.json();
-    all_received(
-        "after the bad clients",
-        bytes(&j, "/end/sum_sent/bytes"),
-        bytes(&j, "/end/sum_received/bytes"),
-    );
+    serves_right(&server, port, "after the bad clients");
     let log = log_when(&server, "the last test's end", |l| {
         l.contains("the client went away") && !done_lines(l).is_empty()
     });
     assert!(log.contains("refused: unreadable parameters"), "{log}");
     assert!(log.contains("the client went away"), "{log}");
     assert!(log.contains("refused: SCTP is not supported"), "{log}");
+}
+
+/// A stock client's one-second test against `server` ends well, and the
+/// server received all it sent.
+fn serves_right(server: &Server, port: u16, when: &str) {
+    let o = client(port, &["-J", "-t", "1"]);
+    assert_eq!(
+        o.code,
+        0,
+        "{when}: {}{}\nserver: {}",
+        o.stdout,
+        o.stderr,
+        server.log()
+    );
+    let j = o.json();
+    all_received(
+        when,
+        bytes(&j, "/end/sum_sent/bytes"),
+        bytes(&j, "/end/sum_received/bytes"),
+    );
 }
 
 /// More connections waiting for their cookie than the port lets wait (256)
@@ -694,21 +700,7 @@ fn a_flood_of_silent_connections_does_not_keep_a_client_out() {
         Some(0),
         "the connection waiting longest was closed to make room"
     );
-    let o = client(port, &["-J", "-t", "1"]);
-    assert_eq!(
-        o.code,
-        0,
-        "{}{}\nserver: {}",
-        o.stdout,
-        o.stderr,
-        server.log()
-    );
-    let j = o.json();
-    all_received(
-        "past the flood",
-        bytes(&j, "/end/sum_sent/bytes"),
-        bytes(&j, "/end/sum_received/bytes"),
-    );
+    serves_right(&server, port, "past the flood");
     // The newest still wait for their cookie.
     let newest = &silent[299];
     newest.set_nonblocking(true).unwrap();
