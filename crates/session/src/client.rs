@@ -4,7 +4,7 @@
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::{
@@ -20,6 +20,8 @@ use crate::server::DRAIN;
 use crate::SessionError;
 use answers::Offer;
 use linkperf_engine::Sampler;
+use midtest::ServerSide;
+use session::{ClientSession, Heard, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 
 mod address;
 mod answers;
@@ -27,19 +29,12 @@ mod delegate;
 mod foreign;
 mod midtest;
 mod profile;
+pub(crate) mod session;
 pub use address::parse_address;
 pub use delegate::{
     delegate, delegated_deadline, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME,
 };
 pub use profile::{run_profile, ProfileRequest};
-
-/// How long to wait for the server's answers during negotiation.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long the server may take to send its results after `Finished`.
-const RESULTS_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often the client checks the control connection and its cancel flag
-/// while the test runs.
-const WATCH_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Where the server is, and how to prove this client may use it.
 #[derive(Debug, Clone)]
@@ -265,6 +260,26 @@ impl Client {
         e.into()
     }
 
+    /// Tells the server why the test of session `s` is given up before it
+    /// starts, and passes the error on.
+    fn abandon<E: Into<SessionError> + std::fmt::Display>(
+        &mut self,
+        s: &mut ClientSession,
+        e: E,
+    ) -> SessionError {
+        let _ = self.send(&s.give_up(&e.to_string()));
+        e.into()
+    }
+
+    /// One receive on the control connection, as long as session `s` allows.
+    fn hear(&mut self, s: &ClientSession) -> Heard {
+        let got = self.ch.recv(s.wait(Instant::now()));
+        Heard {
+            got,
+            how: self.ch.how_it_went(),
+        }
+    }
+
     /// `start → started`.
     fn start(&mut self) -> Result<(), SessionError> {
         self.send(&ClientMessage::Start)?;
@@ -288,7 +303,9 @@ fn check_offer(
     same_needs_one_host(server, &offer.environment).map_err(|e| c.give_up(e))
 }
 
-/// Runs one test against the daemon at `target`.
+/// Runs one test against the daemon at `target`: the blocking shell of a
+/// [`ClientSession`], which says what to send and how long to wait, and
+/// what the server's answers come to.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
         .validate()
@@ -299,11 +316,13 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         local_ip,
         agent: server_agent,
     } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
-    c.send(&ClientMessage::Test {
-        spec: req.spec.clone(),
-        placement: req.server.clone(),
-    })?;
-    let offer = c.accepted("acceptance of the test")?;
+    let (mut s, ask) = ClientSession::ask(req.spec.clone(), req.server.clone(), Instant::now());
+    c.send(&ask)?;
+    let offer = loop {
+        if let Some(offer) = s.offer(c.hear(&s), Instant::now())? {
+            break offer;
+        }
+    };
     let at = |ports: &[u16]| {
         ports
             .iter()
@@ -315,8 +334,12 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         Protocol::Udp => DataEndpoints::Udp(at(&offer.data_ports)),
         Protocol::Unix => DataEndpoints::Unix(offer.unix_names.clone()),
     };
-    let n = if endpoints.is_empty() { 0 } else { 1 };
-    check_offer(&mut c, n, &req.server, &offer)?;
+    if endpoints.is_empty() {
+        return Err(SessionError::Control(
+            "the server offered no data endpoint".into(),
+        ));
+    }
+    same_needs_one_host(&req.server, &offer.environment).map_err(|e| c.abandon(&mut s, e))?;
     let (token, server_env) = (offer.token, offer.environment);
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
@@ -333,8 +356,13 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         live: req.live.clone(),
         greeting: None,
     });
-    let client = client.map_err(|e| c.give_up(e))?;
-    if let Err(e) = c.start() {
+    let client = client.map_err(|e| c.abandon(&mut s, e))?;
+    let confirmed = s.connected(Instant::now()).and_then(|start| {
+        c.send(&start)?;
+        while !s.started(c.hear(&s), Instant::now())? {}
+        Ok(())
+    });
+    if let Err(e) = confirmed {
         client.abort();
         let _ = client.wait();
         return Err(e);
@@ -359,8 +387,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
             cancelled = true;
             aborter.abort();
         }
-        let got = c.ch.recv(WATCH_INTERVAL);
-        let Some(stop) = midtest::while_running(got, c.ch.how_it_went()) else {
+        let Some(stop) = s.running(c.hear(&s)) else {
             continue;
         };
         // The workers wind down; the join below waits for them.
@@ -387,39 +414,36 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         req.client.busy_poll,
         &mut env,
     );
-    if let Some(stop) = server_stop {
-        return Ok(Outcome {
-            started,
-            client: client_report,
-            server: None,
-            client_environment: env,
-            server_environment: Some(server_env),
-            aborted,
-            server_error: Some(stop),
-            failure: None,
-            server_agent,
-        });
-    }
-    // Ask for the server's side; keep ours whatever happens.
-    let msg = if aborted {
-        ClientMessage::Abort {
-            reason: "interrupted".into(),
-        }
-    } else {
-        ClientMessage::Finished
-    };
-    let side = server_results(&mut c, &msg, server_env);
-    Ok(Outcome {
+    let outcome = |side: ServerSide, server_error| Outcome {
         started,
         client: client_report,
         server: side.report,
         client_environment: env,
         server_environment: side.environment,
         aborted,
-        server_error: side.error,
+        server_error,
         failure: None,
         server_agent,
-    })
+    };
+    // Ask for the server's side; keep ours whatever happens.
+    let Some(ask) = s.workers_done(aborted, Instant::now()) else {
+        let side = ServerSide {
+            report: None,
+            environment: Some(server_env),
+            error: None,
+        };
+        return Ok(outcome(side, server_stop));
+    };
+    let side = match c.send(&ask) {
+        Ok(()) => loop {
+            if let Some(side) = s.results(c.hear(&s), Instant::now()) {
+                break side;
+            }
+        },
+        Err(e) => s.unasked(e),
+    };
+    let error = side.error.clone();
+    Ok(outcome(side, error))
 }
 
 /// Sends `msg` (finished or abort) and takes the server's results: its

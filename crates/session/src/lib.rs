@@ -13,6 +13,8 @@ mod client;
 mod daemon;
 mod error;
 mod handshake;
+#[cfg(test)]
+mod pair;
 mod server;
 
 pub use auth::{AuthKey, KeyError};

@@ -20,15 +20,15 @@ use crate::channel::{Channel, Received, RecvError};
 use crate::daemon::{DaemonConfig, DaemonState, Setting};
 use crate::handshake::ServerHandshake;
 use linkperf_engine::Sampler;
-use midtest::{wire_fail, Ended, Look, Watch};
+use midtest::{wire_fail, Ended, Look};
 
 mod delegate;
-mod midtest;
+pub(crate) mod midtest;
 mod profile;
 mod request;
+pub(crate) mod session;
+use session::ServerSession;
 
-/// Time after the drain deadline the server waits for the client's `Finished`.
-const FINISH_GRACE: Duration = Duration::from_secs(10);
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
 /// Drain after the window.
@@ -55,6 +55,17 @@ pub(crate) struct Fail {
     pub(crate) detail: Option<String>,
     /// The limit a refused request met, with its figures.
     limit: Option<Limit>,
+}
+
+impl Fail {
+    /// The `error` message that tells the client.
+    pub(crate) fn message(&self) -> ServerMessage {
+        ServerMessage::Error {
+            code: self.code,
+            message: self.message.clone(),
+            limit: self.limit.map(|l| l.info()),
+        }
+    }
 }
 
 pub(crate) fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
@@ -173,11 +184,7 @@ impl Session<'_> {
     }
 
     fn send_error(&mut self, f: &Fail) {
-        let _ = self.ch.send(&encode_server(&ServerMessage::Error {
-            code: f.code,
-            message: f.message.clone(),
-            limit: f.limit.map(|l| l.info()),
-        }));
+        let _ = self.ch.send(&encode_server(&f.message()));
     }
 
     /// Closes gracefully after an error: no more writes, and what the client
@@ -343,27 +350,21 @@ impl Session<'_> {
     }
 
     /// The client's `start`, within the time its users take to connect
-    /// ([`start_wait`] for `connections`) after the test's acceptance.
-    fn await_start(&mut self, connections: u64) -> Result<(), Fail> {
-        let wait = start_wait(connections, self.config.start_timeout);
-        let late = || {
-            fail(
-                ErrorCode::Refused,
-                format!("no start within {wait:?} of the test's acceptance"),
-            )
-        };
-        request::started(self.recv_until(Instant::now() + wait, "start", late)?)
+    /// ([`start_wait`]) after the test's acceptance, as `test` says.
+    fn await_start(&mut self, test: &mut ServerSession) -> Result<(), Fail> {
+        let due = test.start_due(Instant::now());
+        let said = self.recv_until(due, "start", || test.start_late())?;
+        test.start(said)
     }
 
     /// While a test runs: the client's next message, `None` when none came
     /// in a [`WATCH_INTERVAL`]; an error when the test must end on this
-    /// side (what [`Watch::still_on`] makes of a look at it), or the control
+    /// side (what `still_on` makes of a look at it), or the control
     /// connection closed or sent what is not a message.
     fn watch(
         &mut self,
         live: &LiveStats,
-        watch: &mut Watch,
-        overdue: impl FnOnce() -> Fail,
+        still_on: impl FnOnce(&Look) -> Result<(), Fail>,
     ) -> Result<Option<ClientMessage>, Fail> {
         let t = live.totals();
         let look = Look {
@@ -375,14 +376,9 @@ impl Session<'_> {
         if look.shutting_down {
             self.state.aborted.fetch_add(1, Ordering::AcqRel);
         }
-        watch.still_on(&look, overdue)?;
+        still_on(&look)?;
         let got = self.ch.recv(WATCH_INTERVAL);
         midtest::received(got, self.ch.how_it_went(), self.config)
-    }
-
-    /// Watching a running test until `deadline`.
-    fn watcher(&self, deadline: Instant) -> Watch {
-        Watch::new(Instant::now(), deadline, self.config.max_bytes_per_session)
     }
 
     fn environment(&self) -> Environment {
@@ -452,32 +448,31 @@ impl Session<'_> {
             let _ = server.finish();
             return Err(f);
         }
-        if let Err(f) = self.await_start(u64::from(spec.users)) {
+        let mut test = ServerSession::offered(
+            u64::from(spec.users),
+            self.config.start_timeout,
+            Instant::now(),
+        );
+        if let Err(f) = self.await_start(&mut test) {
             server.abort();
             let _ = server.finish();
             return Err(f);
         }
         let schedule = server.start(DRAIN);
         let sampler = Sampler::spawn(schedule);
-        if let Err(f) = self.send(&ServerMessage::Started) {
+        let max_bytes = self.config.max_bytes_per_session;
+        let started = test.started(Instant::now(), schedule.drain_until, max_bytes);
+        if let Err(f) = self.send(&started) {
             server.abort();
             let _ = server.finish();
             let _ = sampler.finish();
             return Err(f);
         }
         // Watch the control connection until the client is done.
-        let deadline = schedule.drain_until + FINISH_GRACE;
         let mut aborted = false;
-        let mut watch = self.watcher(deadline);
         let outcome: Result<(), Fail> = loop {
-            let overdue = || {
-                fail(
-                    ErrorCode::Aborted,
-                    "the client did not finish in time; test abandoned",
-                )
-            };
-            let said = self.watch(&live, &mut watch, overdue);
-            match said.and_then(|m| m.map(midtest::ended).transpose()) {
+            let said = self.watch(&live, |look| test.look(look));
+            match said.and_then(|m| m.map(|m| test.said(m)).transpose()) {
                 Ok(None) => continue,
                 Ok(Some(Ended::Finished)) => break Ok(()),
                 Ok(Some(Ended::Aborted)) => {
@@ -507,10 +502,7 @@ impl Session<'_> {
         if aborted {
             self.log("test aborted by the client");
         }
-        self.send(&ServerMessage::Results {
-            report,
-            environment: env,
-        })
+        self.send(&ServerSession::results(report, env))
     }
 }
 

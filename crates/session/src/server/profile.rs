@@ -13,8 +13,8 @@ use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::midtest::{self, Ended, ProfileSaid, TxnEnds};
-use super::FINISH_GRACE;
+use super::midtest::{self, Ended, ProfileSaid, TxnEnds, Watch};
+use super::session::{ServerSession, FINISH_GRACE};
 use super::{fail, Fail, Session};
 use crate::budget::Cost;
 use crate::daemon::Setting;
@@ -138,7 +138,9 @@ impl Session<'_> {
         if let Err(f) = self.send(&accepted) {
             return stop(run, f);
         }
-        if let Err(f) = self.await_start(connections) {
+        let mut test =
+            ServerSession::offered(connections, self.config.start_timeout, Instant::now());
+        if let Err(f) = self.await_start(&mut test) {
             return stop(run, f);
         }
         let t0 = Instant::now();
@@ -149,7 +151,8 @@ impl Session<'_> {
         let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
         let mut ends = TxnEnds::new(users);
-        let mut watch = self.watcher(deadline);
+        let max_bytes = self.config.max_bytes_per_session;
+        let mut watch = Watch::new(Instant::now(), deadline, max_bytes);
         let outcome: Result<(), Fail> = loop {
             let overdue = || {
                 fail(
@@ -161,7 +164,7 @@ impl Session<'_> {
                     ),
                 )
             };
-            let said = self.watch(&live, &mut watch, overdue);
+            let said = self.watch(&live, |look| watch.still_on(look, overdue));
             match said.and_then(|m| m.map(midtest::profile_said).transpose()) {
                 Ok(None) => continue,
                 Ok(Some(ProfileSaid::TxnEnd { txn, iterations })) => {

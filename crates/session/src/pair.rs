@@ -1,0 +1,251 @@
+//! The client's and the server's sessions of one workload test run against
+//! each other in memory and in virtual time: every message goes through the
+//! wire's encoding, every wait is a step of a clock the test moves, and
+//! what a shell would do in between (admit the test, bind and connect the
+//! flows, run the engine) is a line of the test. They cover, without a
+//! socket or a sleep, what the fault tests cover over real processes: a
+//! test run to its results, a byte limit, a start that does not come, a
+//! client gone silent, a shutdown, an interrupted client, a client not done
+//! in time, a message out of turn.
+
+use std::time::{Duration, Instant};
+
+use linkperf_engine::aggregate;
+use linkperf_metrics::{Environment, ProcessMethod};
+use linkperf_wire::{
+    decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
+};
+use linkperf_workload::{Placement, Protocol, TestSpec};
+
+use crate::channel::Received;
+use crate::client::session::{ClientSession, Heard};
+use crate::server::midtest::{Ended, Look, PEER_SILENCE};
+use crate::server::session::{ServerSession, FINISH_GRACE};
+use crate::server::start_wait;
+use crate::SessionError;
+
+const MS: Duration = Duration::from_millis(1);
+/// The server's byte limit in these tests.
+const MAX_BYTES: u64 = 1 << 30;
+/// The server's longest wait for a start.
+const START_CAP: Duration = Duration::from_secs(60);
+/// The client's test: its window and warm-up end here after the start.
+const DRAIN_AFTER: Duration = Duration::from_secs(12);
+
+/// What the client sent, as the server reads it off the wire.
+fn to_server(m: &ClientMessage) -> ClientMessage {
+    decode_client(&encode_client(m)[4..]).expect("the client's message decodes")
+}
+
+/// What the server sent, as the client hears it.
+pub(crate) fn to_client(m: &ServerMessage) -> Heard {
+    Heard {
+        got: Ok(Received::Frame(encode_server(m)[4..].to_vec())),
+        how: "closed the connection",
+    }
+}
+
+/// Nothing within the wait.
+pub(crate) fn quiet() -> Heard {
+    Heard {
+        got: Ok(Received::Timeout),
+        how: "closed the connection",
+    }
+}
+
+fn look(now: Instant, bytes: u64) -> Look {
+    Look {
+        now,
+        shutting_down: false,
+        bytes,
+        control_silent: Some(Duration::ZERO),
+    }
+}
+
+fn host(name: &str) -> Environment {
+    Environment {
+        hostname: name.into(),
+        ..Environment::default()
+    }
+}
+
+/// The two sessions, offered at `t0`: the client asked, the server admitted
+/// the test and bound its endpoints, the offer reached the client.
+fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        Protocol::Tcp,
+        100,
+        Duration::from_secs(10),
+    );
+    let (mut c, ask) = ClientSession::ask(spec, Placement::with_threads(1), t0);
+    let ClientMessage::Test { spec, .. } = to_server(&ask) else {
+        panic!("the client asks for a test");
+    };
+    let users = u64::from(spec.users);
+    let s = ServerSession::offered(users, START_CAP, t0);
+    let accepted = ServerMessage::Accepted {
+        data_ports: vec![40_000],
+        unix_names: vec![],
+        udp_ports: vec![],
+        token: DataToken([3; 16]),
+        environment: host("server"),
+    };
+    let offer = c.offer(to_client(&accepted), t0).unwrap().unwrap();
+    assert_eq!(offer.data_ports, [40_000]);
+    (c, s, users)
+}
+
+/// The two sessions with the test running from `t1`, half a second after
+/// the offer (the flows connected).
+fn running(t0: Instant) -> (ClientSession, ServerSession, Instant) {
+    let (mut c, mut s, _) = offered(t0);
+    let t1 = t0 + 500 * MS;
+    let start = c.connected(t1).unwrap();
+    assert!(!c.started(quiet(), t1).unwrap(), "nothing yet: wait on");
+    s.start(to_server(&start)).unwrap();
+    let started = s.started(t1, t1 + DRAIN_AFTER, Some(MAX_BYTES));
+    assert!(c.started(to_client(&started), t1).unwrap());
+    (c, s, t1)
+}
+
+/// The server's report of an empty side, as its shell builds one.
+fn results() -> ServerMessage {
+    let mut env = host("server, at the end");
+    let report = aggregate(Vec::new()).side_report(
+        None,
+        ProcessMethod::RusageThreadSum,
+        10.0,
+        false,
+        &mut env,
+    );
+    ServerSession::results(report, env)
+}
+
+#[test]
+fn a_test_runs_to_its_results() {
+    let t0 = Instant::now();
+    let (mut c, mut s, t1) = running(t0);
+    // Ten seconds of looks every 100 ms while bytes move.
+    for i in 1..=100u32 {
+        let now = t1 + 100 * MS * i;
+        s.look(&look(now, u64::from(i) * 1000)).unwrap();
+        assert_eq!(c.running(quiet()), None);
+    }
+    let done = c.workers_done(false, t1 + DRAIN_AFTER).unwrap();
+    assert_eq!(s.said(to_server(&done)).unwrap(), Ended::Finished);
+    assert!(c.results(quiet(), t1 + DRAIN_AFTER).is_none(), "wait on");
+    let side = c.results(to_client(&results()), t1 + DRAIN_AFTER).unwrap();
+    assert!(side.report.is_some() && side.error.is_none());
+    assert_eq!(side.environment.unwrap().hostname, "server, at the end");
+}
+
+#[test]
+fn the_server_stops_a_test_past_its_byte_limit_and_the_client_asks_nothing_more() {
+    let t0 = Instant::now();
+    let (mut c, mut s, t1) = running(t0);
+    s.look(&look(t1 + MS, MAX_BYTES)).unwrap();
+    let f = s.look(&look(t1 + 2 * MS, MAX_BYTES + 1)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Limit);
+    let stop = c.running(to_client(&f.message())).unwrap();
+    assert!(!stop.aborted, "a limit fails the test: {stop:?}");
+    assert!(
+        stop.reason.contains("the server stopped the test"),
+        "{stop:?}"
+    );
+    assert!(c.workers_done(false, t1 + 3 * MS).is_none());
+}
+
+#[test]
+fn a_start_that_does_not_come_in_time_is_refused_and_the_client_is_told_why() {
+    let t0 = Instant::now();
+    let (mut c, s, users) = offered(t0);
+    let due = s.start_due(t0);
+    assert_eq!(due, t0 + start_wait(users, START_CAP));
+    // The client's flows took longer than that to connect.
+    let late = s.start_late();
+    assert!(late.message.contains("no start within"), "{}", late.message);
+    c.connected(due).unwrap();
+    let e = c.started(to_client(&late.message()), due).unwrap_err();
+    match e {
+        SessionError::Refused { message, .. } => assert!(message.contains("no start within")),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn a_client_gone_silent_is_let_go_after_its_host_said_nothing_for_three_seconds() {
+    let t0 = Instant::now();
+    let (_c, mut s, t1) = running(t0);
+    s.look(&look(t1, 5000)).unwrap();
+    // From now on nothing moves and the control connection's probes go
+    // unanswered.
+    let silent = |after: Duration| Look {
+        now: t1 + after,
+        shutting_down: false,
+        bytes: 5000,
+        control_silent: Some(after),
+    };
+    s.look(&silent(PEER_SILENCE - MS)).unwrap();
+    let f = s.look(&silent(PEER_SILENCE)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Aborted);
+    assert!(f.message.contains("client vanished"), "{}", f.message);
+}
+
+#[test]
+fn a_server_shutting_down_aborts_the_test_and_the_client_keeps_it_as_cut_short() {
+    let t0 = Instant::now();
+    let (mut c, mut s, t1) = running(t0);
+    let f = s
+        .look(&Look {
+            shutting_down: true,
+            ..look(t1 + MS, 10)
+        })
+        .unwrap_err();
+    let stop = c.running(to_client(&f.message())).unwrap();
+    assert!(stop.aborted, "{stop:?}");
+}
+
+#[test]
+fn an_interrupted_client_still_gets_the_servers_side() {
+    let t0 = Instant::now();
+    let (mut c, mut s, t1) = running(t0);
+    let abort = c.workers_done(true, t1 + 2 * MS).unwrap();
+    assert_eq!(s.said(to_server(&abort)).unwrap(), Ended::Aborted);
+    let side = c.results(to_client(&results()), t1 + 3 * MS).unwrap();
+    assert!(side.report.is_some());
+}
+
+#[test]
+fn a_client_not_done_in_time_is_abandoned() {
+    let t0 = Instant::now();
+    let (_c, mut s, t1) = running(t0);
+    let end = t1 + DRAIN_AFTER + FINISH_GRACE;
+    s.look(&look(end, 1)).unwrap();
+    let f = s.look(&look(end + MS, 2)).unwrap_err();
+    assert!(
+        f.message.contains("did not finish in time"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn a_message_out_of_turn_ends_the_test_on_either_side() {
+    let t0 = Instant::now();
+    let (mut c, mut s, t1) = running(t0);
+    let f = s.said(to_server(&ClientMessage::Start)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::OutOfOrder);
+    assert!(
+        f.message.contains("expected finished, got start"),
+        "{}",
+        f.message
+    );
+    // The server's `started` again, mid-test, stops the client's test.
+    let stop = c.running(to_client(&ServerMessage::Started)).unwrap();
+    assert!(
+        stop.reason.contains("in the middle of the test"),
+        "{stop:?}"
+    );
+    assert!(c.workers_done(false, t1).is_none());
+}

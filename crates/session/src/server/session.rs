@@ -1,0 +1,143 @@
+//! The server's side of one workload test once it is admitted and its data
+//! endpoints are bound, as a state machine with no socket and no clock:
+//! the client's messages, looks at the running test and the time go in;
+//! what to send, when to start and stop the engine, and why the test ends
+//! come out. The session thread (`Session::run_test`) is its blocking
+//! shell.
+//!
+//! `accepted` sent → the client's `start` within the time its users take
+//! to connect → `started` (the engine runs) → the test is watched until the
+//! client says `finished` or `abort` → `results`.
+
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::{Environment, SideReport};
+use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
+
+use super::midtest::{self, Ended, Look, Watch};
+use super::request;
+use crate::server::{fail, start_wait, Fail};
+
+/// After the client's drain, how long it may take to say the test is over.
+pub(crate) const FINISH_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug)]
+enum Phase {
+    /// `accepted` sent: the client's `start` is due by `until`.
+    Offered { until: Instant, wait: Duration },
+    /// The engine runs, watched.
+    Running(Watch),
+    /// The client ended the test, or the test failed.
+    Over,
+}
+
+/// The server's side of one workload test.
+#[derive(Debug)]
+pub(crate) struct ServerSession {
+    phase: Phase,
+}
+
+impl ServerSession {
+    /// The test was offered (its `accepted` sent) at `now`: its `start` is
+    /// due within the time its `connections` take to connect, at most
+    /// `start_cap` ([`start_wait`]).
+    pub(crate) fn offered(connections: u64, start_cap: Duration, now: Instant) -> Self {
+        let wait = start_wait(connections, start_cap);
+        ServerSession {
+            phase: Phase::Offered {
+                until: now + wait,
+                wait,
+            },
+        }
+    }
+
+    /// When the client's `start` is late (`now` once nothing is awaited).
+    pub(crate) fn start_due(&self, now: Instant) -> Instant {
+        match self.phase {
+            Phase::Offered { until, .. } => until,
+            _ => now,
+        }
+    }
+
+    /// Why the test ends when its `start` did not come in time.
+    pub(crate) fn start_late(&self) -> Fail {
+        let wait = match self.phase {
+            Phase::Offered { wait, .. } => wait,
+            _ => Duration::ZERO,
+        };
+        fail(
+            ErrorCode::Refused,
+            format!("no start within {wait:?} of the test's acceptance"),
+        )
+    }
+
+    /// The client's message while its start is awaited: `start`, or why
+    /// the test ends here.
+    pub(crate) fn start(&mut self, said: ClientMessage) -> Result<(), Fail> {
+        let Phase::Offered { .. } = self.phase else {
+            return Err(self.out_of_turn("start"));
+        };
+        self.phase = Phase::Over;
+        request::started(said)
+    }
+
+    /// The engine started at `now`, the client's drain ending at
+    /// `drain_until`: the `started` message. The test is watched from now
+    /// until [`FINISH_GRACE`] after the drain, against the session's byte
+    /// limit `max_bytes`.
+    pub(crate) fn started(
+        &mut self,
+        now: Instant,
+        drain_until: Instant,
+        max_bytes: Option<u64>,
+    ) -> ServerMessage {
+        let watch = Watch::new(now, drain_until + FINISH_GRACE, max_bytes);
+        self.phase = Phase::Running(watch);
+        ServerMessage::Started
+    }
+
+    /// One look at the running test: `Ok` while it goes on, else why it
+    /// ends on this side (the daemon shutting down, the byte limit, the
+    /// client gone, the client not done in time).
+    pub(crate) fn look(&mut self, look: &Look) -> Result<(), Fail> {
+        let Phase::Running(watch) = &mut self.phase else {
+            return Err(self.out_of_turn("a look at a running test"));
+        };
+        let overdue = || {
+            fail(
+                ErrorCode::Aborted,
+                "the client did not finish in time; test abandoned",
+            )
+        };
+        let on = watch.still_on(look, overdue);
+        if on.is_err() {
+            self.phase = Phase::Over;
+        }
+        on
+    }
+
+    /// The client's message while the test runs: how it ended the test
+    /// (stop the engine; its results are due), or why the test ends.
+    pub(crate) fn said(&mut self, said: ClientMessage) -> Result<Ended, Fail> {
+        let Phase::Running(_) = self.phase else {
+            return Err(self.out_of_turn(said.kind()));
+        };
+        self.phase = Phase::Over;
+        midtest::ended(said)
+    }
+
+    /// The test's results, once the client ended it.
+    pub(crate) fn results(report: SideReport, environment: Environment) -> ServerMessage {
+        ServerMessage::Results {
+            report,
+            environment,
+        }
+    }
+
+    fn out_of_turn(&self, what: &str) -> Fail {
+        fail(
+            ErrorCode::OutOfOrder,
+            format!("{what} out of turn ({:?})", self.phase),
+        )
+    }
+}
