@@ -246,20 +246,6 @@ pub(crate) fn same_needs_one_host(
 }
 
 impl Client {
-    /// The server's answer to a test or profile: `accepted`, or an error.
-    fn accepted(&mut self, what: &str) -> Result<Offer, SessionError> {
-        answers::offer(self.recv(ANSWER_TIMEOUT, what)?)
-    }
-
-    /// Tells the server why this side gives up before the test starts, and
-    /// passes the error on.
-    fn give_up<E: Into<SessionError> + std::fmt::Display>(&mut self, e: E) -> SessionError {
-        let _ = self.send(&ClientMessage::Abort {
-            reason: e.to_string(),
-        });
-        e.into()
-    }
-
     /// Tells the server why the test of session `s` is given up before it
     /// starts, and passes the error on.
     fn abandon<E: Into<SessionError> + std::fmt::Display>(
@@ -271,6 +257,30 @@ impl Client {
         e.into()
     }
 
+    /// The server's offer to session `s`, awaited as long as the session
+    /// allows. It must offer a data endpoint (`has_endpoints`), and
+    /// placement `same` needs the server on this host (else the server is
+    /// told, and the test ends here).
+    fn take_offer(
+        &mut self,
+        s: &mut ClientSession,
+        server: &Placement,
+        has_endpoints: impl Fn(&Offer) -> bool,
+    ) -> Result<Offer, SessionError> {
+        let offer = loop {
+            if let Some(offer) = s.offer(self.hear(s), Instant::now())? {
+                break offer;
+            }
+        };
+        if !has_endpoints(&offer) {
+            return Err(SessionError::Control(
+                "the server offered no data endpoint".into(),
+            ));
+        }
+        same_needs_one_host(server, &offer.environment).map_err(|e| self.abandon(s, e))?;
+        Ok(offer)
+    }
+
     /// One receive on the control connection, as long as session `s` allows.
     fn hear(&mut self, s: &ClientSession) -> Heard {
         let got = self.ch.recv(s.wait(Instant::now()));
@@ -280,27 +290,43 @@ impl Client {
         }
     }
 
-    /// `start → started`.
-    fn start(&mut self) -> Result<(), SessionError> {
-        self.send(&ClientMessage::Start)?;
-        answers::started(self.recv(ANSWER_TIMEOUT, "start confirmation")?)
+    /// The flows of session `s` are connected: `start → started`.
+    fn confirm_start(&mut self, s: &mut ClientSession) -> Result<(), SessionError> {
+        let start = s.connected(Instant::now())?;
+        self.send(&start)?;
+        while !s.started(self.hear(s), Instant::now())? {}
+        Ok(())
     }
-}
 
-/// An offer's endpoints must exist, and `--placement same` needs the server
-/// on this host; else the server is told and the test ends here.
-fn check_offer(
-    c: &mut Client,
-    endpoints: usize,
-    server: &Placement,
-    offer: &Offer,
-) -> Result<(), SessionError> {
-    if endpoints == 0 {
-        return Err(SessionError::Control(
-            "the server offered no data endpoint".into(),
-        ));
+    /// Asks for the server's side of session `s` with `ask` (`finished` or
+    /// `abort`) and waits for it as long as the session allows.
+    fn ask_results(&mut self, s: &mut ClientSession, ask: &ClientMessage) -> ServerSide {
+        if let Err(e) = self.send(ask) {
+            return s.unasked(e);
+        }
+        loop {
+            if let Some(side) = s.results(self.hear(s), Instant::now()) {
+                return side;
+            }
+        }
     }
-    same_needs_one_host(server, &offer.environment).map_err(|e| c.give_up(e))
+
+    /// What the server's users wrote in timed transaction `txn` of session
+    /// `s`'s profile, once this side's users ended it after `iterations`.
+    fn txn_exchange(
+        &mut self,
+        s: &mut ClientSession,
+        txn: usize,
+        iterations: Vec<u64>,
+    ) -> Result<Vec<Vec<u64>>, String> {
+        let end = s.txn_end(txn, iterations, Instant::now())?;
+        self.send(&end).map_err(|e| e.to_string())?;
+        loop {
+            if let Some(written) = s.txn_ended(self.hear(s), Instant::now())? {
+                return Ok(written);
+            }
+        }
+    }
 }
 
 /// Runs one test against the daemon at `target`: the blocking shell of a
@@ -318,28 +344,22 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
     let (mut s, ask) = ClientSession::ask(req.spec.clone(), req.server.clone(), Instant::now());
     c.send(&ask)?;
-    let offer = loop {
-        if let Some(offer) = s.offer(c.hear(&s), Instant::now())? {
-            break offer;
-        }
-    };
+    let protocol = req.spec.protocol;
+    let offer = c.take_offer(&mut s, &req.server, |o| match protocol {
+        Protocol::Unix => !o.unix_names.is_empty(),
+        Protocol::Tcp | Protocol::Udp => !o.data_ports.is_empty(),
+    })?;
     let at = |ports: &[u16]| {
         ports
             .iter()
             .map(|p| SocketAddr::new(addr.ip(), *p))
             .collect()
     };
-    let endpoints = match req.spec.protocol {
+    let endpoints = match protocol {
         Protocol::Tcp => DataEndpoints::Tcp(at(&offer.data_ports)),
         Protocol::Udp => DataEndpoints::Udp(at(&offer.data_ports)),
         Protocol::Unix => DataEndpoints::Unix(offer.unix_names.clone()),
     };
-    if endpoints.is_empty() {
-        return Err(SessionError::Control(
-            "the server offered no data endpoint".into(),
-        ));
-    }
-    same_needs_one_host(&req.server, &offer.environment).map_err(|e| c.abandon(&mut s, e))?;
     let (token, server_env) = (offer.token, offer.environment);
     linkperf_metrics::raise_fd_limit(u64::from(req.spec.users) + 256)
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
@@ -357,12 +377,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         greeting: None,
     });
     let client = client.map_err(|e| c.abandon(&mut s, e))?;
-    let confirmed = s.connected(Instant::now()).and_then(|start| {
-        c.send(&start)?;
-        while !s.started(c.hear(&s), Instant::now())? {}
-        Ok(())
-    });
-    if let Err(e) = confirmed {
+    if let Err(e) = c.confirm_start(&mut s) {
         client.abort();
         let _ = client.wait();
         return Err(e);
@@ -426,7 +441,8 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         server_agent,
     };
     // Ask for the server's side; keep ours whatever happens.
-    let Some(ask) = s.workers_done(aborted, Instant::now()) else {
+    let cut = aborted.then(|| "interrupted".to_string());
+    let Some(ask) = s.workers_done(cut, Instant::now()) else {
         let side = ServerSide {
             report: None,
             environment: Some(server_env),
@@ -434,29 +450,9 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         };
         return Ok(outcome(side, server_stop));
     };
-    let side = match c.send(&ask) {
-        Ok(()) => loop {
-            if let Some(side) = s.results(c.hear(&s), Instant::now()) {
-                break side;
-            }
-        },
-        Err(e) => s.unasked(e),
-    };
+    let side = c.ask_results(&mut s, &ask);
     let error = side.error.clone();
     Ok(outcome(side, error))
-}
-
-/// Sends `msg` (finished or abort) and takes the server's results: its
-/// report and host, or, keeping `server_env` from the start, why they are missing.
-fn server_results(
-    c: &mut Client,
-    msg: &ClientMessage,
-    server_env: Environment,
-) -> midtest::ServerSide {
-    let answer = c
-        .send(msg)
-        .and_then(|()| c.recv(RESULTS_TIMEOUT, "results"));
-    midtest::results(answer, server_env)
 }
 
 #[cfg(test)]

@@ -6,22 +6,26 @@
 //! socket or a sleep, what the fault tests cover over real processes: a
 //! test run to its results, a byte limit, a start that does not come, a
 //! client gone silent, a shutdown, an interrupted client, a client not done
-//! in time, a message out of turn.
+//! in time, a message out of turn; and a profile's transaction ends, agreed,
+//! refused to a confused client, late, and a profile past the server's
+//! longest test.
 
 use std::time::{Duration, Instant};
 
 use linkperf_engine::aggregate;
+use linkperf_engine::program::{compile, Compiled};
 use linkperf_metrics::{Environment, ProcessMethod};
 use linkperf_wire::{
     decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
 };
+use linkperf_workload::profile::{mirror, parse_profile};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
 use crate::channel::Received;
-use crate::client::session::{ClientSession, Heard};
-use crate::server::midtest::{Ended, Look, PEER_SILENCE};
+use crate::client::session::{ClientSession, Heard, STOP_TIMEOUT};
+use crate::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
 use crate::server::session::{ServerSession, FINISH_GRACE};
-use crate::server::start_wait;
+use crate::server::{fail, start_wait};
 use crate::SessionError;
 
 const MS: Duration = Duration::from_millis(1);
@@ -69,6 +73,17 @@ fn host(name: &str) -> Environment {
     }
 }
 
+/// The server's offer, as its shell makes it once the endpoints are bound.
+fn accepted() -> ServerMessage {
+    ServerMessage::Accepted {
+        data_ports: vec![40_000],
+        unix_names: vec![],
+        udp_ports: vec![],
+        token: DataToken([3; 16]),
+        environment: host("server"),
+    }
+}
+
 /// The two sessions, offered at `t0`: the client asked, the server admitted
 /// the test and bound its endpoints, the offer reached the client.
 fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
@@ -84,14 +99,7 @@ fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
     };
     let users = u64::from(spec.users);
     let s = ServerSession::offered(users, START_CAP, t0);
-    let accepted = ServerMessage::Accepted {
-        data_ports: vec![40_000],
-        unix_names: vec![],
-        udp_ports: vec![],
-        token: DataToken([3; 16]),
-        environment: host("server"),
-    };
-    let offer = c.offer(to_client(&accepted), t0).unwrap().unwrap();
+    let offer = c.offer(to_client(&accepted()), t0).unwrap().unwrap();
     assert_eq!(offer.data_ports, [40_000]);
     (c, s, users)
 }
@@ -132,7 +140,7 @@ fn a_test_runs_to_its_results() {
         s.look(&look(now, u64::from(i) * 1000)).unwrap();
         assert_eq!(c.running(quiet()), None);
     }
-    let done = c.workers_done(false, t1 + DRAIN_AFTER).unwrap();
+    let done = c.workers_done(None, t1 + DRAIN_AFTER).unwrap();
     assert_eq!(s.said(to_server(&done)).unwrap(), Ended::Finished);
     assert!(c.results(quiet(), t1 + DRAIN_AFTER).is_none(), "wait on");
     let side = c.results(to_client(&results()), t1 + DRAIN_AFTER).unwrap();
@@ -153,7 +161,7 @@ fn the_server_stops_a_test_past_its_byte_limit_and_the_client_asks_nothing_more(
         stop.reason.contains("the server stopped the test"),
         "{stop:?}"
     );
-    assert!(c.workers_done(false, t1 + 3 * MS).is_none());
+    assert!(c.workers_done(None, t1 + 3 * MS).is_none());
 }
 
 #[test]
@@ -210,7 +218,9 @@ fn a_server_shutting_down_aborts_the_test_and_the_client_keeps_it_as_cut_short()
 fn an_interrupted_client_still_gets_the_servers_side() {
     let t0 = Instant::now();
     let (mut c, mut s, t1) = running(t0);
-    let abort = c.workers_done(true, t1 + 2 * MS).unwrap();
+    let abort = c
+        .workers_done(Some("interrupted".into()), t1 + 2 * MS)
+        .unwrap();
     assert_eq!(s.said(to_server(&abort)).unwrap(), Ended::Aborted);
     let side = c.results(to_client(&results()), t1 + 3 * MS).unwrap();
     assert!(side.report.is_some());
@@ -247,5 +257,135 @@ fn a_message_out_of_turn_ends_the_test_on_either_side() {
         stop.reason.contains("in the middle of the test"),
         "{stop:?}"
     );
-    assert!(c.workers_done(false, t1).is_none());
+    assert!(c.workers_done(None, t1).is_none());
+}
+
+/// A profile of two users: a connect, a timed transaction of writes and
+/// reads, a disconnect.
+const PROFILE: &str = r#"<profile name="pair"><group nthreads="2">
+  <transaction iterations="1"><flowop type="connect" options="remotehost=198.18.0.2 protocol=tcp"/></transaction>
+  <transaction duration="5s"><flowop type="write" options="size=64"/><flowop type="read" options="size=64"/></transaction>
+  <transaction iterations="1"><flowop type="disconnect"/></transaction>
+</group></profile>"#;
+
+/// The two sessions of [`PROFILE`] with its users running from `t1`, and
+/// the server's compiled mirror of it (which transactions are timed).
+fn profile_running(t0: Instant) -> (ClientSession, ServerSession, Compiled, Instant) {
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let (mut c, ask) = ClientSession::ask_profile(profile, Placement::with_threads(1), vec![], t0);
+    let ClientMessage::Profile { profile, .. } = to_server(&ask) else {
+        panic!("the client asks for a profile");
+    };
+    let compiled = compile(&mirror(&profile)).unwrap();
+    let mut s =
+        ServerSession::offered(compiled.connections(), START_CAP, t0).for_profile(profile.users());
+    c.offer(to_client(&accepted()), t0).unwrap().unwrap();
+    let t1 = t0 + 100 * MS;
+    let start = c.connected(t1).unwrap();
+    s.start(to_server(&start)).unwrap();
+    let overdue = fail(
+        ErrorCode::Limit,
+        "the profile ran past this server's longest test",
+    );
+    let started = s.profile_started(t1, LONGEST, Some(MAX_BYTES), overdue);
+    assert!(c.started(to_client(&started), t1).unwrap());
+    (c, s, compiled, t1)
+}
+
+/// The server's longest test in the profile tests.
+const LONGEST: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_profile_agrees_on_each_timed_transactions_end_and_runs_to_its_results() {
+    let t0 = Instant::now();
+    let (mut c, mut s, compiled, t1) = profile_running(t0);
+    let t2 = t1 + Duration::from_secs(5);
+    let end = c.txn_end(1, vec![7, 9], t2).unwrap();
+    let said = s.profile_said(to_server(&end), |t| compiled.timed(t));
+    assert_eq!(
+        said.unwrap(),
+        ProfileSaid::TxnEnd {
+            txn: 1,
+            iterations: vec![7, 9]
+        }
+    );
+    // The server's users stop there and it tells what they wrote.
+    let written = vec![vec![7 * 64], vec![9 * 64]];
+    let answer = ServerMessage::TxnEnded {
+        txn: 1,
+        written: written.clone(),
+    };
+    assert_eq!(c.txn_ended(quiet(), t2), Ok(None), "wait on");
+    assert_eq!(c.txn_ended(to_client(&answer), t2), Ok(Some(written)));
+    s.look(&look(t2 + MS, 5000)).unwrap();
+    let done = c.workers_done(None, t2 + MS).unwrap();
+    let said = s.profile_said(to_server(&done), |t| compiled.timed(t));
+    assert_eq!(said.unwrap(), ProfileSaid::Ended(Ended::Finished));
+    let side = c.results(to_client(&results()), t2 + 2 * MS).unwrap();
+    assert!(side.report.is_some());
+}
+
+#[test]
+fn a_confused_client_is_refused_an_untimed_a_repeated_or_a_miscounted_transaction_end() {
+    let t0 = Instant::now();
+    let refused = |iterations: Vec<u64>, txn: usize, twice: bool| {
+        let (mut c, mut s, compiled, t1) = profile_running(t0);
+        if twice {
+            let end = c.txn_end(txn, iterations.clone(), t1).unwrap();
+            s.profile_said(to_server(&end), |t| compiled.timed(t))
+                .unwrap();
+            let answer = ServerMessage::TxnEnded {
+                txn: txn as u32,
+                written: vec![vec![0], vec![0]],
+            };
+            c.txn_ended(to_client(&answer), t1).unwrap();
+        }
+        let end = c.txn_end(txn, iterations, t1).unwrap();
+        let f = s
+            .profile_said(to_server(&end), |t| compiled.timed(t))
+            .unwrap_err();
+        // The client hears why, and asks nothing more.
+        let why = c.txn_ended(to_client(&f.message()), t1).unwrap_err();
+        assert!(why.contains("the server stopped the test"), "{why}");
+        assert!(c.workers_done(None, t1).is_none());
+        f
+    };
+    let untimed = refused(vec![1, 1], 0, false);
+    assert_eq!(untimed.code, ErrorCode::OutOfOrder);
+    let again = refused(vec![1, 1], 1, true);
+    assert_eq!(again.code, ErrorCode::OutOfOrder);
+    assert!(again.message.contains("already ended"), "{}", again.message);
+    let miscounted = refused(vec![1, 1, 1], 1, false);
+    assert_eq!(miscounted.code, ErrorCode::Malformed);
+    assert!(
+        miscounted.message.contains("3 counts for 2 users"),
+        "{}",
+        miscounted.message
+    );
+}
+
+#[test]
+fn a_transaction_end_not_answered_in_time_stops_the_client() {
+    let t0 = Instant::now();
+    let (mut c, _s, _, t1) = profile_running(t0);
+    c.txn_end(1, vec![1, 1], t1).unwrap();
+    assert_eq!(c.wait(t1), STOP_TIMEOUT);
+    let why = c.txn_ended(quiet(), t1 + STOP_TIMEOUT).unwrap_err();
+    assert!(
+        why.contains("did not end transaction 1 within 40s"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_profile_past_the_servers_longest_test_is_stopped_as_its_limit_says() {
+    let t0 = Instant::now();
+    let (mut c, mut s, _, t1) = profile_running(t0);
+    let end = t1 + LONGEST + FINISH_GRACE;
+    s.look(&look(end, 1)).unwrap();
+    let f = s.look(&look(end + MS, 2)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Limit);
+    assert!(f.message.contains("ran past"), "{}", f.message);
+    let stop = c.running(to_client(&f.message())).unwrap();
+    assert!(!stop.aborted, "{stop:?}");
 }

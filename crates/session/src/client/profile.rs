@@ -5,22 +5,20 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use linkperf_engine::program::{
     accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
 };
 use linkperf_engine::{LiveStats, Sampler};
 use linkperf_metrics::{capture_environment, ProcessMethod};
-use linkperf_wire::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{open, server_results, Client, Opened, Outcome, Target};
+use super::midtest::ServerSide;
+use super::session::ClientSession;
+use super::{open, Opened, Outcome, Target};
 use crate::SessionError;
-
-/// How long the server may take to stop its users at a timed transaction's end.
-const STOP_TIMEOUT: Duration = Duration::from_secs(40);
 
 /// One profile to run against one server.
 #[derive(Debug, Clone)]
@@ -73,13 +71,14 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| SessionError::Invalid(e.to_string()))?;
-    c.send(&ClientMessage::Profile {
-        profile: req.profile.clone(),
-        placement: req.server.clone(),
+    let (mut s, ask) = ClientSession::ask_profile(
+        req.profile.clone(),
+        req.server.clone(),
         client_ports,
-    })?;
-    let offer = c.accepted("acceptance of the profile")?;
-    super::check_offer(&mut c, offer.data_ports.len(), &req.server, &offer)?;
+        Instant::now(),
+    );
+    c.send(&ask)?;
+    let offer = c.take_offer(&mut s, &req.server, |o| !o.data_ports.is_empty())?;
     let (ports, udp_ports, token, server_env) = (
         offer.data_ports,
         offer.udp_ports,
@@ -109,8 +108,8 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         udp_peer: None,
         live: req.live.clone(),
     });
-    let run = run.map_err(|e| c.give_up(e))?;
-    if let Err(e) = c.start() {
+    let run = run.map_err(|e| c.abandon(&mut s, e))?;
+    if let Err(e) = c.confirm_start(&mut s) {
         run.abort();
         let _ = run.finish();
         return Err(e);
@@ -121,7 +120,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
     let cancelled = move || cancel.as_ref().is_some_and(|f| f.load(Ordering::Acquire));
     let mut server_stop: Option<String> = None;
     let driven = run.drive(
-        |txn, iterations| match exchange(&mut c, txn, iterations) {
+        |txn, iterations| match c.txn_exchange(&mut s, txn, iterations) {
             Ok(w) => Ok(w),
             Err(e) => {
                 server_stop = Some(e.clone());
@@ -165,14 +164,17 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
             server_agent,
         });
     }
-    let msg = if was_cancelled || failed.is_some() {
-        ClientMessage::Abort {
-            reason: failed.clone().unwrap_or_else(|| "interrupted".into()),
-        }
-    } else {
-        ClientMessage::Finished
+    let cut = failed
+        .clone()
+        .or_else(|| was_cancelled.then(|| "interrupted".to_string()));
+    let side = match s.workers_done(cut, Instant::now()) {
+        Some(ask) => c.ask_results(&mut s, &ask),
+        None => ServerSide {
+            report: None,
+            environment: Some(server_env),
+            error: Some("the test stopped before the server's results were asked".into()),
+        },
     };
-    let side = server_results(&mut c, &msg, server_env);
     Ok(Outcome {
         started,
         client,
@@ -184,14 +186,4 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         failure: failed,
         server_agent,
     })
-}
-
-/// Tells the server how many iterations each user did of timed
-/// transaction `txn`; returns what its users wrote, by user and connection.
-fn exchange(c: &mut Client, txn: usize, iterations: Vec<u64>) -> Result<Vec<Vec<u64>>, String> {
-    let txn = u32::try_from(txn).map_err(|_| "too many transactions".to_string())?;
-    c.send(&ClientMessage::TxnEnd { txn, iterations })
-        .map_err(|e| e.to_string())?;
-    let got = c.ch.recv(STOP_TIMEOUT);
-    super::midtest::txn_ended(got, txn, STOP_TIMEOUT, c.ch.how_it_went())
 }

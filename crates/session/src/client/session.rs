@@ -7,12 +7,15 @@
 //!
 //! `test → accepted` (connect the flows to the offer), `start → started`
 //! (run the workers), the test runs (the server is quiet; anything it says
-//! stops the test), `finished` or `abort → results`.
+//! stops the test), `finished` or `abort → results`. A profile asks with
+//! `profile` and, while it runs, ends each timed transaction with
+//! `txn_end → txn_ended` ([`run_profile`](super::run_profile) is its shell).
 
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::Environment;
 use linkperf_wire::{ClientMessage, ServerMessage};
+use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::{self, Offer};
@@ -24,6 +27,9 @@ use crate::SessionError;
 pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long the server may take to send its results after `finished`.
 pub(crate) const RESULTS_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the server may take to stop its users at a timed
+/// transaction's end and answer.
+pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(40);
 /// How often the client looks at its control connection (and its cancel
 /// flag) while the test runs.
 pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(50);
@@ -81,6 +87,9 @@ enum Phase {
     Starting(Awaited),
     /// The workers run; the server is quiet until the client ends the test.
     Running,
+    /// A profile's timed transaction `txn` ended on this side: the server's
+    /// `txn_ended` is awaited.
+    TxnEnding { txn: u32, a: Awaited },
     /// The server stopped the test while it ran: nothing more is asked.
     Stopped,
     /// `finished` or `abort` sent: the results are awaited.
@@ -110,14 +119,39 @@ impl ClientSession {
         (session, ask)
     }
 
+    /// Asks for a profile at `now` (`client_ports`: where this side listens
+    /// for the server's connects): the session, and the `profile` message.
+    pub(crate) fn ask_profile(
+        profile: Profile,
+        server: Placement,
+        client_ports: Vec<u16>,
+        now: Instant,
+    ) -> (Self, ClientMessage) {
+        let session = ClientSession {
+            phase: Phase::Asked(Awaited::new(
+                "acceptance of the profile",
+                ANSWER_TIMEOUT,
+                now,
+            )),
+            server_env: Environment::default(),
+        };
+        let ask = ClientMessage::Profile {
+            profile,
+            placement: server,
+            client_ports,
+        };
+        (session, ask)
+    }
+
     /// How long the next receive may wait at `now`: until the awaited
     /// answer is late, [`WATCH_INTERVAL`] while the test runs, not at all
     /// when nothing is awaited.
     pub(crate) fn wait(&self, now: Instant) -> Duration {
         match self.phase {
-            Phase::Asked(a) | Phase::Starting(a) | Phase::Ending(a) => {
-                a.until.saturating_duration_since(now)
-            }
+            Phase::Asked(a)
+            | Phase::Starting(a)
+            | Phase::Ending(a)
+            | Phase::TxnEnding { a, .. } => a.until.saturating_duration_since(now),
             Phase::Running => WATCH_INTERVAL,
             Phase::Offered | Phase::Stopped | Phase::Over => Duration::ZERO,
         }
@@ -189,21 +223,62 @@ impl ClientSession {
         Some(stop)
     }
 
-    /// The workers are done at `now` (`aborted`: cut short on this side):
-    /// the message that asks for the server's side, `finished` or `abort`;
-    /// `None` when the server stopped the test (it has nothing more to say).
-    pub(crate) fn workers_done(&mut self, aborted: bool, now: Instant) -> Option<ClientMessage> {
+    /// The workers are done at `now` (`cut`: why they were cut short on
+    /// this side, if they were): the message that asks for the server's
+    /// side, `finished` or `abort`; `None` when the server stopped the test
+    /// (it has nothing more to say).
+    pub(crate) fn workers_done(
+        &mut self,
+        cut: Option<String>,
+        now: Instant,
+    ) -> Option<ClientMessage> {
         let Phase::Running = self.phase else {
             return None;
         };
         self.phase = Phase::Ending(Awaited::new("results", RESULTS_TIMEOUT, now));
-        Some(if aborted {
-            ClientMessage::Abort {
-                reason: "interrupted".into(),
-            }
-        } else {
-            ClientMessage::Finished
+        Some(match cut {
+            Some(reason) => ClientMessage::Abort { reason },
+            None => ClientMessage::Finished,
         })
+    }
+
+    /// A profile's timed transaction `txn` ended on this side at `now`,
+    /// after `iterations` (by user): the `txn_end` message to send.
+    pub(crate) fn txn_end(
+        &mut self,
+        txn: usize,
+        iterations: Vec<u64>,
+        now: Instant,
+    ) -> Result<ClientMessage, String> {
+        let Phase::Running = self.phase else {
+            return Err(self.out_of_turn("a transaction's end").to_string());
+        };
+        let txn = u32::try_from(txn).map_err(|_| "too many transactions".to_string())?;
+        let a = Awaited::new("txn_ended", STOP_TIMEOUT, now);
+        self.phase = Phase::TxnEnding { txn, a };
+        Ok(ClientMessage::TxnEnd { txn, iterations })
+    }
+
+    /// While a transaction's end is answered: what the server's users
+    /// wrote in it (by user and connection; the profile goes on), `None`
+    /// to go on waiting, or why the test stops.
+    pub(crate) fn txn_ended(
+        &mut self,
+        heard: Heard,
+        now: Instant,
+    ) -> Result<Option<Vec<Vec<u64>>>, String> {
+        let Phase::TxnEnding { txn, a } = self.phase else {
+            return Err(self.out_of_turn("txn_ended").to_string());
+        };
+        if matches!(heard.got, Ok(Received::Timeout)) && now < a.until {
+            return Ok(None);
+        }
+        let written = midtest::txn_ended(heard.got, txn, a.timeout, heard.how);
+        self.phase = match written {
+            Ok(_) => Phase::Running,
+            Err(_) => Phase::Stopped,
+        };
+        written.map(Some)
     }
 
     /// While the results are awaited: the server's side (its report, or,
@@ -302,7 +377,7 @@ mod tests {
         assert_eq!(s.running(quiet()), None);
         let t2 = t1 + Duration::from_secs(10);
         assert!(matches!(
-            s.workers_done(false, t2),
+            s.workers_done(None, t2),
             Some(ClientMessage::Finished)
         ));
         assert_eq!(s.wait(t2), RESULTS_TIMEOUT);
@@ -359,14 +434,14 @@ mod tests {
             stop.aborted && stop.reason.contains("shutting down"),
             "{stop:?}"
         );
-        assert!(s.workers_done(false, t0).is_none());
+        assert!(s.workers_done(None, t0).is_none());
         // Cut short on this side: `abort` asks for the results.
         let mut s = asked(t0);
         s.offer(to_client(&accepted()), t0).unwrap();
         s.connected(t0).unwrap();
         s.started(to_client(&ServerMessage::Started), t0).unwrap();
         assert!(matches!(
-            s.workers_done(true, t0),
+            s.workers_done(Some("interrupted".into()), t0),
             Some(ClientMessage::Abort { .. })
         ));
     }

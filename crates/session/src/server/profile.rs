@@ -13,8 +13,8 @@ use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::midtest::{self, Ended, ProfileSaid, TxnEnds, Watch};
-use super::session::{ServerSession, FINISH_GRACE};
+use super::midtest::{Ended, ProfileSaid};
+use super::session::ServerSession;
 use super::{fail, Fail, Session};
 use crate::budget::Cost;
 use crate::daemon::Setting;
@@ -29,16 +29,10 @@ const SCRIPT_END_GRACE: Duration = Duration::from_secs(2);
 
 impl Session<'_> {
     /// The client ended timed transaction `txn` after `iterations` of it
-    /// (by user), as `ends` allows: this side's users stop there, and the
-    /// client is told what they wrote.
-    fn txn_end(
-        &mut self,
-        run: &ProgramRun,
-        ends: &mut TxnEnds,
-        txn: u32,
-        iterations: Vec<u64>,
-    ) -> Result<(), Fail> {
-        let txn = ends.end(txn, &iterations, |t| run.compiled().timed(t))?;
+    /// (by user), as its session allowed: this side's users stop there, and
+    /// the client is told what they wrote.
+    fn txn_end(&mut self, run: &ProgramRun, txn: u32, iterations: Vec<u64>) -> Result<(), Fail> {
+        let txn = txn as usize;
         run.stop(txn, iterations);
         let written = run
             .wait_ended(txn, Instant::now() + STOP_TIMEOUT)
@@ -139,36 +133,34 @@ impl Session<'_> {
             return stop(run, f);
         }
         let mut test =
-            ServerSession::offered(connections, self.config.start_timeout, Instant::now());
+            ServerSession::offered(connections, self.config.start_timeout, Instant::now())
+                .for_profile(users);
         if let Err(f) = self.await_start(&mut test) {
             return stop(run, f);
         }
-        let t0 = Instant::now();
         let sampler = Sampler::until_finished();
-        if let Err(f) = self.send(&ServerMessage::Started) {
+        let overdue = fail(
+            ErrorCode::Limit,
+            format!(
+                "the profile ran past this server's {} of {:?}; the server stopped it",
+                self.config.name(Setting::Limit(LimitKind::DurationS)),
+                self.config.max_duration
+            ),
+        );
+        let max_bytes = self.config.max_bytes_per_session;
+        let (longest, now) = (self.config.max_duration, Instant::now());
+        let started = test.profile_started(now, longest, max_bytes, overdue);
+        if let Err(f) = self.send(&started) {
             return stop(run, f);
         }
-        let deadline = t0 + self.config.max_duration + FINISH_GRACE;
         let mut aborted = false;
-        let mut ends = TxnEnds::new(users);
-        let max_bytes = self.config.max_bytes_per_session;
-        let mut watch = Watch::new(Instant::now(), deadline, max_bytes);
         let outcome: Result<(), Fail> = loop {
-            let overdue = || {
-                fail(
-                    ErrorCode::Limit,
-                    format!(
-                        "the profile ran past this server's {} of {:?}; the server stopped it",
-                        self.config.name(Setting::Limit(LimitKind::DurationS)),
-                        self.config.max_duration
-                    ),
-                )
-            };
-            let said = self.watch(&live, |look| watch.still_on(look, overdue));
-            match said.and_then(|m| m.map(midtest::profile_said).transpose()) {
+            let said = self.watch(&live, |look| test.look(look));
+            let timed = |t| run.compiled().timed(t);
+            match said.and_then(|m| m.map(|m| test.profile_said(m, timed)).transpose()) {
                 Ok(None) => continue,
                 Ok(Some(ProfileSaid::TxnEnd { txn, iterations })) => {
-                    if let Err(f) = self.txn_end(&run, &mut ends, txn, iterations) {
+                    if let Err(f) = self.txn_end(&run, txn, iterations) {
                         break Err(f);
                     }
                 }
@@ -202,10 +194,7 @@ impl Session<'_> {
         if aborted {
             self.log("profile aborted by the client");
         }
-        self.send(&ServerMessage::Results {
-            report,
-            environment: env,
-        })?;
+        self.send(&ServerSession::results(report, env))?;
         Ok(name)
     }
 }

@@ -7,14 +7,16 @@
 //!
 //! `accepted` sent → the client's `start` within the time its users take
 //! to connect → `started` (the engine runs) → the test is watched until the
-//! client says `finished` or `abort` → `results`.
+//! client says `finished` or `abort` → `results`. A profile's session also
+//! takes the end of each timed transaction (`txn_end`), each once, in
+//! order, one count per user (the server's `Session::profile` is its shell).
 
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
 
-use super::midtest::{self, Ended, Look, Watch};
+use super::midtest::{self, Ended, Look, ProfileSaid, TxnEnds, Watch};
 use super::request;
 use crate::server::{fail, start_wait, Fail};
 
@@ -31,10 +33,15 @@ enum Phase {
     Over,
 }
 
-/// The server's side of one workload test.
+/// The server's side of one workload test or profile.
 #[derive(Debug)]
 pub(crate) struct ServerSession {
     phase: Phase,
+    /// A profile's timed transactions ended so far.
+    ends: Option<TxnEnds>,
+    /// Why a running test that outlives its watch ends, if not because the
+    /// client did not finish in time.
+    overdue: Option<Fail>,
 }
 
 impl ServerSession {
@@ -48,7 +55,15 @@ impl ServerSession {
                 until: now + wait,
                 wait,
             },
+            ends: None,
+            overdue: None,
         }
+    }
+
+    /// The session of a profile of `users` users.
+    pub(crate) fn for_profile(mut self, users: u32) -> Self {
+        self.ends = Some(TxnEnds::new(users));
+        self
     }
 
     /// When the client's `start` is late (`now` once nothing is awaited).
@@ -96,6 +111,23 @@ impl ServerSession {
         ServerMessage::Started
     }
 
+    /// A profile's users started at `now`: the `started` message. The
+    /// profile is watched for at most the server's longest test
+    /// `max_duration` (and [`FINISH_GRACE`]), after which it ends as
+    /// `overdue` says, against the session's byte limit `max_bytes`.
+    pub(crate) fn profile_started(
+        &mut self,
+        now: Instant,
+        max_duration: Duration,
+        max_bytes: Option<u64>,
+        overdue: Fail,
+    ) -> ServerMessage {
+        self.overdue = Some(overdue);
+        let watch = Watch::new(now, now + max_duration + FINISH_GRACE, max_bytes);
+        self.phase = Phase::Running(watch);
+        ServerMessage::Started
+    }
+
     /// One look at the running test: `Ok` while it goes on, else why it
     /// ends on this side (the daemon shutting down, the byte limit, the
     /// client gone, the client not done in time).
@@ -103,11 +135,14 @@ impl ServerSession {
         let Phase::Running(watch) = &mut self.phase else {
             return Err(self.out_of_turn("a look at a running test"));
         };
+        let custom = &mut self.overdue;
         let overdue = || {
-            fail(
-                ErrorCode::Aborted,
-                "the client did not finish in time; test abandoned",
-            )
+            custom.take().unwrap_or_else(|| {
+                fail(
+                    ErrorCode::Aborted,
+                    "the client did not finish in time; test abandoned",
+                )
+            })
         };
         let on = watch.still_on(look, overdue);
         if on.is_err() {
@@ -124,6 +159,32 @@ impl ServerSession {
         };
         self.phase = Phase::Over;
         midtest::ended(said)
+    }
+
+    /// The client's message while its profile runs: how it ended the
+    /// profile, or the end of one of its timed transactions (`timed` says
+    /// which of the profile's are), each once, in order, with one count per
+    /// user: stop this side's users there and answer `txn_ended`. Anything
+    /// else ends the test.
+    pub(crate) fn profile_said(
+        &mut self,
+        said: ClientMessage,
+        timed: impl Fn(usize) -> bool,
+    ) -> Result<ProfileSaid, Fail> {
+        let (Phase::Running(_), Some(ends)) = (&self.phase, &mut self.ends) else {
+            return Err(self.out_of_turn(said.kind()));
+        };
+        let said = midtest::profile_said(said).and_then(|said| match said {
+            ProfileSaid::TxnEnd { txn, iterations } => {
+                ends.end(txn, &iterations, timed)?;
+                Ok(ProfileSaid::TxnEnd { txn, iterations })
+            }
+            ended => Ok(ended),
+        });
+        if !matches!(said, Ok(ProfileSaid::TxnEnd { .. })) {
+            self.phase = Phase::Over;
+        }
+        said
     }
 
     /// The test's results, once the client ended it.
