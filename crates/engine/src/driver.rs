@@ -89,7 +89,7 @@ impl Driver {
 
     /// Flow `key` stopped at its budget with its socket still ready: it is
     /// driven again after this turn's events, and the wait does not sleep.
-    pub(crate) fn again(&mut self, key: usize) {
+    pub fn again(&mut self, key: usize) {
         self.again.push(key);
     }
 

@@ -330,7 +330,7 @@ impl Client {
 }
 
 /// Runs one test against the daemon at `target`: the blocking shell of a
-/// [`ClientSession`], which says what to send and how long to wait, and
+/// `ClientSession` (client/session.rs), which says what to send and how long to wait, and
 /// what the server's answers come to.
 pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionError> {
     req.spec
