@@ -25,7 +25,7 @@ use session::{ClientSession, Heard, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTER
 
 mod address;
 mod answers;
-mod delegate;
+pub(crate) mod delegate;
 mod foreign;
 mod midtest;
 mod profile;

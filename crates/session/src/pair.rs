@@ -8,9 +8,10 @@
 //! client gone silent, a shutdown, an interrupted client, a client not done
 //! in time, a message out of turn; and a profile's transaction ends, agreed,
 //! refused to a confused client, late, and a profile past the server's
-//! longest test.
+//! longest test; a delegated test between a controller and its agent,
+//! answered, given up by the controller, stopped by the agent, and late.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::aggregate;
 use linkperf_engine::program::{compile, Compiled};
@@ -22,7 +23,9 @@ use linkperf_workload::profile::{mirror, parse_profile};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
 use crate::channel::Received;
-use crate::client::session::{ClientSession, Heard, STOP_TIMEOUT};
+use crate::client::delegate::{delegated_deadline, DelegateRequest, Delegation};
+use crate::client::session::{ClientSession, Heard, STOP_TIMEOUT, WATCH_INTERVAL};
+use crate::server::delegate::{Delegating, Heard as AgentHeard};
 use crate::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
 use crate::server::session::{ServerSession, FINISH_GRACE};
 use crate::server::{fail, start_wait};
@@ -388,4 +391,140 @@ fn a_profile_past_the_servers_longest_test_is_stopped_as_its_limit_says() {
     assert!(f.message.contains("ran past"), "{}", f.message);
     let stop = c.running(to_client(&f.message())).unwrap();
     assert!(!stop.aborted, "{stop:?}");
+}
+
+/// A controller's delegation of `rr:1x1` to an agent, asked at `t0`, as
+/// the agent reads it; and the agent's watch over its client as it starts.
+fn delegated(t0: Instant) -> (Delegation, Delegating, Duration) {
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        Protocol::Tcp,
+        4,
+        Duration::from_secs(10),
+    );
+    let allowed = delegated_deadline(&spec);
+    let req = DelegateRequest {
+        target: "198.18.0.2:7700".into(),
+        spec,
+        client: Placement::with_threads(1),
+        server: Placement::with_threads(1),
+        cancel: None,
+    };
+    let (d, ask) = Delegation::ask(&req, t0);
+    let ClientMessage::Delegate { target, spec, .. } = to_server(&ask) else {
+        panic!("the controller asks for a delegated test");
+    };
+    assert_eq!((target.as_str(), spec.users), ("198.18.0.2:7700", 4));
+    (d, Delegating::default(), allowed)
+}
+
+#[test]
+fn a_delegated_test_is_answered_with_what_the_agent_measured() {
+    let t0 = Instant::now();
+    let (mut d, mut a, allowed) = delegated(t0);
+    assert_eq!(d.wait(t0), WATCH_INTERVAL, "the cancel flag is looked at");
+    // Twelve seconds of the agent's client running, the controller quiet.
+    for i in 1..=240u32 {
+        let now = t0 + WATCH_INTERVAL * i;
+        a.look(false).unwrap();
+        a.heard(AgentHeard::Quiet).unwrap();
+        assert!(d.heard(quiet(), now).unwrap().is_none());
+    }
+    // The agent's client could not reach the target: that is the answer,
+    // not a failure of the delegation.
+    let answer = Delegating::answer(
+        Err(SessionError::Control("no route to 198.18.0.2".into())),
+        SystemTime::UNIX_EPOCH,
+    );
+    let outcome = d
+        .heard(to_client(&answer), t0 + allowed / 2)
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.started, "1970-01-01T00:00:00.000Z");
+    assert!(outcome.error.unwrap().contains("no route"));
+    assert!(outcome.client.is_none() && !outcome.aborted);
+    assert_eq!(d.wait(t0 + allowed / 2), Duration::ZERO, "nothing more");
+    assert!(d.heard(quiet(), t0 + allowed / 2).is_err(), "taken once");
+}
+
+#[test]
+fn a_controller_that_gives_up_aborts_once_and_the_agent_stops_its_test() {
+    let t0 = Instant::now();
+    let (mut d, mut a, _) = delegated(t0);
+    let abort = d.cancel().expect("the first cancel is said");
+    assert!(d.cancel().is_none(), "and only once");
+    let f = a.heard(AgentHeard::Said(to_server(&abort))).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Aborted);
+    assert!(
+        f.message
+            .contains("the controller gave up on the delegated test: interrupted"),
+        "{}",
+        f.message
+    );
+    assert!(
+        a.look(false).is_err(),
+        "a stopped watch is not looked at again"
+    );
+    // The agent's shell tells the controller why, and the answer is that.
+    let e = d.heard(to_client(&f.message()), t0 + MS).unwrap_err();
+    assert!(matches!(e, SessionError::Refused { .. }), "{e}");
+}
+
+#[test]
+fn the_agent_stops_its_test_when_the_controller_vanishes_speaks_or_the_daemon_stops() {
+    let t0 = Instant::now();
+    let (_, mut a, _) = delegated(t0);
+    let f = a
+        .heard(AgentHeard::Vanished("closed the connection"))
+        .unwrap_err();
+    assert!(
+        f.message
+            .contains("the controller vanished mid-test: it closed the connection"),
+        "{}",
+        f.message
+    );
+    let (_, mut a, _) = delegated(t0);
+    let f = a
+        .heard(AgentHeard::Said(to_server(&ClientMessage::Finished)))
+        .unwrap_err();
+    assert_eq!(f.code, ErrorCode::OutOfOrder);
+    let (mut d, mut a, _) = delegated(t0);
+    a.look(false).unwrap();
+    let f = a.look(true).unwrap_err();
+    assert!(f.message.contains("shutting down"), "{}", f.message);
+    let e = d.heard(to_client(&f.message()), t0 + MS).unwrap_err();
+    assert!(e.to_string().contains("shutting down"), "{e}");
+}
+
+#[test]
+fn a_controller_waits_for_the_agent_until_the_test_could_have_run_and_not_longer() {
+    let t0 = Instant::now();
+    let (mut d, _, allowed) = delegated(t0);
+    let near = t0 + allowed - 20 * MS;
+    assert_eq!(d.wait(near), 20 * MS, "the last wait ends at the deadline");
+    assert!(d.heard(quiet(), near).unwrap().is_none());
+    let e = d.heard(quiet(), t0 + allowed).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "no answer from the agent within {allowed:?} of asking it for the test"
+        )),
+        "{e}"
+    );
+    // A close, and an answer that is not the delegation's, are named too.
+    let (mut d, _, _) = delegated(t0);
+    let closed = Heard {
+        got: Ok(Received::Closed),
+        how: "went silent",
+    };
+    let e = d.heard(closed, t0 + MS).unwrap_err().to_string();
+    assert!(
+        e.contains("the agent went silent in the middle of the delegated test"),
+        "{e}"
+    );
+    let (mut d, _, _) = delegated(t0);
+    let e = d
+        .heard(to_client(&ServerMessage::Started), t0 + MS)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected delegated, got started"), "{e}");
 }

@@ -22,7 +22,7 @@ use crate::handshake::ServerHandshake;
 use linkperf_engine::Sampler;
 use midtest::{wire_fail, Ended, Look};
 
-mod delegate;
+pub(crate) mod delegate;
 pub(crate) mod midtest;
 mod profile;
 mod request;

@@ -10,6 +10,7 @@ use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::answer;
+use super::session::Heard;
 use super::{open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 use crate::channel::Received;
 use crate::server::DRAIN;
@@ -65,7 +66,8 @@ pub fn delegated_deadline(spec: &TestSpec) -> Duration {
 }
 
 /// Asks the agent at `agent` (which must prove the key `agent.auth_key`
-/// holds) to run `req` against `req.target`.
+/// holds) to run `req` against `req.target`: the blocking shell of a
+/// [`Delegation`].
 pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, SessionError> {
     if agent.auth_key.is_none() {
         return Err(SessionError::Invalid(
@@ -80,58 +82,123 @@ pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, Sess
         agent: source_agent,
         ..
     } = open(agent, DELEGATED_MAX_FRAME)?;
-    c.send(&ClientMessage::Delegate {
-        target: req.target.clone(),
-        spec: req.spec.clone(),
-        client: req.client.clone(),
-        server: req.server.clone(),
-    })?;
-    let deadline = Instant::now() + delegated_deadline(&req.spec);
-    let mut cancelled = false;
+    let (mut d, ask) = Delegation::ask(req, Instant::now());
+    c.send(&ask)?;
     loop {
-        if !cancelled
-            && req
-                .cancel
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Acquire))
+        if req
+            .cancel
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Acquire))
         {
-            cancelled = true;
-            let _ = c.send(&ClientMessage::Abort {
-                reason: "interrupted".into(),
+            if let Some(abort) = d.cancel() {
+                let _ = c.send(&abort);
+            }
+        }
+        let got = c.ch.recv(d.wait(Instant::now()));
+        let heard = Heard {
+            got,
+            how: c.ch.how_it_went(),
+        };
+        if let Some(outcome) = d.heard(heard, Instant::now())? {
+            return Ok(Delegated {
+                outcome,
+                source_agent,
             });
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(SessionError::Control(format!(
+    }
+}
+
+/// The controller's side of a delegated test, as a state machine with no
+/// socket and no clock: `delegate` is sent, then the agent is quiet while
+/// it runs the test (the controller may give up on it with `abort`, once)
+/// until it answers `delegated`, within [`delegated_deadline`].
+#[derive(Debug)]
+pub(crate) struct Delegation {
+    /// When the answer is late, and how long it was given.
+    until: Instant,
+    allowed: Duration,
+    cancelled: bool,
+    over: bool,
+}
+
+impl Delegation {
+    /// Asks for `req` at `now`: the session, and the `delegate` message.
+    pub(crate) fn ask(req: &DelegateRequest, now: Instant) -> (Self, ClientMessage) {
+        let allowed = delegated_deadline(&req.spec);
+        let d = Delegation {
+            until: now + allowed,
+            allowed,
+            cancelled: false,
+            over: false,
+        };
+        let ask = ClientMessage::Delegate {
+            target: req.target.clone(),
+            spec: req.spec.clone(),
+            client: req.client.clone(),
+            server: req.server.clone(),
+        };
+        (d, ask)
+    }
+
+    /// How long the next receive may wait at `now`: a [`WATCH_INTERVAL`]
+    /// (the cancel flag is looked at between receives), less when the
+    /// answer is due sooner, not at all once the session is over.
+    pub(crate) fn wait(&self, now: Instant) -> Duration {
+        if self.over {
+            return Duration::ZERO;
+        }
+        self.until
+            .saturating_duration_since(now)
+            .min(WATCH_INTERVAL)
+    }
+
+    /// The controller gives up: the `abort` to send, once (what the agent
+    /// measured is lost; its answer is still awaited).
+    pub(crate) fn cancel(&mut self) -> Option<ClientMessage> {
+        if self.cancelled || self.over {
+            return None;
+        }
+        self.cancelled = true;
+        Some(ClientMessage::Abort {
+            reason: "interrupted".into(),
+        })
+    }
+
+    /// What one receive came to at `now`: the agent's account of the test,
+    /// `None` to go on waiting, or why there is none (its refusal, a late
+    /// answer, a close, anything but `delegated`).
+    pub(crate) fn heard(
+        &mut self,
+        heard: Heard,
+        now: Instant,
+    ) -> Result<Option<DelegatedOutcome>, SessionError> {
+        if self.over {
+            return Err(SessionError::Control(
+                "the delegated test's answer was already taken".into(),
+            ));
+        }
+        let answer = match heard.got {
+            Ok(Received::Timeout) if now < self.until => return Ok(None),
+            Ok(Received::Timeout) => Err(SessionError::Control(format!(
                 "no answer from the agent within {:?} of asking it for the test",
-                delegated_deadline(&req.spec)
-            )));
-        }
-        match c.ch.recv(left.min(WATCH_INTERVAL)) {
-            Ok(Received::Timeout) => continue,
-            Ok(Received::Frame(f)) => {
-                return match answer(&f)? {
-                    ServerMessage::Delegated { outcome } => Ok(Delegated {
-                        outcome,
-                        source_agent,
-                    }),
-                    other => Err(SessionError::Control(format!(
-                        "expected delegated, got {}",
-                        other.kind()
-                    ))),
-                }
-            }
-            Ok(Received::Closed) => {
-                return Err(SessionError::Control(format!(
-                    "the agent {} in the middle of the delegated test",
-                    c.ch.how_it_went()
-                )))
-            }
-            Err(e) => {
-                return Err(SessionError::Control(format!(
-                    "the control connection to the agent failed mid-test: {e}"
-                )))
-            }
-        }
+                self.allowed
+            ))),
+            Ok(Received::Frame(f)) => answer(&f).and_then(|m| match m {
+                ServerMessage::Delegated { outcome } => Ok(outcome),
+                other => Err(SessionError::Control(format!(
+                    "expected delegated, got {}",
+                    other.kind()
+                ))),
+            }),
+            Ok(Received::Closed) => Err(SessionError::Control(format!(
+                "the agent {} in the middle of the delegated test",
+                heard.how
+            ))),
+            Err(e) => Err(SessionError::Control(format!(
+                "the control connection to the agent failed mid-test: {e}"
+            ))),
+        };
+        self.over = true;
+        answer.map(Some)
     }
 }

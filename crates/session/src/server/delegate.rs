@@ -16,14 +16,18 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use linkperf_metrics::ProcessMethod;
-use linkperf_wire::{decode_client, ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
+use linkperf_wire::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, TestSpec, Workload};
 
-use super::{fail, out_of_order, shutting_down, wire_fail, Fail, Session, WATCH_INTERVAL};
+use super::midtest::received;
+use super::{
+    fail, out_of_order, shutting_down as shutting_down_fail, Fail, Session, WATCH_INTERVAL,
+};
 use crate::budget::Cost;
-use crate::channel::{Received, RecvError};
-use crate::client::{run_test, RunRequest, Target};
+use crate::channel::Received;
+use crate::client::{run_test, Outcome, RunRequest, Target};
 use crate::daemon::Setting;
+use crate::SessionError;
 
 impl Session<'_> {
     /// Runs a delegated test toward `target` and answers `delegated`;
@@ -91,35 +95,27 @@ impl Session<'_> {
             })?;
         // Watch the controller while the test runs: its going away, or the
         // daemon shutting down, ends the test (what it measured is dropped).
+        let mut watch = Delegating::default();
         let mut stop: Option<Fail> = None;
         while !worker.is_finished() {
-            if self.state.shutting_down() {
+            let shutting_down = self.state.shutting_down();
+            if let Err(f) = watch.look(shutting_down) {
                 self.state.aborted.fetch_add(1, Ordering::AcqRel);
-                stop = Some(shutting_down());
+                stop = Some(f);
                 break;
             }
-            let why = match self.ch.recv(WATCH_INTERVAL) {
-                Ok(Received::Timeout) => continue,
-                Ok(Received::Frame(f)) => match decode_client(&f) {
-                    Ok(ClientMessage::Abort { reason }) => fail(
-                        ErrorCode::Aborted,
-                        format!("the controller gave up on the delegated test: {reason}"),
-                    ),
-                    Ok(other) => out_of_order("nothing while a delegated test runs", &other),
-                    Err(e) => fail(ErrorCode::Malformed, e.to_string()),
+            let heard = match self.ch.recv(WATCH_INTERVAL) {
+                Ok(Received::Closed) => Heard::Vanished(self.ch.how_it_went()),
+                got => match received(got, "", self.config) {
+                    Ok(None) => Heard::Quiet,
+                    Ok(Some(said)) => Heard::Said(said),
+                    Err(f) => Heard::Broken(f),
                 },
-                Ok(Received::Closed) => fail(
-                    ErrorCode::Aborted,
-                    format!(
-                        "the controller vanished mid-test: it {}",
-                        self.ch.how_it_went()
-                    ),
-                ),
-                Err(RecvError::Wire(e)) => wire_fail(e, self.config),
-                Err(e) => fail(ErrorCode::Internal, e.to_string()),
             };
-            stop = Some(why);
-            break;
+            if let Err(f) = watch.heard(heard) {
+                stop = Some(f);
+                break;
+            }
         }
         if stop.is_some() {
             cancel.store(true, Ordering::Release);
@@ -133,6 +129,84 @@ impl Session<'_> {
         if let Some(f) = stop {
             return Err(f);
         }
+        let answer = Delegating::answer(result, started);
+        self.send(&answer)?;
+        Ok(name)
+    }
+}
+
+/// One receive from the controller while its delegated test runs.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    /// Nothing in the wait.
+    Quiet,
+    /// A message.
+    Said(ClientMessage),
+    /// What was not a message, or a failed receive.
+    Broken(Fail),
+    /// The connection closed; how, as the channel saw it.
+    Vanished(&'static str),
+}
+
+/// The agent's side of a delegated test while its client runs, as a state
+/// machine with no socket and no clock: the controller is quiet until the
+/// agent answers `delegated`; its `abort`, anything else it says, its going
+/// away and the daemon shutting down end the test, and what it measured is
+/// dropped. The session thread's `delegate` is its blocking shell.
+#[derive(Debug, Default)]
+pub(crate) struct Delegating {
+    stopped: bool,
+}
+
+impl Delegating {
+    /// One look while the test runs: `Ok` while it goes on, else why it
+    /// ends (the daemon shutting down).
+    pub(crate) fn look(&mut self, shutting_down: bool) -> Result<(), Fail> {
+        self.on()?;
+        if shutting_down {
+            self.stopped = true;
+            return Err(shutting_down_fail());
+        }
+        Ok(())
+    }
+
+    /// What one receive from the controller came to: `Ok` while it is
+    /// quiet, else why the test ends.
+    pub(crate) fn heard(&mut self, heard: Heard) -> Result<(), Fail> {
+        self.on()?;
+        let why = match heard {
+            Heard::Quiet => return Ok(()),
+            Heard::Said(ClientMessage::Abort { reason }) => fail(
+                ErrorCode::Aborted,
+                format!("the controller gave up on the delegated test: {reason}"),
+            ),
+            Heard::Said(other) => out_of_order("nothing while a delegated test runs", &other),
+            Heard::Broken(f) => f,
+            Heard::Vanished(how) => fail(
+                ErrorCode::Aborted,
+                format!("the controller vanished mid-test: it {how}"),
+            ),
+        };
+        self.stopped = true;
+        Err(why)
+    }
+
+    fn on(&self) -> Result<(), Fail> {
+        if self.stopped {
+            return Err(fail(
+                ErrorCode::OutOfOrder,
+                "the delegated test was already stopped",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `delegated` answer: the test's outcome as this agent's client
+    /// ran it, or why it failed (the test asked for at `started`).
+    pub(crate) fn answer(
+        result: Result<Outcome, SessionError>,
+        started: SystemTime,
+    ) -> ServerMessage {
         let outcome = match result {
             Ok(o) => DelegatedOutcome {
                 started: humantime::format_rfc3339_millis(o.started).to_string(),
@@ -152,7 +226,6 @@ impl Session<'_> {
                 ..DelegatedOutcome::default()
             },
         };
-        self.send(&ServerMessage::Delegated { outcome })?;
-        Ok(name)
+        ServerMessage::Delegated { outcome }
     }
 }
