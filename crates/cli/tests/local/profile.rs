@@ -22,7 +22,6 @@
 // The helpers are shared with e2e.rs; this file does not use all of them.
 use crate::util;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -206,31 +205,8 @@ fn run_env(args: &[&str], set: &[(&str, &str)], unset: &[&str]) -> (i32, String,
     for (k, v) in set {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn linkperf");
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let deadline = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for linkperf") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("linkperf {args:?} still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    let child = cmd.spawn().expect("spawn linkperf");
+    let (status, out, err) = util::finish_within(child, DEADLINE, &format!("linkperf {args:?}"));
     (status.code().unwrap_or(-1), out, err)
 }
 

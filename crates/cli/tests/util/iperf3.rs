@@ -2,7 +2,7 @@
 //! `linkperf serve --iperf3`, or as the server `linkperf run --iperf3-server`
 //! drives; every child bounded by a deadline.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
@@ -173,34 +173,12 @@ impl Outcome {
     }
 }
 
-fn wait(mut child: Child, what: &str) -> Outcome {
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let deadline = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for iperf3") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+fn wait(child: Child, what: &str) -> Outcome {
+    let (status, stdout, stderr) = super::finish_within(child, DEADLINE, what);
     Outcome {
         code: status.code().unwrap_or(-1),
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
+        stdout,
+        stderr,
     }
 }
 

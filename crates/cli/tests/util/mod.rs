@@ -166,7 +166,20 @@ pub fn spawn(args: &[&str]) -> Child {
 
 /// `linkperf ARGS` to the end (at most [`RUN_DEADLINE`]): exit code, stdout, stderr.
 pub fn run(args: &[&str]) -> (i32, String, String) {
-    let mut child = spawn(args);
+    let (status, out, err) =
+        finish_within(spawn(args), RUN_DEADLINE, &format!("linkperf {args:?}"));
+    // Killed by a signal: no code.
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// Waits for `child` (`what`, for the message) to end, its stdout and
+/// stderr read meanwhile: its status, stdout and stderr. Killed, and the
+/// test failed with its stderr, when it runs longer than `within`.
+pub fn finish_within(
+    mut child: Child,
+    within: Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String, String) {
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut s = String::new();
@@ -178,24 +191,26 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
     };
     let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
     let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let deadline = Instant::now() + RUN_DEADLINE;
+    let deadline = Instant::now() + within;
     let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for linkperf") {
+        if let Some(s) = child.try_wait().expect("wait for a child process") {
             break s;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
-                "linkperf {args:?} still running after {RUN_DEADLINE:?}; stderr: {}",
+                "{what} still running after {within:?}; stderr: {}",
                 err.join().unwrap_or_default()
             );
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let (out, err) = (out.join().unwrap(), err.join().unwrap());
-    // Killed by a signal: no code.
-    (status.code().unwrap_or(-1), out, err)
+    (
+        status,
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
 }
 
 /// `linkperf ARGS --json FILE`: exit code, stdout, stderr and the results
