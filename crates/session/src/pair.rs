@@ -77,7 +77,7 @@ fn host(name: &str) -> Environment {
 }
 
 /// The server's offer, as its shell makes it once the endpoints are bound.
-fn accepted() -> ServerMessage {
+pub(crate) fn accepted() -> ServerMessage {
     ServerMessage::Accepted {
         data_ports: vec![40_000],
         unix_names: vec![],

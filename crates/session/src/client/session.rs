@@ -308,21 +308,8 @@ impl ClientSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair::{quiet, to_client};
-    use linkperf_wire::{DataToken, ErrorCode};
-
-    fn accepted() -> ServerMessage {
-        ServerMessage::Accepted {
-            data_ports: vec![7],
-            unix_names: vec![],
-            udp_ports: vec![],
-            token: DataToken([1; 16]),
-            environment: Environment {
-                hostname: "srv".into(),
-                ..Environment::default()
-            },
-        }
-    }
+    use crate::pair::{accepted, quiet, to_client};
+    use linkperf_wire::ErrorCode;
 
     fn asked(t0: Instant) -> ClientSession {
         let spec = TestSpec::new(
@@ -360,7 +347,7 @@ mod tests {
         let t0 = Instant::now();
         let mut s = asked(t0);
         let offer = s.offer(to_client(&accepted()), t0).unwrap().unwrap();
-        assert_eq!(offer.data_ports, [7]);
+        assert_eq!(offer.data_ports, [40_000]);
         // The offer is not taken twice, and the start comes after the flows.
         assert!(s.offer(to_client(&accepted()), t0).is_err());
         assert!(s.started(to_client(&ServerMessage::Started), t0).is_err());
@@ -386,7 +373,7 @@ mod tests {
         assert!(side.report.is_none());
         assert_eq!(
             side.environment.unwrap().hostname,
-            "srv",
+            "server",
             "the offer's host is kept"
         );
         assert!(
