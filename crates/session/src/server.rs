@@ -26,7 +26,6 @@ pub(crate) mod delegate;
 pub(crate) mod midtest;
 mod profile;
 mod request;
-use request::Request;
 pub(crate) mod session;
 use session::ServerSession;
 
@@ -316,15 +315,14 @@ impl Session<'_> {
             ));
         }
         let _session = Held(&self.state.sessions);
-        let asked = self.recv(self.config.control_timeout, "test request")?;
-        let (spec, placement) = match request::request(asked)? {
-            Request::Test { spec, placement } => (spec, own_placement(placement)),
-            Request::Profile {
+        let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
+            ClientMessage::Test { spec, placement } => (spec, own_placement(placement)),
+            ClientMessage::Profile {
                 profile,
                 placement,
                 client_ports,
             } => return self.profile(profile, own_placement(placement), client_ports),
-            Request::Delegate {
+            ClientMessage::Delegate {
                 target,
                 spec,
                 client,
@@ -332,7 +330,9 @@ impl Session<'_> {
             } => {
                 return self.delegate(target, spec, own_placement_as(client, Side::Client), server)
             }
-            Request::Nothing { reason } => return Ok(format!("no test ({reason})")),
+            // A controller asking who this agent is, and nothing more.
+            ClientMessage::Abort { reason } => return Ok(format!("no test ({reason})")),
+            other => return Err(out_of_order("test", &other)),
         };
         spec.validate()
             .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;

@@ -1,5 +1,5 @@
-//! What the server makes of a request before it holds anything for it: what
-//! the session's first message asks for, the limits a test or a profile must keep whatever the budget (its users, its
+//! What the server makes of a request before it holds anything for it: the
+//! limits a test or a profile must keep whatever the budget (its users, its
 //! time, its threads), and the client's answer once its test is accepted.
 //! No socket, no clock, no shared state: the session charges the budget and
 //! moves the messages.
@@ -7,69 +7,11 @@
 use std::time::Duration;
 
 use linkperf_wire::{ClientMessage, ErrorCode, LimitKind};
-use linkperf_workload::profile::Profile;
-use linkperf_workload::{Placement, TestSpec, Threads};
+use linkperf_workload::Threads;
 
 use crate::budget::Limit;
 use crate::daemon::DaemonConfig;
 use crate::server::{fail, limit_fail, out_of_order, Fail, MAX_TEST_THREADS};
-
-/// What a session asks for once its handshake is done.
-#[derive(Debug)]
-pub(crate) enum Request {
-    /// A workload test, this server its server side.
-    Test {
-        spec: TestSpec,
-        placement: Placement,
-    },
-    /// A uperf profile; the client listens on `client_ports` for the
-    /// server's connects.
-    Profile {
-        profile: Profile,
-        placement: Placement,
-        client_ports: Vec<u16>,
-    },
-    /// A delegated test: this agent runs `spec` as the client toward
-    /// `target`.
-    Delegate {
-        target: String,
-        spec: TestSpec,
-        client: Placement,
-        server: Placement,
-    },
-    /// Nothing: a controller asking who this agent is ends there.
-    Nothing { reason: String },
-}
-
-/// The session's first message after the handshake: what it asks for, or
-/// out of order.
-pub(crate) fn request(msg: ClientMessage) -> Result<Request, Fail> {
-    Ok(match msg {
-        ClientMessage::Test { spec, placement } => Request::Test { spec, placement },
-        ClientMessage::Profile {
-            profile,
-            placement,
-            client_ports,
-        } => Request::Profile {
-            profile,
-            placement,
-            client_ports,
-        },
-        ClientMessage::Delegate {
-            target,
-            spec,
-            client,
-            server,
-        } => Request::Delegate {
-            target,
-            spec,
-            client,
-            server,
-        },
-        ClientMessage::Abort { reason } => Request::Nothing { reason },
-        other => return Err(out_of_order("test", &other)),
-    })
-}
 
 /// The limits a request of `users` users running for `time` on `threads`
 /// must keep on this server, before its cost is charged: `--max-users`,
@@ -149,50 +91,6 @@ mod tests {
             assert_eq!(
                 f.message,
                 format!("server threads must be between 1 and 1024, got {n}")
-            );
-        }
-    }
-
-    #[test]
-    fn a_session_asks_for_a_test_a_profile_a_delegation_or_nothing() {
-        let spec = TestSpec::new(
-            "rr:1x1".parse().unwrap(),
-            linkperf_workload::Protocol::Tcp,
-            2,
-            Duration::from_secs(1),
-        );
-        let test = ClientMessage::Test {
-            spec: spec.clone(),
-            placement: Placement::with_threads(3),
-        };
-        assert!(matches!(
-            request(test).unwrap(),
-            Request::Test { placement, .. } if placement.threads == Threads::Count(3)
-        ));
-        let delegate = ClientMessage::Delegate {
-            target: "198.18.0.2".into(),
-            spec,
-            client: Placement::with_threads(1),
-            server: Placement::with_threads(2),
-        };
-        assert!(matches!(
-            request(delegate).unwrap(),
-            Request::Delegate { target, .. } if target == "198.18.0.2"
-        ));
-        let who = ClientMessage::Abort {
-            reason: "only asked".into(),
-        };
-        assert!(matches!(
-            request(who).unwrap(),
-            Request::Nothing { reason } if reason == "only asked"
-        ));
-        for early in [ClientMessage::Start, ClientMessage::Finished] {
-            let f = request(early).unwrap_err();
-            assert_eq!(f.code, ErrorCode::OutOfOrder);
-            assert!(
-                f.message.starts_with("expected test, got "),
-                "{}",
-                f.message
             );
         }
     }
