@@ -67,7 +67,7 @@ pub fn delegated_deadline(spec: &TestSpec) -> Duration {
 
 /// Asks the agent at `agent` (which must prove the key `agent.auth_key`
 /// holds) to run `req` against `req.target`: the blocking shell of a
-/// [`Delegation`].
+/// `Delegation` (sans-IO, below).
 pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, SessionError> {
     if agent.auth_key.is_none() {
         return Err(SessionError::Invalid(
