@@ -24,7 +24,8 @@ use crate::UsageError;
 
 /// Runs one test and reports it.
 pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
-    let mut plan = plan_run(&a, command_line.clone()).map_err(|e| UsageError(format!("{e:#}")))?;
+    let mut plan = plan_run(&a, command_line.clone())
+        .map_err(|e| UsageError(crate::words::error_chain(&e)))?;
     if let Some(p) = &a.json {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.is_dir() {

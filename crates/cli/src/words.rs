@@ -1,7 +1,8 @@
-//! A session's errors in the CLI's words: where the library says which
+//! A session's and a test's errors in the CLI's words: where the library says which
 //! setting to change, the CLI names its flag.
 
 use linkperf_session::SessionError;
+use linkperf_workload::WorkloadError;
 
 /// `e` in words, naming the flags that change what it points to.
 pub fn session_error(e: &SessionError) -> String {
@@ -28,13 +29,32 @@ pub fn session_error(e: &SessionError) -> String {
     }
 }
 
+/// A test's settings refused, naming the flags that set them.
+pub fn workload_error(e: &WorkloadError) -> String {
+    match e {
+        WorkloadError::RateNotUdpStream { workload, protocol } => format!(
+            "--rate paces UDP streams (stream-up, stream-down, stream-bidir over --protocol \
+             udp); {workload} over {protocol} is not one"
+        ),
+        WorkloadError::TcpOptions(protocol) => {
+            format!("--cc and --mss are TCP options; protocol is {protocol}")
+        }
+        _ => e.to_string(),
+    }
+}
+
 /// An error and its causes, `: `-joined as `{:#}` prints them, each
-/// session error in the CLI's words.
+/// session or workload error in the CLI's words.
 pub fn error_chain(e: &anyhow::Error) -> String {
     e.chain()
-        .map(|c| match c.downcast_ref::<SessionError>() {
-            Some(s) => session_error(s),
-            None => c.to_string(),
+        .map(|c| {
+            if let Some(s) = c.downcast_ref::<SessionError>() {
+                session_error(s)
+            } else if let Some(w) = c.downcast_ref::<WorkloadError>() {
+                workload_error(w)
+            } else {
+                c.to_string()
+            }
         })
         .collect::<Vec<_>>()
         .join(": ")
@@ -63,6 +83,16 @@ mod tests {
             "this port speaks iperf3, not linkperf: to test against an iperf3 server, \
              use --iperf3-server h:5201"
         ));
+        let e = anyhow::Error::from(WorkloadError::TcpOptions(linkperf_workload::Protocol::Udp));
+        assert_eq!(
+            error_chain(&e),
+            "--cc and --mss are TCP options; protocol is udp"
+        );
+        let e = anyhow::Error::from(WorkloadError::RateNotUdpStream {
+            workload: "rr1c-1x1".into(),
+            protocol: linkperf_workload::Protocol::Udp,
+        });
+        assert!(error_chain(&e).starts_with("--rate paces UDP streams"));
         let plain = anyhow::anyhow!("inner").context("outer");
         assert_eq!(error_chain(&plain), format!("{plain:#}"));
     }

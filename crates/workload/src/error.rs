@@ -36,6 +36,20 @@ pub enum WorkloadError {
     /// A placement other than `same`, `split` or `free`.
     #[error("invalid placement '{0}': expected same, split or free")]
     Placement(String),
+    /// A pace set on a test that is not a UDP stream.
+    #[error(
+        "a rate paces UDP streams (stream-up, stream-down, stream-bidir over UDP); \
+         {workload} over {protocol} is not one"
+    )]
+    RateNotUdpStream {
+        /// The test's workload, by name.
+        workload: String,
+        /// Its transport.
+        protocol: crate::Protocol,
+    },
+    /// A TCP socket option (congestion control, MSS) on another transport.
+    #[error("congestion control and MSS are TCP options; protocol is {0}")]
+    TcpOptions(crate::Protocol),
     /// The combination of settings cannot run.
     #[error("{0}")]
     Invalid(String),

@@ -328,12 +328,10 @@ impl TestSpec {
         }
         if let Some(r) = self.rate {
             if !self.is_udp_stream() {
-                return Err(WorkloadError::Invalid(format!(
-                    "--rate paces UDP streams (stream-up, stream-down, stream-bidir over --protocol udp); \
-                     {} over {} is not one",
-                    self.workload.name(),
-                    self.protocol
-                )));
+                return Err(WorkloadError::RateNotUdpStream {
+                    workload: self.workload.name(),
+                    protocol: self.protocol,
+                });
             }
             if r > MAX_UDP_RATE {
                 return Err(WorkloadError::Invalid(format!(
@@ -346,10 +344,7 @@ impl TestSpec {
         }
         if self.protocol != Protocol::Tcp && (self.socket.cc.is_some() || self.socket.mss.is_some())
         {
-            return Err(WorkloadError::Invalid(format!(
-                "--cc and --mss are TCP options; protocol is {}",
-                self.protocol
-            )));
+            return Err(WorkloadError::TcpOptions(self.protocol));
         }
         Ok(())
     }
@@ -534,7 +529,8 @@ mod tests {
             assert_eq!(s.stream_rate(), None);
             s.rate = Some(BitsPerSecond(1000));
             let e = s.validate().unwrap_err().to_string();
-            assert!(e.contains("--rate paces UDP streams"), "{e}");
+            assert!(e.contains("a rate paces UDP streams"), "{e}");
+            assert!(!e.contains("--"), "a library message names no flag: {e}");
         }
         let mut s = spec("stream-down:1k", Protocol::Udp, 1);
         s.rate = Some(BitsPerSecond(MAX_UDP_RATE.0 + 1));
