@@ -151,6 +151,13 @@ pub(crate) const STOP_SAFETY: Duration = Duration::from_millis(20);
 const DRAIN_FACTOR: f64 = 3.0;
 /// How often the receiver's reading rate is measured.
 const RATE_SAMPLE: Duration = Duration::from_millis(50);
+/// How long before the stop, at the least, a sender starts checking every
+/// block (until then it samples every millisecond or so; what it sends
+/// between two samples drains well within this).
+const WATCH_AHEAD: Duration = Duration::from_millis(50);
+/// How long before the receiver's end a sender checks every block when
+/// there is no rate to estimate the drain by.
+const WATCH_BLIND: Duration = Duration::from_secs(2);
 
 /// When a sender must stop so that all it sent is read, and so counted, by
 /// a receiver that stops counting at a time the sender knows (iperf3 clients
@@ -162,6 +169,18 @@ const RATE_SAMPLE: Duration = Duration::from_millis(50);
 pub(crate) struct EndOfSending {
     mark: Option<(Instant, u64)>,
     rate: Option<f64>,
+    /// The end is near: every block is checked from now on.
+    watching: bool,
+}
+
+/// How long the data in flight takes to be read.
+enum Drain {
+    /// No rate to judge by, nothing waiting: no reason to hold.
+    Unknown,
+    /// Data waits and the receiver reads nothing.
+    Stalled,
+    /// This long, with the safety factor.
+    Takes(Duration),
 }
 
 impl EndOfSending {
@@ -184,6 +203,35 @@ impl EndOfSending {
         self.rate
     }
 
+    /// Whether the end is near enough at `now` that every block must be
+    /// checked with [`EndOfSending::stop`]: the stop could come within twice
+    /// the drain estimated from this sample and [`WATCH_AHEAD`] (without a
+    /// rate, within [`WATCH_BLIND`] of `end`). Once near, always near.
+    /// Before that, a sample every millisecond or so is enough, and a fast
+    /// sender keeps its writes free of the two socket queries a check costs.
+    pub fn near(
+        &mut self,
+        now: Instant,
+        end: Instant,
+        in_flight: u64,
+        next: u64,
+        average: f64,
+    ) -> bool {
+        if !self.watching {
+            let ahead = match self.drain(in_flight, next, average) {
+                Drain::Takes(d) => d * 2 + WATCH_AHEAD + STOP_SAFETY,
+                Drain::Unknown | Drain::Stalled => WATCH_BLIND,
+            };
+            self.watching = now + ahead >= end;
+        }
+        self.watching
+    }
+
+    /// True once [`EndOfSending::near`] has been.
+    pub fn watching(&self) -> bool {
+        self.watching
+    }
+
     /// Whether to hold the next block (`next` bytes) at `now`: `in_flight`
     /// bytes are not read yet and the receiver stops counting at `end`.
     /// `average` is the sender's rate so far, used until the receiver's is
@@ -200,23 +248,34 @@ impl EndOfSending {
         if now + STOP_SAFETY >= end {
             return true;
         }
+        match self.drain(in_flight, next, average) {
+            Drain::Unknown => false,
+            Drain::Stalled => true,
+            Drain::Takes(d) => now + d + STOP_SAFETY >= end,
+        }
+    }
+
+    /// How long `in_flight` bytes and the `next` block take to be read, at
+    /// the receiver's measured rate (the sender's `average` until there is
+    /// one, or when nothing waits), times [`DRAIN_FACTOR`].
+    fn drain(&self, in_flight: u64, next: u64, average: f64) -> Drain {
         let rate = if in_flight == 0 {
             let r = self.rate.unwrap_or(0.0).max(average);
             if r <= 0.0 {
-                return false;
+                return Drain::Unknown;
             }
             r
         } else {
             match self.rate {
-                Some(r) if r <= 0.0 => return true,
+                Some(r) if r <= 0.0 => return Drain::Stalled,
                 Some(r) => r,
                 None if average > 0.0 => average,
-                None => return false,
+                None => return Drain::Unknown,
             }
         };
-        let drain =
-            Duration::from_secs_f64((DRAIN_FACTOR * (in_flight + next) as f64 / rate).min(60.0));
-        now + drain + STOP_SAFETY >= end
+        Drain::Takes(Duration::from_secs_f64(
+            (DRAIN_FACTOR * (in_flight + next) as f64 / rate).min(60.0),
+        ))
     }
 }
 
@@ -359,6 +418,37 @@ mod tests {
         assert!(!EndOfSending::default().stop(ms(0), end, 0, 128 * 1024, 0.0));
         assert!(!EndOfSending::default().stop(ms(1), end, 65_536, 128 * 1024, 0.0));
         assert!(EndOfSending::default().stop(ms(981), end, 0, 0, 0.0));
+    }
+
+    #[test]
+    fn a_sender_checks_every_block_only_once_its_end_is_near() {
+        let t0 = Instant::now();
+        let end = t0 + Duration::from_secs(10);
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut e = EndOfSending::default();
+        // No rate yet, nothing sent: near only within the blind window.
+        assert!(!e.near(ms(0), end, 0, 0, 0.0));
+        assert!(!e.clone().near(ms(7_999), end, 0, 0, 0.0));
+        assert!(e.clone().near(ms(8_000), end, 0, 0, 0.0));
+        // Read at 1 GB/s: 10 MB in flight drain in 30 ms (tripled), so the
+        // stop comes 50 ms before the end; near from twice that, plus 50 ms
+        // ahead and the 20 ms slack: 130 ms before the end.
+        e.observe(ms(0), 0);
+        e.observe(ms(100), 100_000_000);
+        assert!(!e.near(ms(9_869), end, 10_000_000, 0, 2e9));
+        assert!(!e.watching());
+        assert!(e.near(ms(9_871), end, 10_000_000, 0, 2e9));
+        // Once near, always near, whatever a later sample says.
+        assert!(e.near(ms(9_872), end, 0, 0, 2e9));
+        assert!(e.watching());
+        // Near comes before the stop.
+        assert!(!e.stop(ms(9_871), end, 10_000_000, 0, 2e9));
+        // A receiver that stalls with data waiting: the blind window.
+        let mut s = EndOfSending::default();
+        s.observe(ms(0), 0);
+        s.observe(ms(100), 0);
+        assert!(!s.clone().near(ms(7_999), end, 1, 0, 2e9));
+        assert!(s.near(ms(8_000), end, 1, 0, 2e9));
     }
 
     #[test]

@@ -124,10 +124,8 @@ struct Live {
     sampled: Option<Instant>,
 }
 
-/// From this long before the client's end, senders check whether what they
-/// have in flight would still be counted.
-const END_WATCH: Duration = Duration::from_secs(2);
-/// Before that, how often a sender samples the client's window and reading.
+/// Until the client's end is near (see `EndOfSending::near`), how often a
+/// sender samples the client's window and reading; then it checks each block.
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// How often a holding sender looks again.
 const HOLD_CHECK: Duration = Duration::from_millis(1);
@@ -506,7 +504,8 @@ fn receive(
 /// Whether a sender should stop before the client's end (`end`, and the
 /// start of the test). TCP: everything it sends from now would arrive after
 /// the client stops counting; it samples the client's window and reading on
-/// the way (at most every millisecond). UDP: the client's end has come on
+/// the way (at most every millisecond, then, once the end is near, before
+/// each block). UDP: the client's end has come on
 /// the server's clock, which started before the client's (a datagram reaches
 /// a client on this host as it is sent, one sent later is never counted).
 fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usize) -> bool {
@@ -517,8 +516,7 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
         Sock::Tcp(t) => t,
         Sock::Udp(_) => return now >= end,
     };
-    let watching = now + END_WATCH >= end;
-    if !watching
+    if !l.end.watching()
         && l.sampled
             .is_some_and(|s| now.saturating_duration_since(s) < SAMPLE_EVERY)
     {
@@ -534,16 +532,14 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
     let unacked = sys::unacked_bytes(fd).unwrap_or(0);
     let in_flight = unacked + u64::from(unread);
     l.end.observe(now, l.stats.total.saturating_sub(in_flight));
-    if !watching {
-        return false;
-    }
     let secs = now.saturating_duration_since(start).as_secs_f64();
     let average = if secs > 0.0 {
         l.stats.total as f64 / secs
     } else {
         0.0
     };
-    l.end.stop(now, end, in_flight, blk as u64, average)
+    l.end.near(now, end, in_flight, blk as u64, average)
+        && l.end.stop(now, end, in_flight, blk as u64, average)
 }
 
 /// Sends whole blocks while the socket, the budget and the pacer allow.
