@@ -177,11 +177,15 @@ fn usage(msg: impl Into<String>) -> anyhow::Error {
 /// Errors of the user's input or of the host's set-up exit 2; the rest 1.
 fn lab_error(e: LabError) -> anyhow::Error {
     match e {
-        LabError::Option(_)
-        | LabError::ConfigFile { .. }
-        | LabError::Preflight(_)
-        | LabError::AlreadyUp { .. }
-        | LabError::NotUp(_) => usage(format!("failed to use the lab: {e}")),
+        LabError::Option(_) | LabError::ConfigFile { .. } | LabError::Preflight(_) => {
+            usage(format!("failed to use the lab: {e}"))
+        }
+        LabError::AlreadyUp { ref name, .. } => usage(format!(
+            "failed to use the lab: {e} with `linkperf lab down {name}`"
+        )),
+        LabError::NotUp(_) => usage(format!(
+            "failed to use the lab: {e} (`linkperf lab list` shows what is)"
+        )),
         other => anyhow::Error::new(other),
     }
 }

@@ -27,7 +27,7 @@ pub enum LabError {
         message: String,
     },
     /// The configuration (or an object with one of its names) is already up.
-    #[error("bring up {name}: it is already up ({detail}); take it down first with `linkperf lab down {name}`")]
+    #[error("bring up {name}: it is already up ({detail}); take it down first")]
     AlreadyUp {
         /// The configuration's name.
         name: String,
@@ -35,9 +35,7 @@ pub enum LabError {
         detail: String,
     },
     /// Nothing of that name is up.
-    #[error(
-        "take down {0}: the lab has nothing of that name up (`linkperf lab list` shows what is)"
-    )]
+    #[error("take down {0}: the lab has nothing of that name up")]
     NotUp(String),
     /// Some objects could not be removed.
     #[error("remove {}", .0.join("; "))]

@@ -312,12 +312,12 @@ impl<S: System> Lab<S> {
         {
             if self.alive(&r.owner) {
                 let by = match r.owner {
-                    Owner::Up => "`linkperf lab up`".to_string(),
-                    Owner::Process { pid, .. } => format!("linkperf lab (pid {pid})"),
+                    Owner::Up => "it was left up".to_string(),
+                    Owner::Process { pid, .. } => format!("process {pid} keeps it up"),
                 };
                 return Err(LabError::AlreadyUp {
                     name: name.clone(),
-                    detail: format!("the lab has a record of it, owned by {by}"),
+                    detail: format!("the lab has a record of it: {by}"),
                 });
             }
         }

@@ -482,7 +482,7 @@ fn method_note(tests: &[TestComparison], threshold_pct: f64, power: Option<f64>)
             " With these runs the throughput comparisons had a median power of {:.0}% to find a {threshold_pct}% difference{}.",
             p * 100.0,
             if p < 0.8 {
-                " (80% is the usual aim: more runs, --target-ci, or a quieter host raise it)"
+                " (80% is the usual aim: more runs, a narrower confidence-interval target, or a quieter host raise it)"
             } else {
                 ""
             }

@@ -109,8 +109,7 @@ impl Consistency {
 }
 
 /// How to learn how much runs vary.
-const REPEAT_HINT: &str =
-    "repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary";
+const REPEAT_HINT: &str = "repeat each test's runs, three times or more, to see how much they vary";
 
 /// Says where instability cannot be judged: tests with a single ok run (tests
 /// without an ok run are failed, and said so elsewhere). `None` when every

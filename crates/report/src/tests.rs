@@ -1127,7 +1127,7 @@ fn single_runs_say_that_instability_cannot_be_judged() {
     let r = compare(&osa, &[&hs], Options::default());
     assert_eq!(
         r.consistency.stability_unjudged.as_deref(),
-        Some("Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+        Some("Instability cannot be judged: every test has a single run (repeat each test's runs, three times or more, to see how much they vary).")
     );
     assert!(!r.consistency.is_empty());
     let md = crate::MarkdownExporter.render(&r).unwrap();
@@ -1157,7 +1157,7 @@ fn single_runs_say_that_instability_cannot_be_judged() {
     let r = compare(&base, &[&cand], Options::default());
     assert_eq!(
         r.consistency.stability_unjudged.as_deref(),
-        Some("Instability cannot be judged for the tests with a single run: 1 of 3 in b (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+        Some("Instability cannot be judged for the tests with a single run: 1 of 3 in b (repeat each test's runs, three times or more, to see how much they vary).")
     );
     // A one-file report of a single run says it too.
     let mut one = document("a");
@@ -1165,7 +1165,7 @@ fn single_runs_say_that_instability_cannot_be_judged() {
     let r = Report::single(Source::new("a.json", &one), Options::default());
     assert_eq!(
         r.consistency.stability_unjudged.as_deref(),
-        Some("Instability cannot be judged: the test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).")
+        Some("Instability cannot be judged: the test has a single run (repeat each test's runs, three times or more, to see how much they vary).")
     );
 }
 

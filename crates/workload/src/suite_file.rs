@@ -609,7 +609,7 @@ impl FileCtx<'_> {
                 span,
                 format!(
                     "{}: the profile names {} remote hosts; a suite runs each test on its one \
-                     server (run it with `linkperf run --profile` instead)",
+                     server (run the profile on its own instead)",
                     path.display(),
                     hosts.len()
                 ),

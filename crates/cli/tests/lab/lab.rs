@@ -723,7 +723,8 @@ fn two_lab_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothi
         let err = String::from_utf8_lossy(&lost.stderr);
         assert_eq!(lost.status.code(), Some(2), "round {round}: {all:#?}");
         assert!(
-            err.contains("bring up t-race: it is already up ("),
+            err.contains("bring up t-race: it is already up (")
+                && err.contains("take it down first with `linkperf lab down t-race`"),
             "round {round}: {err}"
         );
         // The winner's configuration is whole and carries traffic.
@@ -1127,7 +1128,10 @@ fn a_killed_lab_run_is_reported_and_cleaned_by_the_next_lab_command() {
     // Taking down what is not up is an input error.
     let (code, _, err) = lab(&["down", "t-killed"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("the lab has nothing of that name up"), "{err}");
+    assert!(
+        err.contains("the lab has nothing of that name up (`linkperf lab list` shows what is)"),
+        "{err}"
+    );
 }
 
 #[test]

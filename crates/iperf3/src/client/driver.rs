@@ -117,7 +117,7 @@ pub fn check_spec(spec: &TestSpec) -> Result<(), ClientError> {
         ));
     }
     if spec.socket.mss.is_some_and(|m| m == 0 || m > MAX_MSS) {
-        return no(format!("--mss above iperf3's {MAX_MSS}"));
+        return no(format!("an MSS above iperf3's {MAX_MSS}"));
     }
     Ok(())
 }

@@ -349,7 +349,7 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
 
 ## Consistency
 
-- Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).
+- Instability cannot be judged: every test has a single run (repeat each test's runs, three times or more, to see how much they vary).
 
 ## rr1c-1x1
 
@@ -380,7 +380,7 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
 
 ## Consistency
 
-- Instability cannot be judged: every test has a single run (repeat the runs, e.g. linkperf suite --repeat 3, to see how much they vary).
+- Instability cannot be judged: every test has a single run (repeat each test's runs, three times or more, to see how much they vary).
 
 ## rr1c-1x1
 
