@@ -173,6 +173,18 @@ pub(crate) struct EndOfSending {
     watching: bool,
 }
 
+/// What a sender knows when it checks whether to go on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sample {
+    pub now: Instant,
+    /// Bytes sent and not read yet by the receiver.
+    pub in_flight: u64,
+    /// The next block's bytes.
+    pub next: u64,
+    /// The sender's rate so far, bytes per second.
+    pub average: f64,
+}
+
 /// How long the data in flight takes to be read.
 enum Drain {
     /// No rate to judge by, nothing waiting: no reason to hold.
@@ -209,20 +221,13 @@ impl EndOfSending {
     /// rate, within [`WATCH_BLIND`] of `end`). Once near, always near.
     /// Before that, a sample every millisecond or so is enough, and a fast
     /// sender keeps its writes free of the two socket queries a check costs.
-    pub fn near(
-        &mut self,
-        now: Instant,
-        end: Instant,
-        in_flight: u64,
-        next: u64,
-        average: f64,
-    ) -> bool {
+    pub fn near(&mut self, s: &Sample, end: Instant) -> bool {
         if !self.watching {
-            let ahead = match self.drain(in_flight, next, average) {
+            let ahead = match self.drain(s) {
                 Drain::Takes(d) => d * 2 + WATCH_AHEAD + STOP_SAFETY,
                 Drain::Unknown | Drain::Stalled => WATCH_BLIND,
             };
-            self.watching = now + ahead >= end;
+            self.watching = s.now + ahead >= end;
         }
         self.watching
     }
@@ -232,33 +237,31 @@ impl EndOfSending {
         self.watching
     }
 
-    /// Whether to hold the next block (`next` bytes) at `now`: `in_flight`
-    /// bytes are not read yet and the receiver stops counting at `end`.
-    /// `average` is the sender's rate so far, used until the receiver's is
-    /// measured. A receiver that reads nothing while data waits holds the
-    /// sender; one that has read everything lets it go on.
-    pub fn stop(
-        &self,
-        now: Instant,
-        end: Instant,
-        in_flight: u64,
-        next: u64,
-        average: f64,
-    ) -> bool {
-        if now + STOP_SAFETY >= end {
+    /// Whether to hold the next block at the sample's time, the receiver
+    /// stopping its count at `end`. The sender's average rate stands in until
+    /// the receiver's is measured. A receiver that reads nothing while data
+    /// waits holds the sender; one that has read everything lets it go on.
+    pub fn stop(&self, s: &Sample, end: Instant) -> bool {
+        if s.now + STOP_SAFETY >= end {
             return true;
         }
-        match self.drain(in_flight, next, average) {
+        match self.drain(s) {
             Drain::Unknown => false,
             Drain::Stalled => true,
-            Drain::Takes(d) => now + d + STOP_SAFETY >= end,
+            Drain::Takes(d) => s.now + d + STOP_SAFETY >= end,
         }
     }
 
-    /// How long `in_flight` bytes and the `next` block take to be read, at
-    /// the receiver's measured rate (the sender's `average` until there is
+    /// How long the bytes in flight and the next block take to be read, at
+    /// the receiver's measured rate (the sender's average until there is
     /// one, or when nothing waits), times [`DRAIN_FACTOR`].
-    fn drain(&self, in_flight: u64, next: u64, average: f64) -> Drain {
+    fn drain(&self, s: &Sample) -> Drain {
+        let Sample {
+            in_flight,
+            next,
+            average,
+            ..
+        } = *s;
         let rate = if in_flight == 0 {
             let r = self.rate.unwrap_or(0.0).max(average);
             if r <= 0.0 {
@@ -395,6 +398,15 @@ mod tests {
         assert_eq!(p.due(), t0 + Duration::from_millis(100));
     }
 
+    fn at(now: Instant, in_flight: u64, next: u64, average: f64) -> Sample {
+        Sample {
+            now,
+            in_flight,
+            next,
+            average,
+        }
+    }
+
     #[test]
     fn a_sender_stops_when_its_data_in_flight_would_arrive_too_late() {
         let t0 = Instant::now();
@@ -406,18 +418,18 @@ mod tests {
         e.observe(ms(0), 0);
         e.observe(ms(100), 100_000_000);
         assert!((e.rate().unwrap() - 1e9).abs() < 1.0);
-        assert!(!e.stop(ms(949), end, 10_000_000, 0, 2e9));
-        assert!(e.stop(ms(951), end, 10_000_000, 0, 2e9));
+        assert!(!e.stop(&at(ms(949), 10_000_000, 0, 2e9), end));
+        assert!(e.stop(&at(ms(951), 10_000_000, 0, 2e9), end));
         // A receiver that reads nothing while data waits holds the sender.
         e.observe(ms(200), 100_000_000);
         assert_eq!(e.rate(), Some(0.0));
-        assert!(e.stop(ms(201), end, 1, 0, 2e9));
+        assert!(e.stop(&at(ms(201), 1, 0, 2e9), end));
         // Once it has read everything, the sender goes on (its own rate counts).
-        assert!(!e.stop(ms(201), end, 0, 128 * 1024, 2e9));
+        assert!(!e.stop(&at(ms(201), 0, 128 * 1024, 2e9), end));
         // Before any measure: the sender's average; with none, only the slack.
-        assert!(!EndOfSending::default().stop(ms(0), end, 0, 128 * 1024, 0.0));
-        assert!(!EndOfSending::default().stop(ms(1), end, 65_536, 128 * 1024, 0.0));
-        assert!(EndOfSending::default().stop(ms(981), end, 0, 0, 0.0));
+        assert!(!EndOfSending::default().stop(&at(ms(0), 0, 128 * 1024, 0.0), end));
+        assert!(!EndOfSending::default().stop(&at(ms(1), 65_536, 128 * 1024, 0.0), end));
+        assert!(EndOfSending::default().stop(&at(ms(981), 0, 0, 0.0), end));
     }
 
     #[test]
@@ -427,28 +439,28 @@ mod tests {
         let ms = |n: u64| t0 + Duration::from_millis(n);
         let mut e = EndOfSending::default();
         // No rate yet, nothing sent: near only within the blind window.
-        assert!(!e.near(ms(0), end, 0, 0, 0.0));
-        assert!(!e.clone().near(ms(7_999), end, 0, 0, 0.0));
-        assert!(e.clone().near(ms(8_000), end, 0, 0, 0.0));
+        assert!(!e.near(&at(ms(0), 0, 0, 0.0), end));
+        assert!(!e.clone().near(&at(ms(7_999), 0, 0, 0.0), end));
+        assert!(e.clone().near(&at(ms(8_000), 0, 0, 0.0), end));
         // Read at 1 GB/s: 10 MB in flight drain in 30 ms (tripled), so the
         // stop comes 50 ms before the end; near from twice that, plus 50 ms
         // ahead and the 20 ms slack: 130 ms before the end.
         e.observe(ms(0), 0);
         e.observe(ms(100), 100_000_000);
-        assert!(!e.near(ms(9_869), end, 10_000_000, 0, 2e9));
+        assert!(!e.near(&at(ms(9_869), 10_000_000, 0, 2e9), end));
         assert!(!e.watching());
-        assert!(e.near(ms(9_871), end, 10_000_000, 0, 2e9));
+        assert!(e.near(&at(ms(9_871), 10_000_000, 0, 2e9), end));
         // Once near, always near, whatever a later sample says.
-        assert!(e.near(ms(9_872), end, 0, 0, 2e9));
+        assert!(e.near(&at(ms(9_872), 0, 0, 2e9), end));
         assert!(e.watching());
         // Near comes before the stop.
-        assert!(!e.stop(ms(9_871), end, 10_000_000, 0, 2e9));
+        assert!(!e.stop(&at(ms(9_871), 10_000_000, 0, 2e9), end));
         // A receiver that stalls with data waiting: the blind window.
         let mut s = EndOfSending::default();
         s.observe(ms(0), 0);
         s.observe(ms(100), 0);
-        assert!(!s.clone().near(ms(7_999), end, 1, 0, 2e9));
-        assert!(s.near(ms(8_000), end, 1, 0, 2e9));
+        assert!(!s.clone().near(&at(ms(7_999), 1, 0, 2e9), end));
+        assert!(s.near(&at(ms(8_000), 1, 0, 2e9), end));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now,
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::server::accounting::{Budget, EndOfSending, Pacer, StreamStats};
+use crate::server::accounting::{Budget, EndOfSending, Pacer, Sample, StreamStats};
 use crate::server::plan::TestPlan;
 use crate::sys;
 use crate::wire::{State, UdpHeader};
@@ -538,8 +538,13 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
     } else {
         0.0
     };
-    l.end.near(now, end, in_flight, blk as u64, average)
-        && l.end.stop(now, end, in_flight, blk as u64, average)
+    let sample = Sample {
+        now,
+        in_flight,
+        next: blk as u64,
+        average,
+    };
+    l.end.near(&sample, end) && l.end.stop(&sample, end)
 }
 
 /// Sends whole blocks while the socket, the budget and the pacer allow.

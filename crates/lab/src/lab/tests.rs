@@ -500,10 +500,7 @@ fn two_bring_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_not
             || lost.starts_with("bring up veth: it is already up (namespace lp-veth-s1 exists)"),
         "{lost}"
     );
-    assert!(
-        lost.ends_with("; take it down first"),
-        "{lost}"
-    );
+    assert!(lost.ends_with("; take it down first"), "{lost}");
     let s = f.s();
     assert_eq!(s.namespaces, ["lp-veth-s1", "lp-veth-c1"]);
     assert_eq!(
