@@ -10,8 +10,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 SECS=${BENCH_SECONDS:-5}
 [[ $SECS =~ ^[1-9][0-9]*$ ]] || { echo "BENCH_SECONDS must be a whole number of seconds >= 1" >&2; exit 2; }
-# The 1-user rows and the iperf3-server row move by several percent from one
-# measurement to the next on a shared machine: they run ROUNDS times, linkperf
+# The 1-user rows, the stream rows and the iperf3-server rows move by several
+# percent from one measurement to the next on a shared machine: they run ROUNDS times, linkperf
 # and its peer alternating (in turn first), and the table shows the medians and
 # the geometric mean of the rounds' ratios with its 95% interval: the target is
 # met only when the whole interval is at or above 1.0, and "parity" when the
@@ -343,10 +343,11 @@ def table(path, secs, ref):
         row("udp stream-up 1400, 1 user, unpaced: client CPU-s/GB sent, median", med("udp", "cpu_gb_client", "lp"), med("udp", "cpu_gb_client", "peer"), cpg, ratio="peer/lp")
         row("udp stream-up 1400, 1 user, unpaced: server CPU-s/GB received, median", med("udp", "cpu_gb_server", "lp"), med("udp", "cpu_gb_server", "peer"), cpg, ratio="peer/lp")
     for n in (1, 5):
-        p = f"st{n}"
-        row(f"stream-up 30k, {n} user(s): Gbit/s (peer iperf3)", f"{p}.lp.gbps", f"{p}.peer.gbps", gbit)
-        row(f"stream-up 30k, {n} user(s): client CPU-s/GB", f"{p}.lp.cpu_gb_client", f"{p}.peer.cpu_gb_client", cpg, ratio="peer/lp")
-        row(f"stream-up 30k, {n} user(s): server CPU-s/GB", f"{p}.lp.cpu_gb_server", f"{p}.peer.cpu_gb_server", cpg, ratio="peer/lp")
+        p, item = f"st{n}", f"stream-up 30k, {n} user{'s' if n > 1 else ''}"
+        paired(p, "gbps", item, "Gbit/s", gbit, ("linkperf", "iperf3 -l 30720"))
+        if num(f"{p}.r1.lp.gbps") is not None or num(f"{p}.r1.peer.gbps") is not None:
+            row(f"{item}: client CPU-s/GB, median", med(p, "cpu_gb_client", "lp"), med(p, "cpu_gb_client", "peer"), cpg, ratio="peer/lp")
+            row(f"{item}: server CPU-s/GB, median", med(p, "cpu_gb_server", "lp"), med(p, "cpu_gb_server", "peer"), cpg, ratio="peer/lp")
     for w in ("1x1", "200x1000"):
         for n in (250, 10000):
             p = f"rr{w}.{n}"
@@ -451,6 +452,19 @@ iperf3_measure() {
     iperf3 -c "$HOST" -p "$port" -l 30720 -P "$streams" -t "$SECS" -J || ok=0
   stop_server "$srv"
   if ! ((ok)) || ! py iperf3 "$WORK/$key.iperf3.json" "$RES" "$key.peer"; then fail "$key.peer.gbps"; fi
+}
+
+# st_measure KEY SIDE
+#   stream-up of 30 KiB messages with N users (KEY is stN.rR): linkperf
+#   (SIDE=lp) or iperf3 -l 30720 -P N (SIDE=peer).
+st_measure() {
+  local key=$1 side=$2 n=${1%%.*}
+  n=${n#st}
+  if [[ $side == lp ]]; then
+    lp_measure "$key" free "$n" stream-up:30k
+  else
+    iperf3_measure "$key" "$n"
+  fi
 }
 
 # srv_measure KEY SIDE
@@ -573,12 +587,11 @@ if part rr14; then
   done
 fi
 
-# b. streams of 30 KiB messages, client to server
+# b. streams of 30 KiB messages, client to server, 1 and 5 users, ROUNDS
+#    times each, in turn first
 if part streams; then
-  for n in 1 5; do
-    lp_measure "st$n" free "$n" stream-up:30k
-    iperf3_measure "st$n" "$n"
-  done
+  in_turn st1 st_measure
+  in_turn st5 st_measure
 fi
 
 # b2. a UDP stream, unpaced, 1400-byte datagrams, one user: linkperf and
