@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -294,12 +294,60 @@ impl Handshakes {
     }
 }
 
+/// A count of running things that a thread can wait to see fall to zero.
+#[derive(Debug, Default)]
+pub(crate) struct Gauge {
+    n: Mutex<usize>,
+    zero: Condvar,
+}
+
+impl Gauge {
+    fn count(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.n.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One more.
+    pub(crate) fn up(&self) {
+        *self.count() += 1;
+    }
+
+    /// One fewer; at zero, the waiters wake.
+    pub(crate) fn down(&self) {
+        let mut n = self.count();
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.zero.notify_all();
+        }
+    }
+
+    /// How many now.
+    pub(crate) fn get(&self) -> usize {
+        *self.count()
+    }
+
+    /// Waits until the count is zero, or until `deadline`; the count then.
+    pub(crate) fn wait_zero(&self, deadline: Instant) -> usize {
+        let mut n = self.count();
+        while *n > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            n = match self.zero.wait_timeout(n, deadline - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        *n
+    }
+}
+
 /// State shared by the daemon's session threads.
 #[derive(Debug, Default)]
 pub(crate) struct DaemonState {
     pub next_session: AtomicU64,
     /// Session threads alive (every control connection being served).
-    pub threads: AtomicUsize,
+    pub threads: Gauge,
     /// Control connections still in their handshake.
     pub handshaking: AtomicUsize,
     /// The same, oldest first, to drop the oldest when full.
@@ -419,7 +467,7 @@ impl Daemon {
                 per_source(config.max_handshakes),
             );
             state.handshaking.fetch_add(1, Ordering::AcqRel);
-            state.threads.fetch_add(1, Ordering::AcqRel);
+            state.threads.up();
             let config = config.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("lp-session-{id}"))
@@ -427,24 +475,24 @@ impl Daemon {
                     let state = state.clone();
                     move || {
                         serve_session(stream, id, accepted, &config, &state);
-                        state.threads.fetch_sub(1, Ordering::AcqRel);
+                        state.threads.down();
                     }
                 });
             if spawned.is_err() {
                 state.handshaking.fetch_sub(1, Ordering::AcqRel);
-                state.threads.fetch_sub(1, Ordering::AcqRel);
+                state.threads.down();
                 state.handshakes.done(id);
             }
         }
         // Sessions see the flag within a fraction of a second, abort their
         // tests and tell their clients.
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while self.state.threads.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let abandoned_sessions = self
+            .state
+            .threads
+            .wait_zero(Instant::now() + SHUTDOWN_GRACE);
         ServeSummary {
             aborted_tests: self.state.aborted.load(Ordering::Acquire),
-            abandoned_sessions: self.state.threads.load(Ordering::Acquire),
+            abandoned_sessions,
         }
     }
 
@@ -493,7 +541,7 @@ impl DaemonHandle {
 
     /// Control connections being served now.
     pub fn active_sessions(&self) -> usize {
-        self.shutdown.state.threads.load(Ordering::Acquire)
+        self.shutdown.state.threads.get()
     }
 }
 
@@ -509,6 +557,28 @@ impl Drop for DaemonHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_gauge_wakes_its_waiter_when_it_falls_to_zero_and_no_later_than_the_deadline() {
+        let g = Arc::new(Gauge::default());
+        g.up();
+        g.up();
+        assert_eq!(g.get(), 2);
+        // A deadline already past: the count at once.
+        assert_eq!(g.wait_zero(Instant::now()), 2);
+        let downs = std::thread::spawn({
+            let g = g.clone();
+            move || {
+                g.down();
+                g.down();
+            }
+        });
+        // Woken by the last down, long before this deadline.
+        assert_eq!(g.wait_zero(Instant::now() + Duration::from_secs(600)), 0);
+        downs.join().unwrap();
+        g.down();
+        assert_eq!(g.get(), 0, "never below zero");
+    }
 
     #[test]
     fn the_host_sets_the_budget_unless_told() {

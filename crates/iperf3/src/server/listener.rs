@@ -81,9 +81,7 @@ impl ServerHandle {
     /// Waits until no test runs, at most until `deadline`; returns how many
     /// tests a [`Terminator`] ended.
     pub fn wait_tests(&self, deadline: Instant) -> usize {
-        while self.shared.running() > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.shared.wait_idle(deadline);
         self.shared.terminated.load(Ordering::Acquire)
     }
 }

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 use crate::server::ServerConfig;
 use crate::wire::Cookie;
@@ -44,6 +45,8 @@ pub(crate) enum Route {
 pub(crate) struct Shared {
     pub cfg: ServerConfig,
     tests: Mutex<Tests>,
+    /// Notified each time a test ends.
+    ended: Condvar,
     /// The UDP socket on the server's port that receives UDP streams' first datagrams.
     pub udp: UdpSocket,
     /// Held by the one test whose UDP streams are connecting.
@@ -64,6 +67,7 @@ impl Shared {
         Arc::new(Shared {
             cfg,
             tests: Mutex::new(Tests::default()),
+            ended: Condvar::new(),
             udp,
             udp_setup: Mutex::new(()),
             next_test: AtomicU64::new(1),
@@ -104,6 +108,21 @@ impl Shared {
     /// Tests running now.
     pub(crate) fn running(&self) -> usize {
         self.tests().running
+    }
+
+    /// Waits until no test runs, at most until `deadline`.
+    pub(crate) fn wait_idle(&self, deadline: Instant) {
+        let mut t = self.tests();
+        while t.running > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            t = match self.ended.wait_timeout(t, deadline - now) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
     }
 
     fn tests(&self) -> MutexGuard<'_, Tests> {
@@ -183,6 +202,7 @@ impl Drop for TestTicket {
         t.cookies.remove(&self.cookie);
         t.running = t.running.saturating_sub(1);
         t.streams = t.streams.saturating_sub(self.streams);
+        self.shared.ended.notify_all();
     }
 }
 
