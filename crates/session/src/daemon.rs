@@ -327,17 +327,11 @@ impl Gauge {
 
     /// Waits until the count is zero, or until `deadline`; the count then.
     pub(crate) fn wait_zero(&self, deadline: Instant) -> usize {
-        let mut n = self.count();
-        while *n > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            n = match self.zero.wait_timeout(n, deadline - now) {
-                Ok((g, _)) => g,
-                Err(e) => e.into_inner().0,
-            };
-        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let n = match self.zero.wait_timeout_while(self.count(), wait, |n| *n > 0) {
+            Ok((n, _)) => n,
+            Err(e) => e.into_inner().0,
+        };
         *n
     }
 }

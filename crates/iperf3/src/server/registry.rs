@@ -112,17 +112,10 @@ impl Shared {
 
     /// Waits until no test runs, at most until `deadline`.
     pub(crate) fn wait_idle(&self, deadline: Instant) {
-        let mut t = self.tests();
-        while t.running > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                return;
-            }
-            t = match self.ended.wait_timeout(t, deadline - now) {
-                Ok((g, _)) => g,
-                Err(e) => e.into_inner().0,
-            };
-        }
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let _ = self
+            .ended
+            .wait_timeout_while(self.tests(), wait, |t| t.running > 0);
     }
 
     fn tests(&self) -> MutexGuard<'_, Tests> {
