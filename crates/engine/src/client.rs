@@ -12,10 +12,10 @@ use linkperf_workload::TestSpec;
 use mio::{Poll, Waker};
 
 use crate::counters::Counters;
+use crate::io::socket::{DataEndpoints, DataOptions};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::signals::Signals;
-use crate::transport::{DataEndpoints, DataOptions};
 use crate::worker::{cpus_for, WindowClock, WorkerReport, WAKER};
 
 use crate::client_worker::{SetupEvent, Worker};

@@ -20,11 +20,11 @@ use mio::{Events, Interest, Poll, Token};
 use crate::counters::Counters;
 use crate::driver::{self, Driver, Flows, Polled, Turn};
 use crate::flow::{RrClient, Want};
+use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
+use crate::io::stream::{StreamHalves, StreamIo};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
 use crate::signals::{Parked, Signals};
-use crate::stream_io::{StreamHalves, StreamIo};
-use crate::transport::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
 use crate::udp_stream::UdpStreamHalves;
 use crate::worker::{
     retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,

@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Token};
 
+use crate::io::socket::Conn;
 use crate::schedule::Schedule;
 use crate::signals::{Parked, Signals};
-use crate::transport::Conn;
 use crate::worker::{MAX_SLEEP, WAKER};
 
 /// Timers by deadline: each names what it is for (a flow's key) and a

@@ -23,14 +23,14 @@ use crate::counters::{Counters, FlowSlotId};
 use crate::driver::{self, Driver, Flows, Turn};
 use crate::flow::{RrServer, Want};
 use crate::gate::{PreambleGate, Presented, SessionPreamble};
-use crate::live::{LiveStats, Publisher};
-use crate::schedule::Schedule;
-use crate::signals::{Parked, Signals};
-use crate::stream_io::{StreamHalves, StreamIo};
-use crate::transport::{
+use crate::io::socket::{
     apply_accepted, tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, DataOptions,
     Listener,
 };
+use crate::io::stream::{StreamHalves, StreamIo};
+use crate::live::{LiveStats, Publisher};
+use crate::schedule::Schedule;
+use crate::signals::{Parked, Signals};
 use crate::worker::{
     cpus_for, retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
     WAKER,
@@ -344,7 +344,7 @@ fn bind_sources(
                 let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
                 if cfg.spec.is_udp_stream() {
                     // Runs of datagrams in one read, where the kernel has them so.
-                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                    crate::io::datagram::receive_runs(s.as_raw_fd());
                 }
                 udp.push(s.local_addr().map_err(setup)?);
                 sources.push(Source::Udp(s));

@@ -54,7 +54,7 @@ impl Worker {
                 self.io.registry().register(&mut s, token, interest)?;
                 if stream {
                     // Runs of datagrams in one read, where the kernel has them so.
-                    crate::datagram_io::receive_runs(s.as_raw_fd());
+                    crate::io::datagram::receive_runs(s.as_raw_fd());
                 }
                 if self.socket.is_none() {
                     self.socket = Some(SocketFacts::read(

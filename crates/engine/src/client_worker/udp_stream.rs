@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use super::{Io, Logic, Stage, Worker};
+use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
 use crate::schedule::{Phase, Schedule};
 use crate::udp_stream::{nanos_since, registration};
-use crate::udp_stream_io::{receive_due, send_due, Got, Out, Sent};
 
 /// How long a registration waits for its answer before it is sent again.
 const REGISTER_RETRY: Duration = Duration::from_millis(100);

@@ -33,7 +33,7 @@ pub use script::{compile, CompileError, Compiled};
 pub use stats::Stats;
 pub use user::{Role, STALL};
 
-use crate::transport::{tcp_listener, DataOptions, Listener};
+use crate::io::socket::{tcp_listener, DataOptions, Listener};
 use crate::worker::{cpus_for, SocketFacts, WAKER};
 use crate::EngineError;
 use coord::Coord;
@@ -220,7 +220,7 @@ impl ProgramRun {
         let mut udp: Vec<Option<mio::net::UdpSocket>> = Vec::new();
         if let (Role::Server, Some(ip), true) = (cfg.role, cfg.bind_ip, compiled.uses_udp()) {
             for _ in 0..threads {
-                let s = crate::transport::udp_bind(ip, &SocketOptions::default())
+                let s = crate::io::socket::udp_bind(ip, &SocketOptions::default())
                     .map_err(|e| EngineError::Setup(e.to_string()))?;
                 udp.push(Some(s));
             }

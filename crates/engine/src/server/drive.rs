@@ -22,7 +22,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => continue,
             };
-            if !crate::transport::answers(self.udp_peer, from.ip()) {
+            if !crate::io::socket::answers(self.udp_peer, from.ip()) {
                 continue;
             }
             let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {

@@ -15,9 +15,9 @@ use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::Workload;
 
 use super::{Source, Worker};
+use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
 use crate::schedule::Phase;
 use crate::udp_stream::{nanos_since, UdpStreamHalves};
-use crate::udp_stream_io::{receive_due, send_due, Got, Out, Sent};
 use crate::worker::SocketFacts;
 
 /// One registered flow.
@@ -94,7 +94,7 @@ impl Worker {
         );
         let mut registered = Vec::new();
         let got = receive_due(sock, &mut self.bufs.read, |d, from| {
-            let Some(from) = from.filter(|f| crate::transport::answers(peer, f.ip())) else {
+            let Some(from) = from.filter(|f| crate::io::socket::answers(peer, f.ip())) else {
                 return;
             };
             let Ok(h) = UdpHeader::decode(d) else {

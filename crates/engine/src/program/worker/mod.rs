@@ -23,8 +23,8 @@ use super::script::{ConnOptions, MAX_CONNS};
 use super::stats::Stats;
 use super::user::{Need, Role, User};
 use crate::driver::{self, Driver, Flows, Turn};
+use crate::io::socket::{tcp_connect, udp_connect, Conn, DataOptions};
 use crate::schedule::Schedule;
-use crate::transport::{tcp_connect, udp_connect, Conn, DataOptions};
 use crate::worker::{SocketFacts, WindowClock};
 
 mod data;

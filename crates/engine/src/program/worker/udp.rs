@@ -212,7 +212,7 @@ impl Worker {
             };
             match sock.recv_from(&mut self.buf) {
                 Ok((k, from)) => {
-                    if !crate::transport::answers(self.udp_peer, from.ip()) {
+                    if !crate::io::socket::answers(self.udp_peer, from.ip()) {
                         continue;
                     }
                     let Ok(h) = UdpHeader::decode(&self.buf[..k]) else {

@@ -1,5 +1,5 @@
 //! Moving a UDP stream's datagrams, shared by client and server (as
-//! stream_io.rs is for TCP streams): sending what the sender's pacer lets go,
+//! io/stream.rs is for TCP streams): sending what the sender's pacer lets go,
 //! a run of datagrams per system call where the kernel takes runs, and
 //! reading what has arrived, a run per call where it hands them so.
 
@@ -11,7 +11,7 @@ use std::time::Instant;
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use crate::counters::{Counters, FlowSlotId};
-use crate::datagram_io::{receive, run_length, segmentation_refused, send_segments};
+use crate::io::datagram::{receive, run_length, segmentation_refused, send_segments};
 use crate::udp_stream::{DatagramTx, TxWant};
 
 /// Most payload bytes one turn moves each way before the worker goes on to

@@ -8,8 +8,8 @@ use linkperf_workload::StreamDirection;
 
 use crate::counters::{Counters, FlowSlotId};
 use crate::flow::{StreamRx, StreamTx, Want};
+use crate::io::socket::Conn;
 use crate::schedule::{Phase, Schedule};
-use crate::transport::Conn;
 use crate::worker::Buffers;
 
 /// Most payload bytes one drive moves in each direction before it lets the
