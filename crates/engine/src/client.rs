@@ -12,7 +12,7 @@ use linkperf_workload::TestSpec;
 use mio::{Poll, Waker};
 
 use crate::counters::Counters;
-use crate::io::socket::{DataEndpoints, DataOptions};
+use crate::io::socket::{DataEndpoints, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::signals::Signals;
@@ -78,10 +78,7 @@ impl ClientTest {
         let (done_tx, done) = mpsc::channel::<()>();
         let mut wakers = Vec::new();
         let mut handles = Vec::new();
-        let opts = DataOptions {
-            nodelay: cfg.spec.socket.nodelay_for(&cfg.spec.workload),
-            socket: cfg.spec.socket.clone(),
-        };
+        let opts = Settings::for_test(&cfg.spec);
         for w in 0..threads {
             let poll = Poll::new().map_err(|e| crate::EngineError::Worker(e.to_string()))?;
             let waker = Arc::new(

@@ -19,13 +19,14 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
 use crate::driver::{self, Driver, Flows, Polled, Turn};
+use crate::flow::udp_stream::UdpStreamHalves;
 use crate::flow::{RrClient, Want};
-use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, DataOptions};
+use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
+use crate::io::{Dial, DialError};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
 use crate::signals::{Parked, Signals};
-use crate::udp_stream::UdpStreamHalves;
 use crate::worker::{
     retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
 };
@@ -40,10 +41,8 @@ pub(crate) enum SetupEvent {
 enum Stage {
     /// Waiting for a connect slot.
     Queued,
-    /// Connect in progress.
-    Connecting,
-    /// Sending the preamble; this many bytes written.
-    Preamble(usize),
+    /// Connecting, then greeting the server (its preamble).
+    Dialing(Dial),
     /// A UDP stream's registration sent, its answer awaited: sent again at
     /// `next`, given up at `deadline`.
     Registering {
@@ -74,8 +73,8 @@ enum Logic {
 struct Flow {
     id: u32,
     endpoint: usize,
+    /// Its connection (a connected UDP socket for UDP).
     conn: Option<Conn>,
-    udp: Option<mio::net::UdpSocket>,
     stage: Stage,
     logic: Logic,
     seq: u64,
@@ -101,7 +100,7 @@ impl Flow {
 pub(crate) struct Worker {
     _id: u32,
     spec: TestSpec,
-    opts: DataOptions,
+    opts: Settings,
     endpoints: DataEndpoints,
     token: DataToken,
     /// Its one request/response flow's socket blocks (see `single_flow_socket`):
@@ -177,7 +176,7 @@ impl Worker {
     pub(crate) fn new(
         id: u32,
         spec: TestSpec,
-        opts: DataOptions,
+        opts: Settings,
         endpoints: DataEndpoints,
         token: DataToken,
         busy_poll: bool,
@@ -195,7 +194,6 @@ impl Worker {
                 id: fid,
                 endpoint: fid as usize % n_endpoints,
                 conn: None,
-                udp: None,
                 stage: Stage::Queued,
                 logic: new_logic(&spec, fid, token.session_tag()),
                 seq: 0,
@@ -370,7 +368,7 @@ impl Worker {
 
     fn on_event(&mut self, i: usize, schedule: Schedule, now: Instant) {
         match self.flows[i].stage {
-            Stage::Connecting | Stage::Preamble(_) => match self.advance_connect(i) {
+            Stage::Dialing(_) => match self.advance_connect(i) {
                 Ok(true) => {
                     let now = Instant::now();
                     if let Logic::Crr(rr) = &mut self.flows[i].logic {

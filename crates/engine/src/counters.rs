@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
 use crate::datagram_counts::{DatagramCounters, SecondDatagrams};
+use crate::flow::udp_stream::Arrival;
 use crate::schedule::Schedule;
-use crate::udp_stream::Arrival;
 
 /// Distinct error messages kept per worker for the report.
 const MAX_ERROR_SAMPLES: usize = 4;

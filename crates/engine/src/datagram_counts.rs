@@ -1,6 +1,6 @@
 //! What a worker counts of a UDP stream's datagrams, beside its byte counts:
 //! those it sent, and what its receivers' accounting said of those it
-//! received ([`crate::udp_stream::SequenceRx`]), over the window and per
+//! received ([`crate::flow::udp_stream::SequenceRx`]), over the window and per
 //! second, with each flow's jitter. Kept by [`crate::Counters`], which places
 //! each count in its seconds: the warm-up's (for live display only), then
 //! the window's.
@@ -8,7 +8,7 @@
 use linkperf_metrics::DatagramCounts;
 
 use crate::counters::FlowSlotId;
-use crate::udp_stream::Arrival;
+use crate::flow::udp_stream::Arrival;
 
 /// One second's datagrams at a receiver.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

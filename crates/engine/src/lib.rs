@@ -23,7 +23,6 @@ mod sampler;
 mod schedule;
 mod server;
 mod signals;
-pub mod udp_stream;
 mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};

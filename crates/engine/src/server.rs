@@ -24,10 +24,10 @@ use crate::driver::{self, Driver, Flows, Turn};
 use crate::flow::{RrServer, Want};
 use crate::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{
-    apply_accepted, tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, DataOptions,
-    Listener,
+    tcp_listener, udp_bind, unix_listener, Conn, DataEndpoints, Listener, Settings,
 };
 use crate::io::stream::{StreamHalves, StreamIo};
+use crate::io::{accept_next, Accept};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
 use crate::signals::{Parked, Signals};
@@ -105,7 +105,7 @@ enum Source {
 
 struct Worker {
     spec: TestSpec,
-    opts: DataOptions,
+    opts: Settings,
     token: DataToken,
     signals: Arc<Signals>,
     io: Driver,
@@ -153,10 +153,7 @@ impl ServerTest {
             ));
         }
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
-        let opts = DataOptions {
-            nodelay: cfg.spec.socket.nodelay_for(&cfg.spec.workload),
-            socket: cfg.spec.socket.clone(),
-        };
+        let opts = Settings::for_test(&cfg.spec);
         let setup = |e: io::Error| EngineError::Setup(e.to_string());
         let (sources, endpoints) = bind_sources(&cfg, threads, &opts)?;
         let signals = Arc::new(Signals::default());
@@ -323,7 +320,7 @@ impl Drop for ServerTest {
 fn bind_sources(
     cfg: &ServerConfig,
     threads: usize,
-    opts: &DataOptions,
+    opts: &Settings,
 ) -> Result<(Vec<Source>, DataEndpoints), EngineError> {
     let setup = |e: io::Error| EngineError::Setup(e.to_string());
     let mut sources = Vec::new();
@@ -341,7 +338,7 @@ fn bind_sources(
                 sources.push(Source::Listener(l));
             }
             Protocol::Udp => {
-                let s = udp_bind(cfg.bind_ip, &opts.socket).map_err(setup)?;
+                let s = udp_bind(cfg.bind_ip, opts).map_err(setup)?;
                 if cfg.spec.is_udp_stream() {
                     // Runs of datagrams in one read, where the kernel has them so.
                     crate::io::datagram::receive_runs(s.as_raw_fd());

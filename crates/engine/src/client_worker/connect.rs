@@ -43,7 +43,7 @@ impl Worker {
         let token = Token(i);
         match &self.endpoints {
             DataEndpoints::Udp(addrs) => {
-                let mut s = udp_connect(addrs[ep], &self.opts.socket)?;
+                let mut s = udp_connect(addrs[ep], None, &self.opts)?;
                 let stream = matches!(self.flows[i].logic, Logic::UdpStream(_));
                 let interest = if stream {
                     // A stream's sender waits for room in its socket buffer.
@@ -51,20 +51,16 @@ impl Worker {
                 } else {
                     Interest::READABLE
                 };
-                self.io.registry().register(&mut s, token, interest)?;
+                self.io.registry().register(s.source(), token, interest)?;
                 if stream {
                     // Runs of datagrams in one read, where the kernel has them so.
                     crate::io::datagram::receive_runs(s.as_raw_fd());
                 }
                 if self.socket.is_none() {
-                    self.socket = Some(SocketFacts::read(
-                        s.as_raw_fd(),
-                        s.local_addr().ok().map(|a| a.ip()),
-                        false,
-                    ));
+                    self.socket = Some(SocketFacts::read(s.as_raw_fd(), s.local_ip(), false));
                 }
                 let f = &mut self.flows[i];
-                f.udp = Some(s);
+                f.conn = Some(s);
                 self.connections += 1;
                 if stream {
                     self.connecting += 1;
@@ -92,71 +88,53 @@ impl Worker {
             Token(i),
             Interest::READABLE | Interest::WRITABLE,
         )?;
+        let dial = self.dial(i);
         let f = &mut self.flows[i];
         f.conn = Some(conn);
         f.retrans_before = 0;
-        f.stage = Stage::Connecting;
+        f.stage = Stage::Dialing(dial);
         self.connecting += 1;
         self.connections += 1;
         Ok(())
     }
 
-    /// Moves a connecting flow on: connect completion, then the preamble.
+    /// How flow `i` dials the server: its preamble (the session's token,
+    /// the flow, its connection's number), or the greeting the test was
+    /// given (iperf3's cookie).
+    pub(super) fn dial(&self, i: usize) -> Dial {
+        let f = &self.flows[i];
+        match &self.greeting {
+            Some(g) => Dial::new(g),
+            None => Dial::new(
+                &Preamble {
+                    token: self.token,
+                    flow: f.id,
+                    seq: f.seq,
+                }
+                .encode(),
+            ),
+        }
+    }
+
+    /// Moves a dialing flow on: connect completion, then the preamble.
     /// Returns true once the flow is open.
     pub(super) fn advance_connect(&mut self, i: usize) -> io::Result<bool> {
         let f = &mut self.flows[i];
-        let Some(conn) = f.conn.as_mut() else {
-            return Ok(false);
+        let (Some(conn), Stage::Dialing(dial)) = (f.conn.as_mut(), &mut f.stage) else {
+            return Ok(f.stage == Stage::Open);
         };
-        if f.stage == Stage::Connecting {
-            if let Some(e) = conn.take_error()? {
-                return Err(e);
-            }
-            if !conn.is_connected()? {
-                return Ok(false);
-            }
-            f.stage = Stage::Preamble(0);
+        if !dial.advance(conn).map_err(DialError::into_inner)? {
+            return Ok(false);
         }
-        if let Stage::Preamble(done) = f.stage {
-            let preamble = Preamble {
-                token: self.token,
-                flow: f.id,
-                seq: f.seq,
-            }
-            .encode();
-            let bytes: &[u8] = match &self.greeting {
-                Some(g) => g,
-                None => &preamble,
-            };
-            let mut done = done;
-            while done < bytes.len() {
-                match conn.write(&bytes[done..]) {
-                    Ok(0) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::WriteZero,
-                            "connection closed during preamble",
-                        ))
-                    }
-                    Ok(n) => done += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        f.stage = Stage::Preamble(done);
-                        return Ok(false);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            f.stage = Stage::Open;
-            if self.socket.is_none() {
-                self.socket = Some(SocketFacts::read(
-                    conn.as_raw_fd(),
-                    conn.local_ip(),
-                    conn.is_tcp(),
-                ));
-            }
-            return Ok(true);
+        f.stage = Stage::Open;
+        if self.socket.is_none() {
+            self.socket = Some(SocketFacts::read(
+                conn.as_raw_fd(),
+                conn.local_ip(),
+                conn.is_tcp(),
+            ));
         }
-        Ok(f.stage == Stage::Open)
+        Ok(true)
     }
 
     pub(super) fn advance_setup(&mut self, i: usize) {
@@ -225,9 +203,6 @@ impl Worker {
         if let Some(mut c) = self.flows[i].conn.take() {
             let _ = self.io.registry().deregister(c.source());
         }
-        if let Some(mut s) = self.flows[i].udp.take() {
-            let _ = self.io.registry().deregister(&mut s);
-        }
     }
 
     pub(super) fn close(&mut self, i: usize) {
@@ -256,8 +231,7 @@ impl Worker {
                 Stage::Open
                     | Stage::AwaitClose
                     | Stage::Waiting
-                    | Stage::Connecting
-                    | Stage::Preamble(_)
+                    | Stage::Dialing(_)
                     | Stage::Registering { .. }
             ) {
                 self.open = self.open.saturating_sub(1);
@@ -283,11 +257,12 @@ impl Worker {
             Ok(c)
         }) {
             Ok(c) => {
+                let dial = self.dial(i);
                 let f = &mut self.flows[i];
                 f.conn = Some(c);
                 // A new connection counts its retransmits from its connect.
                 f.retrans_before = 0;
-                f.stage = Stage::Connecting;
+                f.stage = Stage::Dialing(dial);
                 if let Logic::Crr(rr) = &mut f.logic {
                     rr.restart_at(now);
                 }

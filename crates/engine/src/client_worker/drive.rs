@@ -146,7 +146,7 @@ impl Worker {
         let Logic::Udp(rr) = &mut f.logic else {
             return Io::Blocked;
         };
-        let Some(sock) = f.udp.as_ref() else {
+        let Some(sock) = f.conn.as_ref().and_then(Conn::udp) else {
             return Io::Blocked;
         };
         loop {

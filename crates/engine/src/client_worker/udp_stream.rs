@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use super::{Io, Logic, Stage, Worker};
+use crate::flow::udp_stream::{nanos_since, registration};
 use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
+use crate::io::Conn;
 use crate::schedule::{Phase, Schedule};
-use crate::udp_stream::{nanos_since, registration};
 
 /// How long a registration waits for its answer before it is sent again.
 const REGISTER_RETRY: Duration = Duration::from_millis(100);
@@ -28,7 +29,7 @@ impl Worker {
             Stage::Registering { deadline, .. } => deadline,
             _ => now + REGISTER_TIMEOUT,
         };
-        if let Some(sock) = &f.udp {
+        if let Some(sock) = f.conn.as_ref().and_then(Conn::udp) {
             match sock.send(&registration(tag, f.id)) {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
@@ -87,7 +88,7 @@ impl Worker {
     pub(super) fn await_registration(&mut self, i: usize) {
         let tag = self.token.session_tag();
         let f = &mut self.flows[i];
-        let Some(sock) = &f.udp else {
+        let Some(sock) = f.conn.as_ref().and_then(Conn::udp) else {
             return;
         };
         let mut hdr = [0u8; UDP_HEADER_LEN + 1];
@@ -119,7 +120,8 @@ impl Worker {
         let clock0 = self.clock0;
         let f = &mut self.flows[i];
         let (id, seq) = (f.id, f.seq);
-        let (Logic::UdpStream(h), Some(sock)) = (&mut f.logic, f.udp.as_ref()) else {
+        let (Logic::UdpStream(h), Some(sock)) = (&mut f.logic, f.conn.as_ref().and_then(Conn::udp))
+        else {
             return Io::Blocked;
         };
         let counters = &mut self.counters;

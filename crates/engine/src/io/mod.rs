@@ -1,12 +1,21 @@
-//! The engine's sockets and the I/O on them: creating, binding, connecting
-//! and accepting data sockets with a test's options (socket.rs), moving a
-//! stream flow's bytes (stream.rs), UDP's batched system calls (datagram.rs:
-//! GSO and GRO) and a UDP stream's sends and reads on top of them
-//! (udp_stream.rs). Workers do their I/O through here; flows never do.
+//! The engine's sockets and the I/O on them: creating, binding and
+//! connecting data sockets and setting their options in one place
+//! (socket.rs), dialing out with a greeting (dial.rs) and accepting
+//! (accept.rs; what the accepted say first is read behind gate.rs), moving
+//! a stream flow's bytes (stream.rs), UDP's batched system calls
+//! (datagram.rs: GSO and GRO) and a UDP stream's sends and reads on top of
+//! them (udp_stream.rs). Workers do their I/O through here; flows never do.
 
+pub(crate) mod accept;
 pub(crate) mod datagram;
+pub(crate) mod dial;
 pub(crate) mod socket;
 pub(crate) mod stream;
 pub(crate) mod udp_stream;
 
-pub use socket::{DataEndpoints, DataOptions};
+pub use accept::{accept_next, Accept};
+pub use dial::{Dial, DialError};
+pub use socket::{
+    apply, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn, DataEndpoints, Kind, Listener,
+    Settings,
+};

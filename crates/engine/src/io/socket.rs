@@ -8,19 +8,109 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::SocketAddr as UnixAddr;
 use std::time::Duration;
 
-use linkperf_workload::SocketOptions;
+use linkperf_workload::{SocketOptions, TestSpec};
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
 
 /// Listen backlog for data listeners: enough for thousands of users connecting at once.
 const LISTEN_BACKLOG: i32 = 8192;
 
-/// Socket options resolved for one side of one test.
-#[derive(Debug, Clone)]
-pub struct DataOptions {
-    /// TCP_NODELAY on TCP connections.
+/// The options a data socket is set up with: a test side's sockets, a
+/// profile connection's, an iperf3 stream's. Every socket the engine makes
+/// or accepts takes them through [`apply`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// TCP_NODELAY (TCP).
     pub nodelay: bool,
-    /// The rest, as the user asked.
-    pub socket: SocketOptions,
+    /// SO_SNDBUF, bytes as asked (the kernel doubles and caps it).
+    pub sndbuf: Option<usize>,
+    /// SO_RCVBUF, bytes as asked.
+    pub rcvbuf: Option<usize>,
+    /// TCP congestion control (TCP_CONGESTION), e.g. `cubic`.
+    pub cc: Option<String>,
+    /// TCP maximum segment size (TCP_MAXSEG), before connecting.
+    pub mss: Option<u32>,
+    /// IP type of service (IP_TOS).
+    pub tos: Option<u32>,
+    /// The maximum segment size and the type of service are asked, not
+    /// required: a socket that refuses them goes on (iperf3's server does
+    /// so, the client's own segment size bounding the segments both ways).
+    pub lenient: bool,
+}
+
+impl Settings {
+    /// A test side's settings: its socket options, TCP_NODELAY as the
+    /// workload has it unless asked otherwise.
+    pub fn for_test(spec: &TestSpec) -> Self {
+        Settings::from_options(spec.socket.nodelay_for(&spec.workload), &spec.socket)
+    }
+
+    /// `options` with TCP_NODELAY `nodelay`.
+    pub fn from_options(nodelay: bool, options: &SocketOptions) -> Self {
+        let bytes = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+        Settings {
+            nodelay,
+            sndbuf: options.sndbuf.map(bytes),
+            rcvbuf: options.rcvbuf.map(bytes),
+            cc: options.cc.clone(),
+            mss: options.mss,
+            tos: None,
+            lenient: false,
+        }
+    }
+}
+
+/// What a socket carries, for the options that apply to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A TCP socket (a listener's too: accepted sockets inherit from it).
+    Tcp,
+    /// A Unix stream socket.
+    Unix,
+    /// A UDP socket.
+    Udp,
+}
+
+/// Sets `settings` on `sock`, a socket of `kind`: the buffers on every
+/// socket, the TCP options on TCP ones. The one place a data socket's
+/// options are set.
+pub fn apply(sock: &SockRef<'_>, kind: Kind, settings: &Settings) -> io::Result<()> {
+    if let Some(n) = settings.sndbuf {
+        sock.set_send_buffer_size(n)?;
+    }
+    if let Some(n) = settings.rcvbuf {
+        sock.set_recv_buffer_size(n)?;
+    }
+    if kind != Kind::Tcp {
+        return Ok(());
+    }
+    sock.set_nodelay(settings.nodelay)?;
+    if let Some(cc) = &settings.cc {
+        sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("congestion control '{cc}' is not available: {e}"),
+            )
+        })?;
+    }
+    if let Some(mss) = settings.mss {
+        match sock.set_mss(mss) {
+            Err(_) if settings.lenient => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot set MSS {mss}: {e}"),
+                ))
+            }
+            Ok(()) => {}
+        }
+    }
+    if let Some(tos) = settings.tos {
+        match sock.set_tos(tos) {
+            Err(_) if settings.lenient => {}
+            other => other?,
+        }
+    }
+    Ok(())
 }
 
 /// Where a test's data connections go: one endpoint per server worker, so that
@@ -50,16 +140,41 @@ impl DataEndpoints {
     }
 }
 
-/// A connected stream socket, TCP or Unix.
+/// A data connection: a TCP or Unix stream, or a UDP socket connected to its
+/// peer (reads and writes are then its datagrams).
 #[derive(Debug)]
 pub enum Conn {
     /// TCP.
     Tcp(mio::net::TcpStream),
     /// Unix stream.
     Unix(mio::net::UnixStream),
+    /// UDP, connected.
+    Udp(mio::net::UdpSocket),
 }
 
 impl Conn {
+    fn sock(&self) -> SockRef<'_> {
+        match self {
+            Conn::Tcp(s) => SockRef::from(s),
+            Conn::Unix(s) => SockRef::from(s),
+            Conn::Udp(s) => SockRef::from(s),
+        }
+    }
+
+    /// What it carries.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Conn::Tcp(_) => Kind::Tcp,
+            Conn::Unix(_) => Kind::Unix,
+            Conn::Udp(_) => Kind::Udp,
+        }
+    }
+
+    /// Sets `settings` on it (see [`apply`]).
+    pub fn apply(&self, settings: &Settings) -> io::Result<()> {
+        apply(&self.sock(), self.kind(), settings)
+    }
+
     /// Makes the socket block in reads and writes: a worker carrying this one
     /// connection waits in its read instead of in the event wait. Park a
     /// [`Conn::duplicate`] in the side's signals so that a stop can end the
@@ -71,10 +186,7 @@ impl Conn {
     /// its window edges) between them. Waiting for room is the only wait the
     /// timeout arms a timer for; a write that finds room costs nothing more.
     pub fn block(&self, write_wait: Duration) -> io::Result<()> {
-        let r = match self {
-            Conn::Tcp(s) => SockRef::from(s),
-            Conn::Unix(s) => SockRef::from(s),
-        };
+        let r = self.sock();
         r.set_read_timeout(None)?;
         r.set_write_timeout(Some(write_wait))?;
         r.set_nonblocking(false)
@@ -86,15 +198,17 @@ impl Conn {
         let fd = match self {
             Conn::Tcp(s) => s.as_fd(),
             Conn::Unix(s) => s.as_fd(),
+            Conn::Udp(s) => s.as_fd(),
         };
         fd.try_clone_to_owned()
     }
 
-    /// Half-closes the write side.
+    /// Half-closes the write side (a datagram socket has none: nothing).
     pub fn shutdown_write(&self) -> io::Result<()> {
         match self {
             Conn::Tcp(s) => s.shutdown(Shutdown::Write),
             Conn::Unix(s) => s.shutdown(Shutdown::Write),
+            Conn::Udp(_) => Ok(()),
         }
     }
 
@@ -103,6 +217,7 @@ impl Conn {
         match self {
             Conn::Tcp(s) => s.take_error(),
             Conn::Unix(s) => s.take_error(),
+            Conn::Udp(s) => s.take_error(),
         }
     }
 
@@ -111,6 +226,7 @@ impl Conn {
         let r = match self {
             Conn::Tcp(s) => s.peer_addr().map(|_| ()),
             Conn::Unix(s) => s.peer_addr().map(|_| ()),
+            Conn::Udp(s) => s.peer_addr().map(|_| ()),
         };
         match r {
             Ok(()) => Ok(true),
@@ -125,6 +241,7 @@ impl Conn {
         match self {
             Conn::Tcp(s) => s,
             Conn::Unix(s) => s,
+            Conn::Udp(s) => s,
         }
     }
 
@@ -133,11 +250,32 @@ impl Conn {
         matches!(self, Conn::Tcp(_))
     }
 
-    /// The local IP address, for TCP.
+    /// The UDP socket, for one.
+    pub fn udp(&self) -> Option<&mio::net::UdpSocket> {
+        match self {
+            Conn::Udp(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The local IP address (none for a Unix socket).
     pub fn local_ip(&self) -> Option<IpAddr> {
         match self {
             Conn::Tcp(s) => s.local_addr().ok().map(|a| a.ip()),
             Conn::Unix(_) => None,
+            Conn::Udp(s) => s.local_addr().ok().map(|a| a.ip()),
+        }
+    }
+
+    /// Its addresses, local and peer (none for a Unix socket).
+    pub fn addresses(&self) -> io::Result<(SocketAddr, SocketAddr)> {
+        match self {
+            Conn::Tcp(s) => Ok((s.local_addr()?, s.peer_addr()?)),
+            Conn::Udp(s) => Ok((s.local_addr()?, s.peer_addr()?)),
+            Conn::Unix(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a Unix socket has no IP address",
+            )),
         }
     }
 }
@@ -147,6 +285,7 @@ impl AsRawFd for Conn {
         match self {
             Conn::Tcp(s) => s.as_raw_fd(),
             Conn::Unix(s) => s.as_raw_fd(),
+            Conn::Udp(s) => s.as_raw_fd(),
         }
     }
 }
@@ -156,6 +295,7 @@ impl Read for Conn {
         match self {
             Conn::Tcp(s) => s.read(buf),
             Conn::Unix(s) => s.read(buf),
+            Conn::Udp(s) => s.recv(buf),
         }
     }
 }
@@ -165,6 +305,7 @@ impl Write for Conn {
         match self {
             Conn::Tcp(s) => s.write(buf),
             Conn::Unix(s) => s.write(buf),
+            Conn::Udp(s) => s.send(buf),
         }
     }
 
@@ -200,49 +341,9 @@ impl Listener {
     }
 }
 
-fn apply_buffers(sock: &SockRef<'_>, opts: &SocketOptions) -> io::Result<()> {
-    if let Some(n) = opts.sndbuf {
-        sock.set_send_buffer_size(n as usize)?;
-    }
-    if let Some(n) = opts.rcvbuf {
-        sock.set_recv_buffer_size(n as usize)?;
-    }
-    Ok(())
-}
-
-fn apply_tcp(sock: &SockRef<'_>, opts: &DataOptions) -> io::Result<()> {
-    apply_buffers(sock, &opts.socket)?;
-    if let Some(cc) = &opts.socket.cc {
-        sock.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("congestion control '{cc}' is not available: {e}"),
-            )
-        })?;
-    }
-    if let Some(mss) = opts.socket.mss {
-        sock.set_mss(mss)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot set MSS {mss}: {e}")))?;
-    }
-    Ok(())
-}
-
-/// Applies per-connection options to an accepted TCP connection.
-pub fn apply_accepted(conn: &Conn, opts: &DataOptions) -> io::Result<()> {
-    if let Conn::Tcp(s) = conn {
-        s.set_nodelay(opts.nodelay)?;
-        let r = SockRef::from(s);
-        apply_buffers(&r, &opts.socket)?;
-        if let Some(cc) = &opts.socket.cc {
-            r.set_tcp_congestion(cc.as_bytes())?;
-        }
-    }
-    Ok(())
-}
-
-/// A TCP listener on `ip`, an ephemeral port, with the options accepted
+/// A TCP listener on `ip`, an ephemeral port, with the settings accepted
 /// connections inherit.
-pub fn tcp_listener(ip: IpAddr, opts: &DataOptions) -> io::Result<Listener> {
+pub fn tcp_listener(ip: IpAddr, settings: &Settings) -> io::Result<Listener> {
     let addr = SocketAddr::new(ip, 0);
     let sock = Socket::new(
         Domain::for_address(addr),
@@ -250,7 +351,7 @@ pub fn tcp_listener(ip: IpAddr, opts: &DataOptions) -> io::Result<Listener> {
         Some(SockProtocol::TCP),
     )?;
     sock.set_reuse_address(true)?;
-    apply_tcp(&SockRef::from(&sock), opts)?;
+    apply(&SockRef::from(&sock), Kind::Tcp, settings)?;
     sock.set_nonblocking(true)?;
     sock.bind(&addr.into())?;
     sock.listen(LISTEN_BACKLOG)?;
@@ -258,15 +359,13 @@ pub fn tcp_listener(ip: IpAddr, opts: &DataOptions) -> io::Result<Listener> {
 }
 
 /// Starts a non-blocking TCP connect to `addr`.
-pub fn tcp_connect(addr: SocketAddr, opts: &DataOptions) -> io::Result<Conn> {
+pub fn tcp_connect(addr: SocketAddr, settings: &Settings) -> io::Result<Conn> {
     let sock = Socket::new(
         Domain::for_address(addr),
         Type::STREAM,
         Some(SockProtocol::TCP),
     )?;
-    let r = SockRef::from(&sock);
-    apply_tcp(&r, opts)?;
-    sock.set_nodelay(opts.nodelay)?;
+    apply(&SockRef::from(&sock), Kind::Tcp, settings)?;
     sock.set_nonblocking(true)?;
     match sock.connect(&addr.into()) {
         Ok(()) => {}
@@ -281,17 +380,17 @@ fn abstract_addr(name: &str) -> io::Result<UnixAddr> {
 }
 
 /// A Unix stream listener on an abstract name (no file to clean up).
-pub fn unix_listener(name: &str, opts: &DataOptions) -> io::Result<Listener> {
+pub fn unix_listener(name: &str, settings: &Settings) -> io::Result<Listener> {
     let l = std::os::unix::net::UnixListener::bind_addr(&abstract_addr(name)?)?;
-    apply_buffers(&SockRef::from(&l), &opts.socket)?;
+    apply(&SockRef::from(&l), Kind::Unix, settings)?;
     l.set_nonblocking(true)?;
     Ok(Listener::Unix(mio::net::UnixListener::from_std(l)))
 }
 
 /// Starts a non-blocking connect to an abstract Unix name.
-pub fn unix_connect(name: &str, opts: &DataOptions) -> io::Result<Conn> {
+pub fn unix_connect(name: &str, settings: &Settings) -> io::Result<Conn> {
     let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
-    apply_buffers(&SockRef::from(&sock), &opts.socket)?;
+    apply(&SockRef::from(&sock), Kind::Unix, settings)?;
     sock.set_nonblocking(true)?;
     // socket2 has no abstract-address constructor; build the sockaddr_un by hand.
     let sockaddr = abstract_sockaddr(name)?;
@@ -333,29 +432,49 @@ fn abstract_sockaddr(name: &str) -> io::Result<socket2::SockAddr> {
     }
 }
 
-/// A UDP socket bound to `ip` on an ephemeral port.
-pub fn udp_bind(ip: IpAddr, opts: &SocketOptions) -> io::Result<mio::net::UdpSocket> {
-    let addr = SocketAddr::new(ip, 0);
+/// A UDP socket bound to `local`, with the settings' buffers; with
+/// `reuse`, one that shares its port with another bound to it (iperf3's
+/// server answers each stream from a socket on its own port).
+fn udp_socket(local: SocketAddr, settings: &Settings, reuse: bool) -> io::Result<Socket> {
     let sock = Socket::new(
-        Domain::for_address(addr),
+        Domain::for_address(local),
         Type::DGRAM,
         Some(SockProtocol::UDP),
     )?;
-    apply_buffers(&SockRef::from(&sock), opts)?;
+    if reuse {
+        sock.set_reuse_address(true)?;
+    }
+    apply(&SockRef::from(&sock), Kind::Udp, settings)?;
     sock.set_nonblocking(true)?;
-    sock.bind(&addr.into())?;
+    sock.bind(&local.into())?;
+    Ok(sock)
+}
+
+/// A UDP socket bound to `ip` on an ephemeral port.
+pub fn udp_bind(ip: IpAddr, settings: &Settings) -> io::Result<mio::net::UdpSocket> {
+    let sock = udp_socket(SocketAddr::new(ip, 0), settings, false)?;
     Ok(mio::net::UdpSocket::from_std(sock.into()))
 }
 
-/// A UDP socket connected to `remote`.
-pub fn udp_connect(remote: SocketAddr, opts: &SocketOptions) -> io::Result<mio::net::UdpSocket> {
+/// A UDP socket connected to `remote`, bound to `local` (an ephemeral
+/// port of any address when `None`; a port another socket is bound to,
+/// shared, when given).
+pub fn udp_connect(
+    remote: SocketAddr,
+    local: Option<SocketAddr>,
+    settings: &Settings,
+) -> io::Result<Conn> {
     let any = match remote {
         SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     };
-    let s = udp_bind(any, opts)?;
-    s.connect(remote)?;
-    Ok(s)
+    let sock = udp_socket(
+        local.unwrap_or(SocketAddr::new(any, 0)),
+        settings,
+        local.is_some(),
+    )?;
+    sock.connect(&remote.into())?;
+    Ok(Conn::Udp(mio::net::UdpSocket::from_std(sock.into())))
 }
 
 /// Whether a datagram from `from` is taken in, when only `peer`'s are (`None`:
@@ -371,13 +490,9 @@ mod tests {
     #[test]
     fn abstract_unix_listener_accepts_a_connect() {
         let name = format!("linkperf-test-{}", std::process::id());
-        let opts = DataOptions {
-            nodelay: false,
-            socket: SocketOptions::default(),
-        };
-        let l = unix_listener(&name, &opts).unwrap();
-        let c = unix_connect(&name, &opts).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(10));
+        let l = unix_listener(&name, &Settings::default()).unwrap();
+        // A Unix connect is queued on the listener before it returns.
+        let c = unix_connect(&name, &Settings::default()).unwrap();
         assert!(l.accept().is_ok());
         assert!(c.is_connected().unwrap());
     }

@@ -11,8 +11,8 @@ use std::time::Instant;
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use crate::counters::{Counters, FlowSlotId};
+use crate::flow::udp_stream::{DatagramTx, TxWant};
 use crate::io::datagram::{receive, run_length, segmentation_refused, send_segments};
-use crate::udp_stream::{DatagramTx, TxWant};
 
 /// Most payload bytes one turn moves each way before the worker goes on to
 /// its other flows, its clock and its signals (as a TCP stream's drive).

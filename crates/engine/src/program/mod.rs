@@ -24,7 +24,6 @@ use std::time::Instant;
 use linkperf_metrics::{ProcessCpu, ProfileReport, SideReport, Totals, WorkerPlacement};
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
-use linkperf_workload::SocketOptions;
 use mio::net::TcpListener;
 use mio::{Poll, Waker};
 
@@ -33,7 +32,7 @@ pub use script::{compile, CompileError, Compiled};
 pub use stats::Stats;
 pub use user::{Role, STALL};
 
-use crate::io::socket::{tcp_listener, DataOptions, Listener};
+use crate::io::socket::{tcp_listener, Listener, Settings};
 use crate::worker::{cpus_for, SocketFacts, WAKER};
 use crate::EngineError;
 use coord::Coord;
@@ -93,12 +92,8 @@ pub fn accepts(profile: &Profile) -> bool {
 
 /// `n` TCP listeners on `ip`, ephemeral ports.
 pub fn bind_listeners(ip: IpAddr, n: usize) -> Result<Vec<TcpListener>, EngineError> {
-    let opts = DataOptions {
-        nodelay: false,
-        socket: SocketOptions::default(),
-    };
     (0..n)
-        .map(|_| match tcp_listener(ip, &opts) {
+        .map(|_| match tcp_listener(ip, &Settings::default()) {
             Ok(Listener::Tcp(l)) => Ok(l),
             Ok(_) => Err(EngineError::Setup("not a TCP listener".into())),
             Err(e) => Err(EngineError::Setup(e.to_string())),
@@ -220,7 +215,7 @@ impl ProgramRun {
         let mut udp: Vec<Option<mio::net::UdpSocket>> = Vec::new();
         if let (Role::Server, Some(ip), true) = (cfg.role, cfg.bind_ip, compiled.uses_udp()) {
             for _ in 0..threads {
-                let s = crate::io::socket::udp_bind(ip, &SocketOptions::default())
+                let s = crate::io::socket::udp_bind(ip, &Settings::default())
                     .map_err(|e| EngineError::Setup(e.to_string()))?;
                 udp.push(Some(s));
             }

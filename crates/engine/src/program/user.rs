@@ -10,6 +10,7 @@ use linkperf_workload::profile::Limit;
 
 use super::script::{size_key, OpKind, Script};
 use super::stats::Stats;
+use crate::flow::Pacer;
 
 /// Which end of the profile a user runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -473,13 +474,11 @@ impl User {
                     continue;
                 }
                 if let (Some(rate), Role::Client) = (txn.rate, self.role) {
-                    // Profile::check bounds the rate; the wait saturates anyway.
-                    let wait = Duration::try_from_secs_f64(self.iter as f64 / rate)
-                        .unwrap_or(Duration::MAX);
-                    let at = self
-                        .txn_started
-                        .checked_add(wait)
-                        .unwrap_or(now + Duration::from_secs(86_400));
+                    // Iteration `i` is due `i / rate` after the transaction
+                    // started (Profile::check bounds the rate).
+                    let mut pace = Pacer::per_second(rate, self.txn_started);
+                    pace.sent(self.iter);
+                    let at = pace.due();
                     if now < at {
                         return Need::Wait {
                             until: at,

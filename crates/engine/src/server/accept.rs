@@ -45,48 +45,46 @@ impl Worker {
 
     pub(super) fn accept_all(&mut self) {
         loop {
-            let Source::Listener(l) = &self.source else {
+            let Source::Listener(listener) = &self.source else {
                 return;
             };
-            match l.accept() {
-                Ok(mut conn) => {
-                    if apply_accepted(&conn, &self.opts).is_err() {
-                        continue;
-                    }
-                    let entry = self.flows.vacant_entry();
-                    let k = entry.key();
-                    if self
-                        .io
-                        .registry()
-                        .register(
-                            conn.source(),
-                            Token(k),
-                            Interest::READABLE | Interest::WRITABLE,
-                        )
-                        .is_err()
-                    {
-                        continue;
-                    }
-                    entry.insert(ServerFlow {
-                        conn,
-                        parked: None,
-                        retrans_before: 0,
-                        slot: usize::MAX,
-                        logic: Logic::Preamble,
-                    });
-                    // Connections that never present a preamble (anyone may
-                    // open one to a data port) stay bounded: the one waiting
-                    // longest is closed to make room.
-                    if let Some(oldest) = self.gate.admit(k, Instant::now()) {
-                        self.close(oldest);
-                    }
-                    self.drive(k);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors or a connection reset before accept: keep serving.
-                Err(_) => return,
+            let mut conn = match accept_next(listener) {
+                Accept::Conn(conn) => conn,
+                // Out of descriptors or a connection reset before accept:
+                // keep serving; the rest wait for the next round.
+                Accept::Drained | Accept::Stopped(_) => return,
+            };
+            if conn.apply(&self.opts).is_err() {
+                continue;
             }
+            let entry = self.flows.vacant_entry();
+            let k = entry.key();
+            if self
+                .io
+                .registry()
+                .register(
+                    conn.source(),
+                    Token(k),
+                    Interest::READABLE | Interest::WRITABLE,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            entry.insert(ServerFlow {
+                conn,
+                parked: None,
+                retrans_before: 0,
+                slot: usize::MAX,
+                logic: Logic::Preamble,
+            });
+            // Connections that never present a preamble (anyone may open one
+            // to a data port) stay bounded: the one waiting longest is closed
+            // to make room.
+            if let Some(oldest) = self.gate.admit(k, Instant::now()) {
+                self.close(oldest);
+            }
+            self.drive(k);
         }
     }
 

@@ -15,9 +15,9 @@ use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::Workload;
 
 use super::{Source, Worker};
+use crate::flow::udp_stream::{nanos_since, UdpStreamHalves};
 use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
 use crate::schedule::Phase;
-use crate::udp_stream::{nanos_since, UdpStreamHalves};
 use crate::worker::SocketFacts;
 
 /// One registered flow.

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use linkperf_engine::flow::Jitter;
+
 use crate::wire::UdpHeader;
 
 /// One stream's counts.
@@ -21,11 +23,10 @@ pub(crate) struct StreamStats {
     /// UDP receivers: datagrams that came after a later one.
     pub out_of_order: u64,
     /// UDP receivers: RFC 1889 jitter, seconds.
-    pub jitter: f64,
+    pub jitter: Jitter,
     /// UDP: `packets`, `lost` and `out_of_order` when the omitted seconds
     /// ended (all 0 without `-O`), as iperf3 keeps them (`iperf_reset_stats`).
     pub omitted: Omitted,
-    prev_transit: Option<f64>,
 }
 
 /// A UDP stream's counts at the end of the omitted seconds: what iperf3 3.14
@@ -75,11 +76,7 @@ impl StreamStats {
             }
         }
         let sent_s = f64::from(h.sec) + f64::from(h.usec) / 1e6;
-        let transit = arrival_s - sent_s;
-        let prev = self.prev_transit.unwrap_or(transit);
-        let d = (transit - prev).abs();
-        self.prev_transit = Some(transit);
-        self.jitter += (d - self.jitter) / 16.0;
+        self.jitter.arrived(arrival_s - sent_s);
     }
 
     /// The omitted seconds are over: iperf3 keeps the UDP counts so far,
@@ -90,7 +87,7 @@ impl StreamStats {
             lost: self.lost,
             out_of_order: self.out_of_order,
         };
-        self.jitter = 0.0;
+        self.jitter.restart();
     }
 
     /// UDP datagrams counted lost after the omitted seconds.
@@ -102,44 +99,6 @@ impl StreamStats {
     /// seconds.
     pub fn packets_counted(&self) -> u64 {
         self.packets.saturating_sub(self.omitted.packets)
-    }
-}
-
-/// Keeps a sending stream at or under `rate` bits per second.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pacer {
-    rate: u64,
-    start: Instant,
-    sent: u64,
-}
-
-impl Pacer {
-    pub fn new(rate_bps: u64, start: Instant) -> Self {
-        Pacer {
-            rate: rate_bps,
-            start,
-            sent: 0,
-        }
-    }
-
-    /// May the stream send now? Always the first block; then while the rate
-    /// so far is under the target.
-    pub fn may_send(&self, now: Instant) -> bool {
-        if self.sent == 0 {
-            return true;
-        }
-        let elapsed = now.saturating_duration_since(self.start).as_secs_f64();
-        (self.sent as f64) * 8.0 < (self.rate as f64) * elapsed
-    }
-
-    pub fn sent(&mut self, n: u64) {
-        self.sent += n;
-    }
-
-    /// When the rate so far falls back to the target.
-    pub fn due(&self) -> Instant {
-        let secs = (self.sent as f64) * 8.0 / (self.rate.max(1) as f64);
-        self.start + Duration::from_secs_f64(secs.min(1e6))
     }
 }
 
@@ -372,11 +331,12 @@ mod tests {
         let mut s = StreamStats::default();
         // Transit 10 ms, then 12 ms: D = 2 ms, J = 2/16 ms.
         s.datagram(1, &dgram(1, 0), 0.010, true);
-        assert_eq!(s.jitter, 0.0);
+        assert_eq!(s.jitter.value(), 0.0);
         s.datagram(1, &dgram(2, 1000), 1.012, true);
-        assert!((s.jitter - 0.002 / 16.0).abs() < 1e-9, "{}", s.jitter);
+        let j = s.jitter.value();
+        assert!((j - 0.002 / 16.0).abs() < 1e-9, "{j}");
         s.omit_over();
-        assert_eq!(s.jitter, 0.0);
+        assert_eq!(s.jitter.value(), 0.0);
     }
 
     #[test]
@@ -385,17 +345,6 @@ mod tests {
         s.bytes(10, false);
         s.bytes(5, true);
         assert_eq!((s.total, s.counted), (15, 5));
-    }
-
-    #[test]
-    fn the_pacer_holds_the_rate() {
-        let t0 = Instant::now();
-        let mut p = Pacer::new(8_000_000, t0); // 1 MB/s
-        assert!(p.may_send(t0), "the first block goes at once");
-        p.sent(100_000);
-        assert!(!p.may_send(t0 + Duration::from_millis(50)));
-        assert!(p.may_send(t0 + Duration::from_millis(101)));
-        assert_eq!(p.due(), t0 + Duration::from_millis(100));
     }
 
     fn at(now: Instant, in_flight: u64, next: u64, average: f64) -> Sample {

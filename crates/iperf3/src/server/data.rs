@@ -10,18 +10,20 @@ mod tail;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Turn};
+use linkperf_engine::io::Conn;
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::server::accounting::{Budget, EndOfSending, Pacer, Sample, StreamStats};
+use crate::server::accounting::{Budget, EndOfSending, Sample, StreamStats};
 use crate::server::plan::TestPlan;
 use crate::sys;
 use crate::wire::{State, UdpHeader};
+use linkperf_engine::flow::Pacer;
 
 pub(crate) use tail::DataPhase;
 use tail::{drain, terminate, wait_delivered, Tail};
@@ -32,23 +34,6 @@ const MAX_SLEEP: Duration = Duration::from_millis(100);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
 
-/// A data stream's socket.
-pub(crate) enum Sock {
-    /// TCP.
-    Tcp(mio::net::TcpStream),
-    /// A UDP socket connected to the client's stream.
-    Udp(mio::net::UdpSocket),
-}
-
-impl Sock {
-    fn fd(&self) -> RawFd {
-        match self {
-            Sock::Tcp(s) => s.as_raw_fd(),
-            Sock::Udp(s) => s.as_raw_fd(),
-        }
-    }
-}
-
 /// A stream ready to run.
 pub(crate) struct DataStream {
     /// Its iperf3 id.
@@ -56,7 +41,7 @@ pub(crate) struct DataStream {
     /// True if the server sends on it.
     pub sends: bool,
     /// The socket.
-    pub sock: Sock,
+    pub sock: Conn,
 }
 
 /// How the data phase ended.
@@ -106,7 +91,7 @@ pub(crate) struct DataOutcome {
 struct Live {
     id: u32,
     sends: bool,
-    sock: Sock,
+    sock: Conn,
     stats: StreamStats,
     /// Bytes of the current block already written (TCP senders).
     off: usize,
@@ -142,12 +127,11 @@ fn register_streams(
     for (i, s) in streams.into_iter().enumerate() {
         let mut sock = s.sock;
         let interest = Interest::READABLE | Interest::WRITABLE;
-        match &mut sock {
-            Sock::Tcp(t) => registry.register(t, Token(i), interest)?,
-            Sock::Udp(u) => registry.register(u, Token(i), interest)?,
-        }
+        registry.register(sock.source(), Token(i), interest)?;
         let pacer = if s.sends {
-            plan.rate.map(|r| Pacer::new(r, start))
+            // As iperf3 paces: the first block at once, and however far
+            // behind, it catches up.
+            plan.rate.map(|r| Pacer::new(r, start, None))
         } else {
             None
         };
@@ -179,7 +163,7 @@ fn records(live: Vec<Live>, end: Finish) -> (Vec<StreamRecord>, Vec<(usize, Live
             id: l.id,
             sends: l.sends,
             retransmits: match (&l.sock, l.sends) {
-                (Sock::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
+                (Conn::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
                 _ => None,
             },
             stats: l.stats.clone(),
@@ -268,8 +252,8 @@ pub(crate) fn run(
         wait_delivered(&live);
     }
     let congestion = live.iter().find_map(|l| match &l.sock {
-        Sock::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
-        Sock::Udp(_) => None,
+        Conn::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
+        _ => None,
     });
     let (records, receivers) = records(live, end);
     let _ = driver.registry().deregister(&mut SourceFd(&ctrl_fd));
@@ -458,12 +442,9 @@ fn receive(
     }
     let mut got = 0;
     loop {
-        let r = match &mut l.sock {
-            Sock::Tcp(t) => t.read(buf),
-            Sock::Udp(u) => u.recv(buf),
-        };
+        let r = l.sock.read(buf);
         match r {
-            Ok(0) if matches!(l.sock, Sock::Tcp(_)) => {
+            Ok(0) if l.sock.is_tcp() => {
                 // The client closed its end.
                 close(l, None, errors);
                 return got;
@@ -474,13 +455,13 @@ fn receive(
                     continue; // nothing is expected here; drop it
                 }
                 match &l.sock {
-                    Sock::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
+                    Conn::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
                         Ok(h) => l
                             .stats
                             .datagram(n as u64, &h, sys::monotonic_secs(), counting),
                         Err(_) => l.stats.bytes(n as u64, counting),
                     },
-                    Sock::Tcp(_) => {
+                    _ => {
                         l.stats.bytes(n as u64, counting);
                         if n < buf.len() {
                             // Drained: the next arrival raises a new edge.
@@ -513,8 +494,8 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
         return false;
     };
     let t = match &l.sock {
-        Sock::Tcp(t) => t,
-        Sock::Udp(_) => return now >= end,
+        Conn::Tcp(t) => t,
+        _ => return now >= end,
     };
     if !l.end.watching()
         && l.sampled
@@ -562,11 +543,11 @@ fn send(
     let blk = plan.blksize;
     loop {
         let starting = match &l.sock {
-            Sock::Tcp(_) => l.off == 0,
-            Sock::Udp(_) => true,
+            Conn::Tcp(_) => l.off == 0,
+            _ => true,
         };
         if starting {
-            if !budget.may_start() || l.pacer.as_ref().is_some_and(|p| !p.may_send(now)) {
+            if !budget.may_start() || l.pacer.as_mut().is_some_and(|p| !p.may_send(now)) {
                 return;
             }
             l.holding = ending(l, Instant::now(), end, blk);
@@ -575,8 +556,7 @@ fn send(
             }
         }
         let r = match &mut l.sock {
-            Sock::Tcp(t) => t.write(&buf[l.off..blk]),
-            Sock::Udp(u) => {
+            Conn::Udp(u) => {
                 let (sec, usec) = sys::monotonic_now();
                 let h = UdpHeader {
                     sec,
@@ -589,6 +569,7 @@ fn send(
                 }
                 u.send(&buf[..blk])
             }
+            stream => stream.write(&buf[l.off..blk]),
         };
         match r {
             Ok(0) => {
@@ -600,10 +581,10 @@ fn send(
                     budget.start_block(blk as u64);
                 }
                 if let Some(p) = &mut l.pacer {
-                    p.sent(n as u64);
+                    p.sent_bytes(n as u64);
                 }
                 match &l.sock {
-                    Sock::Tcp(_) => {
+                    Conn::Tcp(_) | Conn::Unix(_) => {
                         l.stats.bytes(n as u64, counting);
                         l.off += n;
                         if l.off >= blk {
@@ -611,7 +592,7 @@ fn send(
                             l.stats.blocks += 1;
                         }
                     }
-                    Sock::Udp(_) => l.stats.datagram_sent(n as u64, counting),
+                    Conn::Udp(_) => l.stats.datagram_sent(n as u64, counting),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

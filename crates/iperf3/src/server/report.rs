@@ -35,7 +35,7 @@ pub(crate) fn results(plan: &TestPlan, out: &DataOutcome, output: Option<String>
                 id: i64::from(r.id),
                 bytes: r.stats.counted,
                 retransmits: r.retransmits.map_or(-1, i64::from),
-                jitter: if r.sends { 0.0 } else { r.stats.jitter },
+                jitter: if r.sends { 0.0 } else { r.stats.jitter.value() },
                 errors: if r.sends { 0 } else { r.stats.lost },
                 // iperf3 3.14 and later subtract these from the two above;
                 // a server that leaves them out has a 3.14+ client read its
@@ -140,7 +140,7 @@ pub(crate) fn server_output(
                 r.id,
                 bytes(r.stats.counted),
                 rate(r.stats.counted, secs),
-                r.stats.jitter * 1000.0,
+                r.stats.jitter.value() * 1000.0,
             );
         } else {
             let _ = writeln!(

@@ -6,14 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use socket2::SockRef;
-
 use crate::control::{ControlConn, ControlError};
-use crate::server::data::{self, DataStream, Finish, Sock};
+use crate::server::data::{self, DataStream, Finish};
 use crate::server::plan::{self, Limits, TestPlan};
 use crate::server::registry::{Shared, TestTicket};
 use crate::server::{report, udp};
 use crate::wire::{server_error_bytes, IErrno, State, TestParams, TestResults, Transport};
+use linkperf_engine::io::{Conn, Settings};
 
 /// Largest results message read from a client.
 const MAX_RESULTS: usize = 1024 * 1024;
@@ -80,16 +79,9 @@ fn serve(
     let addrs: Vec<(u32, SocketAddr, SocketAddr)> = streams
         .iter()
         .map(|s| {
-            let (l, p) = match &s.sock {
-                Sock::Tcp(t) => (t.local_addr(), t.peer_addr()),
-                Sock::Udp(u) => (u.local_addr(), u.peer_addr()),
-            };
             let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
-            (
-                s.id,
-                crate::sys::canonical(l.unwrap_or(unspecified)),
-                crate::sys::canonical(p.unwrap_or(unspecified)),
-            )
+            let (l, p) = s.sock.addresses().unwrap_or((unspecified, unspecified));
+            (s.id, crate::sys::canonical(l), crate::sys::canonical(p))
         })
         .collect();
     // The client's clock for -t and -O starts when it reads TEST_START.
@@ -246,7 +238,7 @@ fn set_up(
                     .map(|(i, s)| DataStream {
                         id: crate::wire::stream_id(i),
                         sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
-                        sock: Sock::Udp(s),
+                        sock: s,
                     })
                     .collect()
             })
@@ -297,38 +289,31 @@ fn tcp_streams(
         .into_iter()
         .enumerate()
         .map(|(i, dc)| {
-            set_options(&dc.stream, plan).map_err(|e| format!("stream options: {e}"))?;
+            let sock = Conn::Tcp(dc.stream);
+            sock.apply(&stream_settings(plan))
+                .map_err(|e| format!("stream options: {e}"))?;
             Ok(DataStream {
                 id: crate::wire::stream_id(i),
                 sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
-                sock: Sock::Tcp(dc.stream),
+                sock,
             })
         })
         .collect()
 }
 
-/// `-N`, `-w`, `-M`, `-C`, `-S` on an accepted stream.
-fn set_options(s: &mio::net::TcpStream, plan: &TestPlan) -> std::io::Result<()> {
-    let r = SockRef::from(s);
-    if plan.nodelay {
-        r.set_nodelay(true)?;
+/// `-N`, `-w`, `-M`, `-C`, `-S` of an accepted stream. Like iperf3's
+/// server, a segment size or a type of service the socket refuses is not
+/// fatal: the client's own MSS already bounds the segments both ways.
+fn stream_settings(plan: &TestPlan) -> Settings {
+    Settings {
+        nodelay: plan.nodelay,
+        sndbuf: plan.window,
+        rcvbuf: plan.window,
+        cc: plan.congestion.clone(),
+        mss: plan.mss,
+        tos: plan.tos,
+        lenient: true,
     }
-    if let Some(w) = plan.window {
-        r.set_send_buffer_size(w)?;
-        r.set_recv_buffer_size(w)?;
-    }
-    if let Some(m) = plan.mss {
-        // Like iperf3's server, a failure here is not fatal: the client's own
-        // MSS already bounds the segments both ways.
-        let _ = r.set_mss(m);
-    }
-    if let Some(cc) = &plan.congestion {
-        r.set_tcp_congestion(cc.as_bytes())?;
-    }
-    if let Some(t) = plan.tos {
-        let _ = r.set_tos(t);
-    }
-    Ok(())
 }
 
 /// Fails if this host cannot give a socket congestion control `name`.

@@ -6,11 +6,11 @@
 //! cookie, so one test at a time connects its UDP streams, and only
 //! datagrams from the control connection's host are taken.
 
-use std::io;
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use socket2::{Domain, Protocol, Socket, Type};
+use linkperf_engine::io::{udp_connect, Conn, Settings};
 
 use crate::server::registry::Shared;
 use crate::sys::{canonical, canonical_ip};
@@ -26,14 +26,14 @@ fn connected_socket(
     peer: SocketAddr,
     window: Option<usize>,
     blksize: usize,
-) -> io::Result<mio::net::UdpSocket> {
-    let s = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
-    s.set_reuse_address(true)?;
-    let buf = window.unwrap_or(UDP_DEFAULT_BUFFER).max(blksize + 1024);
+) -> io::Result<Conn> {
     // The kernel caps these at its maxima; not getting all is not an error.
-    let _ = s.set_recv_buffer_size(buf);
-    let _ = s.set_send_buffer_size(buf);
-    s.bind(&local.into())?;
+    let buf = window.unwrap_or(UDP_DEFAULT_BUFFER).max(blksize + 1024);
+    let settings = Settings {
+        sndbuf: Some(buf),
+        rcvbuf: Some(buf),
+        ..Settings::default()
+    };
     let peer = match (local, peer) {
         // A dual-stack listener sees IPv4 clients as mapped addresses.
         (SocketAddr::V6(_), SocketAddr::V4(v4)) => {
@@ -41,9 +41,7 @@ fn connected_socket(
         }
         _ => peer,
     };
-    s.connect(&peer.into())?;
-    s.set_nonblocking(true)?;
-    Ok(mio::net::UdpSocket::from_std(s.into()))
+    udp_connect(peer, Some(local), &settings)
 }
 
 /// Takes `n` UDP streams from `client` (the control connection's host) and
@@ -57,7 +55,7 @@ pub(crate) fn accept_streams(
     blksize: usize,
     deadline: Instant,
     announce: impl FnOnce() -> Result<(), String>,
-) -> Result<Vec<mio::net::UdpSocket>, String> {
+) -> Result<Vec<Conn>, String> {
     let _setup = shared.udp_setup();
     let listener = &shared.udp;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
@@ -109,9 +107,9 @@ pub(crate) fn accept_streams(
         let Some(reply) = udp_connect_reply(&buf[..len]) else {
             continue; // a stray data datagram, not a connect message
         };
-        let sock = connected_socket(local, from, window, blksize)
+        let mut sock = connected_socket(local, from, window, blksize)
             .map_err(|e| format!("UDP stream socket: {e}"))?;
-        sock.send(&reply)
+        sock.write(&reply)
             .map_err(|e| format!("UDP connect reply: {e}"))?;
         out.push(sock);
     }

@@ -53,20 +53,20 @@ impl Worker {
         let tag = self.token.session_tag();
         let r = match self.links[u][c].last_mut() {
             None => return self.fail(u, "the connection is not open", now),
-            Some(Link::Tcp { stream, .. }) => {
+            Some(Link::Tcp { conn, .. }) => {
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
                 if sendfile {
                     let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-                    send_file(stream.as_raw_fd(), file, n)
+                    send_file(conn.as_raw_fd(), file, n)
                 } else {
-                    stream.write(&self.buf[..n])
+                    conn.write(&self.buf[..n])
                 }
             }
-            Some(Link::Udp { sock, seq, .. }) => {
+            Some(Link::Udp { conn, seq, .. }) => {
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
-                sock.send(&self.buf[..n]).map(|_| {
+                conn.write(&self.buf[..n]).map(|_| {
                     *seq += 1;
                     n - UDP_HEADER_LEN
                 })
@@ -107,11 +107,11 @@ impl Worker {
         let tag = self.token.session_tag();
         match self.links[u][c].last_mut() {
             None => self.fail(u, "the connection is not open", now),
-            Some(Link::Tcp { stream, .. }) => {
+            Some(Link::Tcp { conn, .. }) => {
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
-                match stream.read(&mut self.buf[..n]) {
+                match conn.read(&mut self.buf[..n]) {
                     Ok(0) => {
                         self.drop_link(u, c);
                         self.fail(u, "the other side closed the connection", now)
@@ -128,8 +128,8 @@ impl Worker {
                     }
                 }
             }
-            Some(Link::Udp { sock, .. }) => loop {
-                match sock.recv(&mut self.buf) {
+            Some(Link::Udp { conn, .. }) => loop {
+                match conn.read(&mut self.buf) {
                     Ok(k) => {
                         // Only this session's datagrams count; one of the
                         // header alone is a late answer to a registration.

@@ -122,32 +122,15 @@ impl<S> Accepted<S> {
     }
 }
 
-/// Sets a connection's profile options on an accepted socket.
-pub(super) fn apply_options(s: &TcpStream, o: &ConnOptions) -> io::Result<()> {
-    let r = SockRef::from(s);
-    r.set_nodelay(o.nodelay)?;
-    if let Some(w) = o.wndsz {
-        let w = usize::try_from(w).unwrap_or(usize::MAX);
-        r.set_send_buffer_size(w)?;
-        r.set_recv_buffer_size(w)?;
-    }
-    if let Some(cc) = &o.cc {
-        r.set_tcp_congestion(cc.as_bytes())?;
-    }
-    Ok(())
-}
-
-pub(super) fn data_options(o: &ConnOptions) -> DataOptions {
-    let wnd = o.wndsz.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
-    DataOptions {
+/// The socket settings of a profile connection (`wndsz` sets both buffers).
+pub(super) fn conn_settings(o: &ConnOptions) -> Settings {
+    let wnd = o.wndsz.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
+    Settings {
         nodelay: o.nodelay,
-        socket: SocketOptions {
-            nodelay: Some(o.nodelay),
-            sndbuf: wnd,
-            rcvbuf: wnd,
-            cc: o.cc.clone(),
-            mss: None,
-        },
+        sndbuf: wnd,
+        rcvbuf: wnd,
+        cc: o.cc.clone(),
+        ..Settings::default()
     }
 }
 
@@ -169,10 +152,9 @@ impl Worker {
             }
             let id = self.users[u].id;
             let addr = self.endpoints[id as usize % self.endpoints.len()];
-            let opts = data_options(&self.users[u].script().conn_options[c]);
-            let stream = match tcp_connect(addr, &opts) {
-                Ok(Conn::Tcp(s)) => s,
-                Ok(Conn::Unix(_)) => return self.fail(u, "not a TCP connection", now),
+            let settings = conn_settings(&self.users[u].script().conn_options[c]);
+            let conn = match tcp_connect(addr, &settings) {
+                Ok(conn) => conn,
                 Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
             };
             // The transaction it is opened in (an accepting side takes only
@@ -190,9 +172,8 @@ impl Worker {
             }
             .encode();
             let mut link = Link::Tcp {
-                stream,
-                connecting: true,
-                preamble: Some((pre, 0)),
+                conn,
+                dial: Some(Dial::new(&pre)),
             };
             if let Some(src) = link.source() {
                 if let Err(e) = self.io.registry().register(
@@ -206,44 +187,22 @@ impl Worker {
             self.links[u][c].push(link);
             return false;
         }
-        let Some(Link::Tcp {
-            stream,
-            connecting,
-            preamble,
-        }) = self.links[u][c].last_mut()
-        else {
+        let Some(Link::Tcp { conn, dial }) = self.links[u][c].last_mut() else {
             return false;
         };
-        if *connecting {
-            match stream.take_error() {
-                Ok(Some(e)) | Err(e) => {
-                    self.drop_link(u, c);
-                    return self.fail(u, &format!("connect: {e}"), now);
-                }
-                Ok(None) => {}
-            }
-            match stream.peer_addr() {
-                Ok(_) => *connecting = false,
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => return false,
+        if let Some(d) = dial {
+            match d.advance(conn) {
+                Ok(false) => return false,
+                Ok(true) => *dial = None,
                 Err(e) => {
                     self.drop_link(u, c);
-                    return self.fail(u, &format!("connect: {e}"), now);
+                    let why = match e {
+                        DialError::Connect(e) => format!("connect: {e}"),
+                        DialError::Greet(e) => format!("send the preamble: {e}"),
+                    };
+                    return self.fail(u, &why, now);
                 }
             }
-        }
-        if let Some((pre, sent)) = preamble.as_mut() {
-            while *sent < PREAMBLE_LEN {
-                match stream.write(&pre[*sent..]) {
-                    Ok(n) => *sent += n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.drop_link(u, c);
-                        return self.fail(u, &format!("send the preamble: {e}"), now);
-                    }
-                }
-            }
-            *preamble = None;
         }
         self.count_tcp(u, c);
         self.established(u, c);
@@ -267,9 +226,8 @@ impl Worker {
     pub(super) fn established(&mut self, u: usize, c: usize) {
         self.stats.connections += 1;
         if self.socket.is_none() {
-            if let Some(Link::Tcp { stream, .. }) = self.links[u][c].last() {
-                let ip = stream.local_addr().ok().map(|a| a.ip());
-                self.socket = Some(SocketFacts::read(stream.as_raw_fd(), ip, true));
+            if let Some(Link::Tcp { conn, .. }) = self.links[u][c].last() {
+                self.socket = Some(SocketFacts::read(conn.as_raw_fd(), conn.local_ip(), true));
             }
         }
     }
@@ -290,7 +248,7 @@ impl Worker {
     pub(super) fn connecting(&self, u: usize, c: usize) -> bool {
         matches!(
             self.links[u][c].last(),
-            Some(Link::Tcp { connecting, preamble, .. }) if *connecting || preamble.is_some()
+            Some(Link::Tcp { dial: Some(_), .. })
         )
     }
 
@@ -325,7 +283,7 @@ impl Worker {
             Some(q) => q.take(txn, ordinal),
             None => Taken::NotYet,
         };
-        let stream = match taken {
+        let conn = match taken {
             Taken::Socket(s) => s,
             Taken::NotYet => return false,
             Taken::Refused => {
@@ -341,14 +299,10 @@ impl Worker {
         };
         // Counted before its options, which may fail (canfail goes on).
         self.count_tcp(u, c);
-        if let Err(e) = apply_options(&stream, &self.users[u].script().conn_options[c]) {
+        if let Err(e) = conn.apply(&conn_settings(&self.users[u].script().conn_options[c])) {
             return self.fail(u, &format!("socket options: {e}"), now);
         }
-        self.links[u][c].push(Link::Tcp {
-            stream,
-            connecting: false,
-            preamble: None,
-        });
+        self.links[u][c].push(Link::Tcp { conn, dial: None });
         self.established(u, c);
         self.users[u].op_done(now, &mut self.stats);
         true
@@ -368,10 +322,10 @@ impl Worker {
         }
         // The server closes once the client has: read to its EOF.
         loop {
-            let Some(Link::Tcp { stream, .. }) = self.links[u][c].last_mut() else {
+            let Some(Link::Tcp { conn, .. }) = self.links[u][c].last_mut() else {
                 return true;
             };
-            match stream.read(&mut self.buf) {
+            match conn.read(&mut self.buf) {
                 Ok(0) => break,
                 Ok(n) => self.stats.drained(n as u64, now),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
@@ -386,42 +340,40 @@ impl Worker {
 
     pub(super) fn accept_all(&mut self) {
         loop {
-            let Some(l) = self.listener.as_ref() else {
+            let Some(listener) = self.listener.as_ref() else {
                 return;
             };
-            match l.accept() {
-                Ok((mut stream, _)) => {
-                    let entry = self.pending.vacant_entry();
-                    let key = entry.key();
-                    if self
-                        .io
-                        .registry()
-                        .register(&mut stream, Token(PENDING_BASE + key), Interest::READABLE)
-                        .is_ok()
-                    {
-                        entry.insert(stream);
-                        // Connections that never present a preamble stay
-                        // bounded: the one waiting longest makes room.
-                        if let Some(oldest) = self.gate.admit(key, Instant::now()) {
-                            self.drop_pending(oldest);
-                        }
-                        self.preamble(key);
-                    }
+            let mut conn = match accept_next(listener) {
+                Accept::Conn(conn) => conn,
+                // Out of descriptors or a connection reset before accept:
+                // the rest wait for the next round.
+                Accept::Drained | Accept::Stopped(_) => return,
+            };
+            let entry = self.pending.vacant_entry();
+            let key = entry.key();
+            if self
+                .io
+                .registry()
+                .register(conn.source(), Token(PENDING_BASE + key), Interest::READABLE)
+                .is_ok()
+            {
+                entry.insert(conn);
+                // Connections that never present a preamble stay bounded:
+                // the one waiting longest makes room.
+                if let Some(oldest) = self.gate.admit(key, Instant::now()) {
+                    self.drop_pending(oldest);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                // Out of descriptors or a connection reset before accept: try later.
-                Err(_) => return,
+                self.preamble(key);
             }
         }
     }
 
     /// Reads a new connection's preamble and hands it to its user.
     pub(super) fn preamble(&mut self, key: usize) {
-        let Some(stream) = self.pending.get_mut(key) else {
+        let Some(conn) = self.pending.get_mut(key) else {
             return;
         };
-        let pre = match self.gate.read(key, stream) {
+        let pre = match self.gate.read(key, conn) {
             Presented::Waiting => return,
             Presented::Refused => {
                 self.drop_pending(key);
@@ -429,8 +381,8 @@ impl Worker {
             }
             Presented::Through(p) => p,
         };
-        let mut stream = self.pending.remove(key);
-        let _ = self.io.registry().deregister(&mut stream);
+        let mut conn = self.pending.remove(key);
+        let _ = self.io.registry().deregister(conn.source());
         let id = pre.flow as usize;
         if id % self.workers != self.worker_index() {
             return;
@@ -454,7 +406,7 @@ impl Worker {
             .io
             .registry()
             .register(
-                &mut stream,
+                conn.source(),
                 Self::user_token(u, c),
                 Interest::READABLE | Interest::WRITABLE,
             )
@@ -463,7 +415,7 @@ impl Worker {
             return;
         }
         let queue = self.accepted.entry((u, c)).or_default();
-        if let Some(refused) = queue.insert((txn, seq.ordinal), stream, next, most) {
+        if let Some(refused) = queue.insert((txn, seq.ordinal), conn, next, most) {
             // Closed (which takes it off the poll).
             drop(refused);
             return;
@@ -474,8 +426,8 @@ impl Worker {
     /// Closes a connection that has not presented its preamble.
     pub(super) fn drop_pending(&mut self, key: usize) {
         self.gate.forget(key);
-        if let Some(mut stream) = self.pending.try_remove(key) {
-            let _ = self.io.registry().deregister(&mut stream);
+        if let Some(mut conn) = self.pending.try_remove(key) {
+            let _ = self.io.registry().deregister(conn.source());
         }
     }
 

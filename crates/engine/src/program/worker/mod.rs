@@ -12,18 +12,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::{ProcessCpu, WorkerPlacement};
-use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
-use linkperf_workload::SocketOptions;
-use mio::net::{TcpListener, TcpStream, UdpSocket};
+use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
+use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
-use socket2::SockRef;
 
 use super::coord::{Arrival, Coord};
 use super::script::{ConnOptions, MAX_CONNS};
 use super::stats::Stats;
 use super::user::{Need, Role, User};
 use crate::driver::{self, Driver, Flows, Turn};
-use crate::io::socket::{tcp_connect, udp_connect, Conn, DataOptions};
+use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
+use crate::io::{accept_next, Accept, Dial, DialError, Listener};
 use crate::schedule::Schedule;
 use crate::worker::{SocketFacts, WindowClock};
 
@@ -33,7 +32,7 @@ mod udp;
 
 use crate::gate::{PreambleGate, Presented, SessionPreamble};
 use data::MAX_CHUNK;
-use links::{data_options, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
+use links::{conn_settings, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -45,17 +44,13 @@ const SPIN_SLICE: Duration = Duration::from_millis(1);
 /// One user's connection.
 #[derive(Debug)]
 enum Link {
-    /// A TCP connection (while `connecting`, its preamble not all sent yet).
-    Tcp {
-        stream: TcpStream,
-        connecting: bool,
-        preamble: Option<([u8; PREAMBLE_LEN], usize)>,
-    },
+    /// A TCP connection (`dial` while it connects and sends its preamble).
+    Tcp { conn: Conn, dial: Option<Dial> },
     /// The client's UDP socket, connected to the server's datagram endpoint;
     /// registered once the server answered its registration (sent again at
     /// `retry` until then).
     Udp {
-        sock: UdpSocket,
+        conn: Conn,
         seq: u64,
         registered: bool,
         retry: Instant,
@@ -71,8 +66,7 @@ enum Link {
 impl Link {
     fn source(&mut self) -> Option<&mut dyn mio::event::Source> {
         match self {
-            Link::Tcp { stream, .. } => Some(stream),
-            Link::Udp { sock, .. } => Some(sock),
+            Link::Tcp { conn, .. } | Link::Udp { conn, .. } => Some(conn.source()),
             Link::Peer { .. } => None,
         }
     }
@@ -142,7 +136,7 @@ struct Worker {
     workers: usize,
     transactions: usize,
     endpoints: Vec<SocketAddr>,
-    listener: Option<TcpListener>,
+    listener: Option<Listener>,
     udp_endpoints: Vec<SocketAddr>,
     udp: Option<UdpSocket>,
     udp_peer: Option<IpAddr>,
@@ -154,9 +148,9 @@ struct Worker {
     udp_opened: HashMap<(usize, usize), u64>,
     udp_blocked: Vec<usize>,
     /// Accepted connections that have not presented their preamble yet.
-    pending: slab::Slab<TcpStream>,
+    pending: slab::Slab<Conn>,
     gate: PreambleGate,
-    accepted: HashMap<(usize, usize), Accepted<TcpStream>>,
+    accepted: HashMap<(usize, usize), Accepted<Conn>>,
     /// Per user, per connection: the transaction and how many TCP
     /// connections were established on it in that transaction (the
     /// client's connects, the server's accepts), which numbers the next.
@@ -237,7 +231,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         workers: setup.workers.max(1),
         transactions: setup.transactions,
         endpoints: setup.endpoints,
-        listener: setup.listener,
+        listener: setup.listener.map(Listener::Tcp),
         udp_endpoints: setup.udp_endpoints,
         udp: setup.udp,
         udp_peer: setup.udp_peer,
@@ -296,7 +290,11 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
 impl Worker {
     fn event_loop(&mut self) {
         if let Some(l) = self.listener.as_mut() {
-            if let Err(e) = self.io.registry().register(l, LISTENER, Interest::READABLE) {
+            if let Err(e) = self
+                .io
+                .registry()
+                .register(l.source(), LISTENER, Interest::READABLE)
+            {
                 self.coord.fail(format!("register the data listener: {e}"));
                 return;
             }

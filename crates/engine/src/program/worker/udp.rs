@@ -100,15 +100,15 @@ impl Worker {
         }
         let id = self.users[u].id;
         let addr = self.udp_endpoints[id as usize % self.udp_endpoints.len()];
-        let opts = data_options(&self.users[u].script().conn_options[c]).socket;
-        let mut sock = match udp_connect(addr, &opts) {
+        let settings = conn_settings(&self.users[u].script().conn_options[c]);
+        let mut conn = match udp_connect(addr, None, &settings) {
             Ok(s) => s,
             Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
         };
         if let Err(e) =
             self.io
                 .registry()
-                .register(&mut sock, Self::user_token(u, c), Interest::READABLE)
+                .register(conn.source(), Self::user_token(u, c), Interest::READABLE)
         {
             return self.fail(u, &format!("register a connection: {e}"), now);
         }
@@ -116,7 +116,7 @@ impl Worker {
         *ordinal += 1;
         let ordinal = *ordinal;
         self.links[u][c].push(Link::Udp {
-            sock,
+            conn,
             seq: 0,
             registered: false,
             retry: now,
@@ -162,7 +162,7 @@ impl Worker {
     pub(super) fn await_udp_answer(&mut self, u: usize, c: usize, now: Instant) -> bool {
         let reg = self.registration(u, c);
         let Some(Link::Udp {
-            sock,
+            conn,
             registered,
             retry,
             ..
@@ -172,7 +172,7 @@ impl Worker {
         };
         let mut answer = [0u8; UDP_HEADER_LEN + 1];
         loop {
-            match sock.recv(&mut answer) {
+            match conn.read(&mut answer) {
                 Ok(k) if answer[..k] == reg => {
                     *registered = true;
                     break;
@@ -188,7 +188,7 @@ impl Worker {
         }
         if !*registered {
             if now >= *retry {
-                let _ = sock.send(&reg);
+                let _ = conn.write(&reg);
                 *retry = now + REGISTER_RETRY;
             }
             let at = *retry;

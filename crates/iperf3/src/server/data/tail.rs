@@ -6,13 +6,13 @@
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Polled, Turn};
 use mio::Events;
 
-use super::{read_control, receive, DataOutcome, Live, Sock};
+use super::{read_control, receive, DataOutcome, Live};
 use crate::server::plan::TestPlan;
 use crate::sys;
 use crate::wire::{State, TestResults};
@@ -60,7 +60,7 @@ impl DataPhase {
         let records = &mut self.out.records;
         let t = &mut self.tail;
         let theirs_of = |l: &Live| theirs.stream(i64::from(l.id));
-        let tcp = |l: &Live| matches!(l.sock, Sock::Tcp(_));
+        let tcp = |l: &Live| l.sock.is_tcp();
         let tcp_wanted: u64 = if plan.omit.is_zero() {
             t.receivers
                 .iter()
@@ -180,8 +180,8 @@ pub(super) fn drain(
 pub(super) fn wait_delivered(live: &[Live]) {
     let fds: Vec<RawFd> = live
         .iter()
-        .filter(|l| l.sends && l.open && matches!(l.sock, Sock::Tcp(_)))
-        .map(|l| l.sock.fd())
+        .filter(|l| l.sends && l.open && l.sock.is_tcp())
+        .map(|l| l.sock.as_raw_fd())
         .collect();
     if fds.is_empty() {
         return;

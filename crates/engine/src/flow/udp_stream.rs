@@ -9,15 +9,8 @@ use std::time::{Duration, Instant};
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{BitsPerSecond, StreamDirection, UNPACED};
 
+use super::{Jitter, Pacer};
 use crate::counters::{Counters, FlowSlotId};
-
-/// Most a sender that fell behind its pace may catch up at once: the time its
-/// pacer lets it send back to back. The worker's timers wake it about once a
-/// millisecond, so a few milliseconds of datagrams are due at each wake-up at
-/// any rate; a sender held up for longer (its CPU taken, a full socket buffer)
-/// gives the rest up rather than bursting it onto the path, and sends less
-/// than it was asked to (the results say so).
-pub const MAX_CATCH_UP: Duration = Duration::from_millis(10);
 
 /// Sequence numbers a receiver remembers behind the highest it has seen: a
 /// datagram that far out of order is still told apart (late or duplicated);
@@ -27,68 +20,6 @@ pub const MAX_CATCH_UP: Duration = Duration::from_millis(10);
 pub const REORDER_WINDOW: u64 = 1024;
 
 const WORDS: usize = (REORDER_WINDOW / 64) as usize;
-
-/// Keeps a sender at `rate` payload bits per second: the next datagram is
-/// due when the bits sent so far, at the rate, reach the time since the
-/// pacer's origin.
-#[derive(Debug, Clone)]
-pub struct Pacer {
-    rate: u64,
-    origin: Instant,
-    sent_bits: u128,
-}
-
-impl Pacer {
-    /// A pacer at `rate` (more than 0) from `now`.
-    pub fn new(rate: BitsPerSecond, now: Instant) -> Self {
-        Pacer {
-            rate: rate.0.max(1),
-            origin: now,
-            sent_bits: 0,
-        }
-    }
-
-    /// When the next datagram is due.
-    pub fn due(&self) -> Instant {
-        let ns = self.sent_bits * 1_000_000_000 / u128::from(self.rate);
-        let ns = u64::try_from(ns).unwrap_or(u64::MAX);
-        self.origin
-            .checked_add(Duration::from_nanos(ns))
-            .unwrap_or(self.origin + Duration::from_secs(86_400 * 365))
-    }
-
-    /// Whether a datagram may go at `now`. A sender more than
-    /// [`MAX_CATCH_UP`] behind its pace gives up the rest of its lag.
-    pub fn may_send(&mut self, now: Instant) -> bool {
-        let due = self.due();
-        if due > now {
-            return false;
-        }
-        if now.saturating_duration_since(due) > MAX_CATCH_UP {
-            self.origin = now - MAX_CATCH_UP;
-            self.sent_bits = 0;
-        }
-        true
-    }
-
-    /// A datagram of `payload` bytes went.
-    pub fn sent(&mut self, payload: u64) {
-        self.sent_bits += u128::from(payload) * 8;
-    }
-
-    /// How many datagrams of `payload` bytes are due at `now`, at most `max`
-    /// (after [`Pacer::may_send`]'s catch-up limit).
-    pub fn due_now(&mut self, now: Instant, payload: u64, max: u64) -> u64 {
-        if !self.may_send(now) {
-            return 0;
-        }
-        let elapsed = now.saturating_duration_since(self.origin).as_nanos();
-        let allowed_bits = elapsed * u128::from(self.rate) / 1_000_000_000;
-        let bits = (u128::from(payload) * 8).max(1);
-        let due = allowed_bits.saturating_sub(self.sent_bits) / bits + 1;
-        u64::try_from(due).unwrap_or(u64::MAX).min(max)
-    }
-}
 
 /// What the sender wants next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,7 +82,7 @@ impl DatagramTx {
             self.running = true;
             self.origin = Some(now);
             if self.rate != UNPACED {
-                self.pacer = Some(Pacer::new(self.rate, now));
+                self.pacer = Some(Pacer::bits(self.rate, now));
             }
         }
     }
@@ -172,7 +103,7 @@ impl DatagramTx {
         }
         let max = max.max(1);
         let count = match &mut self.pacer {
-            Some(p) => match p.due_now(now, self.message as u64, max as u64) {
+            Some(p) => match p.due_now(now, self.message as u64 * 8, max as u64) {
                 0 => return TxWant::Wait(p.due()),
                 n => usize::try_from(n).unwrap_or(max),
             },
@@ -196,7 +127,7 @@ impl DatagramTx {
     pub fn sent(&mut self, now: Instant, n: usize, stop: bool) -> Duration {
         self.seq += n as u64;
         if let Some(p) = &mut self.pacer {
-            p.sent(self.message as u64 * n as u64);
+            p.sent_bytes(self.message as u64 * n as u64);
         }
         let since = self
             .last_sent
@@ -262,8 +193,8 @@ pub struct SequenceRx {
     next: u64,
     /// Bit `s % REORDER_WINDOW`: sequence `s` (within the window below `next`) arrived.
     seen: [u64; WORDS],
-    jitter_ns: f64,
-    last_transit: Option<i128>,
+    /// In nanoseconds.
+    jitter: Jitter,
 }
 
 impl Default for SequenceRx {
@@ -278,8 +209,7 @@ impl SequenceRx {
         SequenceRx {
             next: 0,
             seen: [0; WORDS],
-            jitter_ns: 0.0,
-            last_transit: None,
+            jitter: Jitter::default(),
         }
     }
 
@@ -326,24 +256,20 @@ impl SequenceRx {
             a.out_of_order = true;
         }
         if a.received {
-            let transit = i128::from(arrived_ns) - i128::from(sent_ns);
-            if let Some(prev) = self.last_transit {
-                let d = (transit - prev).unsigned_abs() as f64;
-                self.jitter_ns += (d - self.jitter_ns) / 16.0;
-            }
-            self.last_transit = Some(transit);
+            // Exact in an f64 for transits within 104 days.
+            self.jitter.arrived(arrived_ns as f64 - sent_ns as f64);
         }
         a
     }
 
     /// The interarrival jitter so far, nanoseconds.
     pub fn jitter_ns(&self) -> f64 {
-        self.jitter_ns
+        self.jitter.value()
     }
 
     /// Whether any datagram arrived.
     pub fn started(&self) -> bool {
-        self.last_transit.is_some()
+        self.jitter.started()
     }
 }
 
@@ -582,68 +508,6 @@ mod tests {
         rx.arrive(0, 0, 100);
         rx.arrive(0, 0, 5_000_100);
         assert_eq!(rx.jitter_ns(), 0.0);
-    }
-
-    #[test]
-    fn the_pacer_keeps_the_rate() {
-        let t0 = Instant::now();
-        // 8 Mbit/s, 1000-byte datagrams: one every millisecond.
-        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
-        assert!(p.may_send(t0));
-        p.sent(1000);
-        assert_eq!(p.due(), t0 + Duration::from_millis(1));
-        assert!(!p.may_send(t0 + Duration::from_micros(999)));
-        assert!(p.may_send(t0 + Duration::from_millis(1)));
-        p.sent(1000);
-        // A wake-up 3.5 ms late sends what is due back to back.
-        let now = t0 + Duration::from_micros(5500);
-        let mut n = 0;
-        while p.may_send(now) {
-            p.sent(1000);
-            n += 1;
-        }
-        assert_eq!(n, 4, "datagrams due at 2, 3, 4 and 5 ms");
-        assert_eq!(p.due(), t0 + Duration::from_millis(6));
-    }
-
-    #[test]
-    fn the_pacer_counts_what_is_due() {
-        let t0 = Instant::now();
-        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
-        assert_eq!(p.due_now(t0, 1000, 64), 1);
-        p.sent(1000);
-        assert_eq!(p.due_now(t0 + Duration::from_micros(999), 1000, 64), 0);
-        assert_eq!(p.due_now(t0 + Duration::from_micros(3500), 1000, 64), 3);
-        assert_eq!(p.due_now(t0 + Duration::from_micros(3500), 1000, 2), 2);
-        // Far behind: at most the catch-up's worth.
-        assert_eq!(p.due_now(t0 + Duration::from_secs(1), 1000, 64), 11);
-    }
-
-    #[test]
-    fn a_pacer_far_behind_gives_the_lag_up() {
-        let t0 = Instant::now();
-        let mut p = Pacer::new(BitsPerSecond(8_000_000), t0);
-        p.sent(1000);
-        // Held up for a second: at most MAX_CATCH_UP of datagrams go at once.
-        let now = t0 + Duration::from_secs(1);
-        let mut n = 0;
-        while p.may_send(now) {
-            p.sent(1000);
-            n += 1;
-        }
-        assert_eq!(n, 11, "10 ms at one per millisecond, and the one due now");
-        assert_eq!(p.due(), now + Duration::from_millis(1));
-    }
-
-    #[test]
-    fn the_pacer_is_exact_at_a_terabit() {
-        let t0 = Instant::now();
-        let mut p = Pacer::new(BitsPerSecond(1_000_000_000_000), t0);
-        for _ in 0..1_000_000 {
-            p.sent(1400);
-        }
-        // 1e6 × 11200 bits at 1e12 bit/s: 11.2 ms, without rounding per datagram.
-        assert_eq!(p.due(), t0 + Duration::from_micros(11_200));
     }
 
     #[test]
