@@ -15,10 +15,10 @@ use crate::counters::Counters;
 use crate::io::socket::{DataEndpoints, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
-use crate::signals::Signals;
+use crate::worker::signals::Signals;
 use crate::worker::{cpus_for, WindowClock, WorkerReport, WAKER};
 
-use crate::client_worker::{SetupEvent, Worker};
+use crate::worker::client::{SetupEvent, Worker};
 
 /// How long after the drain's end a worker still waiting for an answer is
 /// released (its blocking read ended) by [`ClientTest::wait`].

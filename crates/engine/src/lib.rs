@@ -6,13 +6,10 @@
 #![warn(missing_docs)]
 
 mod client;
-mod client_worker;
 mod counters;
 mod datagram_counts;
-pub mod driver;
 mod error;
 pub mod flow;
-pub mod gate;
 pub mod io;
 pub mod live;
 #[cfg(test)]
@@ -22,8 +19,7 @@ mod report;
 mod sampler;
 mod schedule;
 mod server;
-mod signals;
-mod worker;
+pub mod worker;
 
 pub use client::{Aborter, ClientConfig, ClientTest};
 pub use counters::Counters;
@@ -35,4 +31,5 @@ pub use report::{aggregate, Aggregate};
 pub use sampler::{Sampler, WindowCpu};
 pub use schedule::{Phase, Schedule};
 pub use server::{ServerConfig, ServerTest};
+pub use worker::driver;
 pub use worker::{SocketFacts, WorkerReport, BUFFER_BYTES_PER_WORKER};

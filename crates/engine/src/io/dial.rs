@@ -6,7 +6,7 @@
 
 use std::io::{self, Write};
 
-use crate::gate::MAX_GREETING;
+use crate::io::gate::MAX_GREETING;
 use crate::io::socket::Conn;
 
 /// A connection on its way out: connecting, then greeting.

@@ -1,7 +1,7 @@
 //! uperf profiles on linkperf's engine. A profile is compiled for one side
 //! (script.rs: the client's flowops, or the server's mirrored ones), each
 //! user becomes a state machine (user.rs) carried by event-loop workers
-//! (worker.rs) that count per transaction element and flowop type
+//! (worker/profile.rs) that count per transaction element and flowop type
 //! (stats.rs); the driver and the workers meet in coord.rs.
 //!
 //! The client keeps time: all users end transaction `i` before any starts
@@ -10,11 +10,10 @@
 //! with what they wrote, which the client reads and discards before going
 //! on, so every transaction starts on clean connections.
 
-mod coord;
-mod script;
-mod stats;
-mod user;
-mod worker;
+pub(crate) mod coord;
+pub(crate) mod script;
+pub(crate) mod stats;
+pub(crate) mod user;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -33,11 +32,11 @@ pub use stats::Stats;
 pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
+use crate::worker::profile::{self as worker, ProgramWorkerReport, WorkerSetup};
 use crate::worker::{cpus_for, SocketFacts, WAKER};
 use crate::EngineError;
 use coord::Coord;
 use user::User;
-use worker::{ProgramWorkerReport, WorkerSetup};
 
 /// One side of a profile run.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
-use linkperf_engine::gate::{Gate, Greeting, Presented};
+use linkperf_engine::io::gate::{Gate, Greeting, Presented};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};

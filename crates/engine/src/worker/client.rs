@@ -18,7 +18,6 @@ use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::counters::Counters;
-use crate::driver::{self, Driver, Flows, Polled, Turn};
 use crate::flow::udp_stream::UdpStreamHalves;
 use crate::flow::{RrClient, Want};
 use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, Settings};
@@ -26,7 +25,8 @@ use crate::io::stream::{StreamHalves, StreamIo};
 use crate::io::{Dial, DialError};
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::{Phase, Schedule};
-use crate::signals::{Parked, Signals};
+use crate::worker::driver::{self, Driver, Flows, Polled, Turn};
+use crate::worker::signals::{Parked, Signals};
 use crate::worker::{
     retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
 };

@@ -42,6 +42,16 @@ impl Greeting for SessionPreamble {
     }
 }
 
+/// How many accepted data connections may wait for their preamble at once
+/// on a worker whose flows (or a profile's users' connections) hold
+/// `conns`: twice that plus 64, so that anyone may open a connection and
+/// the ones that never send a preamble stay bounded. Past it, the one that
+/// waited longest is closed for each new one. The workload server and the
+/// profile worker both keep it.
+pub(crate) fn preamble_cap(conns: usize) -> usize {
+    conns.saturating_mul(2).saturating_add(64)
+}
+
 /// A gate for linkperf's data connections.
 pub type PreambleGate = Gate<SessionPreamble>;
 

@@ -16,21 +16,21 @@ use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Poll, Token};
 
-use super::coord::{Arrival, Coord};
-use super::script::{ConnOptions, MAX_CONNS};
-use super::stats::Stats;
-use super::user::{Need, Role, User};
-use crate::driver::{self, Driver, Flows, Turn};
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
 use crate::io::{accept_next, Accept, Dial, DialError, Listener};
+use crate::program::coord::{Arrival, Coord};
+use crate::program::script::{ConnOptions, MAX_CONNS};
+use crate::program::stats::Stats;
+use crate::program::user::{Need, Role, User};
 use crate::schedule::Schedule;
+use crate::worker::driver::{self, Driver, Flows, Turn};
 use crate::worker::{SocketFacts, WindowClock};
 
 mod data;
 mod links;
 mod udp;
 
-use crate::gate::{PreambleGate, Presented, SessionPreamble};
+use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use data::MAX_CHUNK;
 use links::{conn_settings, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};

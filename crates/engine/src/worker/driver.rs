@@ -19,10 +19,15 @@ use std::time::{Duration, Instant};
 use mio::event::Event;
 use mio::{Events, Interest, Poll, Registry, Token};
 
-use crate::io::socket::Conn;
+use crate::io::Conn;
 use crate::schedule::Schedule;
-use crate::signals::{Parked, Signals};
-use crate::worker::{MAX_SLEEP, WAKER};
+use crate::worker::signals::{Parked, Signals};
+
+/// Token of a worker's waker.
+pub const WAKER: Token = Token(usize::MAX);
+
+/// Longest a worker sleeps before looking at its signals again.
+pub const MAX_SLEEP: Duration = Duration::from_millis(50);
 
 /// Timers by deadline: each names what it is for (a flow's key) and a
 /// generation, so that one armed before its flow moved on is told apart

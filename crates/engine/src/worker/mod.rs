@@ -1,0 +1,20 @@
+//! The event-loop workers and what every one of them is made of: the loop
+//! it turns and its event wait (driver.rs), what the coordinating thread
+//! tells it (signals.rs), its window clock and placement (clock.rs), its
+//! payload buffers (buffers.rs) and the report it hands back (report.rs).
+//! The workers: a test's client (client.rs, client/) and server (server.rs,
+//! server/) sides, and a profile's on either side (profile.rs, profile/).
+
+pub(crate) mod buffers;
+pub(crate) mod client;
+pub(crate) mod clock;
+pub mod driver;
+pub(crate) mod profile;
+pub(crate) mod report;
+pub(crate) mod server;
+pub(crate) mod signals;
+
+pub use buffers::{payload, Buffers, BUFFER_BYTES_PER_WORKER};
+pub use clock::{cpus_for, WindowClock};
+pub use driver::{Driver, Flows, Polled, Turn, MAX_SLEEP, WAKER};
+pub use report::{retransmits_so_far, sample_tcp_info, SocketFacts, WorkerReport};

@@ -1,0 +1,352 @@
+//! A server worker: one event loop that accepts its share of a test's data
+//! connections behind the preamble gate (or takes its users' datagrams on
+//! its UDP socket) and drives their flows, counting what it saw itself.
+
+mod accept;
+mod drive;
+mod udp_stream;
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linkperf_metrics::TcpInfoAggregator;
+use linkperf_wire::{DataToken, UdpHeader, UDP_HEADER_LEN};
+use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
+use mio::{Events, Interest, Token};
+use slab::Slab;
+
+use crate::counters::{Counters, FlowSlotId};
+use crate::flow::{RrServer, Want};
+use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
+use crate::io::socket::{Conn, Listener, Settings};
+use crate::io::stream::{StreamHalves, StreamIo};
+use crate::io::{accept_next, Accept};
+use crate::live::{LiveStats, Publisher};
+use crate::schedule::Schedule;
+use crate::worker::driver::{self, Driver, Flows, Turn};
+use crate::worker::signals::{Parked, Signals};
+use crate::worker::{
+    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
+};
+
+/// The token of a worker's data source (its listener or UDP socket).
+pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
+/// Workers give up on their own this long after the drain deadline, whatever
+/// the session says.
+const SAFETY_MARGIN: Duration = Duration::from_secs(10);
+
+/// What a server worker is given.
+pub(crate) struct Setup {
+    /// Its number among the side's workers.
+    pub index: usize,
+    /// Workers of the side.
+    pub workers: usize,
+    /// Users of the test.
+    pub users: usize,
+    pub spec: TestSpec,
+    pub opts: Settings,
+    pub token: DataToken,
+    pub signals: Arc<Signals>,
+    pub driver: Driver,
+    /// Its data source, registered with `driver` under [`LISTENER`].
+    pub source: Source,
+    pub clock: WindowClock,
+    /// How long an accepted connection may take to present its preamble.
+    pub preamble_timeout: Duration,
+    pub live: Option<Arc<LiveStats>>,
+    pub udp_peer: Option<IpAddr>,
+}
+
+enum Logic {
+    /// Behind the preamble gate.
+    Preamble,
+    Rr(RrServer),
+    Crr(RrServer),
+    Stream(StreamHalves),
+}
+
+struct ServerFlow {
+    conn: Conn,
+    logic: Logic,
+    /// Its socket blocks (the worker's single flow waits in its read) and is
+    /// parked in the signals, so that a stop ends the wait.
+    parked: Option<Parked>,
+    /// Its connection's retransmits when the window opened (0 for one
+    /// accepted since).
+    retrans_before: u32,
+    /// Where its traffic is counted (set once its preamble names the flow).
+    slot: FlowSlotId,
+}
+
+/// A worker's data source.
+pub(crate) enum Source {
+    /// A TCP or Unix listener.
+    Listener(Listener),
+    /// A UDP socket.
+    Udp(mio::net::UdpSocket),
+}
+
+pub(crate) struct Worker {
+    spec: TestSpec,
+    opts: Settings,
+    token: DataToken,
+    signals: Arc<Signals>,
+    io: Driver,
+    source: Source,
+    flows: Slab<ServerFlow>,
+    /// Connections accepted that have not presented their preamble yet.
+    gate: PreambleGate,
+    bufs: Buffers,
+    counters: Counters,
+    clock: WindowClock,
+    schedule: Option<Schedule>,
+    tcp: TcpInfoAggregator,
+    connections: u64,
+    /// Each flow's counting slot, by flow id.
+    slots: HashMap<u32, FlowSlotId>,
+    /// Whether each slot's flow has a connection open now: a flow holds at
+    /// most one at a time (a crr flow's next connection comes after the
+    /// server closed the last), so a token admits no more connections than
+    /// its test's users.
+    open: Vec<bool>,
+    /// Workers of this side: flow `i` is worker `i % workers`'s.
+    workers: usize,
+    udp_peer: Option<IpAddr>,
+    socket: Option<SocketFacts>,
+    index: usize,
+    live: Option<Arc<LiveStats>>,
+    /// Flows this worker will carry (users `i` with `i % workers == index`).
+    expected: usize,
+    /// When this drive's last read of a request ended, if it read one.
+    last_read: Option<Instant>,
+    /// A UDP stream's flows, by slot.
+    udp: udp_stream::UdpStreams,
+}
+
+fn new_logic(w: &Workload, flow: u32) -> Logic {
+    match w {
+        Workload::Stream { message, direction } => {
+            Logic::Stream(StreamHalves::for_side(message.0, *direction, false))
+        }
+        Workload::Crr { request, response } => Logic::Crr(RrServer::new(request.0, response.0)),
+        other => {
+            let sizes = other
+                .transaction_sizes()
+                .unwrap_or(TransactionSizes::Fixed {
+                    request: 1,
+                    response: 1,
+                });
+            Logic::Rr(RrServer::with_sizes(sizes, flow))
+        }
+    }
+}
+
+enum Io {
+    Blocked,
+    /// Still ready: drive again soon, without waiting for an event.
+    Again,
+    Close,
+}
+
+impl Worker {
+    pub(crate) fn new(s: Setup) -> Self {
+        let largest = s.spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
+        let udp = s.spec.protocol == Protocol::Udp;
+        let threads = s.workers.max(1);
+        let expected = s.users / threads + usize::from(s.index < s.users % threads);
+        let cap = crate::io::gate::preamble_cap(expected);
+        Worker {
+            gate: PreambleGate::new(SessionPreamble(s.token), cap, s.preamble_timeout),
+            spec: s.spec,
+            opts: s.opts,
+            token: s.token,
+            signals: s.signals,
+            io: s.driver,
+            source: s.source,
+            flows: Slab::new(),
+            bufs: Buffers::new(largest, udp),
+            counters: Counters::new(false),
+            clock: s.clock,
+            schedule: None,
+            tcp: TcpInfoAggregator::new(),
+            connections: 0,
+            slots: HashMap::new(),
+            open: Vec::new(),
+            workers: threads,
+            udp_peer: s.udp_peer,
+            socket: None,
+            index: s.index,
+            live: s.live,
+            expected,
+            last_read: None,
+            udp: udp_stream::UdpStreams::default(),
+        }
+    }
+
+    pub(crate) fn run(mut self) -> WorkerReport {
+        let mut events = Events::with_capacity(1024);
+        let mut serving = Serving {
+            publisher: Publisher::new(Instant::now()),
+            w: &mut self,
+        };
+        let _ = driver::run(&mut serving, &mut events);
+        if self.signals.aborted() {
+            // The seconds after this one never ran.
+            self.counters.stop(Instant::now());
+        }
+        if !self.clock.closed {
+            self.clock.close();
+            self.read_tcp_info();
+        }
+        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            self.close(k);
+        }
+        if let Some(live) = &self.live {
+            live.publish(self.index, &self.counters.totals);
+        }
+        let flows = u32::try_from(self.counters.flow_count()).unwrap_or(u32::MAX);
+        let (cpu, placement) = self.clock.finish(flows);
+        WorkerReport {
+            counters: self.counters,
+            cpu,
+            placement,
+            tcp: self.tcp,
+            connections: self.connections,
+            socket: self.socket,
+            flow_totals: Vec::new(),
+        }
+    }
+
+    /// The one request/response flow of a worker that carries exactly one,
+    /// once it runs: it then waits in its own read rather than in the event
+    /// wait (one system call less per transaction, a direct wake-up).
+    fn single_flow(&mut self) -> Option<usize> {
+        if self.io.busy_polls() || self.expected != 1 || self.schedule.is_none() {
+            return None;
+        }
+        if self.flows.len() != 1 {
+            return None;
+        }
+        let (k, f) = self.flows.iter_mut().next()?;
+        if !matches!(f.logic, Logic::Rr(_)) {
+            return None;
+        }
+        if f.parked.is_none() {
+            // The flow stays on this path until it closes.
+            f.parked = Some(self.io.park(&mut f.conn, Token(k), &self.signals)?);
+        }
+        Some(k)
+    }
+
+    fn begin(&mut self, s: Schedule, now: Instant) {
+        self.schedule = Some(s);
+        self.counters.set_schedule(s);
+        self.start_udp_streams(now);
+        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
+        for k in keys {
+            if let Some(f) = self.flows.get_mut(k) {
+                if let Logic::Stream(halves) = &mut f.logic {
+                    halves.start(now);
+                }
+            }
+            self.drive(k);
+        }
+    }
+
+    /// Each connection's retransmits as the window opens.
+    fn mark_retransmits(&mut self) {
+        for (_, f) in self.flows.iter_mut() {
+            if f.conn.is_tcp() {
+                f.retrans_before = retransmits_so_far(f.conn.as_raw_fd());
+            }
+        }
+    }
+
+    fn read_tcp_info(&mut self) {
+        for (_, f) in self.flows.iter() {
+            if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble) {
+                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
+            }
+        }
+    }
+}
+
+/// A server worker's flows as the driver's loop turns them.
+struct Serving<'a> {
+    w: &'a mut Worker,
+    publisher: Publisher,
+}
+
+impl Flows for Serving<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.w.io
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        let w = &mut *self.w;
+        if let Some(live) = &w.live {
+            if self.publisher.due(now) {
+                live.publish(w.index, &w.counters.totals);
+            }
+        }
+        if w.schedule.is_none() {
+            if let Some(s) = w.signals.schedule() {
+                w.begin(s, now);
+            }
+        }
+        if let Some(s) = w.schedule {
+            if w.clock.opening(&s, now) {
+                w.mark_retransmits();
+            }
+            if w.clock.tick(&s, now) {
+                w.read_tcp_info();
+            }
+            if now > s.drain_until + SAFETY_MARGIN {
+                return Turn::Stop;
+            }
+        }
+        if w.signals.finishing() || w.signals.aborted() {
+            return Turn::Stop;
+        }
+        w.expire_preambles(now);
+        if let Some(k) = w.single_flow() {
+            w.drive(k);
+            // The next turn reuses the time the request's read ended at.
+            return Turn::Again(w.last_read.take());
+        }
+        w.fire_udp_timers(now);
+        Turn::Wait(w.io.timeout(
+            now,
+            w.schedule.as_ref(),
+            w.gate.next_deadline(),
+            !w.udp.again.is_empty(),
+        ))
+    }
+
+    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+        match event.token() {
+            LISTENER => {
+                if event.is_readable() {
+                    self.w.on_source();
+                }
+                if event.is_writable() {
+                    self.w.udp_writable();
+                }
+            }
+            Token(k) => self.w.drive(k),
+        }
+    }
+
+    fn again(&mut self, key: usize, _now: Instant) {
+        self.w.drive(key);
+    }
+
+    fn turned(&mut self, _now: Instant) {
+        self.w.udp_again();
+    }
+}
