@@ -9,14 +9,14 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::DataToken;
 use linkperf_workload::TestSpec;
-use mio::{Poll, Waker};
+use mio::Waker;
 
 use crate::counters::Counters;
 use crate::io::socket::{DataEndpoints, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::worker::signals::Signals;
-use crate::worker::{cpus_for, WindowClock, WorkerReport, WAKER};
+use crate::worker::{cpus_for, Driver, WindowClock, WorkerReport};
 
 use crate::worker::client::{SetupEvent, Worker};
 
@@ -80,11 +80,8 @@ impl ClientTest {
         let mut handles = Vec::new();
         let opts = Settings::for_test(&cfg.spec);
         for w in 0..threads {
-            let poll = Poll::new().map_err(|e| crate::EngineError::Worker(e.to_string()))?;
-            let waker = Arc::new(
-                Waker::new(poll.registry(), WAKER)
-                    .map_err(|e| crate::EngineError::Worker(e.to_string()))?,
-            );
+            let (driver, waker) = Driver::new(cfg.busy_poll)
+                .map_err(|e| crate::EngineError::Worker(e.to_string()))?;
             wakers.push(waker);
             let ids: Vec<u32> = (0..cfg.spec.users)
                 .filter(|u| *u as usize % threads == w)
@@ -96,7 +93,6 @@ impl ClientTest {
             let cpus = cpus_for(w, cfg.affinity.as_ref());
             let opts = opts.clone();
             let token = cfg.token;
-            let busy_poll = cfg.busy_poll;
             let live = cfg.live.clone();
             let greeting = cfg.greeting.clone();
             let done_tx = done_tx.clone();
@@ -112,8 +108,8 @@ impl ClientTest {
                         }
                     };
                     let worker = Worker::new(
-                        w as u32, spec, opts, endpoints, token, busy_poll, signals, poll, clock,
-                        &ids, live, greeting,
+                        w as u32, spec, opts, endpoints, token, signals, driver, clock, &ids, live,
+                        greeting,
                     );
                     worker.run(setup_tx)
                 })

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::DataToken;
 use linkperf_workload::{Protocol, TestSpec};
-use mio::{Interest, Poll, Waker};
+use mio::{Interest, Waker};
 
 use crate::io::socket::{tcp_listener, udp_bind, unix_listener, DataEndpoints, Listener, Settings};
 use crate::live::LiveStats;
@@ -19,7 +19,7 @@ use crate::schedule::Schedule;
 use crate::worker::driver::Driver;
 use crate::worker::server::{Setup, Source, Worker, LISTENER};
 use crate::worker::signals::Signals;
-use crate::worker::{cpus_for, WindowClock, WorkerReport, WAKER};
+use crate::worker::{cpus_for, WindowClock, WorkerReport};
 use crate::EngineError;
 
 /// Everything needed to run the server side.
@@ -78,22 +78,16 @@ impl ServerTest {
         let mut handles = Vec::new();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
         for (w, mut source) in sources.into_iter().enumerate() {
-            let poll = Poll::new().map_err(|e| EngineError::Worker(e.to_string()))?;
-            let waker = Arc::new(
-                Waker::new(poll.registry(), WAKER)
-                    .map_err(|e| EngineError::Worker(e.to_string()))?,
-            );
+            let (driver, waker) =
+                Driver::new(cfg.busy_poll).map_err(|e| EngineError::Worker(e.to_string()))?;
+            let registry = driver.registry();
             let reg = match &mut source {
-                Source::Listener(l) => {
-                    poll.registry()
-                        .register(l.source(), LISTENER, Interest::READABLE)
-                }
+                Source::Listener(l) => registry.register(l.source(), LISTENER, Interest::READABLE),
                 // A UDP stream's senders wait for room in the socket buffer.
                 Source::Udp(s) if cfg.spec.is_udp_stream() => {
-                    poll.registry()
-                        .register(s, LISTENER, Interest::READABLE | Interest::WRITABLE)
+                    registry.register(s, LISTENER, Interest::READABLE | Interest::WRITABLE)
                 }
-                Source::Udp(s) => poll.registry().register(s, LISTENER, Interest::READABLE),
+                Source::Udp(s) => registry.register(s, LISTENER, Interest::READABLE),
             };
             reg.map_err(setup)?;
             wakers.push(waker);
@@ -103,7 +97,6 @@ impl ServerTest {
             let signals = signals.clone();
             let ready_tx = ready_tx.clone();
             let token = cfg.token;
-            let busy_poll = cfg.busy_poll;
             let preamble_timeout = cfg.preamble_timeout;
             let live = cfg.live.clone();
             let udp_peer = cfg.udp_peer;
@@ -128,7 +121,7 @@ impl ServerTest {
                         opts,
                         token,
                         signals,
-                        driver: Driver::new(poll, busy_poll),
+                        driver,
                         source,
                         clock,
                         preamble_timeout,

@@ -24,7 +24,6 @@ use linkperf_metrics::{ProcessCpu, ProfileReport, SideReport, Totals, WorkerPlac
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
 use mio::net::TcpListener;
-use mio::{Poll, Waker};
 
 pub use coord::Arrival;
 pub use script::{compile, CompileError, Compiled};
@@ -33,7 +32,7 @@ pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
 use crate::worker::profile::{self as worker, ProgramWorkerReport, WorkerSetup};
-use crate::worker::{cpus_for, SocketFacts, WAKER};
+use crate::worker::{cpus_for, Driver, SocketFacts};
 use crate::EngineError;
 use coord::Coord;
 use user::User;
@@ -236,11 +235,8 @@ impl ProgramRun {
         let mut handles = Vec::new();
         let largest = compiled.largest_op();
         for (w, users) in per_worker.into_iter().enumerate() {
-            let poll = Poll::new().map_err(|e| EngineError::Worker(e.to_string()))?;
-            let waker = Arc::new(
-                Waker::new(poll.registry(), WAKER)
-                    .map_err(|e| EngineError::Worker(e.to_string()))?,
-            );
+            let (driver, waker) =
+                Driver::new(cfg.busy_poll).map_err(|e| EngineError::Worker(e.to_string()))?;
             coord.add_waker(waker);
             let setup = WorkerSetup {
                 id: w as u32,
@@ -256,9 +252,8 @@ impl ProgramRun {
                 udp_peer: cfg.udp_peer,
                 token: cfg.token,
                 coord: coord.clone(),
-                poll,
+                driver,
                 cpus: cpus_for(w, cfg.affinity.as_ref()),
-                busy_poll: cfg.busy_poll,
                 largest,
                 live: cfg.live.clone(),
             };

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Token};
 
 use crate::counters::Counters;
 use crate::flow::udp_stream::UdpStreamHalves;
@@ -179,9 +179,8 @@ impl Worker {
         opts: Settings,
         endpoints: DataEndpoints,
         token: DataToken,
-        busy_poll: bool,
         signals: Arc<Signals>,
-        poll: Poll,
+        driver: Driver,
         clock: WindowClock,
         ids: &[u32],
         live: Option<Arc<LiveStats>>,
@@ -214,7 +213,7 @@ impl Worker {
             token,
             blocking: false,
             signals,
-            io: Driver::new(poll, busy_poll),
+            io: driver,
             queued: (0..flows.len()).collect(),
             flows,
             connecting: 0,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::event::Event;
-use mio::{Events, Interest, Poll, Registry, Token};
+use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
 use crate::io::Conn;
 use crate::schedule::Schedule;
@@ -71,15 +71,19 @@ pub struct Driver {
 }
 
 impl Driver {
-    /// A driver around `poll` (its waker already registered); `busy_poll`
-    /// never sleeps in the wait.
-    pub fn new(poll: Poll, busy_poll: bool) -> Self {
-        Driver {
+    /// A new event wait, and the waker that ends it from another thread
+    /// (its events come under [`WAKER`]); `busy_poll` never sleeps in the
+    /// wait. Every worker's and acceptor's event loop is made here.
+    pub fn new(busy_poll: bool) -> io::Result<(Self, Arc<Waker>)> {
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let driver = Driver {
             poll,
             busy_poll,
             timers: Timers::default(),
             again: Vec::new(),
-        }
+        };
+        Ok((driver, waker))
     }
 
     /// Where sockets are registered.
@@ -262,7 +266,7 @@ mod tests {
     use super::*;
 
     fn driver(busy_poll: bool) -> Driver {
-        Driver::new(Poll::new().unwrap(), busy_poll)
+        Driver::new(busy_poll).unwrap().0
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{ProcessCpu, WorkerPlacement};
 use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::net::{TcpListener, UdpSocket};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Token};
 
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
 use crate::io::{accept_next, Accept, Dial, DialError, Listener};
@@ -113,12 +113,10 @@ pub struct WorkerSetup {
     pub token: DataToken,
     /// Shared with the driver.
     pub coord: Arc<Coord>,
-    /// The poll its waker is registered with.
-    pub poll: Poll,
+    /// Its event wait (its waker with the coordinator).
+    pub driver: Driver,
     /// Pinning.
     pub cpus: Option<Vec<usize>>,
-    /// Never sleep in the event wait.
-    pub busy_poll: bool,
     /// Largest single operation in the profile.
     pub largest: u64,
     /// Where it publishes its totals (slot `id`), if anyone watches.
@@ -244,7 +242,7 @@ pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
         accepted: HashMap::new(),
         token: setup.token,
         coord: setup.coord,
-        io: Driver::new(setup.poll, setup.busy_poll),
+        io: setup.driver,
         stats: Stats::new(setup.slots),
         buf: vec![0x5a; chunk],
         file: None,

@@ -17,7 +17,7 @@ use linkperf_engine::driver::{self, Driver, Turn};
 use linkperf_engine::io::Conn;
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Registry, Token};
+use mio::{Events, Interest, Registry, Token};
 
 use crate::server::accounting::{Budget, EndOfSending, Sample, StreamStats};
 use crate::server::plan::TestPlan;
@@ -190,7 +190,7 @@ pub(crate) fn run(
     let start = Instant::now();
     let omit_end = start + plan.omit;
     let deadline = start + plan.limit;
-    let driver = Driver::new(Poll::new()?, false);
+    let (driver, _) = Driver::new(false)?;
     ctrl.set_nonblocking(true)?;
     let ctrl_fd = ctrl.as_raw_fd();
     driver
@@ -249,7 +249,7 @@ pub(crate) fn run(
             !omitting,
             &mut errors,
         );
-        wait_delivered(&live);
+        wait_delivered(&mut driver, &mut events, &live);
     }
     let congestion = live.iter().find_map(|l| match &l.sock {
         Conn::Tcp(t) => socket_congestion_control(t.as_raw_fd()),

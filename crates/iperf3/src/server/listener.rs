@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
 use linkperf_engine::io::gate::{Gate, Greeting, Presented};
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Interest, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::server::registry::{DataConn, Route, Shared};
@@ -26,8 +26,7 @@ use crate::wire::{Cookie, State, COOKIE_LEN};
 use crate::ServerError;
 
 const LISTENER: Token = Token(0);
-const WAKER: Token = Token(1);
-const FIRST_CONN: usize = 2;
+const FIRST_CONN: usize = 1;
 /// After a failed accept (out of descriptors), when to try again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -143,15 +142,14 @@ impl Iperf3Server {
 
     /// Serves on a thread of its own.
     pub fn spawn(self) -> Result<ServerHandle, ServerError> {
-        let poll = Poll::new().map_err(ServerError::Setup)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER).map_err(ServerError::Setup)?);
+        let (driver, waker) = Driver::new(false).map_err(ServerError::Setup)?;
         let stop = Arc::new(AtomicBool::new(false));
         let addr = self.addr;
         let shared = self.shared.clone();
         let st = stop.clone();
         let thread = std::thread::Builder::new()
             .name("lp-iperf3".into())
-            .spawn(move || self.run(poll, st))
+            .spawn(move || self.run(driver, st))
             .map_err(ServerError::Setup)?;
         Ok(ServerHandle {
             addr,
@@ -162,8 +160,8 @@ impl Iperf3Server {
         })
     }
 
-    fn run(mut self, poll: Poll, stop: Arc<AtomicBool>) {
-        if let Err(e) = poll
+    fn run(mut self, driver: Driver, stop: Arc<AtomicBool>) {
+        if let Err(e) = driver
             .registry()
             .register(&mut self.listener, LISTENER, Interest::READABLE)
         {
@@ -173,7 +171,7 @@ impl Iperf3Server {
         let cfg = &self.shared.cfg;
         let gate = Gate::new(CookieGreeting, cfg.max_pending, cfg.handshake_timeout);
         let mut acceptor = Acceptor {
-            driver: Driver::new(poll, false),
+            driver,
             listener: self.listener,
             shared: self.shared.clone(),
             stop,
@@ -250,7 +248,6 @@ impl Flows for Acceptor {
     fn event(&mut self, event: &mio::event::Event, _now: Instant) {
         match event.token() {
             LISTENER => self.accept(),
-            WAKER => {}
             Token(t) => self.read_cookie(t),
         }
     }

@@ -19,6 +19,8 @@ use crate::wire::{State, TestResults};
 
 /// After `TEST_END`: a receiver quiet this long has nothing more coming.
 const QUIET: Duration = Duration::from_millis(50);
+/// How often the wait for the client's acknowledgements looks again.
+const ACK_CHECK: Duration = Duration::from_millis(2);
 /// After `TEST_END`: the longest the server waits for data to arrive or to be
 /// delivered before it sends its results anyway.
 const DRAIN_MAX: Duration = Duration::from_secs(3);
@@ -176,8 +178,11 @@ pub(super) fn drain(
 }
 
 /// After `TEST_END`: waits until the client's kernel has acknowledged all the
-/// server sent on TCP, then a little longer for the client to read it.
-pub(super) fn wait_delivered(live: &[Live]) {
+/// server sent on TCP, then [`QUIET`] longer for the client to read it; at
+/// most [`DRAIN_MAX`] for the acknowledgements. The kernel raises no event
+/// when a socket's last byte is acknowledged, so the loop looks at the
+/// sockets' unacknowledged bytes every [`ACK_CHECK`], in its event wait.
+pub(super) fn wait_delivered(driver: &mut Driver, events: &mut Events, live: &[Live]) {
     let fds: Vec<RawFd> = live
         .iter()
         .filter(|l| l.sends && l.open && l.sock.is_tcp())
@@ -187,14 +192,24 @@ pub(super) fn wait_delivered(live: &[Live]) {
         return;
     }
     let t0 = Instant::now();
-    while t0.elapsed() < DRAIN_MAX {
-        if fds
-            .iter()
-            .all(|fd| sys::unacked_bytes(*fd).unwrap_or(0) == 0)
-        {
-            break;
+    let mut delivered = None;
+    let mut turn = Polled::new(driver, |now| {
+        let at = match delivered {
+            Some(at) => at,
+            None => {
+                let acked = fds
+                    .iter()
+                    .all(|fd| sys::unacked_bytes(*fd).unwrap_or(0) == 0);
+                if !acked && now - t0 < DRAIN_MAX {
+                    return Turn::Wait(ACK_CHECK);
+                }
+                *delivered.insert(now)
+            }
+        };
+        match (at + QUIET).checked_duration_since(now) {
+            Some(left) if !left.is_zero() => Turn::Wait(left),
+            _ => Turn::Stop,
         }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    std::thread::sleep(QUIET);
+    });
+    let _ = driver::run(&mut turn, events);
 }
