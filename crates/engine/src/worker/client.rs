@@ -12,7 +12,6 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Token};
@@ -23,13 +22,12 @@ use crate::flow::{RrClient, Want};
 use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
 use crate::io::{Dial, DialError};
-use crate::live::{LiveStats, Publisher};
+use crate::live::LiveStats;
 use crate::schedule::{Phase, Schedule};
 use crate::worker::driver::{self, Driver, Flows, Polled, Turn};
 use crate::worker::signals::{Parked, Signals};
-use crate::worker::{
-    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
-};
+use crate::worker::window::{Connections, Publish, Window};
+use crate::worker::{retransmits_so_far, Buffers, SocketFacts, WindowClock, WorkerReport};
 
 /// What a worker says during setup.
 pub(crate) enum SetupEvent {
@@ -96,6 +94,23 @@ impl Flow {
     }
 }
 
+/// A client worker's flows as its window reads their connections.
+struct Tracked<'a>(&'a mut Vec<Flow>);
+
+impl Connections for Tracked<'_> {
+    fn each_tcp(&mut self, mut f: impl FnMut(&Conn, &mut u32)) {
+        for flow in self.0.iter_mut() {
+            if let Some(c) = flow.conn.as_ref().filter(|c| c.is_tcp()) {
+                f(c, &mut flow.retrans_before);
+            }
+        }
+    }
+
+    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
+        self.0.iter().map(Flow::retransmits)
+    }
+}
+
 /// One client worker's state.
 pub(crate) struct Worker {
     _id: u32,
@@ -114,13 +129,10 @@ pub(crate) struct Worker {
     open: usize,
     bufs: Buffers,
     counters: Counters,
-    clock: WindowClock,
-    tcp: TcpInfoAggregator,
+    window: Window,
     connections: u64,
     socket: Option<SocketFacts>,
     connect_error: Option<String>,
-    index: usize,
-    live: Option<Arc<LiveStats>>,
     greeting: Option<Arc<[u8]>>,
     /// UDP stream flows whose registration is unanswered.
     registering: Vec<usize>,
@@ -220,13 +232,10 @@ impl Worker {
             open: 0,
             bufs: Buffers::new(largest, spec.protocol == Protocol::Udp),
             counters,
-            clock,
-            tcp: TcpInfoAggregator::new(),
+            window: Window::new(clock, live, id as usize, Publish::Seconds, Instant::now()),
             connections: 0,
             socket: None,
             connect_error: None,
-            index: id as usize,
-            live,
             greeting,
             spec,
             registering: Vec::new(),
@@ -289,27 +298,15 @@ impl Worker {
         // single flow's turns reuse the time its last read ended at: one
         // clock read per transaction.
         let mut running = Running {
-            publisher: Publisher::new(now),
             w: &mut self,
             schedule,
             single,
         };
         let _ = driver::run(&mut running, &mut events);
-        let mut publisher = running.publisher;
         drop(parked);
-        if self.signals.aborted() {
-            // The seconds after this one never ran.
-            self.counters.stop(Instant::now());
-        }
-        if !self.clock.closed {
-            self.clock.close();
-            self.read_tcp_info();
-        }
-        if let Some(live) = &self.live {
-            let flows = &self.flows;
-            let retransmits = || flows.iter().map(Flow::retransmits);
-            publisher.publish_last(live, self.index, &mut self.counters, retransmits);
-        }
+        let aborted = self.signals.aborted();
+        self.window
+            .end(&mut self.counters, &mut Tracked(&mut self.flows), aborted);
         for i in 0..self.flows.len() {
             self.close(i);
         }
@@ -331,37 +328,16 @@ impl Worker {
     }
 
     fn report(&mut self) -> WorkerReport {
-        let (cpu, placement) = self.clock.finish(self.flows.len() as u32);
+        let (cpu, placement, tcp) = self.window.finish(self.flows.len() as u32);
         let flow_totals = self.counters.flow_totals();
         WorkerReport {
             counters: std::mem::replace(&mut self.counters, Counters::new(false)),
             cpu,
             placement,
-            tcp: std::mem::take(&mut self.tcp),
+            tcp,
             connections: self.connections,
             socket: self.socket.take(),
             flow_totals,
-        }
-    }
-
-    /// Each connection's retransmits as the window opens.
-    fn mark_retransmits(&mut self) {
-        for f in &mut self.flows {
-            if let Some(c) = &f.conn {
-                if c.is_tcp() {
-                    f.retrans_before = retransmits_so_far(c.as_raw_fd());
-                }
-            }
-        }
-    }
-
-    fn read_tcp_info(&mut self) {
-        for f in &self.flows {
-            if let Some(c) = &f.conn {
-                if c.is_tcp() {
-                    sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
-                }
-            }
         }
     }
 
@@ -468,7 +444,6 @@ struct Running<'a> {
     /// The worker carries one request/response flow, parked on the blocking
     /// fast path.
     single: bool,
-    publisher: Publisher,
 }
 
 impl Flows for Running<'_> {
@@ -478,20 +453,8 @@ impl Flows for Running<'_> {
 
     fn turn(&mut self, now: Instant) -> Turn {
         let (w, schedule) = (&mut *self.w, self.schedule);
-        if let Some(live) = &w.live {
-            if self.publisher.due(now) {
-                let flows = &w.flows;
-                let retransmits = || flows.iter().map(Flow::retransmits);
-                self.publisher
-                    .publish(live, w.index, &mut w.counters, now, retransmits);
-            }
-        }
-        if w.clock.opening(&schedule, now) {
-            w.mark_retransmits();
-        }
-        if w.clock.tick(&schedule, now) {
-            w.read_tcp_info();
-        }
+        let flows = &mut Tracked(&mut w.flows);
+        w.window.turn(now, Some(&schedule), &mut w.counters, flows);
         let over = schedule.phase(now) == Phase::Over;
         if over || w.signals.aborted() || w.signals.expired() || w.open == 0 {
             return Turn::Stop;

@@ -13,6 +13,7 @@ pub(crate) mod profile;
 pub(crate) mod report;
 pub(crate) mod server;
 pub(crate) mod signals;
+pub(crate) mod window;
 
 pub use buffers::{payload, Buffers, BUFFER_BYTES_PER_WORKER};
 pub use clock::{cpus_for, WindowClock};

@@ -13,7 +13,6 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::TcpInfoAggregator;
 use linkperf_wire::{DataToken, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::{Events, Interest, Token};
@@ -25,13 +24,12 @@ use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{Conn, Listener, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
 use crate::io::{accept_next, Accept};
-use crate::live::{LiveStats, Publisher};
+use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::worker::driver::{self, Driver, Flows, Turn};
 use crate::worker::signals::{Parked, Signals};
-use crate::worker::{
-    retransmits_so_far, sample_tcp_info, Buffers, SocketFacts, WindowClock, WorkerReport,
-};
+use crate::worker::window::{Connections, Publish, Window};
+use crate::worker::{Buffers, SocketFacts, WindowClock, WorkerReport};
 
 /// The token of a worker's data source (its listener or UDP socket).
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
@@ -90,6 +88,25 @@ pub(crate) enum Source {
     Udp(mio::net::UdpSocket),
 }
 
+/// A server worker's flows as its window reads their connections: those
+/// through the gate.
+struct Tracked<'a>(&'a mut Slab<ServerFlow>);
+
+impl Connections for Tracked<'_> {
+    fn each_tcp(&mut self, mut f: impl FnMut(&Conn, &mut u32)) {
+        for (_, flow) in self.0.iter_mut() {
+            if flow.conn.is_tcp() && !matches!(flow.logic, Logic::Preamble) {
+                f(&flow.conn, &mut flow.retrans_before);
+            }
+        }
+    }
+
+    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
+        // The server publishes its totals only.
+        std::iter::empty()
+    }
+}
+
 pub(crate) struct Worker {
     spec: TestSpec,
     opts: Settings,
@@ -102,9 +119,8 @@ pub(crate) struct Worker {
     gate: PreambleGate,
     bufs: Buffers,
     counters: Counters,
-    clock: WindowClock,
+    window: Window,
     schedule: Option<Schedule>,
-    tcp: TcpInfoAggregator,
     connections: u64,
     /// Each flow's counting slot, by flow id.
     slots: HashMap<u32, FlowSlotId>,
@@ -118,7 +134,6 @@ pub(crate) struct Worker {
     udp_peer: Option<IpAddr>,
     socket: Option<SocketFacts>,
     index: usize,
-    live: Option<Arc<LiveStats>>,
     /// Flows this worker will carry (users `i` with `i % workers == index`).
     expected: usize,
     /// When this drive's last read of a request ended, if it read one.
@@ -170,9 +185,8 @@ impl Worker {
             flows: Slab::new(),
             bufs: Buffers::new(largest, udp),
             counters: Counters::new(false),
-            clock: s.clock,
+            window: Window::new(s.clock, s.live, s.index, Publish::Totals, Instant::now()),
             schedule: None,
-            tcp: TcpInfoAggregator::new(),
             connections: 0,
             slots: HashMap::new(),
             open: Vec::new(),
@@ -180,7 +194,6 @@ impl Worker {
             udp_peer: s.udp_peer,
             socket: None,
             index: s.index,
-            live: s.live,
             expected,
             last_read: None,
             udp: udp_stream::UdpStreams::default(),
@@ -189,33 +202,22 @@ impl Worker {
 
     pub(crate) fn run(mut self) -> WorkerReport {
         let mut events = Events::with_capacity(1024);
-        let mut serving = Serving {
-            publisher: Publisher::new(Instant::now()),
-            w: &mut self,
-        };
+        let mut serving = Serving { w: &mut self };
         let _ = driver::run(&mut serving, &mut events);
-        if self.signals.aborted() {
-            // The seconds after this one never ran.
-            self.counters.stop(Instant::now());
-        }
-        if !self.clock.closed {
-            self.clock.close();
-            self.read_tcp_info();
-        }
+        let aborted = self.signals.aborted();
+        self.window
+            .end(&mut self.counters, &mut Tracked(&mut self.flows), aborted);
         let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
         for k in keys {
             self.close(k);
         }
-        if let Some(live) = &self.live {
-            live.publish(self.index, &self.counters.totals);
-        }
         let flows = u32::try_from(self.counters.flow_count()).unwrap_or(u32::MAX);
-        let (cpu, placement) = self.clock.finish(flows);
+        let (cpu, placement, tcp) = self.window.finish(flows);
         WorkerReport {
             counters: self.counters,
             cpu,
             placement,
-            tcp: self.tcp,
+            tcp,
             connections: self.connections,
             socket: self.socket,
             flow_totals: Vec::new(),
@@ -257,29 +259,11 @@ impl Worker {
             self.drive(k);
         }
     }
-
-    /// Each connection's retransmits as the window opens.
-    fn mark_retransmits(&mut self) {
-        for (_, f) in self.flows.iter_mut() {
-            if f.conn.is_tcp() {
-                f.retrans_before = retransmits_so_far(f.conn.as_raw_fd());
-            }
-        }
-    }
-
-    fn read_tcp_info(&mut self) {
-        for (_, f) in self.flows.iter() {
-            if f.conn.is_tcp() && !matches!(f.logic, Logic::Preamble) {
-                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
-            }
-        }
-    }
 }
 
 /// A server worker's flows as the driver's loop turns them.
 struct Serving<'a> {
     w: &'a mut Worker,
-    publisher: Publisher,
 }
 
 impl Flows for Serving<'_> {
@@ -289,23 +273,15 @@ impl Flows for Serving<'_> {
 
     fn turn(&mut self, now: Instant) -> Turn {
         let w = &mut *self.w;
-        if let Some(live) = &w.live {
-            if self.publisher.due(now) {
-                live.publish(w.index, &w.counters.totals);
-            }
-        }
         if w.schedule.is_none() {
             if let Some(s) = w.signals.schedule() {
                 w.begin(s, now);
             }
         }
+        let flows = &mut Tracked(&mut w.flows);
+        w.window
+            .turn(now, w.schedule.as_ref(), &mut w.counters, flows);
         if let Some(s) = w.schedule {
-            if w.clock.opening(&s, now) {
-                w.mark_retransmits();
-            }
-            if w.clock.tick(&s, now) {
-                w.read_tcp_info();
-            }
             if now > s.drain_until + SAFETY_MARGIN {
                 return Turn::Stop;
             }

@@ -208,20 +208,12 @@ impl Worker {
     pub(super) fn close(&mut self, i: usize) {
         if self.flows[i].stage != Stage::Closed {
             // A flow that ends as the window closes is sampled now, before its socket goes.
-            if !self.clock.closed
-                && self
-                    .signals
-                    .schedule()
-                    .is_some_and(|s| Instant::now() >= s.measure_until)
-            {
-                let f = &self.flows[i];
-                if let Some(c) = &f.conn {
-                    if c.is_tcp() {
-                        sample_tcp_info(c.as_raw_fd(), f.retrans_before, &mut self.tcp);
-                    }
-                }
+            let f = &self.flows[i];
+            if let Some(c) = &f.conn {
+                let schedule = self.signals.schedule();
+                self.window.closing(c, f.retrans_before, schedule.as_ref());
             }
-            if self.live.is_some() {
+            if self.window.watched() {
                 // Its last second's retransmits are read after it is gone.
                 self.flows[i].retrans_at_close = self.flows[i].retransmits();
             }

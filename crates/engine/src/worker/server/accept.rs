@@ -23,14 +23,9 @@ impl Worker {
             // A flow that ends as the window closes (a single flow's client
             // closes right after its last transaction) is sampled now, before
             // its socket goes.
-            if !self.clock.closed
-                && f.conn.is_tcp()
-                && !matches!(f.logic, Logic::Preamble)
-                && self
-                    .schedule
-                    .is_some_and(|s| Instant::now() >= s.measure_until)
-            {
-                sample_tcp_info(f.conn.as_raw_fd(), f.retrans_before, &mut self.tcp);
+            if !matches!(f.logic, Logic::Preamble) {
+                self.window
+                    .closing(&f.conn, f.retrans_before, self.schedule.as_ref());
             }
             let _ = self.io.registry().deregister(f.conn.source());
         }

@@ -1,0 +1,161 @@
+//! A test worker's window: what every worker of a test, client or server,
+//! does at each turn of its loop whatever flows it carries, and at its end.
+//! It publishes its counts for the live readers (its totals; on the client
+//! each second too, with its connections' retransmits), samples its
+//! thread's CPU at the measurement window's edges, notes each TCP
+//! connection's retransmits as the window opens and reads TCP_INFO of each
+//! as it closes (of a connection that closes as the window does, just
+//! before it goes).
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+use linkperf_metrics::{ProcessCpu, TcpInfoAggregator, WorkerPlacement};
+
+use crate::counters::Counters;
+use crate::io::Conn;
+use crate::live::{LiveStats, Publisher};
+use crate::schedule::Schedule;
+use crate::worker::clock::WindowClock;
+use crate::worker::report::{retransmits_so_far, sample_tcp_info};
+
+/// What a worker publishes for the live readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Publish {
+    /// Its whole-life totals (the server's: its daemon's byte limit).
+    Totals,
+    /// Its totals and each second once it is over (the client's: the
+    /// progress bar, the interval lines, the JSON stream).
+    Seconds,
+}
+
+/// A worker's flows as the window reads their connections.
+pub(crate) trait Connections {
+    /// Calls `f` with each open TCP connection of the test and where the
+    /// retransmits it had when the window opened are kept.
+    fn each_tcp(&mut self, f: impl FnMut(&Conn, &mut u32));
+    /// Each flow's TCP retransmits so far, flow slot by flow slot (`None`
+    /// for a flow without a TCP connection), for the live seconds.
+    fn retransmits(&self) -> impl Iterator<Item = Option<u32>>;
+}
+
+/// A test worker's window.
+#[derive(Debug)]
+pub(crate) struct Window {
+    clock: WindowClock,
+    tcp: TcpInfoAggregator,
+    publisher: Publisher,
+    live: Option<Arc<LiveStats>>,
+    /// The worker's slot in `live`.
+    index: usize,
+    publish: Publish,
+}
+
+impl Window {
+    /// The window of worker `index`, publishing into `live` (if anyone
+    /// watches) from `now`.
+    pub fn new(
+        clock: WindowClock,
+        live: Option<Arc<LiveStats>>,
+        index: usize,
+        publish: Publish,
+        now: Instant,
+    ) -> Self {
+        Window {
+            clock,
+            tcp: TcpInfoAggregator::new(),
+            publisher: Publisher::new(now),
+            live,
+            index,
+            publish,
+        }
+    }
+
+    /// Whether anyone watches the worker live.
+    pub fn watched(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// The start of a turn at `now`: publishes when due; at the window's
+    /// opening notes each connection's retransmits, at its close reads
+    /// their TCP_INFO (`schedule`: once the test has started).
+    pub fn turn(
+        &mut self,
+        now: Instant,
+        schedule: Option<&Schedule>,
+        counters: &mut Counters,
+        flows: &mut impl Connections,
+    ) {
+        if let Some(live) = &self.live {
+            if self.publisher.due(now) {
+                match self.publish {
+                    Publish::Totals => live.publish(self.index, &counters.totals),
+                    Publish::Seconds => {
+                        let retransmits = || flows.retransmits();
+                        self.publisher
+                            .publish(live, self.index, counters, now, retransmits);
+                    }
+                }
+            }
+        }
+        let Some(s) = schedule else {
+            return;
+        };
+        if self.clock.opening(s, now) {
+            flows.each_tcp(|c, before| *before = retransmits_so_far(c.as_raw_fd()));
+        }
+        if self.clock.tick(s, now) {
+            self.read_tcp_info(flows);
+        }
+    }
+
+    /// A connection of the test is about to close: if the window closes by
+    /// `now` and has not yet been read, its TCP_INFO is read now, before
+    /// its socket goes (a single flow's client closes right after its last
+    /// transaction).
+    pub fn closing(&mut self, conn: &Conn, retrans_before: u32, schedule: Option<&Schedule>) {
+        if !self.clock.closed
+            && conn.is_tcp()
+            && schedule.is_some_and(|s| Instant::now() >= s.measure_until)
+        {
+            sample_tcp_info(conn.as_raw_fd(), retrans_before, &mut self.tcp);
+        }
+    }
+
+    /// The loop is over: an aborted side's seconds stop now; a window
+    /// still open closes (its CPU, its connections' TCP_INFO); the last
+    /// figures are published.
+    pub fn end(&mut self, counters: &mut Counters, flows: &mut impl Connections, aborted: bool) {
+        if aborted {
+            // The seconds after this one never ran.
+            counters.stop(Instant::now());
+        }
+        if !self.clock.closed {
+            self.clock.close();
+            self.read_tcp_info(flows);
+        }
+        if let Some(live) = &self.live {
+            match self.publish {
+                Publish::Totals => live.publish(self.index, &counters.totals),
+                Publish::Seconds => {
+                    let retransmits = || flows.retransmits();
+                    self.publisher
+                        .publish_last(live, self.index, counters, retransmits);
+                }
+            }
+        }
+    }
+
+    /// The window's CPU, where the worker ran (carrying `flows` flows) and
+    /// its connections' TCP_INFO.
+    pub fn finish(&mut self, flows: u32) -> (ProcessCpu, WorkerPlacement, TcpInfoAggregator) {
+        let (cpu, placement) = self.clock.finish(flows);
+        (cpu, placement, std::mem::take(&mut self.tcp))
+    }
+
+    fn read_tcp_info(&mut self, flows: &mut impl Connections) {
+        let tcp = &mut self.tcp;
+        flows.each_tcp(|c, before| sample_tcp_info(c.as_raw_fd(), *before, tcp));
+    }
+}
