@@ -9,11 +9,11 @@ use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
-use super::answers::answer;
-use super::session::Heard;
-use super::{open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
-use crate::channel::Received;
-use crate::server::DRAIN;
+use super::{open, Opened, Target};
+use crate::proto::client::answers::answer;
+use crate::proto::client::session::{Heard, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
+use crate::shell::channel::Received;
+use crate::shell::server::DRAIN;
 use crate::SessionError;
 
 /// Largest `delegated` answer taken: it carries both sides' reports, each

@@ -19,14 +19,14 @@ use linkperf_metrics::ProcessMethod;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, TestSpec, Workload};
 
-use super::midtest::received;
 use super::{
     fail, out_of_order, shutting_down as shutting_down_fail, Fail, Session, WATCH_INTERVAL,
 };
-use crate::budget::Cost;
-use crate::channel::Received;
-use crate::client::{run_test, Outcome, RunRequest, Target};
-use crate::daemon::Setting;
+use crate::proto::budget::Cost;
+use crate::proto::server::midtest::received;
+use crate::shell::channel::Received;
+use crate::shell::client::{run_test, Outcome, RunRequest, Target};
+use crate::shell::daemon::Setting;
 use crate::SessionError;
 
 impl Session<'_> {

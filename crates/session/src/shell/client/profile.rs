@@ -15,9 +15,9 @@ use linkperf_metrics::{capture_environment, ProcessMethod};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::midtest::ServerSide;
-use super::session::ClientSession;
 use super::{open, Opened, Outcome, Target};
+use crate::proto::client::midtest::ServerSide;
+use crate::proto::client::session::ClientSession;
 use crate::SessionError;
 
 /// One profile to run against one server.

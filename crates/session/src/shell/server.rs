@@ -14,20 +14,18 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
-use crate::auth::new_challenge;
-use crate::budget::{Charge, Cost, Limit};
-use crate::channel::{Channel, Received, RecvError};
-use crate::daemon::{DaemonConfig, DaemonState, Setting};
-use crate::handshake::ServerHandshake;
+use crate::proto::auth::new_challenge;
+use crate::proto::budget::{Charge, Cost, Limit};
+use crate::proto::handshake::ServerHandshake;
+use crate::proto::server::midtest::{self, wire_fail, Ended, Look};
+use crate::proto::server::request;
+use crate::proto::server::session::ServerSession;
+use crate::shell::channel::{Channel, Received, RecvError};
+use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
 use linkperf_engine::Sampler;
-use midtest::{wire_fail, Ended, Look};
 
 pub(crate) mod delegate;
-pub(crate) mod midtest;
 mod profile;
-mod request;
-pub(crate) mod session;
-use session::ServerSession;
 
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
@@ -54,7 +52,7 @@ pub(crate) struct Fail {
     /// More than the client is told, for the daemon's log.
     pub(crate) detail: Option<String>,
     /// The limit a refused request met, with its figures.
-    limit: Option<Limit>,
+    pub(crate) limit: Option<Limit>,
 }
 
 impl Fail {

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
 
-use crate::auth::{AuthKey, CHALLENGE_LEN};
-use crate::server::{auth_failed, fail, out_of_order, Fail};
+use crate::proto::auth::{AuthKey, CHALLENGE_LEN};
+use crate::shell::server::{auth_failed, fail, out_of_order, Fail};
 use crate::SessionError;
 
 /// A fresh challenge: its bytes and their hex.

@@ -18,7 +18,7 @@ use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::midtest::{self, Ended, Look, ProfileSaid, TxnEnds, Watch};
 use super::request;
-use crate::server::{fail, start_wait, Fail};
+use crate::shell::server::{fail, start_wait, Fail};
 
 /// After the client's drain, how long it may take to say the test is over.
 pub(crate) const FINISH_GRACE: Duration = Duration::from_secs(10);

@@ -13,11 +13,11 @@ use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::midtest::{Ended, ProfileSaid};
-use super::session::ServerSession;
 use super::{fail, Fail, Session};
-use crate::budget::Cost;
-use crate::daemon::Setting;
+use crate::proto::budget::Cost;
+use crate::proto::server::midtest::{Ended, ProfileSaid};
+use crate::proto::server::session::ServerSession;
+use crate::shell::daemon::Setting;
 
 /// How long the server's users may take to stop at the client's count.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);

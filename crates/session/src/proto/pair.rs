@@ -22,13 +22,13 @@ use linkperf_wire::{
 use linkperf_workload::profile::{mirror, parse_profile};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
-use crate::channel::Received;
-use crate::client::delegate::{delegated_deadline, DelegateRequest, Delegation};
-use crate::client::session::{ClientSession, Heard, STOP_TIMEOUT, WATCH_INTERVAL};
-use crate::server::delegate::{Delegating, Heard as AgentHeard};
-use crate::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
-use crate::server::session::{ServerSession, FINISH_GRACE};
-use crate::server::{fail, start_wait};
+use crate::proto::client::session::{ClientSession, Heard, STOP_TIMEOUT, WATCH_INTERVAL};
+use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
+use crate::proto::server::session::{ServerSession, FINISH_GRACE};
+use crate::shell::channel::Received;
+use crate::shell::client::delegate::{delegated_deadline, DelegateRequest, Delegation};
+use crate::shell::server::delegate::{Delegating, Heard as AgentHeard};
+use crate::shell::server::{fail, start_wait};
 use crate::SessionError;
 
 const MS: Duration = Duration::from_millis(1);

@@ -9,9 +9,9 @@ use std::time::Duration;
 use linkperf_wire::{ClientMessage, ErrorCode, LimitKind};
 use linkperf_workload::Threads;
 
-use crate::budget::Limit;
-use crate::daemon::DaemonConfig;
-use crate::server::{fail, limit_fail, out_of_order, Fail, MAX_TEST_THREADS};
+use crate::proto::budget::Limit;
+use crate::shell::daemon::DaemonConfig;
+use crate::shell::server::{fail, limit_fail, out_of_order, Fail, MAX_TEST_THREADS};
 
 /// The limits a request of `users` users running for `time` on `threads`
 /// must keep on this server, before its cost is charged: `--max-users`,

@@ -13,24 +13,20 @@ use linkperf_metrics::{
 use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
-use crate::auth::{new_challenge, AuthKey};
-use crate::channel::{Channel, Received};
-use crate::handshake::ClientHandshake;
-use crate::server::DRAIN;
+use crate::proto::auth::{new_challenge, AuthKey};
+use crate::proto::client::answers::{self, Offer};
+use crate::proto::client::midtest::ServerSide;
+use crate::proto::client::session::{ClientSession, Heard, ANSWER_TIMEOUT};
+use crate::proto::client::{address, foreign};
+use crate::proto::handshake::ClientHandshake;
+use crate::shell::channel::{Channel, Received};
+use crate::shell::server::DRAIN;
 use crate::SessionError;
-use answers::Offer;
 use linkperf_engine::Sampler;
-use midtest::ServerSide;
-use session::{ClientSession, Heard, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 
-mod address;
-mod answers;
 pub(crate) mod delegate;
-mod foreign;
-mod midtest;
 mod profile;
-pub(crate) mod session;
-pub use address::parse_address;
+pub use crate::proto::client::address::parse_address;
 pub use delegate::{
     delegate, delegated_deadline, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME,
 };

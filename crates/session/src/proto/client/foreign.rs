@@ -22,7 +22,7 @@ const SHOWN: usize = 40;
 
 /// A peer that is not a linkperf server, as far as its first bytes tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Foreign {
+pub(crate) enum Foreign {
     /// An iperf3 server (`iperf3 -s`).
     Iperf3,
     /// An HTTP server; its status line.
@@ -38,7 +38,7 @@ fn may_be_linkperf(first: u8) -> bool {
 
 /// How the peer began to answer the hello.
 #[derive(Debug)]
-pub(super) enum Answer {
+pub(crate) enum Answer {
     /// With a byte a linkperf frame can start with (still unread), or it
     /// closed the connection: the control channel reads on.
     MayBeLinkperf,
@@ -52,7 +52,7 @@ pub(super) enum Answer {
 /// without consuming it. If it cannot start a linkperf frame, reads on (the
 /// connection is given up then) until [`recognise`] tells what the peer is,
 /// the peer stops sending or the time is up.
-pub(super) fn first_answer(stream: &TcpStream, timeout: Duration) -> Answer {
+pub(crate) fn first_answer(stream: &TcpStream, timeout: Duration) -> Answer {
     let deadline = Instant::now() + timeout;
     let mut first = [0u8; 1];
     let _ = stream.set_read_timeout(Some(timeout));
@@ -133,7 +133,7 @@ fn shown(bytes: &[u8]) -> String {
 
 impl Foreign {
     /// What to tell the user, `address` being where the client connected.
-    pub(super) fn explain(&self) -> String {
+    pub(crate) fn explain(&self) -> String {
         match self {
             Foreign::Iperf3 => "this port speaks iperf3, not linkperf".to_string(),
             Foreign::Http(status) => {

@@ -1,7 +1,7 @@
 //! The client's side of one test after the handshake, as a state machine
 //! with no socket and no clock: what one receive on the control connection
 //! came to and the time go in; what to send, what to do with the engine
-//! and the server's side come out. [`run_test`](super::run_test) is its
+//! and the server's side come out. [`run_test`](crate::run_test) is its
 //! blocking shell: it sends what the session says, receives for as long as
 //! the session allows ([`ClientSession::wait`]) and drives the engine.
 //!
@@ -9,7 +9,7 @@
 //! (run the workers), the test runs (the server is quiet; anything it says
 //! stops the test), `finished` or `abort → results`. A profile asks with
 //! `profile` and, while it runs, ends each timed transaction with
-//! `txn_end → txn_ended` ([`run_profile`](super::run_profile) is its shell).
+//! `txn_end → txn_ended` ([`run_profile`](crate::run_profile) is its shell).
 
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::{self, Offer};
 use super::midtest::{self, ServerSide, Stopped};
-use crate::channel::{Received, RecvError};
+use crate::shell::channel::{Received, RecvError};
 use crate::SessionError;
 
 /// How long the server may take to answer the test and its start.
@@ -308,7 +308,7 @@ impl ClientSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair::{accepted, quiet, to_client};
+    use crate::proto::pair::{accepted, quiet, to_client};
     use linkperf_wire::ErrorCode;
 
     fn asked(t0: Instant) -> ClientSession {
