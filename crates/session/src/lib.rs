@@ -11,18 +11,20 @@
 //! client's drivers and the server's session thread).
 #![warn(missing_docs)]
 
+pub mod auth;
 mod error;
 mod proto;
 mod shell;
 
+pub use auth::{AuthKey, KeyError};
 pub use error::SessionError;
-pub use proto::auth;
-pub use proto::auth::{AuthKey, KeyError};
 pub use proto::budget::{thousands, Budget, Cost, Limit};
 pub use proto::client::address::parse_address;
+pub use proto::client::delegate::delegated_deadline;
+pub use proto::client::outcome::Outcome;
 pub use shell::client::{
-    delegate, delegated_deadline, identify, run_profile, run_test, DelegateRequest, Delegated,
-    Outcome, ProfileRequest, RunRequest, Target, DELEGATED_MAX_FRAME,
+    delegate, identify, run_profile, run_test, DelegateRequest, Delegated, ProfileRequest,
+    RunRequest, Target, DELEGATED_MAX_FRAME,
 };
 pub use shell::daemon::{
     control_descriptors, Daemon, DaemonConfig, DaemonHandle, Overrides, ServeSummary, Setting,

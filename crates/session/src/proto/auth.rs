@@ -1,39 +1,11 @@
-//! Authentication of a control session with a pre-shared key: an HMAC-SHA256
-//! challenge–response.
-//!
-//! When the daemon has a key, its `welcome` carries a fresh random 32-byte
-//! challenge (64 hex digits) and the session number. The client answers
-//! `auth{response}` with
-//!
-//! ```text
-//! response = hex(HMAC-SHA256(key, challenge || session (u64, big-endian) || "linkperf-auth-v1"))
-//! ```
-//!
-//! and the daemon checks it in constant time (`hmac`'s `verify_slice`). A
-//! response is good for one challenge and one session only: the challenge is new
-//! for every control connection, so a recorded response answers nothing later.
-//! The key never crosses the wire.
-//!
-//! Authentication is mutual: a client holding a key sends a fresh challenge of
-//! its own in `hello`, and a daemon holding a key answers it in `welcome`
-//!
-//! ```text
-//! proof = hex(HMAC-SHA256(key, client challenge || session (u64, big-endian) || "linkperf-server-v1"))
-//! ```
-//!
-//! The client checks the proof before it sends anything more (its own answer,
-//! a test): a server without the key, or with another, learns nothing and is
-//! sent nothing. The two directions use different context strings, so a proof
-//! is never a client's response nor the other way round, whatever a peer
-//! chooses as its challenge or session number.
+//! The pre-shared key and the MACs of its challenge–response, pure: bytes
+//! in, bytes out (the exchange is described in [`crate::auth`]; reading a
+//! key file and drawing a challenge are the shell's, shell/key.rs).
 
 use std::fmt;
-use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use thiserror::Error;
 
 /// Bytes of a challenge.
 pub const CHALLENGE_LEN: usize = 32;
@@ -59,37 +31,6 @@ impl fmt::Debug for AuthKey {
     }
 }
 
-/// Why a key file was refused.
-#[derive(Debug, Error)]
-pub enum KeyError {
-    /// The file could not be read.
-    #[error("read the key file {path}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Too short once whitespace is trimmed.
-    #[error(
-        "use the key file {path}: it holds {len} bytes of key (after trimming whitespace), \
-         fewer than the {MIN_KEY_LEN} required; generate one with e.g. \
-         `head -c 32 /dev/urandom | base64 > {path}`"
-    )]
-    TooShort {
-        /// The file.
-        path: PathBuf,
-        /// Bytes of key found.
-        len: usize,
-    },
-    /// Larger than any key.
-    #[error("use the key file {path}: it is larger than {MAX_KEY_LEN} bytes, which no key is")]
-    TooLong {
-        /// The file.
-        path: PathBuf,
-    },
-}
-
 impl AuthKey {
     /// The key in `bytes`, the content of a key file: leading and trailing ASCII
     /// whitespace is trimmed (so a trailing newline does not count), and what
@@ -100,30 +41,6 @@ impl AuthKey {
         (MIN_KEY_LEN..=MAX_KEY_LEN)
             .contains(&key.len())
             .then(|| AuthKey(key.to_vec()))
-    }
-
-    /// Reads a key file (see [`AuthKey::from_bytes`]).
-    pub fn from_file(path: &Path) -> Result<AuthKey, KeyError> {
-        let read = |source| KeyError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .map_err(read)?
-            // One byte more than allowed tells a file that is too long.
-            .take(MAX_KEY_LEN as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(read)?;
-        if bytes.len() > MAX_KEY_LEN {
-            return Err(KeyError::TooLong {
-                path: path.to_path_buf(),
-            });
-        }
-        AuthKey::from_bytes(&bytes).ok_or_else(|| KeyError::TooShort {
-            path: path.to_path_buf(),
-            len: bytes.trim_ascii().len(),
-        })
     }
 
     /// The MAC of one session's challenge.
@@ -199,13 +116,6 @@ fn decode_challenge(hex_digits: &str) -> Option<[u8; CHALLENGE_LEN]> {
     Some(out)
 }
 
-/// A fresh random challenge, and its hex for `welcome` (or `hello`).
-pub(crate) fn new_challenge() -> Result<([u8; CHALLENGE_LEN], String), getrandom::Error> {
-    let mut c = [0u8; CHALLENGE_LEN];
-    getrandom::getrandom(&mut c)?;
-    Ok((c, hex::encode(c)))
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -214,6 +124,12 @@ mod tests {
 
     fn key() -> AuthKey {
         AuthKey::from_bytes(b"correct horse battery staple\n").unwrap()
+    }
+
+    /// A challenge of `byte`s, and its hex.
+    fn challenge(byte: u8) -> ([u8; CHALLENGE_LEN], String) {
+        let c = [byte; CHALLENGE_LEN];
+        (c, hex::encode(c))
     }
 
     #[test]
@@ -234,13 +150,12 @@ mod tests {
 
     #[test]
     fn a_response_is_bound_to_its_challenge_session_and_key() {
-        let (c, hex_c) = new_challenge().unwrap();
+        let (c, hex_c) = challenge(0x5a);
         let r = key().respond(&hex_c, 1).unwrap();
         assert!(key().verify(&c, 1, &r));
         assert!(key().verify(&c, 1, &r.to_uppercase()), "hex of either case");
         assert!(!key().verify(&c, 2, &r), "another session");
-        let (c2, _) = new_challenge().unwrap();
-        assert_ne!(c, c2);
+        let (c2, _) = challenge(0x5b);
         assert!(!key().verify(&c2, 1, &r), "another challenge");
         let other = AuthKey::from_bytes(b"correct horse battery stapler").unwrap();
         assert!(!other.verify(&c, 1, &r), "another key");
@@ -256,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn key_files_are_trimmed_and_checked() {
+    fn a_keys_bytes_are_trimmed_and_checked() {
         assert_eq!(
             AuthKey::from_bytes(b"  0123456789abcdef\r\n"),
             AuthKey::from_bytes(b"0123456789abcdef")
@@ -273,33 +188,11 @@ mod tests {
             "AuthKey(28 bytes, redacted)",
             "no secret in Debug"
         );
-
-        let dir = tempfile::tempdir().unwrap();
-        let short = dir.path().join("short.key");
-        std::fs::write(&short, "tooshort\n").unwrap();
-        let e = AuthKey::from_file(&short).unwrap_err().to_string();
-        assert!(e.contains("short.key") && e.contains("8 bytes"), "{e}");
-        let missing = dir.path().join("missing.key");
-        let e = AuthKey::from_file(&missing).unwrap_err().to_string();
-        assert!(e.contains("missing.key"), "{e}");
-        let source = std::error::Error::source(&AuthKey::from_file(&missing).unwrap_err())
-            .map(|s| s.to_string())
-            .unwrap_or_default();
-        assert!(source.contains("No such file"), "{source}");
-        let long = dir.path().join("long.key");
-        std::fs::write(&long, vec![b'k'; MAX_KEY_LEN + 10]).unwrap();
-        assert!(matches!(
-            AuthKey::from_file(&long),
-            Err(KeyError::TooLong { .. })
-        ));
-        let good = dir.path().join("good.key");
-        std::fs::write(&good, "correct horse battery staple\n").unwrap();
-        assert_eq!(AuthKey::from_file(&good).unwrap(), key());
     }
 
     #[test]
     fn a_proof_is_bound_to_its_challenge_session_and_key_and_is_never_a_response() {
-        let (c, hex_c) = new_challenge().unwrap();
+        let (c, hex_c) = challenge(0xc3);
         let p = key().prove(&hex_c, 5).unwrap();
         assert!(key().check_proof(&c, 5, &p));
         assert!(!key().check_proof(&c, 6, &p), "another session");
@@ -332,8 +225,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_response_string_is_refused_or_is_the_right_one(s in ".{0,80}", session in any::<u64>()) {
-            let (c, hex_c) = new_challenge().unwrap();
+        fn any_response_string_is_refused_or_is_the_right_one(s in ".{0,80}", session in any::<u64>(), c in any::<[u8; CHALLENGE_LEN]>()) {
+            let hex_c = hex::encode(c);
             let right = key().respond(&hex_c, session).unwrap();
             prop_assert_eq!(key().verify(&c, session, &s), s.eq_ignore_ascii_case(&right));
         }

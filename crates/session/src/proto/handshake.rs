@@ -17,7 +17,7 @@ use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
 
 use crate::proto::auth::{AuthKey, CHALLENGE_LEN};
-use crate::shell::server::{auth_failed, fail, out_of_order, Fail};
+use crate::proto::server::fail::{auth_failed, fail, out_of_order, Fail};
 use crate::SessionError;
 
 /// A fresh challenge: its bytes and their hex.

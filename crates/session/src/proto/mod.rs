@@ -2,10 +2,11 @@
 //! no clock, no random source; what was heard and the time go in, what to
 //! send and what to do come out. Nothing here uses the shells.
 
-pub mod auth;
+pub(crate) mod auth;
 pub(crate) mod budget;
 pub(crate) mod client;
 pub(crate) mod handshake;
+pub(crate) mod heard;
 #[cfg(test)]
 mod pair;
 pub(crate) mod server;

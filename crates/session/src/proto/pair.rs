@@ -22,13 +22,14 @@ use linkperf_wire::{
 use linkperf_workload::profile::{mirror, parse_profile};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
-use crate::proto::client::session::{ClientSession, Heard, STOP_TIMEOUT, WATCH_INTERVAL};
+use crate::proto::client::delegate::{delegated_deadline, Delegation};
+use crate::proto::client::session::{ClientSession, STOP_TIMEOUT, WATCH_INTERVAL};
+use crate::proto::heard::{Heard, Received};
+use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
+use crate::proto::server::fail::fail;
 use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
-use crate::proto::server::session::{ServerSession, FINISH_GRACE};
-use crate::shell::channel::Received;
-use crate::shell::client::delegate::{delegated_deadline, DelegateRequest, Delegation};
-use crate::shell::server::delegate::{Delegating, Heard as AgentHeard};
-use crate::shell::server::{fail, start_wait};
+use crate::proto::server::session::{start_wait, ServerSession, FINISH_GRACE};
+use crate::shell::client::DelegateRequest;
 use crate::SessionError;
 
 const MS: Duration = Duration::from_millis(1);

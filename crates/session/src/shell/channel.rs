@@ -4,18 +4,9 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{FrameDecoder, WireError};
+use linkperf_wire::FrameDecoder;
 
-/// What came off the control connection.
-#[derive(Debug)]
-pub enum Received {
-    /// One frame's payload.
-    Frame(Vec<u8>),
-    /// Nothing within the timeout.
-    Timeout,
-    /// The peer closed the connection.
-    Closed,
-}
+use crate::proto::heard::{Received, RecvError};
 
 /// With no packet from the peer for this long, the kernel asks whether it is
 /// still there (a TCP keepalive probe), then again every
@@ -125,24 +116,6 @@ impl Channel {
                 }
                 Err(e) => return Err(RecvError::Io(e)),
             }
-        }
-    }
-}
-
-/// Why receiving failed.
-#[derive(Debug)]
-pub enum RecvError {
-    /// The bytes were not a valid frame.
-    Wire(WireError),
-    /// The socket failed.
-    Io(io::Error),
-}
-
-impl std::fmt::Display for RecvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecvError::Wire(e) => write!(f, "{e}"),
-            RecvError::Io(e) => write!(f, "{e}"),
         }
     }
 }

@@ -7,29 +7,29 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
-use linkperf_metrics::{
-    capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
-};
+use linkperf_metrics::{capture_environment, AgentIdentity, Environment, ProcessMethod};
 use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
 
-use crate::proto::auth::{new_challenge, AuthKey};
+use crate::proto::auth::AuthKey;
+use crate::proto::client::address::{self, parse_address};
 use crate::proto::client::answers::{self, Offer};
+use crate::proto::client::foreign::{Answer, Foreign};
 use crate::proto::client::midtest::ServerSide;
-use crate::proto::client::session::{ClientSession, Heard, ANSWER_TIMEOUT};
-use crate::proto::client::{address, foreign};
+use crate::proto::client::outcome::Outcome;
+use crate::proto::client::session::{ClientSession, ANSWER_TIMEOUT};
 use crate::proto::handshake::ClientHandshake;
-use crate::shell::channel::{Channel, Received};
-use crate::shell::server::DRAIN;
+use crate::proto::heard::{Heard, Received};
+use crate::proto::server::session::DRAIN;
+use crate::shell::channel::Channel;
+use crate::shell::key::new_challenge;
 use crate::SessionError;
 use linkperf_engine::Sampler;
 
 pub(crate) mod delegate;
+mod foreign;
 mod profile;
-pub use crate::proto::client::address::parse_address;
-pub use delegate::{
-    delegate, delegated_deadline, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME,
-};
+pub use delegate::{delegate, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME};
 pub use profile::{run_profile, ProfileRequest};
 
 /// Where the server is, and how to prove this client may use it.
@@ -63,33 +63,6 @@ pub struct RunRequest {
     pub command_line: Vec<String>,
     /// Where the client's workers publish live totals (for progress bars).
     pub live: Option<Arc<LiveStats>>,
-}
-
-/// What one test produced.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// When it started.
-    pub started: SystemTime,
-    /// The client's measurements.
-    pub client: SideReport,
-    /// The server's own measurements.
-    pub server: Option<SideReport>,
-    /// The client host.
-    pub client_environment: Environment,
-    /// The server host, as it described itself.
-    pub server_environment: Option<Environment>,
-    /// True if the test was aborted before its end: by this client
-    /// ([`RunRequest::cancel`]), or by the server (shutting down), in which case
-    /// [`Outcome::server_error`] says so.
-    pub aborted: bool,
-    /// Why the server's measurements are missing, if they are: the server
-    /// stopped the test (a limit, shutting down) or went away.
-    pub server_error: Option<String>,
-    /// Why the test itself failed though both sides measured it (a profile's
-    /// user failed without `canfail`).
-    pub failure: Option<String>,
-    /// The server's identity as an agent, from its `welcome`.
-    pub server_agent: Option<AgentIdentity>,
 }
 
 impl Target {
@@ -186,15 +159,15 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     c.send(&hello)?;
     // Something other than a linkperf server may listen there: tell what.
     match foreign::first_answer(c.ch.stream(), ANSWER_TIMEOUT) {
-        foreign::Answer::MayBeLinkperf => {}
-        foreign::Answer::Foreign(f) => {
+        Answer::MayBeLinkperf => {}
+        Answer::Foreign(f) => {
             return Err(SessionError::NotLinkperf {
                 what: f.explain(),
-                iperf3: matches!(f, foreign::Foreign::Iperf3),
+                iperf3: matches!(f, Foreign::Iperf3),
                 addr: shown,
             })
         }
-        foreign::Answer::Silent => {
+        Answer::Silent => {
             return Err(SessionError::Control(format!(
                 "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
                  answers at once: is {shown} a linkperf server?)"

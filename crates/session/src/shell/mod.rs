@@ -4,4 +4,5 @@
 pub(crate) mod channel;
 pub(crate) mod client;
 pub(crate) mod daemon;
+pub(crate) mod key;
 pub(crate) mod server;

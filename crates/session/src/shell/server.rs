@@ -14,14 +14,16 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
-use crate::proto::auth::new_challenge;
-use crate::proto::budget::{Charge, Cost, Limit};
+use crate::proto::budget::{Charge, Cost};
 use crate::proto::handshake::ServerHandshake;
+use crate::proto::heard::{Received, RecvError};
+use crate::proto::server::fail::{fail, limit_fail, out_of_order, shutting_down, Fail};
 use crate::proto::server::midtest::{self, wire_fail, Ended, Look};
-use crate::proto::server::request;
-use crate::proto::server::session::ServerSession;
-use crate::shell::channel::{Channel, Received, RecvError};
+use crate::proto::server::request::{self, MAX_TEST_THREADS};
+use crate::proto::server::session::{ServerSession, DRAIN};
+use crate::shell::channel::Channel;
 use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
+use crate::shell::key::new_challenge;
 use linkperf_engine::Sampler;
 
 pub(crate) mod delegate;
@@ -29,8 +31,6 @@ mod profile;
 
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
-/// Drain after the window.
-pub(crate) const DRAIN: Duration = Duration::from_secs(3);
 /// How long a session that ends in an error reads what the client still sends.
 const LINGER: Duration = Duration::from_secs(1);
 /// Most bytes read and dropped while lingering.
@@ -44,80 +44,9 @@ struct Session<'a> {
     peer: String,
 }
 
-/// Why a session ended early, as sent to the client.
-#[derive(Debug)]
-pub(crate) struct Fail {
-    pub(crate) code: ErrorCode,
-    pub(crate) message: String,
-    /// More than the client is told, for the daemon's log.
-    pub(crate) detail: Option<String>,
-    /// The limit a refused request met, with its figures.
-    pub(crate) limit: Option<Limit>,
-}
-
-impl Fail {
-    /// The `error` message that tells the client.
-    pub(crate) fn message(&self) -> ServerMessage {
-        ServerMessage::Error {
-            code: self.code,
-            message: self.message.clone(),
-            limit: self.limit.map(|l| l.info()),
-        }
-    }
-}
-
-pub(crate) fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
-    Fail {
-        code,
-        message: message.into(),
-        detail: None,
-        limit: None,
-    }
-}
-
-/// A request that met one of this server's limits.
-pub(crate) fn limit_fail(limit: Limit) -> Fail {
-    Fail {
-        code: ErrorCode::Limit,
-        message: limit.to_string(),
-        detail: None,
-        limit: Some(limit),
-    }
-}
-
 /// Largest control frame before the handshake is done: a hello or an
 /// answer to the challenge is a few hundred bytes.
 pub(crate) const PRE_AUTH_MAX_FRAME: usize = 4 * 1024;
-
-/// Most worker threads one test may ask for, whatever the budget.
-pub(crate) const MAX_TEST_THREADS: u32 = 1024;
-
-/// How long a client has, once its test is accepted, to connect its users
-/// and say `start`: what its own connect takes at most (20 s and 5 ms a
-/// user, see the client's `run_test`) and 5 s more, within the server's
-/// `start_timeout`. A session that never starts holds its charge no longer.
-pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
-    let per_user =
-        Duration::from_millis(5).saturating_mul(u32::try_from(users).unwrap_or(u32::MAX));
-    (Duration::from_secs(25) + per_user).min(cap)
-}
-
-/// Authentication failed; the client is told no more than that.
-pub(crate) fn auth_failed(detail: impl Into<String>) -> Fail {
-    Fail {
-        code: ErrorCode::AuthFailed,
-        message: "authentication failed".into(),
-        detail: Some(detail.into()),
-        limit: None,
-    }
-}
-
-pub(crate) fn shutting_down() -> Fail {
-    fail(
-        ErrorCode::Aborted,
-        "the server is shutting down; the test was aborted",
-    )
-}
 
 /// Gives back one unit of a counter when dropped.
 struct Held<'a>(&'a AtomicUsize);
@@ -522,13 +451,6 @@ impl<'a> Session<'a> {
             .charge(cost, &self.config.budget)
             .map_err(limit_fail)
     }
-}
-
-pub(crate) fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
-    fail(
-        ErrorCode::OutOfOrder,
-        format!("expected {expected}, got {}", got.kind()),
-    )
 }
 
 /// A placement that leaves the threads to the server ([`Threads::ServerDefault`])

@@ -9,7 +9,7 @@ use std::time::Duration;
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
 
-use crate::shell::channel::{Received, RecvError};
+use crate::proto::heard::{Received, RecvError};
 use crate::SessionError;
 
 /// The server stopped the test, or went away, while it ran.

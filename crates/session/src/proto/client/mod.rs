@@ -3,6 +3,8 @@
 
 pub(crate) mod address;
 pub(crate) mod answers;
+pub(crate) mod delegate;
 pub(crate) mod foreign;
 pub(crate) mod midtest;
+pub(crate) mod outcome;
 pub(crate) mod session;

@@ -20,7 +20,7 @@ use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::{self, Offer};
 use super::midtest::{self, ServerSide, Stopped};
-use crate::shell::channel::{Received, RecvError};
+use crate::proto::heard::{Heard, Received};
 use crate::SessionError;
 
 /// How long the server may take to answer the test and its start.
@@ -33,13 +33,6 @@ pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(40);
 /// How often the client looks at its control connection (and its cancel
 /// flag) while the test runs.
 pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(50);
-
-/// One receive on the control connection: what it got, and how a closed
-/// connection closed (the channel tells a silent host from a close).
-pub(crate) struct Heard {
-    pub got: Result<Received, RecvError>,
-    pub how: &'static str,
-}
 
 /// An answer awaited: what it is called and until when.
 #[derive(Debug, Clone, Copy)]

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
 
 use crate::proto::budget::Limit;
-use crate::shell::channel::{Received, RecvError};
+use crate::proto::heard::{Received, RecvError};
+use crate::proto::server::fail::{fail, limit_fail, out_of_order, shutting_down, Fail};
 use crate::shell::daemon::{DaemonConfig, Setting};
-use crate::shell::server::{fail, limit_fail, out_of_order, shutting_down, Fail};
 
 /// A client counts as gone mid-test when nothing at all has come from its
 /// host for this long.

@@ -10,8 +10,11 @@ use linkperf_wire::{ClientMessage, ErrorCode, LimitKind};
 use linkperf_workload::Threads;
 
 use crate::proto::budget::Limit;
+use crate::proto::server::fail::{fail, limit_fail, out_of_order, Fail};
 use crate::shell::daemon::DaemonConfig;
-use crate::shell::server::{fail, limit_fail, out_of_order, Fail, MAX_TEST_THREADS};
+
+/// Most worker threads one test may ask for, whatever the budget.
+pub(crate) const MAX_TEST_THREADS: u32 = 1024;
 
 /// The limits a request of `users` users running for `time` on `threads`
 /// must keep on this server, before its cost is charged: `--max-users`,

@@ -16,9 +16,22 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
 
+use super::fail::{fail, Fail};
 use super::midtest::{self, Ended, Look, ProfileSaid, TxnEnds, Watch};
 use super::request;
-use crate::shell::server::{fail, start_wait, Fail};
+
+/// Drain after the window.
+pub(crate) const DRAIN: Duration = Duration::from_secs(3);
+
+/// How long a client has, once its test is accepted, to connect its users
+/// and say `start`: what its own connect takes at most (20 s and 5 ms a
+/// user, see the client's `run_test`) and 5 s more, within the server's
+/// `start_timeout`. A session that never starts holds its charge no longer.
+pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
+    let per_user =
+        Duration::from_millis(5).saturating_mul(u32::try_from(users).unwrap_or(u32::MAX));
+    (Duration::from_secs(25) + per_user).min(cap)
+}
 
 /// After the client's drain, how long it may take to say the test is over.
 pub(crate) const FINISH_GRACE: Duration = Duration::from_secs(10);

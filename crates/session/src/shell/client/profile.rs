@@ -15,8 +15,9 @@ use linkperf_metrics::{capture_environment, ProcessMethod};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::{open, Opened, Outcome, Target};
+use super::{open, Opened, Target};
 use crate::proto::client::midtest::ServerSide;
+use crate::proto::client::outcome::Outcome;
 use crate::proto::client::session::ClientSession;
 use crate::SessionError;
 

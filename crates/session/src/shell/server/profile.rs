@@ -13,8 +13,9 @@ use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::Placement;
 
-use super::{fail, Fail, Session};
+use super::Session;
 use crate::proto::budget::Cost;
+use crate::proto::server::fail::{fail, Fail};
 use crate::proto::server::midtest::{Ended, ProfileSaid};
 use crate::proto::server::session::ServerSession;
 use crate::shell::daemon::Setting;

@@ -1,0 +1,106 @@
+//! The agent's side of a delegated test while its client runs, as a state
+//! machine with no socket and no clock (the session thread's `delegate`,
+//! shell/server/delegate.rs, is its blocking shell).
+
+use std::time::SystemTime;
+
+use linkperf_wire::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
+
+use super::fail::{fail, out_of_order, shutting_down as shutting_down_fail, Fail};
+use crate::proto::client::outcome::Outcome;
+use crate::SessionError;
+
+/// One receive from the controller while its delegated test runs.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    /// Nothing in the wait.
+    Quiet,
+    /// A message.
+    Said(ClientMessage),
+    /// What was not a message, or a failed receive.
+    Broken(Fail),
+    /// The connection closed; how, as the channel saw it.
+    Vanished(&'static str),
+}
+
+/// The agent's side of a delegated test while its client runs, as a state
+/// machine with no socket and no clock: the controller is quiet until the
+/// agent answers `delegated`; its `abort`, anything else it says, its going
+/// away and the daemon shutting down end the test, and what it measured is
+/// dropped. The session thread's `delegate` is its blocking shell.
+#[derive(Debug, Default)]
+pub(crate) struct Delegating {
+    stopped: bool,
+}
+
+impl Delegating {
+    /// One look while the test runs: `Ok` while it goes on, else why it
+    /// ends (the daemon shutting down).
+    pub(crate) fn look(&mut self, shutting_down: bool) -> Result<(), Fail> {
+        self.on()?;
+        if shutting_down {
+            self.stopped = true;
+            return Err(shutting_down_fail());
+        }
+        Ok(())
+    }
+
+    /// What one receive from the controller came to: `Ok` while it is
+    /// quiet, else why the test ends.
+    pub(crate) fn heard(&mut self, heard: Heard) -> Result<(), Fail> {
+        self.on()?;
+        let why = match heard {
+            Heard::Quiet => return Ok(()),
+            Heard::Said(ClientMessage::Abort { reason }) => fail(
+                ErrorCode::Aborted,
+                format!("the controller gave up on the delegated test: {reason}"),
+            ),
+            Heard::Said(other) => out_of_order("nothing while a delegated test runs", &other),
+            Heard::Broken(f) => f,
+            Heard::Vanished(how) => fail(
+                ErrorCode::Aborted,
+                format!("the controller vanished mid-test: it {how}"),
+            ),
+        };
+        self.stopped = true;
+        Err(why)
+    }
+
+    fn on(&self) -> Result<(), Fail> {
+        if self.stopped {
+            return Err(fail(
+                ErrorCode::OutOfOrder,
+                "the delegated test was already stopped",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `delegated` answer: the test's outcome as this agent's client
+    /// ran it, or why it failed (the test asked for at `started`).
+    pub(crate) fn answer(
+        result: Result<Outcome, SessionError>,
+        started: SystemTime,
+    ) -> ServerMessage {
+        let outcome = match result {
+            Ok(o) => DelegatedOutcome {
+                started: humantime::format_rfc3339_millis(o.started).to_string(),
+                error: None,
+                client: Some(o.client),
+                server: o.server,
+                client_environment: Some(o.client_environment),
+                server_environment: o.server_environment,
+                target_agent: o.server_agent,
+                aborted: o.aborted,
+                server_error: o.server_error,
+                failure: o.failure,
+            },
+            Err(e) => DelegatedOutcome {
+                started: humantime::format_rfc3339_millis(started).to_string(),
+                error: Some(e.to_string()),
+                ..DelegatedOutcome::default()
+            },
+        };
+        ServerMessage::Delegated { outcome }
+    }
+}
