@@ -13,6 +13,8 @@
 
 pub mod auth;
 mod error;
+#[cfg(test)]
+mod layout;
 mod proto;
 mod shell;
 

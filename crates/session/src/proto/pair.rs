@@ -29,7 +29,6 @@ use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
 use crate::proto::server::fail::fail;
 use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
 use crate::proto::server::session::{start_wait, ServerSession, FINISH_GRACE};
-use crate::shell::client::DelegateRequest;
 use crate::SessionError;
 
 const MS: Duration = Duration::from_millis(1);
@@ -404,14 +403,8 @@ fn delegated(t0: Instant) -> (Delegation, Delegating, Duration) {
         Duration::from_secs(10),
     );
     let allowed = delegated_deadline(&spec);
-    let req = DelegateRequest {
-        target: "198.18.0.2:7700".into(),
-        spec,
-        client: Placement::with_threads(1),
-        server: Placement::with_threads(1),
-        cancel: None,
-    };
-    let (d, ask) = Delegation::ask(&req, t0);
+    let one = Placement::with_threads(1);
+    let (d, ask) = Delegation::ask("198.18.0.2:7700".into(), spec, one.clone(), one, t0);
     let ClientMessage::Delegate { target, spec, .. } = to_server(&ask) else {
         panic!("the controller asks for a delegated test");
     };

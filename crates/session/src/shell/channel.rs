@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::FrameDecoder;
 
-use crate::proto::heard::{Received, RecvError};
+use crate::proto::heard::{Heard, Received, RecvError};
 
 /// With no packet from the peer for this long, the kernel asks whether it is
 /// still there (a TCP keepalive probe), then again every
@@ -79,6 +79,16 @@ impl Channel {
         self.stream
             .set_write_timeout(Some(Duration::from_secs(10)))?;
         self.stream.write_all(frame)
+    }
+
+    /// One receive, waiting at most `timeout`, as the machines hear it:
+    /// what came, and how a close came about.
+    pub fn hear(&mut self, timeout: Duration) -> Heard {
+        let got = self.recv(timeout);
+        Heard {
+            got,
+            how: self.how_it_went(),
+        }
     }
 
     /// Receives one frame, waiting at most `timeout`.

@@ -252,11 +252,7 @@ impl Client {
 
     /// One receive on the control connection, as long as session `s` allows.
     fn hear(&mut self, s: &ClientSession) -> Heard {
-        let got = self.ch.recv(s.wait(Instant::now()));
-        Heard {
-            got,
-            how: self.ch.how_it_went(),
-        }
+        self.ch.hear(s.wait(Instant::now()))
     }
 
     /// The flows of session `s` are connected: `start → started`.

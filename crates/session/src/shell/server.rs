@@ -174,7 +174,9 @@ impl Session<'_> {
                         format!("client closed the control connection before {waiting_for}"),
                     ))
                 }
-                Err(RecvError::Wire(e)) => return Err(wire_fail(e, self.config)),
+                Err(RecvError::Wire(e)) => {
+                    return Err(wire_fail(e, self.config.name(Setting::MaxFrame)))
+                }
                 Err(e) => return Err(fail(ErrorCode::Internal, e.to_string())),
             }
         }
@@ -304,8 +306,8 @@ impl Session<'_> {
             self.state.aborted.fetch_add(1, Ordering::AcqRel);
         }
         still_on(&look)?;
-        let got = self.ch.recv(WATCH_INTERVAL);
-        midtest::received(got, self.ch.how_it_went(), self.config)
+        let heard = self.ch.hear(WATCH_INTERVAL);
+        midtest::received(heard, self.config.name(Setting::MaxFrame))
     }
 
     fn environment(&self) -> Environment {
@@ -445,7 +447,11 @@ impl<'a> Session<'a> {
         placement: &Placement,
         cost: Cost,
     ) -> Result<Charge<'a>, Fail> {
-        request::within_limits(self.config, users, time, placement.threads)?;
+        let bounds = request::Bounds {
+            max_users: self.config.max_users,
+            max_duration: self.config.max_duration,
+        };
+        request::within_limits(bounds, users, time, placement.threads)?;
         self.state
             .ledger
             .charge(cost, &self.config.budget)

@@ -5,13 +5,12 @@
 use std::time::{Duration, Instant};
 
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
-use linkperf_workload::TestSpec;
+use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::answer;
 use super::session::{ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 use crate::proto::heard::{Heard, Received};
 use crate::proto::server::session::DRAIN;
-use crate::shell::client::DelegateRequest;
 use crate::SessionError;
 
 /// The longest a delegated test of `spec` may take before the agent answers:
@@ -36,9 +35,17 @@ pub(crate) struct Delegation {
 }
 
 impl Delegation {
-    /// Asks for `req` at `now`: the session, and the `delegate` message.
-    pub(crate) fn ask(req: &DelegateRequest, now: Instant) -> (Self, ClientMessage) {
-        let allowed = delegated_deadline(&req.spec);
+    /// Asks at `now` for `spec` to be run toward `target`, the agent's
+    /// workers (its client side) on `client`, the target's on `server`:
+    /// the session, and the `delegate` message.
+    pub(crate) fn ask(
+        target: String,
+        spec: TestSpec,
+        client: Placement,
+        server: Placement,
+        now: Instant,
+    ) -> (Self, ClientMessage) {
+        let allowed = delegated_deadline(&spec);
         let d = Delegation {
             until: now + allowed,
             allowed,
@@ -46,10 +53,10 @@ impl Delegation {
             over: false,
         };
         let ask = ClientMessage::Delegate {
-            target: req.target.clone(),
-            spec: req.spec.clone(),
-            client: req.client.clone(),
-            server: req.server.clone(),
+            target,
+            spec,
+            client,
+            server,
         };
         (d, ask)
     }

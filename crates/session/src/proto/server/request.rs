@@ -11,34 +11,42 @@ use linkperf_workload::Threads;
 
 use crate::proto::budget::Limit;
 use crate::proto::server::fail::{fail, limit_fail, out_of_order, Fail};
-use crate::shell::daemon::DaemonConfig;
 
 /// Most worker threads one test may ask for, whatever the budget.
 pub(crate) const MAX_TEST_THREADS: u32 = 1024;
 
+/// The daemon's bounds on one request, whatever the budget.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// Most users in one test.
+    pub max_users: u32,
+    /// Longest test (warm-up and duration).
+    pub max_duration: Duration,
+}
+
 /// The limits a request of `users` users running for `time` on `threads`
-/// must keep on this server, before its cost is charged: `--max-users`,
-/// `--max-duration` (whole seconds, rounded up) and at most
+/// must keep on this server, before its cost is charged: the daemon's
+/// `bounds` on users and on time (whole seconds, rounded up) and at most
 /// [`MAX_TEST_THREADS`] threads (a count of 0 is no count).
 pub(crate) fn within_limits(
-    config: &DaemonConfig,
+    bounds: Bounds,
     users: u32,
     time: Duration,
     threads: Threads,
 ) -> Result<(), Fail> {
-    if users > config.max_users {
+    if users > bounds.max_users {
         return Err(limit_fail(Limit {
             kind: LimitKind::Users,
             got: u64::from(users),
-            max: u64::from(config.max_users),
+            max: u64::from(bounds.max_users),
             in_use: 0,
         }));
     }
-    if time > config.max_duration {
+    if time > bounds.max_duration {
         return Err(limit_fail(Limit {
             kind: LimitKind::DurationS,
             got: time.as_secs_f64().ceil() as u64,
-            max: config.max_duration.as_secs(),
+            max: bounds.max_duration.as_secs(),
             in_use: 0,
         }));
     }
@@ -64,18 +72,17 @@ pub(crate) fn started(msg: ClientMessage) -> Result<(), Fail> {
 mod tests {
     use super::*;
 
-    fn config() -> DaemonConfig {
-        let mut c = DaemonConfig::new("127.0.0.1:0".parse().unwrap());
-        c.max_users = 100;
-        c.max_duration = Duration::from_secs(60);
-        c
+    fn bounds() -> Bounds {
+        Bounds {
+            max_users: 100,
+            max_duration: Duration::from_secs(60),
+        }
     }
 
     #[test]
     fn users_time_and_threads_each_have_a_bound_and_the_bound_itself_is_allowed() {
-        let c = config();
         let ok = |users, secs: f64, threads| {
-            within_limits(&c, users, Duration::from_secs_f64(secs), threads)
+            within_limits(bounds(), users, Duration::from_secs_f64(secs), threads)
         };
         assert!(ok(100, 60.0, Threads::Count(MAX_TEST_THREADS)).is_ok());
         assert!(ok(1, 0.5, Threads::ServerDefault).is_ok());

@@ -11,7 +11,6 @@ use linkperf_workload::{Placement, TestSpec};
 
 use super::{open, Opened, Target};
 use crate::proto::client::delegate::Delegation;
-use crate::proto::heard::Heard;
 use crate::SessionError;
 
 /// Largest `delegated` answer taken: it carries both sides' reports, each
@@ -72,7 +71,13 @@ pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, Sess
         agent: source_agent,
         ..
     } = open(agent, DELEGATED_MAX_FRAME)?;
-    let (mut d, ask) = Delegation::ask(req, Instant::now());
+    let (mut d, ask) = Delegation::ask(
+        req.target.clone(),
+        req.spec.clone(),
+        req.client.clone(),
+        req.server.clone(),
+        Instant::now(),
+    );
     c.send(&ask)?;
     loop {
         if req
@@ -84,11 +89,7 @@ pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, Sess
                 let _ = c.send(&abort);
             }
         }
-        let got = c.ch.recv(d.wait(Instant::now()));
-        let heard = Heard {
-            got,
-            how: c.ch.how_it_went(),
-        };
+        let heard = c.ch.hear(d.wait(Instant::now()));
         if let Some(outcome) = d.heard(heard, Instant::now())? {
             return Ok(Delegated {
                 outcome,

@@ -21,8 +21,9 @@ use linkperf_workload::{Placement, TestSpec, Workload};
 
 use super::{Session, WATCH_INTERVAL};
 use crate::proto::budget::Cost;
+use crate::proto::heard::Heard;
 use crate::proto::heard::Received;
-use crate::proto::server::delegate::{Delegating, Heard};
+use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
 use crate::proto::server::fail::{fail, Fail};
 use crate::proto::server::midtest::received;
 use crate::shell::client::{run_test, RunRequest, Target};
@@ -103,12 +104,15 @@ impl Session<'_> {
                 stop = Some(f);
                 break;
             }
-            let heard = match self.ch.recv(WATCH_INTERVAL) {
-                Ok(Received::Closed) => Heard::Vanished(self.ch.how_it_went()),
-                got => match received(got, "", self.config) {
-                    Ok(None) => Heard::Quiet,
-                    Ok(Some(said)) => Heard::Said(said),
-                    Err(f) => Heard::Broken(f),
+            let heard = match self.ch.hear(WATCH_INTERVAL) {
+                Heard {
+                    got: Ok(Received::Closed),
+                    how,
+                } => AgentHeard::Vanished(how),
+                heard => match received(heard, self.config.name(Setting::MaxFrame)) {
+                    Ok(None) => AgentHeard::Quiet,
+                    Ok(Some(said)) => AgentHeard::Said(said),
+                    Err(f) => AgentHeard::Broken(f),
                 },
             };
             if let Err(f) = watch.heard(heard) {
