@@ -96,7 +96,7 @@ fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
         100,
         Duration::from_secs(10),
     );
-    let (mut c, ask) = ClientSession::ask(spec, Placement::with_threads(1), t0);
+    let (mut c, ask) = ClientSession::ask(spec, Placement::with_threads(1), None, t0);
     let ClientMessage::Test { spec, .. } = to_server(&ask) else {
         panic!("the client asks for a test");
     };
@@ -105,6 +105,120 @@ fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
     let offer = c.offer(to_client(&accepted()), t0).unwrap().unwrap();
     assert_eq!(offer.data_ports, [40_000]);
     (c, s, users)
+}
+
+/// The server's offer of `ports` and `unix_names` from the host `boot`.
+fn offer_of(ports: Vec<u16>, unix_names: Vec<String>, boot: Option<&str>) -> ServerMessage {
+    let ServerMessage::Accepted {
+        udp_ports,
+        token,
+        mut environment,
+        ..
+    } = accepted()
+    else {
+        unreachable!("accepted() is an offer");
+    };
+    environment.boot_id = boot.map(str::to_string);
+    ServerMessage::Accepted {
+        data_ports: ports,
+        unix_names,
+        udp_ports,
+        token,
+        environment,
+    }
+}
+
+/// A client on the host `here` asking for `rr:1x1` over `protocol` with
+/// the server's workers on `server`; the server's session once it offered
+/// the test at `t0`.
+fn asking(
+    protocol: Protocol,
+    server: Placement,
+    here: Option<&str>,
+    t0: Instant,
+) -> (ClientSession, ServerSession) {
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        protocol,
+        1,
+        Duration::from_secs(5),
+    );
+    let (c, ask) = ClientSession::ask(spec, server, here.map(str::to_string), t0);
+    let ClientMessage::Test { spec, .. } = to_server(&ask) else {
+        panic!("the client asks for a test");
+    };
+    let s = ServerSession::offered(u64::from(spec.users), START_CAP, t0);
+    (c, s)
+}
+
+#[test]
+fn an_offer_without_the_endpoints_the_test_connects_to_ends_it_before_it_runs() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let unix = || vec!["@linkperf-1".to_string()];
+    for (protocol, offer) in [
+        (Protocol::Tcp, offer_of(vec![], unix(), None)),
+        (Protocol::Udp, offer_of(vec![], vec![], None)),
+        (Protocol::Unix, offer_of(vec![40_000], vec![], None)),
+    ] {
+        let (mut c, _s) = asking(protocol, one(), None, t0);
+        let no = c.offer(to_client(&offer), t0).unwrap_err();
+        assert_eq!(
+            no.error.to_string(),
+            "talk to the server: the server offered no data endpoint",
+            "{protocol:?}"
+        );
+        assert!(no.abort.is_none(), "the server is not told");
+        assert!(c.connected(t0).is_err(), "no flows connect");
+    }
+    // What each needs is taken.
+    for (protocol, offer) in [
+        (Protocol::Tcp, offer_of(vec![40_000], vec![], None)),
+        (Protocol::Unix, offer_of(vec![], unix(), None)),
+    ] {
+        let (mut c, _s) = asking(protocol, one(), None, t0);
+        assert!(c.offer(to_client(&offer), t0).unwrap().is_some());
+    }
+    // A profile connects to ports: an offer of none ends it too.
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let (mut c, _) = ClientSession::ask_profile(profile, one(), vec![], None, t0);
+    let no = c
+        .offer(to_client(&offer_of(vec![], unix(), None)), t0)
+        .unwrap_err();
+    assert!(
+        no.error.to_string().contains("offered no data endpoint"),
+        "{}",
+        no.error
+    );
+}
+
+#[test]
+fn placement_same_offered_from_another_host_is_refused_and_the_server_told() {
+    let t0 = Instant::now();
+    let same = || Placement {
+        policy: linkperf_workload::PlacementPolicy::Same,
+        ..Placement::with_threads(1)
+    };
+    let (mut c, mut s) = asking(Protocol::Tcp, same(), Some("boot-a"), t0);
+    let far = offer_of(vec![40_000], vec![], Some("boot-b"));
+    let no = c.offer(to_client(&far), t0).unwrap_err();
+    assert!(
+        matches!(&no.error, SessionError::SameOnTwoHosts { server_host } if server_host == "server"),
+        "{}",
+        no.error
+    );
+    let reason = no.abort.expect("the server is told");
+    assert!(reason.contains("another host (server)"), "{reason}");
+    let abort = ClientMessage::Abort { reason };
+    // The server, awaiting the start, ends the test there.
+    let f = s.start(to_server(&abort)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::OutOfOrder);
+    // From this host, or from a host that does not say, the offer is taken.
+    for boot in [Some("boot-a"), None] {
+        let (mut c, _) = asking(Protocol::Tcp, same(), Some("boot-a"), t0);
+        let near = offer_of(vec![40_000], vec![], boot);
+        assert!(c.offer(to_client(&near), t0).unwrap().is_some());
+    }
 }
 
 /// The two sessions with the test running from `t1`, half a second after
@@ -275,7 +389,8 @@ const PROFILE: &str = r#"<profile name="pair"><group nthreads="2">
 /// the server's compiled mirror of it (which transactions are timed).
 fn profile_running(t0: Instant) -> (ClientSession, ServerSession, Compiled, Instant) {
     let profile = parse_profile(PROFILE, &|_| None).unwrap();
-    let (mut c, ask) = ClientSession::ask_profile(profile, Placement::with_threads(1), vec![], t0);
+    let one = Placement::with_threads(1);
+    let (mut c, ask) = ClientSession::ask_profile(profile, one, vec![], None, t0);
     let ClientMessage::Profile { profile, .. } = to_server(&ask) else {
         panic!("the client asks for a profile");
     };

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
-use linkperf_metrics::{capture_environment, AgentIdentity, Environment, ProcessMethod};
+use linkperf_metrics::{capture_environment, AgentIdentity, ProcessMethod};
 use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
-use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
+use linkperf_workload::{Placement, Protocol, TestSpec};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::client::address::{self, parse_address};
@@ -17,7 +17,7 @@ use crate::proto::client::answers::{self, Offer};
 use crate::proto::client::foreign::{Answer, Foreign};
 use crate::proto::client::midtest::ServerSide;
 use crate::proto::client::outcome::Outcome;
-use crate::proto::client::session::{ClientSession, ANSWER_TIMEOUT};
+use crate::proto::client::session::{ClientSession, NoTest, ANSWER_TIMEOUT};
 use crate::proto::handshake::ClientHandshake;
 use crate::proto::heard::{Heard, Received};
 use crate::proto::server::session::DRAIN;
@@ -196,24 +196,6 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     })
 }
 
-/// Placement `same` shares CPUs between the sides, which only one host
-/// has: against a server on another host (another kernel boot id) it is
-/// refused before any data flows.
-pub(crate) fn same_needs_one_host(
-    server: &Placement,
-    server_env: &Environment,
-) -> Result<(), SessionError> {
-    let (Some(theirs), Some(ours)) = (&server_env.boot_id, linkperf_metrics::boot_id()) else {
-        return Ok(());
-    };
-    if server.policy == PlacementPolicy::Same && *theirs != ours {
-        return Err(SessionError::SameOnTwoHosts {
-            server_host: server_env.hostname.clone(),
-        });
-    }
-    Ok(())
-}
-
 impl Client {
     /// Tells the server why the test of session `s` is given up before it
     /// starts, and passes the error on.
@@ -227,27 +209,21 @@ impl Client {
     }
 
     /// The server's offer to session `s`, awaited as long as the session
-    /// allows. It must offer a data endpoint (`has_endpoints`), and
-    /// placement `same` needs the server on this host (else the server is
-    /// told, and the test ends here).
-    fn take_offer(
-        &mut self,
-        s: &mut ClientSession,
-        server: &Placement,
-        has_endpoints: impl Fn(&Offer) -> bool,
-    ) -> Result<Offer, SessionError> {
-        let offer = loop {
-            if let Some(offer) = s.offer(self.hear(s), Instant::now())? {
-                break offer;
+    /// allows, or why there is none (the server told when the session
+    /// says so).
+    fn take_offer(&mut self, s: &mut ClientSession) -> Result<Offer, SessionError> {
+        loop {
+            match s.offer(self.hear(s), Instant::now()) {
+                Ok(Some(offer)) => return Ok(offer),
+                Ok(None) => {}
+                Err(NoTest { error, abort }) => {
+                    if let Some(reason) = abort {
+                        let _ = self.send(&ClientMessage::Abort { reason });
+                    }
+                    return Err(error);
+                }
             }
-        };
-        if !has_endpoints(&offer) {
-            return Err(SessionError::Control(
-                "the server offered no data endpoint".into(),
-            ));
         }
-        same_needs_one_host(server, &offer.environment).map_err(|e| self.abandon(s, e))?;
-        Ok(offer)
     }
 
     /// One receive on the control connection, as long as session `s` allows.
@@ -307,13 +283,12 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         local_ip,
         agent: server_agent,
     } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
-    let (mut s, ask) = ClientSession::ask(req.spec.clone(), req.server.clone(), Instant::now());
+    let here = linkperf_metrics::boot_id();
+    let (mut s, ask) =
+        ClientSession::ask(req.spec.clone(), req.server.clone(), here, Instant::now());
     c.send(&ask)?;
     let protocol = req.spec.protocol;
-    let offer = c.take_offer(&mut s, &req.server, |o| match protocol {
-        Protocol::Unix => !o.unix_names.is_empty(),
-        Protocol::Tcp | Protocol::Udp => !o.data_ports.is_empty(),
-    })?;
+    let offer = c.take_offer(&mut s)?;
     let at = |ports: &[u16]| {
         ports
             .iter()
@@ -418,43 +393,4 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     let side = c.ask_results(&mut s, &ask);
     let error = side.error.clone();
     Ok(outcome(side, error))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn same_placement_is_refused_against_another_host_only() {
-        let same = Placement {
-            policy: PlacementPolicy::Same,
-            ..Placement::with_threads(1)
-        };
-        let split = Placement {
-            policy: PlacementPolicy::Split,
-            ..same.clone()
-        };
-        let here = Environment {
-            boot_id: linkperf_metrics::boot_id(),
-            ..Environment::default()
-        };
-        let elsewhere = Environment {
-            hostname: "far".into(),
-            boot_id: Some("another-boot".into()),
-            ..Environment::default()
-        };
-        assert!(same_needs_one_host(&same, &here).is_ok());
-        assert!(same_needs_one_host(&split, &elsewhere).is_ok());
-        // A server that does not say where it runs is given the benefit of the doubt.
-        assert!(same_needs_one_host(&same, &Environment::default()).is_ok());
-        if here.boot_id.is_some() {
-            let e = same_needs_one_host(&same, &elsewhere)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("another host (far)") && e.contains("placement `split`"),
-                "{e}"
-            );
-        }
-    }
 }

@@ -76,10 +76,11 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         req.profile.clone(),
         req.server.clone(),
         client_ports,
+        linkperf_metrics::boot_id(),
         Instant::now(),
     );
     c.send(&ask)?;
-    let offer = c.take_offer(&mut s, &req.server, |o| !o.data_ports.is_empty())?;
+    let offer = c.take_offer(&mut s)?;
     let (ports, udp_ports, token, server_env) = (
         offer.data_ports,
         offer.udp_ports,
