@@ -8,18 +8,17 @@ use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::{capture_environment, AgentIdentity, ProcessMethod};
-use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
+use linkperf_wire::{encode_client, ClientMessage};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::client::address::{self, parse_address};
-use crate::proto::client::answers::{self, Offer};
-use crate::proto::client::foreign::{Answer, Foreign};
+use crate::proto::client::answers::Offer;
 use crate::proto::client::midtest::ServerSide;
 use crate::proto::client::outcome::Outcome;
-use crate::proto::client::session::{ClientSession, NoTest, ANSWER_TIMEOUT};
+use crate::proto::client::session::{ClientSession, NoTest};
 use crate::proto::handshake::ClientHandshake;
-use crate::proto::heard::{Heard, Received};
+use crate::proto::heard::Heard;
 use crate::proto::server::session::DRAIN;
 use crate::shell::channel::Channel;
 use crate::shell::key::new_challenge;
@@ -99,24 +98,6 @@ impl Client {
             .send(&encode_client(m))
             .map_err(|e| SessionError::Control(format!("send: {e}")))
     }
-
-    fn recv(
-        &mut self,
-        timeout: Duration,
-        waiting_for: &str,
-    ) -> Result<ServerMessage, SessionError> {
-        match self.ch.recv(timeout) {
-            Ok(Received::Frame(f)) => answers::answer(&f),
-            Ok(Received::Timeout) => Err(SessionError::Control(format!(
-                "no {waiting_for} from the server within {timeout:?}"
-            ))),
-            Ok(Received::Closed) => Err(SessionError::Control(format!(
-                "the server {} before {waiting_for}",
-                self.ch.how_it_went()
-            ))),
-            Err(e) => Err(SessionError::Control(e.to_string())),
-        }
-    }
 }
 
 /// A control session past its handshake.
@@ -155,34 +136,24 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     };
     let (host, port) = parse_address(&target.address, target.default_port)?;
     let shown = address::join(&host, port);
-    let (hs, hello) = ClientHandshake::start(target.auth_key.as_ref(), mine, shown.clone());
+    let key = target.auth_key.as_ref();
+    let (mut hs, hello) = ClientHandshake::start(key, mine, shown, Instant::now());
     c.send(&hello)?;
     // Something other than a linkperf server may listen there: tell what.
-    match foreign::first_answer(c.ch.stream(), ANSWER_TIMEOUT) {
-        Answer::MayBeLinkperf => {}
-        Answer::Foreign(f) => {
-            return Err(SessionError::NotLinkperf {
-                what: f.explain(),
-                iperf3: matches!(f, Foreign::Iperf3),
-                addr: shown,
-            })
-        }
-        Answer::Silent => {
-            return Err(SessionError::Control(format!(
-                "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
-                 answers at once: is {shown} a linkperf server?)"
-            )))
-        }
-    }
-    let welcomed = match hs.welcome(c.recv(ANSWER_TIMEOUT, "welcome")?) {
-        Ok(w) => w,
-        Err(refused) => {
-            if let Some(reason) = refused.abort {
-                let _ = c.send(&ClientMessage::Abort {
-                    reason: reason.into(),
-                });
+    let first = foreign::first_answer(c.ch.stream(), hs.wait(Instant::now()));
+    hs.first_answer(first, Instant::now())?;
+    let welcomed = loop {
+        match hs.welcome(c.ch.hear(hs.wait(Instant::now())), Instant::now()) {
+            Ok(Some(w)) => break w,
+            Ok(None) => {}
+            Err(refused) => {
+                if let Some(reason) = refused.abort {
+                    let _ = c.send(&ClientMessage::Abort {
+                        reason: reason.into(),
+                    });
+                }
+                return Err(refused.error);
             }
-            return Err(refused.error);
         }
     };
     if let Some(auth) = welcomed.auth {

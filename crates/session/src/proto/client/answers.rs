@@ -4,10 +4,13 @@
 //! and the confirmation of its start. No socket: the client's driver
 //! receives and acts.
 
+use std::time::{Duration, Instant};
+
 use linkperf_metrics::Environment;
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol};
 
+use crate::proto::heard::{Heard, Received};
 use crate::SessionError;
 
 /// A server's message, its errors as the client's.
@@ -27,6 +30,47 @@ pub(crate) fn answer(frame: &[u8]) -> Result<ServerMessage, SessionError> {
             limit,
         }),
         m => Ok(m),
+    }
+}
+
+/// An answer awaited: what it is called and until when.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Awaited {
+    what: &'static str,
+    pub(crate) timeout: Duration,
+    pub(crate) until: Instant,
+}
+
+impl Awaited {
+    /// `what` awaited from `now` for `timeout`.
+    pub(crate) fn new(what: &'static str, timeout: Duration, now: Instant) -> Self {
+        Awaited {
+            what,
+            timeout,
+            until: now + timeout,
+        }
+    }
+
+    /// The server's message, an error, or `None` to go on waiting.
+    pub(crate) fn answer(
+        &self,
+        heard: Heard,
+        now: Instant,
+    ) -> Option<Result<ServerMessage, SessionError>> {
+        let what = self.what;
+        Some(match heard.got {
+            Ok(Received::Frame(f)) => answer(&f),
+            Ok(Received::Timeout) if now < self.until => return None,
+            Ok(Received::Timeout) => Err(SessionError::Control(format!(
+                "no {what} from the server within {:?}",
+                self.timeout
+            ))),
+            Ok(Received::Closed) => Err(SessionError::Control(format!(
+                "the server {} before {what}",
+                heard.how
+            ))),
+            Err(e) => Err(SessionError::Control(e.to_string())),
+        })
     }
 }
 

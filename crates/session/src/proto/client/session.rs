@@ -14,11 +14,11 @@
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::Environment;
-use linkperf_wire::{ClientMessage, ServerMessage};
+use linkperf_wire::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 
-use super::answers::{self, Endpoints, Offer};
+use super::answers::{self, Awaited, Endpoints, Offer};
 use super::midtest::{self, ServerSide, Stopped};
 use crate::proto::heard::{Heard, Received};
 use crate::SessionError;
@@ -33,42 +33,6 @@ pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(40);
 /// How often the client looks at its control connection (and its cancel
 /// flag) while the test runs.
 pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(50);
-
-/// An answer awaited: what it is called and until when.
-#[derive(Debug, Clone, Copy)]
-struct Awaited {
-    what: &'static str,
-    timeout: Duration,
-    until: Instant,
-}
-
-impl Awaited {
-    fn new(what: &'static str, timeout: Duration, now: Instant) -> Self {
-        Awaited {
-            what,
-            timeout,
-            until: now + timeout,
-        }
-    }
-
-    /// The server's message, an error, or `None` to go on waiting.
-    fn answer(&self, heard: Heard, now: Instant) -> Option<Result<ServerMessage, SessionError>> {
-        let what = self.what;
-        Some(match heard.got {
-            Ok(Received::Frame(f)) => answers::answer(&f),
-            Ok(Received::Timeout) if now < self.until => return None,
-            Ok(Received::Timeout) => Err(SessionError::Control(format!(
-                "no {what} from the server within {:?}",
-                self.timeout
-            ))),
-            Ok(Received::Closed) => Err(SessionError::Control(format!(
-                "the server {} before {what}",
-                heard.how
-            ))),
-            Err(e) => Err(SessionError::Control(e.to_string())),
-        })
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Phase {
@@ -348,7 +312,7 @@ impl ClientSession {
 mod tests {
     use super::*;
     use crate::proto::pair::{accepted, quiet, to_client};
-    use linkperf_wire::ErrorCode;
+    use linkperf_wire::{ErrorCode, ServerMessage};
 
     fn asked(t0: Instant) -> ClientSession {
         let spec = TestSpec::new(
