@@ -20,14 +20,16 @@ use linkperf_wire::{
     decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
 };
 use linkperf_workload::profile::{mirror, parse_profile};
-use linkperf_workload::{Placement, Protocol, TestSpec};
+use linkperf_workload::{Placement, Protocol, TestSpec, Workload};
 
+use crate::proto::auth::AuthKey;
 use crate::proto::client::delegate::{delegated_deadline, Delegation};
 use crate::proto::client::session::{ClientSession, STOP_TIMEOUT, WATCH_INTERVAL};
 use crate::proto::heard::{Heard, Received};
 use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
-use crate::proto::server::fail::fail;
+use crate::proto::server::fail::{fail, Fail};
 use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
+use crate::proto::server::request::{self, Asked};
 use crate::proto::server::session::{start_wait, ServerSession, FINISH_GRACE};
 use crate::SessionError;
 
@@ -636,4 +638,193 @@ fn a_controller_waits_for_the_agent_until_the_test_could_have_run_and_not_longer
         .unwrap_err()
         .to_string();
     assert!(e.contains("expected delegated, got started"), "{e}");
+}
+
+/// The server's decision on what the client asked after its handshake, on
+/// a daemon that holds `key`.
+fn asked_of(m: &ClientMessage, key: Option<&AuthKey>) -> Result<Asked, Fail> {
+    request::asked(to_server(m), key, "key setting")
+}
+
+/// The agents' key in these tests.
+fn agents_key() -> AuthKey {
+    AuthKey::from_bytes(b"the mesh's pre-shared key").unwrap()
+}
+
+#[test]
+fn a_request_out_of_turn_invalid_or_none_at_all_is_decided_by_the_server() {
+    let t0 = Instant::now();
+    // Out of turn: the client hears why, as the server's refusal.
+    let (mut c, _) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            1,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(1),
+        None,
+        t0,
+    );
+    let f = asked_of(&ClientMessage::Finished, None).unwrap_err();
+    assert_eq!(
+        (f.code, f.message.as_str()),
+        (ErrorCode::OutOfOrder, "expected test, got finished")
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        matches!(no.error, SessionError::Refused { .. }),
+        "{}",
+        no.error
+    );
+    // A spec the server cannot run (the client checks its own, but the
+    // server takes nothing on trust).
+    let (mut c, ask) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            0,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(1),
+        None,
+        t0,
+    );
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert!(
+        f.message.contains("users must be between 1 and"),
+        "{}",
+        f.message
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        no.error.to_string().contains("users must be between"),
+        "{}",
+        no.error
+    );
+    // A controller that only asked who this agent is: no test, and no error.
+    let abort = ClientMessage::Abort {
+        reason: "it only asked who this agent is".into(),
+    };
+    match asked_of(&abort, None).unwrap() {
+        Asked::Nothing { reason } => assert_eq!(reason, "it only asked who this agent is"),
+        other => panic!("{other:?}"),
+    }
+    // A valid test is taken as asked.
+    let (_, ask) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            3,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(2),
+        None,
+        t0,
+    );
+    match asked_of(&ask, None).unwrap() {
+        Asked::Test { spec, placement } => {
+            assert_eq!((spec.users, placement.threads.count()), (3, Some(2)))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_profile_is_checked_before_anything_is_held_and_its_listeners_taken_without_zeros() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let (_, ask) =
+        ClientSession::ask_profile(profile.clone(), one(), vec![0, 7001, 0, 7002], None, t0);
+    let Asked::Profile(p) = asked_of(&ask, None).unwrap() else {
+        panic!("a profile");
+    };
+    assert_eq!(p.users, 2);
+    assert_eq!(p.client_ports, [7001, 7002]);
+    assert_eq!(
+        p.connections,
+        compile(&mirror(&profile)).unwrap().connections()
+    );
+    // Out of the parser's bounds (a group of no users), as a confused or
+    // hostile client may send it: malformed, and the client told.
+    let mut empty = profile.clone();
+    empty.groups[0].users = 0;
+    let (mut c, ask) = ClientSession::ask_profile(empty, one(), vec![], None, t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Malformed);
+    assert!(
+        f.message.starts_with("the profile is out of bounds: "),
+        "{}",
+        f.message
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        matches!(no.error, SessionError::Refused { .. }),
+        "{}",
+        no.error
+    );
+    // Within bounds but not runnable here.
+    let udp_accept = parse_profile(
+        r#"<profile name="acc"><group nthreads="1">
+  <transaction iterations="1"><flowop type="accept" options="remotehost=198.18.0.2 protocol=udp"/></transaction>
+</group></profile>"#,
+        &|_| None,
+    )
+    .unwrap();
+    let (_, ask) = ClientSession::ask_profile(udp_accept, one(), vec![], None, t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert!(f.message.contains("is not supported yet"), "{}", f.message);
+}
+
+#[test]
+fn only_an_agent_with_a_key_takes_a_delegated_workload_and_the_controller_hears_why_not() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        Protocol::Tcp,
+        2,
+        Duration::from_secs(5),
+    );
+    let (mut d, ask) = Delegation::ask("198.18.0.2:7700".into(), spec.clone(), one(), one(), t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert_eq!(
+        f.message,
+        "this server has no key: it runs delegated tests only as an agent started with \
+         key setting, for clients that prove the key"
+    );
+    let e = d.heard(to_client(&f.message()), t0 + MS).unwrap_err();
+    assert!(e.to_string().contains("this server has no key"), "{e}");
+    // With the key: the test, and the key for its target.
+    let key = agents_key();
+    match asked_of(&ask, Some(&key)).unwrap() {
+        Asked::Delegate { target, key: k, .. } => {
+            assert_eq!(target, "198.18.0.2:7700");
+            assert_eq!(k, key);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A profile is not delegated, key or not.
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let as_spec = TestSpec::new(
+        Workload::Profile {
+            profile: Box::new(profile),
+        },
+        Protocol::Tcp,
+        2,
+        Duration::ZERO,
+    );
+    let (_, ask) = Delegation::ask("198.18.0.2:7700".into(), as_spec, one(), one(), t0);
+    let f = asked_of(&ask, Some(&key)).unwrap_err();
+    assert_eq!(
+        (f.code, f.message.as_str()),
+        (
+            ErrorCode::Refused,
+            "a uperf profile cannot be delegated; delegate workloads"
+        )
+    );
 }

@@ -8,18 +8,14 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::{capture_environment, Environment, SideReport};
-use linkperf_wire::{
-    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
-    WireError,
-};
+use linkperf_wire::{encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
 use crate::proto::budget::{Charge, Cost};
 use crate::proto::handshake::ServerHandshake;
-use crate::proto::heard::{Received, RecvError};
-use crate::proto::server::fail::{fail, limit_fail, out_of_order, shutting_down, Fail};
-use crate::proto::server::midtest::{self, wire_fail, Ended, Look};
-use crate::proto::server::request::{self, MAX_TEST_THREADS};
+use crate::proto::server::fail::{fail, limit_fail, shutting_down, Fail};
+use crate::proto::server::midtest::{self, Ended, Look};
+use crate::proto::server::request::{self, Asked, MAX_TEST_THREADS};
 use crate::proto::server::session::{ServerSession, DRAIN};
 use crate::shell::channel::Channel;
 use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
@@ -157,42 +153,18 @@ impl Session<'_> {
             if left.is_zero() {
                 return Err(late());
             }
-            match self.ch.recv(left.min(WATCH_INTERVAL)) {
-                Ok(Received::Timeout) => {}
-                Ok(Received::Frame(f)) => {
-                    return decode_client(&f).map_err(|e| {
-                        let code = match e {
-                            WireError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
-                            _ => ErrorCode::Malformed,
-                        };
-                        fail(code, e.to_string())
-                    })
-                }
-                Ok(Received::Closed) => {
-                    return Err(fail(
-                        ErrorCode::Aborted,
-                        format!("client closed the control connection before {waiting_for}"),
-                    ))
-                }
-                Err(RecvError::Wire(e)) => {
-                    return Err(wire_fail(e, self.config.name(Setting::MaxFrame)))
-                }
-                Err(e) => return Err(fail(ErrorCode::Internal, e.to_string())),
+            let heard = self.ch.hear(left.min(WATCH_INTERVAL));
+            let frame_setting = self.config.name(Setting::MaxFrame);
+            if let Some(said) = request::awaited(heard, waiting_for, frame_setting)? {
+                return Ok(said);
             }
         }
     }
 
     /// The next message within the negotiation timeout.
     fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<ClientMessage, Fail> {
-        let late = || {
-            fail(
-                ErrorCode::Refused,
-                format!(
-                    "no {waiting_for} within {timeout:?} (the server's {})",
-                    self.config.name(Setting::ControlTimeout)
-                ),
-            )
-        };
+        let setting = self.config.name(Setting::ControlTimeout);
+        let late = || request::silent(waiting_for, timeout, setting);
         self.recv_until(Instant::now() + timeout, waiting_for, late)
     }
 
@@ -244,27 +216,28 @@ impl Session<'_> {
             ));
         }
         let _session = Held(&self.state.sessions);
-        let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
-            ClientMessage::Test { spec, placement } => (spec, own_placement(placement)),
-            ClientMessage::Profile {
-                profile,
-                placement,
-                client_ports,
-            } => return self.profile(profile, own_placement(placement), client_ports),
-            ClientMessage::Delegate {
+        let said = self.recv(self.config.control_timeout, "test request")?;
+        let key = self.config.auth_key.as_ref();
+        let (spec, placement) = match request::asked(said, key, self.config.name(Setting::AuthKey))?
+        {
+            Asked::Test { spec, placement } => (spec, own_placement(placement)),
+            Asked::Profile(mut p) => {
+                p.placement = own_placement(p.placement);
+                return self.profile(*p);
+            }
+            Asked::Delegate {
                 target,
                 spec,
                 client,
                 server,
+                key,
             } => {
-                return self.delegate(target, spec, own_placement_as(client, Side::Client), server)
+                let client = own_placement_as(client, Side::Client);
+                return self.delegate(target, spec, client, server, key);
             }
             // A controller asking who this agent is, and nothing more.
-            ClientMessage::Abort { reason } => return Ok(format!("no test ({reason})")),
-            other => return Err(out_of_order("test", &other)),
+            Asked::Nothing { reason } => return Ok(format!("no test ({reason})")),
         };
-        spec.validate()
-            .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         if let Some(cc) = &spec.socket.cc {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;

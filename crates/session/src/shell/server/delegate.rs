@@ -17,12 +17,12 @@ use std::time::SystemTime;
 
 use linkperf_metrics::ProcessMethod;
 use linkperf_wire::ErrorCode;
-use linkperf_workload::{Placement, TestSpec, Workload};
+use linkperf_workload::{Placement, TestSpec};
 
 use super::{Session, WATCH_INTERVAL};
+use crate::proto::auth::AuthKey;
 use crate::proto::budget::Cost;
-use crate::proto::heard::Heard;
-use crate::proto::heard::Received;
+use crate::proto::heard::{Heard, Received};
 use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
 use crate::proto::server::fail::{fail, Fail};
 use crate::proto::server::midtest::received;
@@ -30,33 +30,17 @@ use crate::shell::client::{run_test, RunRequest, Target};
 use crate::shell::daemon::Setting;
 
 impl Session<'_> {
-    /// Runs a delegated test toward `target` and answers `delegated`;
-    /// returns its name for the log.
+    /// Runs a delegated test toward `target` (as the request checked it,
+    /// proving itself there with this daemon's `key`) and answers
+    /// `delegated`; returns its name for the log.
     pub(super) fn delegate(
         &mut self,
         target: String,
         spec: TestSpec,
         client: Placement,
         server: Placement,
+        key: AuthKey,
     ) -> Result<String, Fail> {
-        let Some(key) = self.config.auth_key.clone() else {
-            return Err(fail(
-                ErrorCode::Refused,
-                format!(
-                    "this server has no key: it runs delegated tests only as an agent started \
-                     with {}, for clients that prove the key",
-                    self.config.name(Setting::AuthKey)
-                ),
-            ));
-        };
-        if matches!(spec.workload, Workload::Profile { .. }) {
-            return Err(fail(
-                ErrorCode::Refused,
-                "a uperf profile cannot be delegated; delegate workloads",
-            ));
-        }
-        spec.validate()
-            .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         if let Some(cc) = &spec.socket.cc {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the agent's host, {e}")))?;
