@@ -17,7 +17,8 @@ use linkperf_engine::aggregate;
 use linkperf_engine::program::{compile, Compiled};
 use linkperf_metrics::{Environment, ProcessMethod};
 use linkperf_wire::{
-    decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
+    decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode,
+    ServerMessage, WireError,
 };
 use linkperf_workload::profile::{mirror, parse_profile};
 use linkperf_workload::{Placement, Protocol, TestSpec, Workload};
@@ -25,8 +26,8 @@ use linkperf_workload::{Placement, Protocol, TestSpec, Workload};
 use crate::proto::auth::AuthKey;
 use crate::proto::client::delegate::{delegated_deadline, Delegation};
 use crate::proto::client::session::{ClientSession, STOP_TIMEOUT, WATCH_INTERVAL};
-use crate::proto::heard::{Heard, Received};
-use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
+use crate::proto::heard::{Heard, Received, RecvError};
+use crate::proto::server::delegate::Delegating;
 use crate::proto::server::fail::{fail, Fail};
 use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
 use crate::proto::server::request::{self, Asked};
@@ -53,6 +54,17 @@ pub(crate) fn to_client(m: &ServerMessage) -> Heard {
         how: "closed the connection",
     }
 }
+
+/// What the client sent, as the server hears it.
+fn from_client(m: &ClientMessage) -> Heard {
+    Heard {
+        got: Ok(Received::Frame(encode_client(m)[4..].to_vec())),
+        how: "closed the connection",
+    }
+}
+
+/// The name of the daemon's largest control message, in these tests.
+const FRAME_SETTING: &str = "largest control message";
 
 /// Nothing within the wait.
 pub(crate) fn quiet() -> Heard {
@@ -538,7 +550,7 @@ fn a_delegated_test_is_answered_with_what_the_agent_measured() {
     for i in 1..=240u32 {
         let now = t0 + WATCH_INTERVAL * i;
         a.look(false).unwrap();
-        a.heard(AgentHeard::Quiet).unwrap();
+        a.heard(quiet(), FRAME_SETTING).unwrap();
         assert!(d.heard(quiet(), now).unwrap().is_none());
     }
     // The agent's client could not reach the target: that is the answer,
@@ -564,7 +576,7 @@ fn a_controller_that_gives_up_aborts_once_and_the_agent_stops_its_test() {
     let (mut d, mut a, _) = delegated(t0);
     let abort = d.cancel().expect("the first cancel is said");
     assert!(d.cancel().is_none(), "and only once");
-    let f = a.heard(AgentHeard::Said(to_server(&abort))).unwrap_err();
+    let f = a.heard(from_client(&abort), FRAME_SETTING).unwrap_err();
     assert_eq!(f.code, ErrorCode::Aborted);
     assert!(
         f.message
@@ -585,9 +597,12 @@ fn a_controller_that_gives_up_aborts_once_and_the_agent_stops_its_test() {
 fn the_agent_stops_its_test_when_the_controller_vanishes_speaks_or_the_daemon_stops() {
     let t0 = Instant::now();
     let (_, mut a, _) = delegated(t0);
-    let f = a
-        .heard(AgentHeard::Vanished("closed the connection"))
-        .unwrap_err();
+    let closed = Heard {
+        got: Ok(Received::Closed),
+        how: "closed the connection",
+    };
+    let f = a.heard(closed, FRAME_SETTING).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Aborted);
     assert!(
         f.message
             .contains("the controller vanished mid-test: it closed the connection"),
@@ -596,9 +611,27 @@ fn the_agent_stops_its_test_when_the_controller_vanishes_speaks_or_the_daemon_st
     );
     let (_, mut a, _) = delegated(t0);
     let f = a
-        .heard(AgentHeard::Said(to_server(&ClientMessage::Finished)))
+        .heard(from_client(&ClientMessage::Finished), FRAME_SETTING)
         .unwrap_err();
     assert_eq!(f.code, ErrorCode::OutOfOrder);
+    // What is not a message, or is past the largest one, ends it too.
+    let (_, mut a, _) = delegated(t0);
+    let garbage = Heard {
+        got: Ok(Received::Frame(b"{not json".to_vec())),
+        how: "",
+    };
+    assert_eq!(
+        a.heard(garbage, FRAME_SETTING).unwrap_err().code,
+        ErrorCode::Malformed
+    );
+    let (_, mut a, _) = delegated(t0);
+    let big = Heard {
+        got: Err(RecvError::Wire(WireError::FrameTooLarge { len: 9, max: 8 })),
+        how: "",
+    };
+    let f = a.heard(big, FRAME_SETTING).unwrap_err();
+    assert_eq!(f.code, ErrorCode::TooLarge);
+    assert!(f.message.contains(FRAME_SETTING), "{}", f.message);
     let (mut d, mut a, _) = delegated(t0);
     a.look(false).unwrap();
     let f = a.look(true).unwrap_err();

@@ -7,21 +7,10 @@ use std::time::SystemTime;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
 
 use super::fail::{fail, out_of_order, shutting_down as shutting_down_fail, Fail};
+use super::midtest::received;
 use crate::proto::client::outcome::Outcome;
+use crate::proto::heard::{Heard, Received};
 use crate::SessionError;
-
-/// One receive from the controller while its delegated test runs.
-#[derive(Debug)]
-pub(crate) enum Heard {
-    /// Nothing in the wait.
-    Quiet,
-    /// A message.
-    Said(ClientMessage),
-    /// What was not a message, or a failed receive.
-    Broken(Fail),
-    /// The connection closed; how, as the channel saw it.
-    Vanished(&'static str),
-}
 
 /// The agent's side of a delegated test while its client runs, as a state
 /// machine with no socket and no clock: the controller is quiet until the
@@ -46,21 +35,28 @@ impl Delegating {
     }
 
     /// What one receive from the controller came to: `Ok` while it is
-    /// quiet, else why the test ends.
-    pub(crate) fn heard(&mut self, heard: Heard) -> Result<(), Fail> {
+    /// quiet, else why the test ends: its `abort`, anything else it says,
+    /// its going away, or what is not a message (`frame_setting` names the
+    /// daemon's largest control message, for a frame past it).
+    pub(crate) fn heard(&mut self, heard: Heard, frame_setting: &str) -> Result<(), Fail> {
         self.on()?;
         let why = match heard {
-            Heard::Quiet => return Ok(()),
-            Heard::Said(ClientMessage::Abort { reason }) => fail(
-                ErrorCode::Aborted,
-                format!("the controller gave up on the delegated test: {reason}"),
-            ),
-            Heard::Said(other) => out_of_order("nothing while a delegated test runs", &other),
-            Heard::Broken(f) => f,
-            Heard::Vanished(how) => fail(
+            Heard {
+                got: Ok(Received::Closed),
+                how,
+            } => fail(
                 ErrorCode::Aborted,
                 format!("the controller vanished mid-test: it {how}"),
             ),
+            heard => match received(heard, frame_setting) {
+                Ok(None) => return Ok(()),
+                Ok(Some(ClientMessage::Abort { reason })) => fail(
+                    ErrorCode::Aborted,
+                    format!("the controller gave up on the delegated test: {reason}"),
+                ),
+                Ok(Some(other)) => out_of_order("nothing while a delegated test runs", &other),
+                Err(f) => f,
+            },
         };
         self.stopped = true;
         Err(why)

@@ -22,10 +22,8 @@ use linkperf_workload::{Placement, TestSpec};
 use super::{Session, WATCH_INTERVAL};
 use crate::proto::auth::AuthKey;
 use crate::proto::budget::Cost;
-use crate::proto::heard::{Heard, Received};
-use crate::proto::server::delegate::{Delegating, Heard as AgentHeard};
+use crate::proto::server::delegate::Delegating;
 use crate::proto::server::fail::{fail, Fail};
-use crate::proto::server::midtest::received;
 use crate::shell::client::{run_test, RunRequest, Target};
 use crate::shell::daemon::Setting;
 
@@ -88,18 +86,8 @@ impl Session<'_> {
                 stop = Some(f);
                 break;
             }
-            let heard = match self.ch.hear(WATCH_INTERVAL) {
-                Heard {
-                    got: Ok(Received::Closed),
-                    how,
-                } => AgentHeard::Vanished(how),
-                heard => match received(heard, self.config.name(Setting::MaxFrame)) {
-                    Ok(None) => AgentHeard::Quiet,
-                    Ok(Some(said)) => AgentHeard::Said(said),
-                    Err(f) => AgentHeard::Broken(f),
-                },
-            };
-            if let Err(f) = watch.heard(heard) {
+            let heard = self.ch.hear(WATCH_INTERVAL);
+            if let Err(f) = watch.heard(heard, self.config.name(Setting::MaxFrame)) {
                 stop = Some(f);
                 break;
             }
