@@ -28,7 +28,7 @@ use crate::proto::client::delegate::{delegated_deadline, Delegation};
 use crate::proto::client::session::{ClientSession, STOP_TIMEOUT, WATCH_INTERVAL};
 use crate::proto::heard::{Heard, Received, RecvError};
 use crate::proto::server::delegate::Delegating;
-use crate::proto::server::fail::{fail, Fail};
+use crate::proto::server::fail::Fail;
 use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
 use crate::proto::server::request::{self, Asked};
 use crate::proto::server::session::{start_wait, ServerSession, FINISH_GRACE};
@@ -415,11 +415,7 @@ fn profile_running(t0: Instant) -> (ClientSession, ServerSession, Compiled, Inst
     let t1 = t0 + 100 * MS;
     let start = c.connected(t1).unwrap();
     s.start(to_server(&start)).unwrap();
-    let overdue = fail(
-        ErrorCode::Limit,
-        "the profile ran past this server's longest test",
-    );
-    let started = s.profile_started(t1, LONGEST, Some(MAX_BYTES), overdue);
+    let started = s.profile_started(t1, LONGEST, Some(MAX_BYTES), "limit on duration");
     assert!(c.started(to_client(&started), t1).unwrap());
     (c, s, compiled, t1)
 }
@@ -517,7 +513,10 @@ fn a_profile_past_the_servers_longest_test_is_stopped_as_its_limit_says() {
     s.look(&look(end, 1)).unwrap();
     let f = s.look(&look(end + MS, 2)).unwrap_err();
     assert_eq!(f.code, ErrorCode::Limit);
-    assert!(f.message.contains("ran past"), "{}", f.message);
+    assert_eq!(
+        f.message,
+        "the profile ran past this server's limit on duration of 60s; the server stopped it"
+    );
     let stop = c.running(to_client(&f.message())).unwrap();
     assert!(!stop.aborted, "{stop:?}");
 }

@@ -126,16 +126,23 @@ impl ServerSession {
 
     /// A profile's users started at `now`: the `started` message. The
     /// profile is watched for at most the server's longest test
-    /// `max_duration` (and [`FINISH_GRACE`]), after which it ends as
-    /// `overdue` says, against the session's byte limit `max_bytes`.
+    /// `max_duration` (and [`FINISH_GRACE`]), after which it is stopped
+    /// past that limit (`duration_setting` names it), against the
+    /// session's byte limit `max_bytes`.
     pub(crate) fn profile_started(
         &mut self,
         now: Instant,
         max_duration: Duration,
         max_bytes: Option<u64>,
-        overdue: Fail,
+        duration_setting: &str,
     ) -> ServerMessage {
-        self.overdue = Some(overdue);
+        self.overdue = Some(fail(
+            ErrorCode::Limit,
+            format!(
+                "the profile ran past this server's {duration_setting} of {max_duration:?}; \
+                 the server stopped it"
+            ),
+        ));
         let watch = Watch::new(now, now + max_duration + FINISH_GRACE, max_bytes);
         self.phase = Phase::Running(watch);
         ServerMessage::Started

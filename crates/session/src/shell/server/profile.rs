@@ -128,17 +128,10 @@ impl Session<'_> {
             return stop(run, f);
         }
         let sampler = Sampler::until_finished();
-        let overdue = fail(
-            ErrorCode::Limit,
-            format!(
-                "the profile ran past this server's {} of {:?}; the server stopped it",
-                self.config.name(Setting::Limit(LimitKind::DurationS)),
-                self.config.max_duration
-            ),
-        );
         let max_bytes = self.config.max_bytes_per_session;
         let (longest, now) = (self.config.max_duration, Instant::now());
-        let started = test.profile_started(now, longest, max_bytes, overdue);
+        let setting = self.config.name(Setting::Limit(LimitKind::DurationS));
+        let started = test.profile_started(now, longest, max_bytes, setting);
         if let Err(f) = self.send(&started) {
             return stop(run, f);
         }
