@@ -2,14 +2,20 @@
 //! each other in memory and in virtual time: every message goes through the
 //! wire's encoding, every wait is a step of a clock the test moves, and
 //! what a shell would do in between (admit the test, bind and connect the
-//! flows, run the engine) is a line of the test. They cover, without a
-//! socket or a sleep, what the fault tests cover over real processes: a
-//! test run to its results, a byte limit, a start that does not come, a
-//! client gone silent, a shutdown, an interrupted client, a client not done
-//! in time, a message out of turn; and a profile's transaction ends, agreed,
-//! refused to a confused client, late, and a profile past the server's
-//! longest test; a delegated test between a controller and its agent,
-//! answered, given up by the controller, stopped by the agent, and late.
+//! flows, run the engine) is a line of the test. Only the machines of
+//! `proto` take part. They cover, without a socket or a sleep, what the
+//! fault tests cover over real processes: a test run to its results, a
+//! byte limit, a start that does not come, a client gone silent, a
+//! shutdown, an interrupted client, a client not done in time, a message
+//! out of turn; an offer without the endpoints the test connects to, and
+//! placement `same` offered from another host; a request out of turn,
+//! invalid, or none at all, and a profile out of bounds or not runnable;
+//! a profile's transaction ends, agreed, refused to a confused client,
+//! late, and a profile past the server's longest test; a delegated test
+//! between a controller and its agent, answered, given up by the
+//! controller, stopped by the agent (a close, a word, garbage, the daemon
+//! stopping), late, and refused by an agent without a key or for a
+//! profile.
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -252,7 +252,8 @@ impl Session<'_> {
     }
 
     /// The client's `start`, within the time its users take to connect
-    /// ([`start_wait`]) after the test's acceptance, as `test` says.
+    /// ([`start_wait`](crate::proto::server::session::start_wait)) after the
+    /// test's acceptance, as `test` says.
     fn await_start(&mut self, test: &mut ServerSession) -> Result<(), Fail> {
         let due = test.start_due(Instant::now());
         let said = self.recv_until(due, "start", || test.start_late())?;
