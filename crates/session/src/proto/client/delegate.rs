@@ -1,61 +1,17 @@
-//! A controller's side of a delegated test: ask one agent to run a test,
-//! as its client, against another agent, and take back what both measured.
+//! The controller's side of a delegated test, as a state machine with no
+//! socket and no clock (`delegate`, shell/client/delegate.rs, is its
+//! blocking shell).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::answer;
-use super::session::Heard;
-use super::{open, Opened, Target, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
-use crate::channel::Received;
-use crate::server::DRAIN;
+use super::session::{ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
+use crate::proto::heard::{Heard, Received};
+use crate::proto::server::session::DRAIN;
 use crate::SessionError;
-
-/// Largest `delegated` answer taken: it carries both sides' reports, each
-/// within a default frame.
-pub const DELEGATED_MAX_FRAME: usize = 4 * linkperf_wire::DEFAULT_MAX_FRAME;
-
-/// One test for an agent to run against another.
-#[derive(Debug, Clone)]
-pub struct DelegateRequest {
-    /// The target agent's control address, `HOST:PORT`.
-    pub target: String,
-    /// The test.
-    pub spec: TestSpec,
-    /// The source agent's workers (its client side).
-    pub client: Placement,
-    /// The target's workers.
-    pub server: Placement,
-    /// Set to give up on the test: the agent is told, and what it measured
-    /// is lost.
-    pub cancel: Option<Arc<AtomicBool>>,
-}
-
-/// What a delegated test gave back.
-#[derive(Debug, Clone)]
-pub struct Delegated {
-    /// The agent's account of the test.
-    pub outcome: DelegatedOutcome,
-    /// The source agent's identity, from its `welcome`.
-    pub source_agent: Option<AgentIdentity>,
-}
-
-/// Who the agent at `agent` is: its `welcome`'s identity, after it proved
-/// the key (`agent.auth_key`); the session ends there, nothing run.
-pub fn identify(agent: &Target) -> Result<Option<AgentIdentity>, SessionError> {
-    let Opened {
-        mut c, agent: id, ..
-    } = open(agent, linkperf_wire::DEFAULT_MAX_FRAME)?;
-    let _ = c.send(&ClientMessage::Abort {
-        reason: "it only asked who this agent is".into(),
-    });
-    Ok(id)
-}
 
 /// The longest a delegated test of `spec` may take before the agent answers:
 /// its warmup, window and drain, the users' connect time, and the time each
@@ -63,49 +19,6 @@ pub fn identify(agent: &Target) -> Result<Option<AgentIdentity>, SessionError> {
 pub fn delegated_deadline(spec: &TestSpec) -> Duration {
     let connect = Duration::from_secs(20) + Duration::from_millis(5).saturating_mul(spec.users);
     spec.warmup + spec.duration + DRAIN + connect + ANSWER_TIMEOUT * 2 + RESULTS_TIMEOUT
-}
-
-/// Asks the agent at `agent` (which must prove the key `agent.auth_key`
-/// holds) to run `req` against `req.target`: the blocking shell of a
-/// `Delegation` (sans-IO, below).
-pub fn delegate(agent: &Target, req: &DelegateRequest) -> Result<Delegated, SessionError> {
-    if agent.auth_key.is_none() {
-        return Err(SessionError::Invalid(
-            "delegated tests need the agents' key".into(),
-        ));
-    }
-    req.spec
-        .validate()
-        .map_err(|e| SessionError::Invalid(e.to_string()))?;
-    let Opened {
-        mut c,
-        agent: source_agent,
-        ..
-    } = open(agent, DELEGATED_MAX_FRAME)?;
-    let (mut d, ask) = Delegation::ask(req, Instant::now());
-    c.send(&ask)?;
-    loop {
-        if req
-            .cancel
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Acquire))
-        {
-            if let Some(abort) = d.cancel() {
-                let _ = c.send(&abort);
-            }
-        }
-        let got = c.ch.recv(d.wait(Instant::now()));
-        let heard = Heard {
-            got,
-            how: c.ch.how_it_went(),
-        };
-        if let Some(outcome) = d.heard(heard, Instant::now())? {
-            return Ok(Delegated {
-                outcome,
-                source_agent,
-            });
-        }
-    }
 }
 
 /// The controller's side of a delegated test, as a state machine with no
@@ -122,9 +35,17 @@ pub(crate) struct Delegation {
 }
 
 impl Delegation {
-    /// Asks for `req` at `now`: the session, and the `delegate` message.
-    pub(crate) fn ask(req: &DelegateRequest, now: Instant) -> (Self, ClientMessage) {
-        let allowed = delegated_deadline(&req.spec);
+    /// Asks at `now` for `spec` to be run toward `target`, the agent's
+    /// workers (its client side) on `client`, the target's on `server`:
+    /// the session, and the `delegate` message.
+    pub(crate) fn ask(
+        target: String,
+        spec: TestSpec,
+        client: Placement,
+        server: Placement,
+        now: Instant,
+    ) -> (Self, ClientMessage) {
+        let allowed = delegated_deadline(&spec);
         let d = Delegation {
             until: now + allowed,
             allowed,
@@ -132,10 +53,10 @@ impl Delegation {
             over: false,
         };
         let ask = ClientMessage::Delegate {
-            target: req.target.clone(),
-            spec: req.spec.clone(),
-            client: req.client.clone(),
-            server: req.server.clone(),
+            target,
+            spec,
+            client,
+            server,
         };
         (d, ask)
     }

@@ -9,15 +9,21 @@
 //! holds a key); the server answers `welcome` (its proof of the key for that
 //! challenge, and a challenge of its own when it holds a key); a client
 //! holding a key checks the proof before it sends anything more, and answers
-//! the server's challenge with `auth`.
+//! the server's challenge with `auth`. The client waits for the welcome at
+//! most [`ANSWER_TIMEOUT`], and tells from the first bytes of the answer
+//! when what listens there is not a linkperf server (foreign.rs).
 
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::AgentIdentity;
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
 
-use crate::auth::{AuthKey, CHALLENGE_LEN};
-use crate::server::{auth_failed, fail, out_of_order, Fail};
+use crate::proto::auth::{AuthKey, CHALLENGE_LEN};
+use crate::proto::client::answers::Awaited;
+use crate::proto::client::foreign::{Answer, Foreign};
+use crate::proto::client::session::ANSWER_TIMEOUT;
+use crate::proto::heard::Heard;
+use crate::proto::server::fail::{auth_failed, fail, out_of_order, Fail};
 use crate::SessionError;
 
 /// A fresh challenge: its bytes and their hex.
@@ -29,6 +35,9 @@ pub(crate) struct ClientHandshake<'k> {
     mine: Option<[u8; CHALLENGE_LEN]>,
     /// The server's address as the user wrote it, for the messages.
     shown: String,
+    /// The welcome, awaited from the hello and again from the first byte
+    /// of the answer.
+    welcome: Awaited,
 }
 
 /// The handshake went through.
@@ -50,11 +59,12 @@ pub(crate) struct Refused {
 
 impl<'k> ClientHandshake<'k> {
     /// A client holding `key` (then with its challenge `mine`) to the server
-    /// at `shown`, and the hello to send.
+    /// at `shown`, starting at `now`, and the hello to send.
     pub(crate) fn start(
         key: Option<&'k AuthKey>,
         mine: Option<Challenge>,
         shown: String,
+        now: Instant,
     ) -> (Self, ClientMessage) {
         let hello = ClientMessage::Hello {
             protocol_version: PROTOCOL_VERSION,
@@ -65,13 +75,56 @@ impl<'k> ClientHandshake<'k> {
             key,
             mine: mine.map(|(bytes, _)| bytes),
             shown,
+            welcome: Awaited::new("welcome", ANSWER_TIMEOUT, now),
         };
         (me, hello)
     }
 
-    /// The server's answer to the hello.
-    pub(crate) fn welcome(self, answer: ServerMessage) -> Result<Welcomed, Refused> {
+    /// How long the next read may wait at `now`: until the welcome is late.
+    pub(crate) fn wait(&self, now: Instant) -> Duration {
+        self.welcome.until.saturating_duration_since(now)
+    }
+
+    /// How the peer began to answer the hello, at `now`: `Ok` when it may
+    /// be a linkperf server (its welcome is awaited from now on), else what
+    /// it is (a foreign server, or none that answers at once).
+    pub(crate) fn first_answer(
+        &mut self,
+        answer: Answer,
+        now: Instant,
+    ) -> Result<(), SessionError> {
+        match answer {
+            Answer::MayBeLinkperf => {
+                self.welcome = Awaited::new("welcome", ANSWER_TIMEOUT, now);
+                Ok(())
+            }
+            Answer::Foreign(f) => Err(SessionError::NotLinkperf {
+                what: f.explain(),
+                iperf3: matches!(f, Foreign::Iperf3),
+                addr: self.shown.clone(),
+            }),
+            Answer::Silent => Err(SessionError::Control(format!(
+                "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
+                 answers at once: is {} a linkperf server?)",
+                self.shown
+            ))),
+        }
+    }
+
+    /// What one receive came to at `now` while the welcome is awaited: the
+    /// handshake gone through, `None` to go on waiting, or why it failed
+    /// (the server's refusal, silence, a close, a welcome that is not one,
+    /// a server that does not prove the key).
+    pub(crate) fn welcome(
+        &mut self,
+        heard: Heard,
+        now: Instant,
+    ) -> Result<Option<Welcomed>, Refused> {
         let refuse = |error, abort| Refused { error, abort };
+        let Some(answer) = self.welcome.answer(heard, now) else {
+            return Ok(None);
+        };
+        let answer = answer.map_err(|e| refuse(e, None))?;
         let (session, challenge, proof, agent) = match answer {
             ServerMessage::Welcome {
                 session,
@@ -94,7 +147,7 @@ impl<'k> ClientHandshake<'k> {
             };
             if let Some(why) = why {
                 let e = SessionError::ServerNotProven {
-                    addr: self.shown,
+                    addr: self.shown.clone(),
                     why: why.into(),
                 };
                 return Err(refuse(e, Some("the server did not prove it holds the key")));
@@ -117,7 +170,7 @@ impl<'k> ClientHandshake<'k> {
                 Some(ClientMessage::Auth { response })
             }
         };
-        Ok(Welcomed { agent, auth })
+        Ok(Some(Welcomed { agent, auth }))
     }
 }
 
@@ -246,9 +299,11 @@ impl<'k> ServerHandshake<'k> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_wire::{decode_client, decode_server, encode_client, encode_server};
+    use linkperf_wire::{decode_client, encode_client};
 
     use super::*;
+    use crate::proto::heard::Received;
+    use crate::proto::pair::{quiet, to_client};
 
     fn key(byte: u8) -> AuthKey {
         AuthKey::from_bytes(&[b'A' + byte; 32]).unwrap()
@@ -265,10 +320,6 @@ mod tests {
         decode_client(&encode_client(&m)[4..]).unwrap()
     }
 
-    fn over_wire_s(m: ServerMessage) -> ServerMessage {
-        decode_server(&encode_server(&m)[4..]).unwrap()
-    }
-
     /// What became of each side: the client's outcome, and the server's
     /// (the failure it sends, if any).
     struct Ends {
@@ -280,13 +331,16 @@ mod tests {
     fn shake(client_key: Option<&AuthKey>, server_key: Option<&AuthKey>) -> Ends {
         let t0 = Instant::now();
         let mine = client_key.map(|_| challenge(1));
-        let (client, hello) = ClientHandshake::start(client_key, mine, "far:6001".into());
+        let (mut client, hello) = ClientHandshake::start(client_key, mine, "far:6001".into(), t0);
         let mut server = ServerHandshake::new(server_key, 7, t0, Duration::from_secs(5), "limit");
         let welcome = match server.hello(over_wire_c(hello), Some(challenge(2)), None) {
             Ok(w) => w,
             Err(f) => panic!("the hello was refused: {}", f.message),
         };
-        let client = client.welcome(over_wire_s(welcome));
+        client.first_answer(Answer::MayBeLinkperf, t0).unwrap();
+        let client = client
+            .welcome(to_client(&welcome), t0)
+            .map(|w| w.expect("the welcome came"));
         let last = match &client {
             Ok(w) => w.auth.clone(),
             Err(r) => r.abort.map(|reason| ClientMessage::Abort {
@@ -367,7 +421,7 @@ mod tests {
             ClientMessage::Start,
         ] {
             let mut server = ServerHandshake::new(Some(&k), 3, t0, Duration::from_secs(5), "x");
-            let (_, hello) = ClientHandshake::start(None, None, "h".into());
+            let (_, hello) = ClientHandshake::start(None, None, "h".into(), t0);
             server.hello(hello, Some(challenge(2)), None).unwrap();
             let f = server.auth(answer).unwrap_err();
             assert_eq!(
@@ -415,12 +469,104 @@ mod tests {
 
     #[test]
     fn a_welcome_that_is_not_one_ends_the_client() {
-        let (client, _) = ClientHandshake::start(None, None, "h".into());
-        let r = client.welcome(ServerMessage::Started).unwrap_err();
+        let t0 = Instant::now();
+        let (mut client, _) = ClientHandshake::start(None, None, "h".into(), t0);
+        let r = client
+            .welcome(to_client(&ServerMessage::Started), t0)
+            .unwrap_err();
         assert!(r
             .error
             .to_string()
             .contains("expected welcome, got started"));
         assert!(r.abort.is_none());
+    }
+
+    #[test]
+    fn what_is_not_a_linkperf_server_is_named_from_its_first_bytes() {
+        let t0 = Instant::now();
+        let (mut client, _) = ClientHandshake::start(None, None, "far:5201".into(), t0);
+        assert_eq!(client.wait(t0), ANSWER_TIMEOUT);
+        match client.first_answer(Answer::Foreign(Foreign::Iperf3), t0) {
+            Err(SessionError::NotLinkperf { addr, what, iperf3 }) => {
+                assert_eq!(addr, "far:5201");
+                assert_eq!(what, "this port speaks iperf3, not linkperf");
+                assert!(iperf3);
+            }
+            other => panic!("{other:?}"),
+        }
+        let http = Foreign::Http("HTTP/1.1 400 Bad Request".into());
+        let e = client.first_answer(Answer::Foreign(http), t0).unwrap_err();
+        assert!(
+            matches!(&e, SessionError::NotLinkperf { iperf3: false, .. }),
+            "{e}"
+        );
+        let e = client.first_answer(Answer::Silent, t0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "talk to the server: no welcome from the server within 15s (a linkperf server \
+             answers at once: is far:5201 a linkperf server?)"
+        );
+    }
+
+    #[test]
+    fn the_welcome_is_awaited_from_the_first_byte_and_a_late_or_closed_one_is_named() {
+        let t0 = Instant::now();
+        let (mut client, _) = ClientHandshake::start(None, None, "h:1".into(), t0);
+        // The first byte came after 2 s: the welcome has its whole time from there.
+        let t1 = t0 + Duration::from_secs(2);
+        client.first_answer(Answer::MayBeLinkperf, t1).unwrap();
+        assert_eq!(client.wait(t1), ANSWER_TIMEOUT);
+        assert!(client
+            .welcome(quiet(), t1 + Duration::from_secs(14))
+            .unwrap()
+            .is_none());
+        let late = client.welcome(quiet(), t1 + ANSWER_TIMEOUT).unwrap_err();
+        assert_eq!(
+            late.error.to_string(),
+            "talk to the server: no welcome from the server within 15s"
+        );
+        assert!(late.abort.is_none(), "nothing more is sent");
+        let (mut client, _) = ClientHandshake::start(None, None, "h:1".into(), t0);
+        client.first_answer(Answer::MayBeLinkperf, t0).unwrap();
+        let closed = Heard {
+            got: Ok(Received::Closed),
+            how: "closed the control connection",
+        };
+        let r = client.welcome(closed, t0).unwrap_err();
+        assert_eq!(
+            r.error.to_string(),
+            "talk to the server: the server closed the control connection before welcome"
+        );
+    }
+
+    #[test]
+    fn a_server_that_refuses_the_hello_is_heard_as_a_refusal() {
+        let t0 = Instant::now();
+        let (mut client, hello) = ClientHandshake::start(None, None, "h:1".into(), t0);
+        // A client of another protocol version, as the server reads it.
+        let ClientMessage::Hello {
+            client_version,
+            challenge,
+            ..
+        } = over_wire_c(hello)
+        else {
+            panic!("a hello");
+        };
+        let newer = ClientMessage::Hello {
+            protocol_version: PROTOCOL_VERSION + 1,
+            client_version,
+            challenge,
+        };
+        let mut server = ServerHandshake::new(None, 1, t0, Duration::from_secs(5), "x");
+        let f = server.hello(newer, None, None).unwrap_err();
+        client.first_answer(Answer::MayBeLinkperf, t0).unwrap();
+        let r = client.welcome(to_client(&f.message()), t0).unwrap_err();
+        match r.error {
+            SessionError::Refused { code, message, .. } => {
+                assert_eq!(code, ErrorCode::VersionMismatch.to_string());
+                assert!(message.contains("this server speaks"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -2,14 +2,20 @@
 //! each other in memory and in virtual time: every message goes through the
 //! wire's encoding, every wait is a step of a clock the test moves, and
 //! what a shell would do in between (admit the test, bind and connect the
-//! flows, run the engine) is a line of the test. They cover, without a
-//! socket or a sleep, what the fault tests cover over real processes: a
-//! test run to its results, a byte limit, a start that does not come, a
-//! client gone silent, a shutdown, an interrupted client, a client not done
-//! in time, a message out of turn; and a profile's transaction ends, agreed,
-//! refused to a confused client, late, and a profile past the server's
-//! longest test; a delegated test between a controller and its agent,
-//! answered, given up by the controller, stopped by the agent, and late.
+//! flows, run the engine) is a line of the test. Only the machines of
+//! `proto` take part. They cover, without a socket or a sleep, what the
+//! fault tests cover over real processes: a test run to its results, a
+//! byte limit, a start that does not come, a client gone silent, a
+//! shutdown, an interrupted client, a client not done in time, a message
+//! out of turn; an offer without the endpoints the test connects to, and
+//! placement `same` offered from another host; a request out of turn,
+//! invalid, or none at all, and a profile out of bounds or not runnable;
+//! a profile's transaction ends, agreed, refused to a confused client,
+//! late, and a profile past the server's longest test; a delegated test
+//! between a controller and its agent, answered, given up by the
+//! controller, stopped by the agent (a close, a word, garbage, the daemon
+//! stopping), late, and refused by an agent without a key or for a
+//! profile.
 
 use std::time::{Duration, Instant, SystemTime};
 
@@ -17,18 +23,21 @@ use linkperf_engine::aggregate;
 use linkperf_engine::program::{compile, Compiled};
 use linkperf_metrics::{Environment, ProcessMethod};
 use linkperf_wire::{
-    decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode, ServerMessage,
+    decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode,
+    ServerMessage, WireError,
 };
 use linkperf_workload::profile::{mirror, parse_profile};
-use linkperf_workload::{Placement, Protocol, TestSpec};
+use linkperf_workload::{Placement, Protocol, TestSpec, Workload};
 
-use crate::channel::Received;
-use crate::client::delegate::{delegated_deadline, DelegateRequest, Delegation};
-use crate::client::session::{ClientSession, Heard, STOP_TIMEOUT, WATCH_INTERVAL};
-use crate::server::delegate::{Delegating, Heard as AgentHeard};
-use crate::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
-use crate::server::session::{ServerSession, FINISH_GRACE};
-use crate::server::{fail, start_wait};
+use crate::proto::auth::AuthKey;
+use crate::proto::client::delegate::{delegated_deadline, Delegation};
+use crate::proto::client::session::{ClientSession, STOP_TIMEOUT, WATCH_INTERVAL};
+use crate::proto::heard::{Heard, Received, RecvError};
+use crate::proto::server::delegate::Delegating;
+use crate::proto::server::fail::Fail;
+use crate::proto::server::midtest::{Ended, Look, ProfileSaid, PEER_SILENCE};
+use crate::proto::server::request::{self, Asked};
+use crate::proto::server::session::{start_wait, ServerSession, FINISH_GRACE};
 use crate::SessionError;
 
 const MS: Duration = Duration::from_millis(1);
@@ -51,6 +60,17 @@ pub(crate) fn to_client(m: &ServerMessage) -> Heard {
         how: "closed the connection",
     }
 }
+
+/// What the client sent, as the server hears it.
+fn from_client(m: &ClientMessage) -> Heard {
+    Heard {
+        got: Ok(Received::Frame(encode_client(m)[4..].to_vec())),
+        how: "closed the connection",
+    }
+}
+
+/// The name of the daemon's largest control message, in these tests.
+const FRAME_SETTING: &str = "largest control message";
 
 /// Nothing within the wait.
 pub(crate) fn quiet() -> Heard {
@@ -96,7 +116,7 @@ fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
         100,
         Duration::from_secs(10),
     );
-    let (mut c, ask) = ClientSession::ask(spec, Placement::with_threads(1), t0);
+    let (mut c, ask) = ClientSession::ask(spec, Placement::with_threads(1), None, t0);
     let ClientMessage::Test { spec, .. } = to_server(&ask) else {
         panic!("the client asks for a test");
     };
@@ -105,6 +125,120 @@ fn offered(t0: Instant) -> (ClientSession, ServerSession, u64) {
     let offer = c.offer(to_client(&accepted()), t0).unwrap().unwrap();
     assert_eq!(offer.data_ports, [40_000]);
     (c, s, users)
+}
+
+/// The server's offer of `ports` and `unix_names` from the host `boot`.
+fn offer_of(ports: Vec<u16>, unix_names: Vec<String>, boot: Option<&str>) -> ServerMessage {
+    let ServerMessage::Accepted {
+        udp_ports,
+        token,
+        mut environment,
+        ..
+    } = accepted()
+    else {
+        unreachable!("accepted() is an offer");
+    };
+    environment.boot_id = boot.map(str::to_string);
+    ServerMessage::Accepted {
+        data_ports: ports,
+        unix_names,
+        udp_ports,
+        token,
+        environment,
+    }
+}
+
+/// A client on the host `here` asking for `rr:1x1` over `protocol` with
+/// the server's workers on `server`; the server's session once it offered
+/// the test at `t0`.
+fn asking(
+    protocol: Protocol,
+    server: Placement,
+    here: Option<&str>,
+    t0: Instant,
+) -> (ClientSession, ServerSession) {
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        protocol,
+        1,
+        Duration::from_secs(5),
+    );
+    let (c, ask) = ClientSession::ask(spec, server, here.map(str::to_string), t0);
+    let ClientMessage::Test { spec, .. } = to_server(&ask) else {
+        panic!("the client asks for a test");
+    };
+    let s = ServerSession::offered(u64::from(spec.users), START_CAP, t0);
+    (c, s)
+}
+
+#[test]
+fn an_offer_without_the_endpoints_the_test_connects_to_ends_it_before_it_runs() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let unix = || vec!["@linkperf-1".to_string()];
+    for (protocol, offer) in [
+        (Protocol::Tcp, offer_of(vec![], unix(), None)),
+        (Protocol::Udp, offer_of(vec![], vec![], None)),
+        (Protocol::Unix, offer_of(vec![40_000], vec![], None)),
+    ] {
+        let (mut c, _s) = asking(protocol, one(), None, t0);
+        let no = c.offer(to_client(&offer), t0).unwrap_err();
+        assert_eq!(
+            no.error.to_string(),
+            "talk to the server: the server offered no data endpoint",
+            "{protocol:?}"
+        );
+        assert!(no.abort.is_none(), "the server is not told");
+        assert!(c.connected(t0).is_err(), "no flows connect");
+    }
+    // What each needs is taken.
+    for (protocol, offer) in [
+        (Protocol::Tcp, offer_of(vec![40_000], vec![], None)),
+        (Protocol::Unix, offer_of(vec![], unix(), None)),
+    ] {
+        let (mut c, _s) = asking(protocol, one(), None, t0);
+        assert!(c.offer(to_client(&offer), t0).unwrap().is_some());
+    }
+    // A profile connects to ports: an offer of none ends it too.
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let (mut c, _) = ClientSession::ask_profile(profile, one(), vec![], None, t0);
+    let no = c
+        .offer(to_client(&offer_of(vec![], unix(), None)), t0)
+        .unwrap_err();
+    assert!(
+        no.error.to_string().contains("offered no data endpoint"),
+        "{}",
+        no.error
+    );
+}
+
+#[test]
+fn placement_same_offered_from_another_host_is_refused_and_the_server_told() {
+    let t0 = Instant::now();
+    let same = || Placement {
+        policy: linkperf_workload::PlacementPolicy::Same,
+        ..Placement::with_threads(1)
+    };
+    let (mut c, mut s) = asking(Protocol::Tcp, same(), Some("boot-a"), t0);
+    let far = offer_of(vec![40_000], vec![], Some("boot-b"));
+    let no = c.offer(to_client(&far), t0).unwrap_err();
+    assert!(
+        matches!(&no.error, SessionError::SameOnTwoHosts { server_host } if server_host == "server"),
+        "{}",
+        no.error
+    );
+    let reason = no.abort.expect("the server is told");
+    assert!(reason.contains("another host (server)"), "{reason}");
+    let abort = ClientMessage::Abort { reason };
+    // The server, awaiting the start, ends the test there.
+    let f = s.start(to_server(&abort)).unwrap_err();
+    assert_eq!(f.code, ErrorCode::OutOfOrder);
+    // From this host, or from a host that does not say, the offer is taken.
+    for boot in [Some("boot-a"), None] {
+        let (mut c, _) = asking(Protocol::Tcp, same(), Some("boot-a"), t0);
+        let near = offer_of(vec![40_000], vec![], boot);
+        assert!(c.offer(to_client(&near), t0).unwrap().is_some());
+    }
 }
 
 /// The two sessions with the test running from `t1`, half a second after
@@ -275,7 +409,8 @@ const PROFILE: &str = r#"<profile name="pair"><group nthreads="2">
 /// the server's compiled mirror of it (which transactions are timed).
 fn profile_running(t0: Instant) -> (ClientSession, ServerSession, Compiled, Instant) {
     let profile = parse_profile(PROFILE, &|_| None).unwrap();
-    let (mut c, ask) = ClientSession::ask_profile(profile, Placement::with_threads(1), vec![], t0);
+    let one = Placement::with_threads(1);
+    let (mut c, ask) = ClientSession::ask_profile(profile, one, vec![], None, t0);
     let ClientMessage::Profile { profile, .. } = to_server(&ask) else {
         panic!("the client asks for a profile");
     };
@@ -286,11 +421,7 @@ fn profile_running(t0: Instant) -> (ClientSession, ServerSession, Compiled, Inst
     let t1 = t0 + 100 * MS;
     let start = c.connected(t1).unwrap();
     s.start(to_server(&start)).unwrap();
-    let overdue = fail(
-        ErrorCode::Limit,
-        "the profile ran past this server's longest test",
-    );
-    let started = s.profile_started(t1, LONGEST, Some(MAX_BYTES), overdue);
+    let started = s.profile_started(t1, LONGEST, Some(MAX_BYTES), "limit on duration");
     assert!(c.started(to_client(&started), t1).unwrap());
     (c, s, compiled, t1)
 }
@@ -388,7 +519,10 @@ fn a_profile_past_the_servers_longest_test_is_stopped_as_its_limit_says() {
     s.look(&look(end, 1)).unwrap();
     let f = s.look(&look(end + MS, 2)).unwrap_err();
     assert_eq!(f.code, ErrorCode::Limit);
-    assert!(f.message.contains("ran past"), "{}", f.message);
+    assert_eq!(
+        f.message,
+        "the profile ran past this server's limit on duration of 60s; the server stopped it"
+    );
     let stop = c.running(to_client(&f.message())).unwrap();
     assert!(!stop.aborted, "{stop:?}");
 }
@@ -403,14 +537,8 @@ fn delegated(t0: Instant) -> (Delegation, Delegating, Duration) {
         Duration::from_secs(10),
     );
     let allowed = delegated_deadline(&spec);
-    let req = DelegateRequest {
-        target: "198.18.0.2:7700".into(),
-        spec,
-        client: Placement::with_threads(1),
-        server: Placement::with_threads(1),
-        cancel: None,
-    };
-    let (d, ask) = Delegation::ask(&req, t0);
+    let one = Placement::with_threads(1);
+    let (d, ask) = Delegation::ask("198.18.0.2:7700".into(), spec, one.clone(), one, t0);
     let ClientMessage::Delegate { target, spec, .. } = to_server(&ask) else {
         panic!("the controller asks for a delegated test");
     };
@@ -427,7 +555,7 @@ fn a_delegated_test_is_answered_with_what_the_agent_measured() {
     for i in 1..=240u32 {
         let now = t0 + WATCH_INTERVAL * i;
         a.look(false).unwrap();
-        a.heard(AgentHeard::Quiet).unwrap();
+        a.heard(quiet(), FRAME_SETTING).unwrap();
         assert!(d.heard(quiet(), now).unwrap().is_none());
     }
     // The agent's client could not reach the target: that is the answer,
@@ -453,7 +581,7 @@ fn a_controller_that_gives_up_aborts_once_and_the_agent_stops_its_test() {
     let (mut d, mut a, _) = delegated(t0);
     let abort = d.cancel().expect("the first cancel is said");
     assert!(d.cancel().is_none(), "and only once");
-    let f = a.heard(AgentHeard::Said(to_server(&abort))).unwrap_err();
+    let f = a.heard(from_client(&abort), FRAME_SETTING).unwrap_err();
     assert_eq!(f.code, ErrorCode::Aborted);
     assert!(
         f.message
@@ -474,9 +602,12 @@ fn a_controller_that_gives_up_aborts_once_and_the_agent_stops_its_test() {
 fn the_agent_stops_its_test_when_the_controller_vanishes_speaks_or_the_daemon_stops() {
     let t0 = Instant::now();
     let (_, mut a, _) = delegated(t0);
-    let f = a
-        .heard(AgentHeard::Vanished("closed the connection"))
-        .unwrap_err();
+    let closed = Heard {
+        got: Ok(Received::Closed),
+        how: "closed the connection",
+    };
+    let f = a.heard(closed, FRAME_SETTING).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Aborted);
     assert!(
         f.message
             .contains("the controller vanished mid-test: it closed the connection"),
@@ -485,9 +616,27 @@ fn the_agent_stops_its_test_when_the_controller_vanishes_speaks_or_the_daemon_st
     );
     let (_, mut a, _) = delegated(t0);
     let f = a
-        .heard(AgentHeard::Said(to_server(&ClientMessage::Finished)))
+        .heard(from_client(&ClientMessage::Finished), FRAME_SETTING)
         .unwrap_err();
     assert_eq!(f.code, ErrorCode::OutOfOrder);
+    // What is not a message, or is past the largest one, ends it too.
+    let (_, mut a, _) = delegated(t0);
+    let garbage = Heard {
+        got: Ok(Received::Frame(b"{not json".to_vec())),
+        how: "",
+    };
+    assert_eq!(
+        a.heard(garbage, FRAME_SETTING).unwrap_err().code,
+        ErrorCode::Malformed
+    );
+    let (_, mut a, _) = delegated(t0);
+    let big = Heard {
+        got: Err(RecvError::Wire(WireError::FrameTooLarge { len: 9, max: 8 })),
+        how: "",
+    };
+    let f = a.heard(big, FRAME_SETTING).unwrap_err();
+    assert_eq!(f.code, ErrorCode::TooLarge);
+    assert!(f.message.contains(FRAME_SETTING), "{}", f.message);
     let (mut d, mut a, _) = delegated(t0);
     a.look(false).unwrap();
     let f = a.look(true).unwrap_err();
@@ -527,4 +676,193 @@ fn a_controller_waits_for_the_agent_until_the_test_could_have_run_and_not_longer
         .unwrap_err()
         .to_string();
     assert!(e.contains("expected delegated, got started"), "{e}");
+}
+
+/// The server's decision on what the client asked after its handshake, on
+/// a daemon that holds `key`.
+fn asked_of(m: &ClientMessage, key: Option<&AuthKey>) -> Result<Asked, Fail> {
+    request::asked(to_server(m), key, "key setting")
+}
+
+/// The agents' key in these tests.
+fn agents_key() -> AuthKey {
+    AuthKey::from_bytes(b"the mesh's pre-shared key").unwrap()
+}
+
+#[test]
+fn a_request_out_of_turn_invalid_or_none_at_all_is_decided_by_the_server() {
+    let t0 = Instant::now();
+    // Out of turn: the client hears why, as the server's refusal.
+    let (mut c, _) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            1,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(1),
+        None,
+        t0,
+    );
+    let f = asked_of(&ClientMessage::Finished, None).unwrap_err();
+    assert_eq!(
+        (f.code, f.message.as_str()),
+        (ErrorCode::OutOfOrder, "expected test, got finished")
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        matches!(no.error, SessionError::Refused { .. }),
+        "{}",
+        no.error
+    );
+    // A spec the server cannot run (the client checks its own, but the
+    // server takes nothing on trust).
+    let (mut c, ask) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            0,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(1),
+        None,
+        t0,
+    );
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert!(
+        f.message.contains("users must be between 1 and"),
+        "{}",
+        f.message
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        no.error.to_string().contains("users must be between"),
+        "{}",
+        no.error
+    );
+    // A controller that only asked who this agent is: no test, and no error.
+    let abort = ClientMessage::Abort {
+        reason: "it only asked who this agent is".into(),
+    };
+    match asked_of(&abort, None).unwrap() {
+        Asked::Nothing { reason } => assert_eq!(reason, "it only asked who this agent is"),
+        other => panic!("{other:?}"),
+    }
+    // A valid test is taken as asked.
+    let (_, ask) = ClientSession::ask(
+        TestSpec::new(
+            "rr:1x1".parse().unwrap(),
+            Protocol::Tcp,
+            3,
+            Duration::from_secs(1),
+        ),
+        Placement::with_threads(2),
+        None,
+        t0,
+    );
+    match asked_of(&ask, None).unwrap() {
+        Asked::Test { spec, placement } => {
+            assert_eq!((spec.users, placement.threads.count()), (3, Some(2)))
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_profile_is_checked_before_anything_is_held_and_its_listeners_taken_without_zeros() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let (_, ask) =
+        ClientSession::ask_profile(profile.clone(), one(), vec![0, 7001, 0, 7002], None, t0);
+    let Asked::Profile(p) = asked_of(&ask, None).unwrap() else {
+        panic!("a profile");
+    };
+    assert_eq!(p.users, 2);
+    assert_eq!(p.client_ports, [7001, 7002]);
+    assert_eq!(
+        p.connections,
+        compile(&mirror(&profile)).unwrap().connections()
+    );
+    // Out of the parser's bounds (a group of no users), as a confused or
+    // hostile client may send it: malformed, and the client told.
+    let mut empty = profile.clone();
+    empty.groups[0].users = 0;
+    let (mut c, ask) = ClientSession::ask_profile(empty, one(), vec![], None, t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Malformed);
+    assert!(
+        f.message.starts_with("the profile is out of bounds: "),
+        "{}",
+        f.message
+    );
+    let no = c.offer(to_client(&f.message()), t0).unwrap_err();
+    assert!(
+        matches!(no.error, SessionError::Refused { .. }),
+        "{}",
+        no.error
+    );
+    // Within bounds but not runnable here.
+    let udp_accept = parse_profile(
+        r#"<profile name="acc"><group nthreads="1">
+  <transaction iterations="1"><flowop type="accept" options="remotehost=198.18.0.2 protocol=udp"/></transaction>
+</group></profile>"#,
+        &|_| None,
+    )
+    .unwrap();
+    let (_, ask) = ClientSession::ask_profile(udp_accept, one(), vec![], None, t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert!(f.message.contains("is not supported yet"), "{}", f.message);
+}
+
+#[test]
+fn only_an_agent_with_a_key_takes_a_delegated_workload_and_the_controller_hears_why_not() {
+    let t0 = Instant::now();
+    let one = || Placement::with_threads(1);
+    let spec = TestSpec::new(
+        "rr:1x1".parse().unwrap(),
+        Protocol::Tcp,
+        2,
+        Duration::from_secs(5),
+    );
+    let (mut d, ask) = Delegation::ask("198.18.0.2:7700".into(), spec.clone(), one(), one(), t0);
+    let f = asked_of(&ask, None).unwrap_err();
+    assert_eq!(f.code, ErrorCode::Refused);
+    assert_eq!(
+        f.message,
+        "this server has no key: it runs delegated tests only as an agent started with \
+         key setting, for clients that prove the key"
+    );
+    let e = d.heard(to_client(&f.message()), t0 + MS).unwrap_err();
+    assert!(e.to_string().contains("this server has no key"), "{e}");
+    // With the key: the test, and the key for its target.
+    let key = agents_key();
+    match asked_of(&ask, Some(&key)).unwrap() {
+        Asked::Delegate { target, key: k, .. } => {
+            assert_eq!(target, "198.18.0.2:7700");
+            assert_eq!(k, key);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A profile is not delegated, key or not.
+    let profile = parse_profile(PROFILE, &|_| None).unwrap();
+    let as_spec = TestSpec::new(
+        Workload::Profile {
+            profile: Box::new(profile),
+        },
+        Protocol::Tcp,
+        2,
+        Duration::ZERO,
+    );
+    let (_, ask) = Delegation::ask("198.18.0.2:7700".into(), as_spec, one(), one(), t0);
+    let f = asked_of(&ask, Some(&key)).unwrap_err();
+    assert_eq!(
+        (f.code, f.message.as_str()),
+        (
+            ErrorCode::Refused,
+            "a uperf profile cannot be delegated; delegate workloads"
+        )
+    );
 }

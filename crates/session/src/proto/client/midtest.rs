@@ -9,7 +9,7 @@ use std::time::Duration;
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
 
-use crate::channel::{Received, RecvError};
+use crate::proto::heard::{Received, RecvError};
 use crate::SessionError;
 
 /// The server stopped the test, or went away, while it ran.
@@ -203,7 +203,7 @@ mod tests {
             ..Environment::default()
         };
         // The results message of the wire's contract, as a server sends it.
-        let golden = include_str!("../../../wire/golden/v6/server-results.json");
+        let golden = include_str!("../../../../wire/golden/v6/server-results.json");
         let answer = decode_server(golden.as_bytes()).unwrap();
         let ServerMessage::Results { environment, .. } = &answer else {
             panic!("{answer:?}");

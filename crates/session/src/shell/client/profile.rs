@@ -15,9 +15,10 @@ use linkperf_metrics::{capture_environment, ProcessMethod};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::midtest::ServerSide;
-use super::session::ClientSession;
-use super::{open, Opened, Outcome, Target};
+use super::{open, Opened, Target};
+use crate::proto::client::midtest::ServerSide;
+use crate::proto::client::outcome::Outcome;
+use crate::proto::client::session::ClientSession;
 use crate::SessionError;
 
 /// One profile to run against one server.
@@ -75,10 +76,11 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         req.profile.clone(),
         req.server.clone(),
         client_ports,
+        linkperf_metrics::boot_id(),
         Instant::now(),
     );
     c.send(&ask)?;
-    let offer = c.take_offer(&mut s, &req.server, |o| !o.data_ports.is_empty())?;
+    let offer = c.take_offer(&mut s)?;
     let (ports, udp_ports, token, server_env) = (
         offer.data_ports,
         offer.udp_ports,

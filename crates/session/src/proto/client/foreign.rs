@@ -11,10 +11,6 @@
 //!   line, `HTTP/1.1 400 Bad Request`: read as a length, "HTTP" is 1213486160;
 //! - anything else that sends text first (SSH, SMTP) shows what it is.
 
-use std::io::Read;
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
 use linkperf_iperf3::wire::State;
 
 /// Bytes of the peer's answer shown when it is not recognised.
@@ -22,7 +18,7 @@ const SHOWN: usize = 40;
 
 /// A peer that is not a linkperf server, as far as its first bytes tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Foreign {
+pub(crate) enum Foreign {
     /// An iperf3 server (`iperf3 -s`).
     Iperf3,
     /// An HTTP server; its status line.
@@ -32,13 +28,13 @@ pub(super) enum Foreign {
 }
 
 /// Whether the first byte of an answer can start a linkperf frame.
-fn may_be_linkperf(first: u8) -> bool {
+pub(crate) fn may_be_linkperf(first: u8) -> bool {
     first == 0
 }
 
 /// How the peer began to answer the hello.
 #[derive(Debug)]
-pub(super) enum Answer {
+pub(crate) enum Answer {
     /// With a byte a linkperf frame can start with (still unread), or it
     /// closed the connection: the control channel reads on.
     MayBeLinkperf,
@@ -48,57 +44,9 @@ pub(super) enum Answer {
     Foreign(Foreign),
 }
 
-/// Waits at most `timeout` for the first byte of the answer to the hello,
-/// without consuming it. If it cannot start a linkperf frame, reads on (the
-/// connection is given up then) until [`recognise`] tells what the peer is,
-/// the peer stops sending or the time is up.
-pub(super) fn first_answer(stream: &TcpStream, timeout: Duration) -> Answer {
-    let deadline = Instant::now() + timeout;
-    let mut first = [0u8; 1];
-    let _ = stream.set_read_timeout(Some(timeout));
-    let peeked = loop {
-        match stream.peek(&mut first) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            other => break other,
-        }
-    };
-    match peeked {
-        Ok(1) if !may_be_linkperf(first[0]) => {}
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ) =>
-        {
-            return Answer::Silent
-        }
-        // A linkperf frame, or the peer closed or failed: the channel says which.
-        _ => return Answer::MayBeLinkperf,
-    }
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 256];
-    let mut reader = stream;
-    loop {
-        if let Some(f) = recognise(&answer) {
-            return Answer::Foreign(f);
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
-            break;
-        }
-        match reader.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    Answer::Foreign(undecided(&answer))
-}
-
 /// What the peer is, from the start of its answer (whose first byte is not
 /// linkperf's); `None` while more bytes could tell (`HT` may become `HTTP/`).
-fn recognise(answer: &[u8]) -> Option<Foreign> {
+pub(crate) fn recognise(answer: &[u8]) -> Option<Foreign> {
     const HTTP: &[u8] = b"HTTP/";
     let first = *answer.first()?;
     if matches!(
@@ -118,7 +66,7 @@ fn recognise(answer: &[u8]) -> Option<Foreign> {
 }
 
 /// What an answer that could not be told apart in time shows.
-fn undecided(answer: &[u8]) -> Foreign {
+pub(crate) fn undecided(answer: &[u8]) -> Foreign {
     recognise(answer).unwrap_or_else(|| Foreign::Other(shown(answer)))
 }
 
@@ -133,7 +81,7 @@ fn shown(bytes: &[u8]) -> String {
 
 impl Foreign {
     /// What to tell the user, `address` being where the client connected.
-    pub(super) fn explain(&self) -> String {
+    pub(crate) fn explain(&self) -> String {
         match self {
             Foreign::Iperf3 => "this port speaks iperf3, not linkperf".to_string(),
             Foreign::Http(status) => {

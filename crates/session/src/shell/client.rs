@@ -7,33 +7,28 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
-use linkperf_metrics::{
-    capture_environment, AgentIdentity, Environment, ProcessMethod, SideReport,
-};
-use linkperf_wire::{encode_client, ClientMessage, ServerMessage};
-use linkperf_workload::{Placement, PlacementPolicy, Protocol, TestSpec};
+use linkperf_metrics::{capture_environment, AgentIdentity, ProcessMethod};
+use linkperf_wire::{encode_client, ClientMessage};
+use linkperf_workload::{Placement, Protocol, TestSpec};
 
-use crate::auth::{new_challenge, AuthKey};
-use crate::channel::{Channel, Received};
-use crate::handshake::ClientHandshake;
-use crate::server::DRAIN;
+use crate::proto::auth::AuthKey;
+use crate::proto::client::address::{self, parse_address};
+use crate::proto::client::answers::Offer;
+use crate::proto::client::midtest::ServerSide;
+use crate::proto::client::outcome::Outcome;
+use crate::proto::client::session::{ClientSession, NoTest};
+use crate::proto::handshake::ClientHandshake;
+use crate::proto::heard::Heard;
+use crate::proto::server::session::DRAIN;
+use crate::shell::channel::Channel;
+use crate::shell::key::new_challenge;
 use crate::SessionError;
-use answers::Offer;
 use linkperf_engine::Sampler;
-use midtest::ServerSide;
-use session::{ClientSession, Heard, ANSWER_TIMEOUT, RESULTS_TIMEOUT, WATCH_INTERVAL};
 
-mod address;
-mod answers;
 pub(crate) mod delegate;
 mod foreign;
-mod midtest;
 mod profile;
-pub(crate) mod session;
-pub use address::parse_address;
-pub use delegate::{
-    delegate, delegated_deadline, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME,
-};
+pub use delegate::{delegate, identify, DelegateRequest, Delegated, DELEGATED_MAX_FRAME};
 pub use profile::{run_profile, ProfileRequest};
 
 /// Where the server is, and how to prove this client may use it.
@@ -69,33 +64,6 @@ pub struct RunRequest {
     pub live: Option<Arc<LiveStats>>,
 }
 
-/// What one test produced.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// When it started.
-    pub started: SystemTime,
-    /// The client's measurements.
-    pub client: SideReport,
-    /// The server's own measurements.
-    pub server: Option<SideReport>,
-    /// The client host.
-    pub client_environment: Environment,
-    /// The server host, as it described itself.
-    pub server_environment: Option<Environment>,
-    /// True if the test was aborted before its end: by this client
-    /// ([`RunRequest::cancel`]), or by the server (shutting down), in which case
-    /// [`Outcome::server_error`] says so.
-    pub aborted: bool,
-    /// Why the server's measurements are missing, if they are: the server
-    /// stopped the test (a limit, shutting down) or went away.
-    pub server_error: Option<String>,
-    /// Why the test itself failed though both sides measured it (a profile's
-    /// user failed without `canfail`).
-    pub failure: Option<String>,
-    /// The server's identity as an agent, from its `welcome`.
-    pub server_agent: Option<AgentIdentity>,
-}
-
 impl Target {
     /// Whether the server's address is one of this host's (loopback, or an
     /// address a socket here can bind to); `None` when it does not resolve.
@@ -129,24 +97,6 @@ impl Client {
         self.ch
             .send(&encode_client(m))
             .map_err(|e| SessionError::Control(format!("send: {e}")))
-    }
-
-    fn recv(
-        &mut self,
-        timeout: Duration,
-        waiting_for: &str,
-    ) -> Result<ServerMessage, SessionError> {
-        match self.ch.recv(timeout) {
-            Ok(Received::Frame(f)) => answers::answer(&f),
-            Ok(Received::Timeout) => Err(SessionError::Control(format!(
-                "no {waiting_for} from the server within {timeout:?}"
-            ))),
-            Ok(Received::Closed) => Err(SessionError::Control(format!(
-                "the server {} before {waiting_for}",
-                self.ch.how_it_went()
-            ))),
-            Err(e) => Err(SessionError::Control(e.to_string())),
-        }
     }
 }
 
@@ -186,34 +136,24 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     };
     let (host, port) = parse_address(&target.address, target.default_port)?;
     let shown = address::join(&host, port);
-    let (hs, hello) = ClientHandshake::start(target.auth_key.as_ref(), mine, shown.clone());
+    let key = target.auth_key.as_ref();
+    let (mut hs, hello) = ClientHandshake::start(key, mine, shown, Instant::now());
     c.send(&hello)?;
     // Something other than a linkperf server may listen there: tell what.
-    match foreign::first_answer(c.ch.stream(), ANSWER_TIMEOUT) {
-        foreign::Answer::MayBeLinkperf => {}
-        foreign::Answer::Foreign(f) => {
-            return Err(SessionError::NotLinkperf {
-                what: f.explain(),
-                iperf3: matches!(f, foreign::Foreign::Iperf3),
-                addr: shown,
-            })
-        }
-        foreign::Answer::Silent => {
-            return Err(SessionError::Control(format!(
-                "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
-                 answers at once: is {shown} a linkperf server?)"
-            )))
-        }
-    }
-    let welcomed = match hs.welcome(c.recv(ANSWER_TIMEOUT, "welcome")?) {
-        Ok(w) => w,
-        Err(refused) => {
-            if let Some(reason) = refused.abort {
-                let _ = c.send(&ClientMessage::Abort {
-                    reason: reason.into(),
-                });
+    let first = foreign::first_answer(c.ch.stream(), hs.wait(Instant::now()));
+    hs.first_answer(first, Instant::now())?;
+    let welcomed = loop {
+        match hs.welcome(c.ch.hear(hs.wait(Instant::now())), Instant::now()) {
+            Ok(Some(w)) => break w,
+            Ok(None) => {}
+            Err(refused) => {
+                if let Some(reason) = refused.abort {
+                    let _ = c.send(&ClientMessage::Abort {
+                        reason: reason.into(),
+                    });
+                }
+                return Err(refused.error);
             }
-            return Err(refused.error);
         }
     };
     if let Some(auth) = welcomed.auth {
@@ -225,24 +165,6 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
         local_ip,
         agent: welcomed.agent,
     })
-}
-
-/// Placement `same` shares CPUs between the sides, which only one host
-/// has: against a server on another host (another kernel boot id) it is
-/// refused before any data flows.
-pub(crate) fn same_needs_one_host(
-    server: &Placement,
-    server_env: &Environment,
-) -> Result<(), SessionError> {
-    let (Some(theirs), Some(ours)) = (&server_env.boot_id, linkperf_metrics::boot_id()) else {
-        return Ok(());
-    };
-    if server.policy == PlacementPolicy::Same && *theirs != ours {
-        return Err(SessionError::SameOnTwoHosts {
-            server_host: server_env.hostname.clone(),
-        });
-    }
-    Ok(())
 }
 
 impl Client {
@@ -258,36 +180,26 @@ impl Client {
     }
 
     /// The server's offer to session `s`, awaited as long as the session
-    /// allows. It must offer a data endpoint (`has_endpoints`), and
-    /// placement `same` needs the server on this host (else the server is
-    /// told, and the test ends here).
-    fn take_offer(
-        &mut self,
-        s: &mut ClientSession,
-        server: &Placement,
-        has_endpoints: impl Fn(&Offer) -> bool,
-    ) -> Result<Offer, SessionError> {
-        let offer = loop {
-            if let Some(offer) = s.offer(self.hear(s), Instant::now())? {
-                break offer;
+    /// allows, or why there is none (the server told when the session
+    /// says so).
+    fn take_offer(&mut self, s: &mut ClientSession) -> Result<Offer, SessionError> {
+        loop {
+            match s.offer(self.hear(s), Instant::now()) {
+                Ok(Some(offer)) => return Ok(offer),
+                Ok(None) => {}
+                Err(NoTest { error, abort }) => {
+                    if let Some(reason) = abort {
+                        let _ = self.send(&ClientMessage::Abort { reason });
+                    }
+                    return Err(error);
+                }
             }
-        };
-        if !has_endpoints(&offer) {
-            return Err(SessionError::Control(
-                "the server offered no data endpoint".into(),
-            ));
         }
-        same_needs_one_host(server, &offer.environment).map_err(|e| self.abandon(s, e))?;
-        Ok(offer)
     }
 
     /// One receive on the control connection, as long as session `s` allows.
     fn hear(&mut self, s: &ClientSession) -> Heard {
-        let got = self.ch.recv(s.wait(Instant::now()));
-        Heard {
-            got,
-            how: self.ch.how_it_went(),
-        }
+        self.ch.hear(s.wait(Instant::now()))
     }
 
     /// The flows of session `s` are connected: `start → started`.
@@ -342,13 +254,12 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         local_ip,
         agent: server_agent,
     } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
-    let (mut s, ask) = ClientSession::ask(req.spec.clone(), req.server.clone(), Instant::now());
+    let here = linkperf_metrics::boot_id();
+    let (mut s, ask) =
+        ClientSession::ask(req.spec.clone(), req.server.clone(), here, Instant::now());
     c.send(&ask)?;
     let protocol = req.spec.protocol;
-    let offer = c.take_offer(&mut s, &req.server, |o| match protocol {
-        Protocol::Unix => !o.unix_names.is_empty(),
-        Protocol::Tcp | Protocol::Udp => !o.data_ports.is_empty(),
-    })?;
+    let offer = c.take_offer(&mut s)?;
     let at = |ports: &[u16]| {
         ports
             .iter()
@@ -453,43 +364,4 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
     let side = c.ask_results(&mut s, &ask);
     let error = side.error.clone();
     Ok(outcome(side, error))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn same_placement_is_refused_against_another_host_only() {
-        let same = Placement {
-            policy: PlacementPolicy::Same,
-            ..Placement::with_threads(1)
-        };
-        let split = Placement {
-            policy: PlacementPolicy::Split,
-            ..same.clone()
-        };
-        let here = Environment {
-            boot_id: linkperf_metrics::boot_id(),
-            ..Environment::default()
-        };
-        let elsewhere = Environment {
-            hostname: "far".into(),
-            boot_id: Some("another-boot".into()),
-            ..Environment::default()
-        };
-        assert!(same_needs_one_host(&same, &here).is_ok());
-        assert!(same_needs_one_host(&split, &elsewhere).is_ok());
-        // A server that does not say where it runs is given the benefit of the doubt.
-        assert!(same_needs_one_host(&same, &Environment::default()).is_ok());
-        if here.boot_id.is_some() {
-            let e = same_needs_one_host(&same, &elsewhere)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains("another host (far)") && e.contains("placement `split`"),
-                "{e}"
-            );
-        }
-    }
 }

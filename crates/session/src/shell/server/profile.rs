@@ -6,18 +6,20 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use linkperf_engine::program::{compile, workers_for, ProgramConfig, ProgramRun, Role};
+use linkperf_engine::program::{workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
 use linkperf_engine::Sampler;
 use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
-use linkperf_workload::profile::{check_runnable, mirror, Profile};
+use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
-use super::midtest::{Ended, ProfileSaid};
-use super::session::ServerSession;
-use super::{fail, Fail, Session};
-use crate::budget::Cost;
-use crate::daemon::Setting;
+use super::Session;
+use crate::proto::budget::Cost;
+use crate::proto::server::fail::{fail, Fail};
+use crate::proto::server::midtest::{Ended, ProfileSaid};
+use crate::proto::server::request::ProfileAsk;
+use crate::proto::server::session::ServerSession;
+use crate::shell::daemon::Setting;
 
 /// How long the server's users may take to stop at the client's count.
 const STOP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,7 +46,7 @@ impl Session<'_> {
     }
 
     /// Starts this side of the profile, `mirrored`: its users connect to
-    /// the client's listeners (`client_ports`, on the client's control
+    /// the client's listeners (`client_ports`, none 0, on the client's control
     /// address only) for the client's accepts, and listen for its connects.
     fn start_mirror(
         &self,
@@ -59,7 +61,6 @@ impl Session<'_> {
         let peer = self.control_peer()?;
         let endpoints = client_ports
             .iter()
-            .filter(|p| **p != 0)
             .map(|p| std::net::SocketAddr::new(peer, *p))
             .collect();
         // Settled by own_placement: never the server's default here.
@@ -84,29 +85,17 @@ impl Session<'_> {
         Ok((run, live))
     }
 
-    /// Runs a profile's server side; returns its name for the log.
-    pub(super) fn profile(
-        &mut self,
-        profile: Profile,
-        placement: Placement,
-        client_ports: Vec<u16>,
-    ) -> Result<String, Fail> {
-        // The profile is a value the client built: nothing computes with it
-        // before it is inside the bounds the parser keeps.
-        profile.check().map_err(|e| {
-            fail(
-                ErrorCode::Malformed,
-                format!("the profile is out of bounds: {e}"),
-            )
-        })?;
-        check_runnable(&profile).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
-        let users = profile.users();
-        if users == 0 {
-            return Err(fail(ErrorCode::Refused, "the profile has no users"));
-        }
-        let mirrored = mirror(&profile);
-        let compiled = compile(&mirrored).map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
-        let connections: u64 = compiled.connections();
+    /// Runs a profile's server side, as the request checked it; returns its
+    /// name for the log.
+    pub(super) fn profile(&mut self, asked: ProfileAsk) -> Result<String, Fail> {
+        let ProfileAsk {
+            profile,
+            placement,
+            users,
+            mirrored,
+            connections,
+            client_ports,
+        } = asked;
         // Settled by own_placement: never the server's default here.
         let threads = placement.threads.count().unwrap_or(1);
         let workers = u32::try_from(workers_for(threads, &mirrored)).unwrap_or(u32::MAX);
@@ -139,17 +128,10 @@ impl Session<'_> {
             return stop(run, f);
         }
         let sampler = Sampler::until_finished();
-        let overdue = fail(
-            ErrorCode::Limit,
-            format!(
-                "the profile ran past this server's {} of {:?}; the server stopped it",
-                self.config.name(Setting::Limit(LimitKind::DurationS)),
-                self.config.max_duration
-            ),
-        );
         let max_bytes = self.config.max_bytes_per_session;
         let (longest, now) = (self.config.max_duration, Instant::now());
-        let started = test.profile_started(now, longest, max_bytes, overdue);
+        let setting = self.config.name(Setting::Limit(LimitKind::DurationS));
+        let started = test.profile_started(now, longest, max_bytes, setting);
         if let Err(f) = self.send(&started) {
             return stop(run, f);
         }

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{AgentIdentity, ProcessMethod};
 
-use crate::auth::AuthKey;
-use crate::budget::{Budget, Ledger};
-use crate::server::serve_session;
+use crate::proto::auth::AuthKey;
+use crate::proto::budget::{Budget, Ledger};
+use crate::shell::server::serve_session;
 use crate::SessionError;
 
 /// How long a shut-down daemon waits for its sessions to tell their clients.

@@ -16,9 +16,22 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{Environment, SideReport};
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
 
+use super::fail::{fail, Fail};
 use super::midtest::{self, Ended, Look, ProfileSaid, TxnEnds, Watch};
 use super::request;
-use crate::server::{fail, start_wait, Fail};
+
+/// Drain after the window.
+pub(crate) const DRAIN: Duration = Duration::from_secs(3);
+
+/// How long a client has, once its test is accepted, to connect its users
+/// and say `start`: what its own connect takes at most (20 s and 5 ms a
+/// user, see the client's `run_test`) and 5 s more, within the server's
+/// `start_timeout`. A session that never starts holds its charge no longer.
+pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
+    let per_user =
+        Duration::from_millis(5).saturating_mul(u32::try_from(users).unwrap_or(u32::MAX));
+    (Duration::from_secs(25) + per_user).min(cap)
+}
 
 /// After the client's drain, how long it may take to say the test is over.
 pub(crate) const FINISH_GRACE: Duration = Duration::from_secs(10);
@@ -113,16 +126,23 @@ impl ServerSession {
 
     /// A profile's users started at `now`: the `started` message. The
     /// profile is watched for at most the server's longest test
-    /// `max_duration` (and [`FINISH_GRACE`]), after which it ends as
-    /// `overdue` says, against the session's byte limit `max_bytes`.
+    /// `max_duration` (and [`FINISH_GRACE`]), after which it is stopped
+    /// past that limit (`duration_setting` names it), against the
+    /// session's byte limit `max_bytes`.
     pub(crate) fn profile_started(
         &mut self,
         now: Instant,
         max_duration: Duration,
         max_bytes: Option<u64>,
-        overdue: Fail,
+        duration_setting: &str,
     ) -> ServerMessage {
-        self.overdue = Some(overdue);
+        self.overdue = Some(fail(
+            ErrorCode::Limit,
+            format!(
+                "the profile ran past this server's {duration_setting} of {max_duration:?}; \
+                 the server stopped it"
+            ),
+        ));
         let watch = Watch::new(now, now + max_duration + FINISH_GRACE, max_bytes);
         self.phase = Phase::Running(watch);
         ServerMessage::Started

@@ -8,31 +8,25 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::{capture_environment, Environment, SideReport};
-use linkperf_wire::{
-    decode_client, encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage,
-    WireError,
-};
+use linkperf_wire::{encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
-use crate::auth::new_challenge;
-use crate::budget::{Charge, Cost, Limit};
-use crate::channel::{Channel, Received, RecvError};
-use crate::daemon::{DaemonConfig, DaemonState, Setting};
-use crate::handshake::ServerHandshake;
+use crate::proto::budget::{Charge, Cost};
+use crate::proto::handshake::ServerHandshake;
+use crate::proto::server::fail::{fail, limit_fail, shutting_down, Fail};
+use crate::proto::server::midtest::{self, Ended, Look};
+use crate::proto::server::request::{self, Asked, MAX_TEST_THREADS};
+use crate::proto::server::session::{ServerSession, DRAIN};
+use crate::shell::channel::Channel;
+use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
+use crate::shell::key::new_challenge;
 use linkperf_engine::Sampler;
-use midtest::{wire_fail, Ended, Look};
 
 pub(crate) mod delegate;
-pub(crate) mod midtest;
 mod profile;
-mod request;
-pub(crate) mod session;
-use session::ServerSession;
 
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
-/// Drain after the window.
-pub(crate) const DRAIN: Duration = Duration::from_secs(3);
 /// How long a session that ends in an error reads what the client still sends.
 const LINGER: Duration = Duration::from_secs(1);
 /// Most bytes read and dropped while lingering.
@@ -46,80 +40,9 @@ struct Session<'a> {
     peer: String,
 }
 
-/// Why a session ended early, as sent to the client.
-#[derive(Debug)]
-pub(crate) struct Fail {
-    pub(crate) code: ErrorCode,
-    pub(crate) message: String,
-    /// More than the client is told, for the daemon's log.
-    pub(crate) detail: Option<String>,
-    /// The limit a refused request met, with its figures.
-    limit: Option<Limit>,
-}
-
-impl Fail {
-    /// The `error` message that tells the client.
-    pub(crate) fn message(&self) -> ServerMessage {
-        ServerMessage::Error {
-            code: self.code,
-            message: self.message.clone(),
-            limit: self.limit.map(|l| l.info()),
-        }
-    }
-}
-
-pub(crate) fn fail(code: ErrorCode, message: impl Into<String>) -> Fail {
-    Fail {
-        code,
-        message: message.into(),
-        detail: None,
-        limit: None,
-    }
-}
-
-/// A request that met one of this server's limits.
-pub(crate) fn limit_fail(limit: Limit) -> Fail {
-    Fail {
-        code: ErrorCode::Limit,
-        message: limit.to_string(),
-        detail: None,
-        limit: Some(limit),
-    }
-}
-
 /// Largest control frame before the handshake is done: a hello or an
 /// answer to the challenge is a few hundred bytes.
 pub(crate) const PRE_AUTH_MAX_FRAME: usize = 4 * 1024;
-
-/// Most worker threads one test may ask for, whatever the budget.
-pub(crate) const MAX_TEST_THREADS: u32 = 1024;
-
-/// How long a client has, once its test is accepted, to connect its users
-/// and say `start`: what its own connect takes at most (20 s and 5 ms a
-/// user, see the client's `run_test`) and 5 s more, within the server's
-/// `start_timeout`. A session that never starts holds its charge no longer.
-pub(crate) fn start_wait(users: u64, cap: Duration) -> Duration {
-    let per_user =
-        Duration::from_millis(5).saturating_mul(u32::try_from(users).unwrap_or(u32::MAX));
-    (Duration::from_secs(25) + per_user).min(cap)
-}
-
-/// Authentication failed; the client is told no more than that.
-pub(crate) fn auth_failed(detail: impl Into<String>) -> Fail {
-    Fail {
-        code: ErrorCode::AuthFailed,
-        message: "authentication failed".into(),
-        detail: Some(detail.into()),
-        limit: None,
-    }
-}
-
-pub(crate) fn shutting_down() -> Fail {
-    fail(
-        ErrorCode::Aborted,
-        "the server is shutting down; the test was aborted",
-    )
-}
 
 /// Gives back one unit of a counter when dropped.
 struct Held<'a>(&'a AtomicUsize);
@@ -230,40 +153,18 @@ impl Session<'_> {
             if left.is_zero() {
                 return Err(late());
             }
-            match self.ch.recv(left.min(WATCH_INTERVAL)) {
-                Ok(Received::Timeout) => {}
-                Ok(Received::Frame(f)) => {
-                    return decode_client(&f).map_err(|e| {
-                        let code = match e {
-                            WireError::VersionMismatch { .. } => ErrorCode::VersionMismatch,
-                            _ => ErrorCode::Malformed,
-                        };
-                        fail(code, e.to_string())
-                    })
-                }
-                Ok(Received::Closed) => {
-                    return Err(fail(
-                        ErrorCode::Aborted,
-                        format!("client closed the control connection before {waiting_for}"),
-                    ))
-                }
-                Err(RecvError::Wire(e)) => return Err(wire_fail(e, self.config)),
-                Err(e) => return Err(fail(ErrorCode::Internal, e.to_string())),
+            let heard = self.ch.hear(left.min(WATCH_INTERVAL));
+            let frame_setting = self.config.name(Setting::MaxFrame);
+            if let Some(said) = request::awaited(heard, waiting_for, frame_setting)? {
+                return Ok(said);
             }
         }
     }
 
     /// The next message within the negotiation timeout.
     fn recv(&mut self, timeout: Duration, waiting_for: &str) -> Result<ClientMessage, Fail> {
-        let late = || {
-            fail(
-                ErrorCode::Refused,
-                format!(
-                    "no {waiting_for} within {timeout:?} (the server's {})",
-                    self.config.name(Setting::ControlTimeout)
-                ),
-            )
-        };
+        let setting = self.config.name(Setting::ControlTimeout);
+        let late = || request::silent(waiting_for, timeout, setting);
         self.recv_until(Instant::now() + timeout, waiting_for, late)
     }
 
@@ -315,27 +216,28 @@ impl Session<'_> {
             ));
         }
         let _session = Held(&self.state.sessions);
-        let (spec, placement) = match self.recv(self.config.control_timeout, "test request")? {
-            ClientMessage::Test { spec, placement } => (spec, own_placement(placement)),
-            ClientMessage::Profile {
-                profile,
-                placement,
-                client_ports,
-            } => return self.profile(profile, own_placement(placement), client_ports),
-            ClientMessage::Delegate {
+        let said = self.recv(self.config.control_timeout, "test request")?;
+        let key = self.config.auth_key.as_ref();
+        let (spec, placement) = match request::asked(said, key, self.config.name(Setting::AuthKey))?
+        {
+            Asked::Test { spec, placement } => (spec, own_placement(placement)),
+            Asked::Profile(mut p) => {
+                p.placement = own_placement(p.placement);
+                return self.profile(*p);
+            }
+            Asked::Delegate {
                 target,
                 spec,
                 client,
                 server,
+                key,
             } => {
-                return self.delegate(target, spec, own_placement_as(client, Side::Client), server)
+                let client = own_placement_as(client, Side::Client);
+                return self.delegate(target, spec, client, server, key);
             }
             // A controller asking who this agent is, and nothing more.
-            ClientMessage::Abort { reason } => return Ok(format!("no test ({reason})")),
-            other => return Err(out_of_order("test", &other)),
+            Asked::Nothing { reason } => return Ok(format!("no test ({reason})")),
         };
-        spec.validate()
-            .map_err(|e| fail(ErrorCode::Refused, e.to_string()))?;
         if let Some(cc) = &spec.socket.cc {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the server's host, {e}")))?;
@@ -350,7 +252,8 @@ impl Session<'_> {
     }
 
     /// The client's `start`, within the time its users take to connect
-    /// ([`start_wait`]) after the test's acceptance, as `test` says.
+    /// ([`start_wait`](crate::proto::server::session::start_wait)) after the
+    /// test's acceptance, as `test` says.
     fn await_start(&mut self, test: &mut ServerSession) -> Result<(), Fail> {
         let due = test.start_due(Instant::now());
         let said = self.recv_until(due, "start", || test.start_late())?;
@@ -377,8 +280,8 @@ impl Session<'_> {
             self.state.aborted.fetch_add(1, Ordering::AcqRel);
         }
         still_on(&look)?;
-        let got = self.ch.recv(WATCH_INTERVAL);
-        midtest::received(got, self.ch.how_it_went(), self.config)
+        let heard = self.ch.hear(WATCH_INTERVAL);
+        midtest::received(heard, self.config.name(Setting::MaxFrame))
     }
 
     fn environment(&self) -> Environment {
@@ -518,19 +421,16 @@ impl<'a> Session<'a> {
         placement: &Placement,
         cost: Cost,
     ) -> Result<Charge<'a>, Fail> {
-        request::within_limits(self.config, users, time, placement.threads)?;
+        let bounds = request::Bounds {
+            max_users: self.config.max_users,
+            max_duration: self.config.max_duration,
+        };
+        request::within_limits(bounds, users, time, placement.threads)?;
         self.state
             .ledger
             .charge(cost, &self.config.budget)
             .map_err(limit_fail)
     }
-}
-
-pub(crate) fn out_of_order(expected: &str, got: &ClientMessage) -> Fail {
-    fail(
-        ErrorCode::OutOfOrder,
-        format!("expected {expected}, got {}", got.kind()),
-    )
 }
 
 /// A placement that leaves the threads to the server ([`Threads::ServerDefault`])

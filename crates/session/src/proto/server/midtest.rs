@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
 
-use crate::budget::Limit;
-use crate::channel::{Received, RecvError};
-use crate::daemon::{DaemonConfig, Setting};
-use crate::server::{fail, limit_fail, out_of_order, shutting_down, Fail};
+use crate::proto::budget::Limit;
+use crate::proto::heard::{Heard, Received, RecvError};
+use crate::proto::server::fail::{fail, limit_fail, out_of_order, shutting_down, Fail};
 
 /// A client counts as gone mid-test when nothing at all has come from its
 /// host for this long.
@@ -106,14 +105,12 @@ impl Watch {
 
 /// What one receive on the control connection came to: `None` when nothing
 /// came in the wait, else the client's message; a failure when the
-/// connection closed (`how_it_went` says how, as the channel saw it), failed
-/// or carried what is not a message.
-pub(crate) fn received(
-    got: Result<Received, RecvError>,
-    how_it_went: &str,
-    config: &DaemonConfig,
-) -> Result<Option<ClientMessage>, Fail> {
-    match got {
+/// connection closed (`heard.how` says how, as the channel saw it), failed
+/// or carried what is not a message (`frame_setting`: how the front end
+/// names the daemon's largest control message, for a frame past it).
+pub(crate) fn received(heard: Heard, frame_setting: &str) -> Result<Option<ClientMessage>, Fail> {
+    let how_it_went = heard.how;
+    match heard.got {
         Ok(Received::Timeout) => Ok(None),
         Ok(Received::Frame(f)) => decode_client(&f)
             .map(Some)
@@ -122,17 +119,18 @@ pub(crate) fn received(
             ErrorCode::Aborted,
             format!("client vanished mid-test: it {how_it_went}"),
         )),
-        Err(RecvError::Wire(e)) => Err(wire_fail(e, config)),
+        Err(RecvError::Wire(e)) => Err(wire_fail(e, frame_setting)),
         Err(e) => Err(fail(ErrorCode::Internal, e.to_string())),
     }
 }
 
-/// A frame the decoder refused.
-pub(crate) fn wire_fail(e: WireError, config: &DaemonConfig) -> Fail {
+/// A frame the decoder refused; `frame_setting` names the daemon's largest
+/// control message.
+pub(crate) fn wire_fail(e: WireError, frame_setting: &str) -> Fail {
     match e {
         WireError::FrameTooLarge { .. } => fail(
             ErrorCode::TooLarge,
-            format!("{e} (this server's {})", config.name(Setting::MaxFrame)),
+            format!("{e} (this server's {frame_setting})"),
         ),
         e => fail(ErrorCode::Malformed, e.to_string()),
     }
@@ -330,19 +328,20 @@ mod tests {
 
     #[test]
     fn each_receive_comes_to_quiet_a_message_or_the_failure_it_tells() {
-        let config = DaemonConfig::new("127.0.0.1:0".parse().unwrap());
-        assert!(received(Ok(Received::Timeout), "", &config)
+        let heard = |got, how| Heard { got, how };
+        let setting = "largest control message";
+        assert!(received(heard(Ok(Received::Timeout), ""), setting)
             .unwrap()
             .is_none());
         let frame = encode_client(&ClientMessage::Finished);
-        let got = received(Ok(Received::Frame(frame[4..].to_vec())), "", &config);
+        let got = received(heard(Ok(Received::Frame(frame[4..].to_vec())), ""), setting);
         assert_eq!(
             got.map(|m| m.map(|m| m.kind())).unwrap(),
             Some(ClientMessage::Finished.kind())
         );
-        let e = received(Ok(Received::Frame(b"{]".to_vec())), "", &config).unwrap_err();
+        let e = received(heard(Ok(Received::Frame(b"{]".to_vec())), ""), setting).unwrap_err();
         assert_eq!(e.code, ErrorCode::Malformed);
-        let e = received(Ok(Received::Closed), "closed its end", &config).unwrap_err();
+        let e = received(heard(Ok(Received::Closed), "closed its end"), setting).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (
@@ -351,9 +350,13 @@ mod tests {
             )
         );
         let big = WireError::FrameTooLarge { len: 9, max: 8 };
-        let e = received(Err(RecvError::Wire(big)), "", &config).unwrap_err();
+        let e = received(heard(Err(RecvError::Wire(big)), ""), setting).unwrap_err();
         assert_eq!(e.code, ErrorCode::TooLarge);
-        assert!(e.message.contains("this server's"), "{}", e.message);
+        assert!(
+            e.message.contains("this server's largest control message"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The client's side of one test after the handshake, as a state machine
 //! with no socket and no clock: what one receive on the control connection
 //! came to and the time go in; what to send, what to do with the engine
-//! and the server's side come out. [`run_test`](super::run_test) is its
+//! and the server's side come out. [`run_test`](crate::run_test) is its
 //! blocking shell: it sends what the session says, receives for as long as
 //! the session allows ([`ClientSession::wait`]) and drives the engine.
 //!
@@ -9,18 +9,18 @@
 //! (run the workers), the test runs (the server is quiet; anything it says
 //! stops the test), `finished` or `abort → results`. A profile asks with
 //! `profile` and, while it runs, ends each timed transaction with
-//! `txn_end → txn_ended` ([`run_profile`](super::run_profile) is its shell).
+//! `txn_end → txn_ended` ([`run_profile`](crate::run_profile) is its shell).
 
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::Environment;
-use linkperf_wire::{ClientMessage, ServerMessage};
+use linkperf_wire::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 
-use super::answers::{self, Offer};
+use super::answers::{self, Awaited, Endpoints, Offer};
 use super::midtest::{self, ServerSide, Stopped};
-use crate::channel::{Received, RecvError};
+use crate::proto::heard::{Heard, Received};
 use crate::SessionError;
 
 /// How long the server may take to answer the test and its start.
@@ -33,49 +33,6 @@ pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(40);
 /// How often the client looks at its control connection (and its cancel
 /// flag) while the test runs.
 pub(crate) const WATCH_INTERVAL: Duration = Duration::from_millis(50);
-
-/// One receive on the control connection: what it got, and how a closed
-/// connection closed (the channel tells a silent host from a close).
-pub(crate) struct Heard {
-    pub got: Result<Received, RecvError>,
-    pub how: &'static str,
-}
-
-/// An answer awaited: what it is called and until when.
-#[derive(Debug, Clone, Copy)]
-struct Awaited {
-    what: &'static str,
-    timeout: Duration,
-    until: Instant,
-}
-
-impl Awaited {
-    fn new(what: &'static str, timeout: Duration, now: Instant) -> Self {
-        Awaited {
-            what,
-            timeout,
-            until: now + timeout,
-        }
-    }
-
-    /// The server's message, an error, or `None` to go on waiting.
-    fn answer(&self, heard: Heard, now: Instant) -> Option<Result<ServerMessage, SessionError>> {
-        let what = self.what;
-        Some(match heard.got {
-            Ok(Received::Frame(f)) => answers::answer(&f),
-            Ok(Received::Timeout) if now < self.until => return None,
-            Ok(Received::Timeout) => Err(SessionError::Control(format!(
-                "no {what} from the server within {:?}",
-                self.timeout
-            ))),
-            Ok(Received::Closed) => Err(SessionError::Control(format!(
-                "the server {} before {what}",
-                heard.how
-            ))),
-            Err(e) => Err(SessionError::Control(e.to_string())),
-        })
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Phase {
@@ -98,19 +55,50 @@ enum Phase {
     Over,
 }
 
+/// The session ended before its test ran: why, and the reason of the
+/// `abort` that tells the server, when it is owed one (it offered a test
+/// this side refuses).
+#[derive(Debug)]
+pub(crate) struct NoTest {
+    pub error: SessionError,
+    pub abort: Option<String>,
+}
+
+impl From<SessionError> for NoTest {
+    fn from(error: SessionError) -> Self {
+        NoTest { error, abort: None }
+    }
+}
+
 /// The client's side of one test.
 pub(crate) struct ClientSession {
     phase: Phase,
     /// The server's host as the offer described it.
     server_env: Environment,
+    /// The endpoints the offer must hold.
+    endpoints: Endpoints,
+    /// The server's workers as asked for, and this host's boot id (`None`
+    /// when unknown): placement `same` needs the server on this host.
+    server: Placement,
+    here: Option<String>,
 }
 
 impl ClientSession {
-    /// Asks for the test at `now`: the session, and the `test` message to send.
-    pub(crate) fn ask(spec: TestSpec, server: Placement, now: Instant) -> (Self, ClientMessage) {
+    /// Asks at `now` for the test `spec`, the server's workers on `server`,
+    /// from this host (its boot id `here`, if known): the session, and the
+    /// `test` message to send.
+    pub(crate) fn ask(
+        spec: TestSpec,
+        server: Placement,
+        here: Option<String>,
+        now: Instant,
+    ) -> (Self, ClientMessage) {
         let session = ClientSession {
             phase: Phase::Asked(Awaited::new("acceptance of the test", ANSWER_TIMEOUT, now)),
             server_env: Environment::default(),
+            endpoints: Endpoints::of(spec.protocol),
+            server: server.clone(),
+            here,
         };
         let ask = ClientMessage::Test {
             spec,
@@ -120,11 +108,13 @@ impl ClientSession {
     }
 
     /// Asks for a profile at `now` (`client_ports`: where this side listens
-    /// for the server's connects): the session, and the `profile` message.
+    /// for the server's connects; `server` and `here` as for
+    /// [`ask`](Self::ask)): the session, and the `profile` message.
     pub(crate) fn ask_profile(
         profile: Profile,
         server: Placement,
         client_ports: Vec<u16>,
+        here: Option<String>,
         now: Instant,
     ) -> (Self, ClientMessage) {
         let session = ClientSession {
@@ -134,6 +124,9 @@ impl ClientSession {
                 now,
             )),
             server_env: Environment::default(),
+            endpoints: Endpoints::Ports,
+            server: server.clone(),
+            here,
         };
         let ask = ClientMessage::Profile {
             profile,
@@ -159,20 +152,30 @@ impl ClientSession {
 
     /// While the test is asked: the server's offer (connect the flows to
     /// it, then [`connected`](Self::connected)), `None` to go on waiting,
-    /// or why there is no test (its refusal, silence, a close).
-    pub(crate) fn offer(
-        &mut self,
-        heard: Heard,
-        now: Instant,
-    ) -> Result<Option<Offer>, SessionError> {
+    /// or why there is no test: its refusal, silence, a close, an offer
+    /// without the data endpoints the test connects to, or placement
+    /// `same` offered from another host (the server is told, with the
+    /// `abort` of [`NoTest`]).
+    pub(crate) fn offer(&mut self, heard: Heard, now: Instant) -> Result<Option<Offer>, NoTest> {
         let Phase::Asked(a) = self.phase else {
-            return Err(self.out_of_turn("an offer"));
+            return Err(self.out_of_turn("an offer").into());
         };
         let Some(answer) = a.answer(heard, now) else {
             return Ok(None);
         };
         self.phase = Phase::Over;
         let offer = answers::offer(answer?)?;
+        if !offer.holds(self.endpoints) {
+            return Err(SessionError::Control("the server offered no data endpoint".into()).into());
+        }
+        let here = self.here.as_deref();
+        if let Err(error) = answers::same_needs_one_host(&self.server, &offer.environment, here) {
+            self.phase = Phase::Over;
+            return Err(NoTest {
+                abort: Some(error.to_string()),
+                error,
+            });
+        }
         self.server_env = offer.environment.clone();
         self.phase = Phase::Offered;
         Ok(Some(offer))
@@ -308,8 +311,8 @@ impl ClientSession {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pair::{accepted, quiet, to_client};
-    use linkperf_wire::ErrorCode;
+    use crate::proto::pair::{accepted, quiet, to_client};
+    use linkperf_wire::{ErrorCode, ServerMessage};
 
     fn asked(t0: Instant) -> ClientSession {
         let spec = TestSpec::new(
@@ -318,7 +321,7 @@ mod tests {
             1,
             Duration::from_secs(10),
         );
-        ClientSession::ask(spec, Placement::with_threads(1), t0).0
+        ClientSession::ask(spec, Placement::with_threads(1), None, t0).0
     }
 
     #[test]
@@ -334,6 +337,7 @@ mod tests {
         let late = s
             .offer(quiet(), t0 + ANSWER_TIMEOUT)
             .unwrap_err()
+            .error
             .to_string();
         assert!(
             late.contains("no acceptance of the test from the server within 15s"),
@@ -393,14 +397,14 @@ mod tests {
             message: "too many users".into(),
             limit: None,
         };
-        let e = s.offer(to_client(&refused), t0).unwrap_err();
+        let e = s.offer(to_client(&refused), t0).unwrap_err().error;
         assert!(matches!(e, SessionError::Refused { .. }), "{e}");
         let mut s = asked(t0);
         let closed = Heard {
             got: Ok(Received::Closed),
             how: "closed the connection",
         };
-        let e = s.offer(closed, t0).unwrap_err().to_string();
+        let e = s.offer(closed, t0).unwrap_err().error.to_string();
         assert!(
             e.contains("the server closed the connection before acceptance of the test"),
             "{e}"

@@ -4,18 +4,9 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{FrameDecoder, WireError};
+use linkperf_wire::FrameDecoder;
 
-/// What came off the control connection.
-#[derive(Debug)]
-pub enum Received {
-    /// One frame's payload.
-    Frame(Vec<u8>),
-    /// Nothing within the timeout.
-    Timeout,
-    /// The peer closed the connection.
-    Closed,
-}
+use crate::proto::heard::{Heard, Received, RecvError};
 
 /// With no packet from the peer for this long, the kernel asks whether it is
 /// still there (a TCP keepalive probe), then again every
@@ -90,6 +81,16 @@ impl Channel {
         self.stream.write_all(frame)
     }
 
+    /// One receive, waiting at most `timeout`, as the machines hear it:
+    /// what came, and how a close came about.
+    pub fn hear(&mut self, timeout: Duration) -> Heard {
+        let got = self.recv(timeout);
+        Heard {
+            got,
+            how: self.how_it_went(),
+        }
+    }
+
     /// Receives one frame, waiting at most `timeout`.
     pub fn recv(&mut self, timeout: Duration) -> Result<Received, RecvError> {
         let deadline = Instant::now() + timeout;
@@ -125,24 +126,6 @@ impl Channel {
                 }
                 Err(e) => return Err(RecvError::Io(e)),
             }
-        }
-    }
-}
-
-/// Why receiving failed.
-#[derive(Debug)]
-pub enum RecvError {
-    /// The bytes were not a valid frame.
-    Wire(WireError),
-    /// The socket failed.
-    Io(io::Error),
-}
-
-impl std::fmt::Display for RecvError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecvError::Wire(e) => write!(f, "{e}"),
-            RecvError::Io(e) => write!(f, "{e}"),
         }
     }
 }

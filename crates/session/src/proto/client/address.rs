@@ -68,7 +68,7 @@ fn port(p: &str) -> Result<u16, String> {
 }
 
 /// `host:port`, with an IPv6 address in brackets.
-pub(super) fn join(host: &str, port: u16) -> String {
+pub(crate) fn join(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
