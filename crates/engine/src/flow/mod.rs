@@ -9,6 +9,7 @@
 //!   (pace.rs) and the one interarrival jitter (jitter.rs), which the
 //!   iperf3 server's streams and a profile's paced transactions use too.
 
+mod exchange;
 mod jitter;
 mod pace;
 mod rr;
@@ -16,6 +17,7 @@ mod stream;
 pub mod udp_stream;
 mod want;
 
+pub use exchange::Exchange;
 pub use jitter::Jitter;
 pub use pace::{Pacer, MAX_CATCH_UP};
 pub use rr::{RrClient, RrServer};

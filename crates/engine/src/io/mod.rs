@@ -9,6 +9,7 @@
 pub(crate) mod accept;
 pub(crate) mod datagram;
 pub(crate) mod dial;
+pub(crate) mod exchange;
 pub mod gate;
 pub(crate) mod socket;
 pub(crate) mod stream;

@@ -6,7 +6,7 @@ mod drive;
 mod udp_stream;
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::sync::Arc;

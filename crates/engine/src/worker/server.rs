@@ -7,7 +7,7 @@ mod drive;
 mod udp_stream;
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use mio::{Events, Interest, Token};
 use slab::Slab;
 
 use crate::counters::{Counters, FlowSlotId};
-use crate::flow::{RrServer, Want};
+use crate::flow::RrServer;
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{Conn, Listener, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
@@ -256,7 +256,7 @@ impl Worker {
                     halves.start(now);
                 }
             }
-            self.drive(k);
+            self.drive(k, now);
         }
     }
 }
@@ -291,7 +291,7 @@ impl Flows for Serving<'_> {
         }
         w.expire_preambles(now);
         if let Some(k) = w.single_flow() {
-            w.drive(k);
+            w.drive(k, now);
             // The next turn reuses the time the request's read ended at.
             return Turn::Again(w.last_read.take());
         }
@@ -304,7 +304,7 @@ impl Flows for Serving<'_> {
         ))
     }
 
-    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+    fn event(&mut self, event: &mio::event::Event, now: Instant) {
         match event.token() {
             LISTENER => {
                 if event.is_readable() {
@@ -314,12 +314,12 @@ impl Flows for Serving<'_> {
                     self.w.udp_writable();
                 }
             }
-            Token(k) => self.w.drive(k),
+            Token(k) => self.w.drive(k, now),
         }
     }
 
-    fn again(&mut self, key: usize, _now: Instant) {
-        self.w.drive(key);
+    fn again(&mut self, key: usize, now: Instant) {
+        self.w.drive(key, now);
     }
 
     fn turned(&mut self, _now: Instant) {

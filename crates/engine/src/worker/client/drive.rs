@@ -2,6 +2,7 @@
 //! Unix and UDP, and streams, each as far as its socket lets it go.
 
 use super::*;
+use crate::io::exchange::{self, Exchanged};
 
 impl Worker {
     /// Drives an open flow as far as its socket allows.
@@ -64,73 +65,26 @@ impl Worker {
         let Some(conn) = f.conn.as_mut() else {
             return Io::Blocked;
         };
-        loop {
-            match rr.want() {
-                Want::Write(n) => {
-                    let n = n.min(self.bufs.write.len());
-                    match conn.write(&self.bufs.write[..n]) {
-                        Ok(0) => return Io::Eof,
-                        Ok(k) => {
-                            self.counters.tx(i, k, *now);
-                            rr.wrote(k);
-                            if matches!(rr.want(), Want::Read(_)) {
-                                // The request is out. Edge-triggered readiness reports the
-                                // response when it arrives; reading now would only find nothing.
-                                return Io::Blocked;
-                            }
-                            // Part of a large request went (a blocking write may have
-                            // waited for room): the rest is stamped with a fresh time.
-                            *now = Instant::now();
-                            if self.blocking {
-                                // Back to the loop (its intervals and window edges)
-                                // before the next part.
-                                return Io::Blocked;
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                            if self.blocking {
-                                // A blocking write waited its 50 ms for room and none
-                                // came: the loop goes on from now, not from before.
-                                *now = Instant::now();
-                            }
-                            return Io::Blocked;
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Io::Failed(e),
-                    }
-                }
-                Want::Read(n) => {
-                    let n = n.min(self.bufs.read.len());
-                    match conn.read(&mut self.bufs.read[..n]) {
-                        Ok(0) => return Io::Eof,
-                        Ok(k) => {
-                            *now = Instant::now();
-                            let now = *now;
-                            self.counters.rx(i, k, now);
-                            let stop = crr || schedule.phase(now) >= Phase::Draining;
-                            let Some(done) = rr.read(k, now, stop) else {
-                                if self.blocking {
-                                    // Part of the response: back to the loop before
-                                    // waiting for the rest.
-                                    return Io::Blocked;
-                                }
-                                continue;
-                            };
-                            self.counters.transactions(i, 1, done.took, now);
-                            if crr {
-                                f.stage = Stage::AwaitClose;
-                                // The server closes after its response; wait for that.
-                                return self.after_crr_response(i, schedule);
-                            }
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Io::Failed(e),
-                    }
-                }
-                Want::Idle => return Io::Blocked,
-                Want::Done => return Io::Finished,
+        let turn = exchange::Turn {
+            payload: self.bufs.write,
+            scratch: &mut self.bufs.read,
+            counters: &mut self.counters,
+            slot: i,
+            blocking: self.blocking,
+            // Connect per transaction: the connection ends with it.
+            once: crr,
+        };
+        let stop = |at: Instant| crr || schedule.phase(at) >= Phase::Draining;
+        match exchange::exchange(rr, conn, turn, now, stop) {
+            Exchanged::Blocked => Io::Blocked,
+            Exchanged::Done if crr => {
+                f.stage = Stage::AwaitClose;
+                // The server closes after its response; wait for that.
+                self.after_crr_response(i, schedule)
             }
+            Exchanged::Done => Io::Finished,
+            Exchanged::Eof => Io::Eof,
+            Exchanged::Failed(e) => Io::Failed(e),
         }
     }
 

@@ -76,14 +76,15 @@ impl Worker {
             // Connections that never present a preamble (anyone may open one
             // to a data port) stay bounded: the one waiting longest is closed
             // to make room.
-            if let Some(oldest) = self.gate.admit(k, Instant::now()) {
+            let now = Instant::now();
+            if let Some(oldest) = self.gate.admit(k, now) {
                 self.close(oldest);
             }
-            self.drive(k);
+            self.drive(k, now);
         }
     }
 
-    pub(super) fn read_preamble(&mut self, k: usize) -> Io {
+    pub(super) fn read_preamble(&mut self, k: usize, now: Instant) -> Io {
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
         };
@@ -122,9 +123,9 @@ impl Worker {
             ));
         }
         if let (Some(_), Logic::Stream(halves)) = (self.schedule, &mut f.logic) {
-            halves.start(Instant::now());
+            halves.start(now);
         }
-        self.drive_flow(k)
+        self.drive_flow(k, now)
     }
 
     /// Whether flow `flow` is one of this test's users carried by this worker.

@@ -2,6 +2,7 @@
 //! the worker's socket, and each accepted connection's flow.
 
 use super::*;
+use crate::io::exchange::{self, Exchanged};
 
 impl Worker {
     pub(super) fn serve_udp(&mut self) {
@@ -68,15 +69,17 @@ impl Worker {
         }
     }
 
-    pub(super) fn drive(&mut self, k: usize) {
+    /// Drives connection `k` as far as its socket lets it; `now` is a
+    /// recent time (no older than the last event wait).
+    pub(super) fn drive(&mut self, k: usize, now: Instant) {
         let outcome = match self
             .flows
             .get(k)
             .map(|f| matches!(f.logic, Logic::Preamble))
         {
             None => return,
-            Some(true) => self.read_preamble(k),
-            Some(false) => self.drive_flow(k),
+            Some(true) => self.read_preamble(k, now),
+            Some(false) => self.drive_flow(k, now),
         };
         match outcome {
             Io::Close => self.close(k),
@@ -85,7 +88,7 @@ impl Worker {
         }
     }
 
-    pub(super) fn drive_flow(&mut self, k: usize) -> Io {
+    pub(super) fn drive_flow(&mut self, k: usize, now: Instant) -> Io {
         self.last_read = None;
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
@@ -103,64 +106,25 @@ impl Worker {
                 let (Logic::Rr(rr) | Logic::Crr(rr)) = logic else {
                     return Io::Blocked;
                 };
-                loop {
-                    match rr.want() {
-                        Want::Read(n) => {
-                            let n = n.min(self.bufs.read.len());
-                            match conn.read(&mut self.bufs.read[..n]) {
-                                Ok(0) => return Io::Close,
-                                Ok(m) => {
-                                    let now = Instant::now();
-                                    self.last_read = Some(now);
-                                    self.counters.rx(slot, m, now);
-                                    if !rr.read(m) && blocking {
-                                        return Io::Blocked;
-                                    }
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                    return Io::Blocked
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(_) => return Io::Close,
-                            }
-                        }
-                        Want::Write(n) => {
-                            let n = n.min(self.bufs.write.len());
-                            match conn.write(&self.bufs.write[..n]) {
-                                Ok(0) => return Io::Close,
-                                Ok(m) => {
-                                    // The response goes out right after its request's read.
-                                    let now = self.last_read.unwrap_or_else(Instant::now);
-                                    self.counters.tx(slot, m, now);
-                                    if rr.wrote(m) {
-                                        self.counters.transactions(slot, 1, Duration::ZERO, now);
-                                        if crr {
-                                            // Connect-per-transaction: the server closes first.
-                                            return Io::Close;
-                                        }
-                                        // The next request raises a fresh readiness edge.
-                                        return Io::Blocked;
-                                    }
-                                    // Part of a large response went (a blocking write may
-                                    // have waited for room): the rest, and the next turn,
-                                    // are stamped with fresh times.
-                                    self.last_read = None;
-                                    if blocking {
-                                        return Io::Blocked;
-                                    }
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                    // A blocking write waited its 50 ms for room: the
-                                    // loop goes on from a fresh time.
-                                    self.last_read = None;
-                                    return Io::Blocked;
-                                }
-                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                Err(_) => return Io::Close,
-                            }
-                        }
-                        Want::Idle | Want::Done => return Io::Blocked,
-                    }
+                let turn = exchange::Turn {
+                    payload: self.bufs.write,
+                    scratch: &mut self.bufs.read,
+                    counters: &mut self.counters,
+                    slot,
+                    blocking,
+                    // Connect per transaction: the server closes first.
+                    once: crr,
+                };
+                let mut at = now;
+                let moved = exchange::exchange(rr, conn, turn, &mut at, |_| false);
+                // The next turn of a single flow goes on from the time its
+                // last read (or part of a write) ended.
+                self.last_read = (at != now).then_some(at);
+                match moved {
+                    // The next request raises a fresh readiness edge.
+                    Exchanged::Blocked => Io::Blocked,
+                    // The client is done (or gone), or a crr response is out.
+                    Exchanged::Done | Exchanged::Eof | Exchanged::Failed(_) => Io::Close,
                 }
             }
             Logic::Stream(halves) => {

@@ -1,0 +1,58 @@
+//! The trait of a flow that writes and reads in turn on a stream
+//! connection: a request/response flow on either side. It says what it
+//! wants next ([`Want`]) and is told what went and what came, and when; the
+//! worker's one executor of such flows (io/exchange.rs) does the I/O for
+//! every one of them, the client's and the server's alike.
+
+use std::time::{Duration, Instant};
+
+use super::rr::{RrClient, RrServer};
+use super::want::{Completed, Want};
+
+/// A flow that writes and reads in turn.
+pub trait Exchange {
+    /// What it wants next.
+    fn want(&self) -> Want;
+    /// `n` bytes were written at `now`; the transaction this completed, if
+    /// it completed one.
+    fn written(&mut self, n: usize, now: Instant) -> Option<Completed>;
+    /// `n` bytes were read at `now`; the transaction this completed, if it
+    /// completed one. With `stop`, no new transaction starts after it.
+    fn arrived(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed>;
+}
+
+/// The client: a transaction is its request written and its whole response
+/// read, timed from the first byte written.
+impl Exchange for RrClient {
+    fn want(&self) -> Want {
+        RrClient::want(self)
+    }
+
+    fn written(&mut self, n: usize, _now: Instant) -> Option<Completed> {
+        self.wrote(n);
+        None
+    }
+
+    fn arrived(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed> {
+        self.read(n, now, stop)
+    }
+}
+
+/// The server: a transaction is a whole request read and its response
+/// written; the server does not time it (the client does).
+impl Exchange for RrServer {
+    fn want(&self) -> Want {
+        RrServer::want(self)
+    }
+
+    fn written(&mut self, n: usize, _now: Instant) -> Option<Completed> {
+        self.wrote(n).then_some(Completed {
+            took: Duration::ZERO,
+        })
+    }
+
+    fn arrived(&mut self, n: usize, _now: Instant, _stop: bool) -> Option<Completed> {
+        self.read(n);
+        None
+    }
+}
