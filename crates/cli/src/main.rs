@@ -5,7 +5,6 @@
 mod args;
 mod compare;
 mod lab;
-mod live;
 mod mesh;
 mod plan;
 mod progress;
@@ -14,6 +13,7 @@ mod save;
 mod serve;
 mod suite;
 mod table;
+mod watch;
 mod words;
 
 use std::process::ExitCode;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressStyle};
 use linkperf_engine::LiveStats;
 
-use crate::live::Columns;
+use crate::watch::Columns;
 
 /// How often the live throughput is refreshed.
 const TICK: Duration = Duration::from_millis(500);
@@ -106,7 +106,7 @@ impl Progress {
                 if let Some(second) = live.intervals().last() {
                     // One space between figures: the line is cut at the
                     // terminal's width.
-                    let line = crate::live::line(second, &columns);
+                    let line = crate::watch::line(second, &columns);
                     bar.set_message(line.split_whitespace().collect::<Vec<_>>().join(" "));
                 }
                 last = now;

@@ -16,10 +16,10 @@ use linkperf_session::{Daemon, DaemonConfig, DaemonHandle, RunRequest, Target};
 use linkperf_workload::TestSpec;
 
 use crate::args::RunArgs;
-use crate::live::LiveOutput;
 use crate::plan::{plan_run, RunPlan};
 use crate::suite::Judging;
 use crate::table::render_run;
+use crate::watch::LiveOutput;
 use crate::UsageError;
 
 /// Runs one test and reports it.

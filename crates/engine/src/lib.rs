@@ -5,6 +5,7 @@
 //! answers and counts what it saw itself.
 #![warn(missing_docs)]
 
+mod aggregate;
 mod client;
 mod counters;
 mod datagram_counts;
@@ -15,19 +16,18 @@ pub mod live;
 #[cfg(test)]
 mod pair;
 pub mod program;
-mod report;
 mod sampler;
 mod schedule;
 mod server;
 pub mod worker;
 
+pub use aggregate::{aggregate, Aggregate};
 pub use client::{Aborter, ClientConfig, ClientTest};
 pub use counters::Counters;
 pub use datagram_counts::SecondDatagrams;
 pub use error::EngineError;
 pub use io::DataEndpoints;
 pub use live::LiveStats;
-pub use report::{aggregate, Aggregate};
 pub use sampler::{Sampler, WindowCpu};
 pub use schedule::{Phase, Schedule};
 pub use server::{ServerConfig, ServerTest};

@@ -42,9 +42,9 @@ impl fmt::Display for WorkloadKey {
     }
 }
 
-/// The wire's use in one test, over its ok runs.
+/// The link's use in one test, over its ok runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct WireFigures {
+pub struct LinkFigures {
     /// The interface of the busier direction (of the first run).
     pub interface: String,
     /// Mean over the runs of the busier direction's bits per second.
@@ -59,10 +59,10 @@ pub struct WireFigures {
     pub runs: u32,
 }
 
-impl WireFigures {
-    /// The wire of `runs` (those that recorded it); `None` when none did.
+impl LinkFigures {
+    /// The link use of `runs` (those that recorded it); `None` when none did.
     fn of(runs: &[&linkperf_results::Run]) -> Option<Self> {
-        let wires: Vec<&linkperf_results::Wire> =
+        let wires: Vec<&linkperf_results::LinkUse> =
             runs.iter().filter_map(|r| r.wire.as_ref()).collect();
         let busier: Vec<_> = wires.iter().filter_map(|w| w.busier()).collect();
         let first = busier.first()?;
@@ -73,7 +73,7 @@ impl WireFigures {
                 .flat_map(|w| [&w.client_to_server, &w.server_to_client])
                 .flatten()
         };
-        Some(WireFigures {
+        Some(LinkFigures {
             interface: first.interface.clone(),
             bits_per_s: busier.iter().map(|d| d.bits_per_s).sum::<f64>() / n,
             drops: directions().map(|d| d.drops).sum(),
@@ -141,7 +141,7 @@ pub struct TestFigures {
     pub busiest_direction_bytes_per_s: Option<f64>,
     /// What the wire carried in the busier direction (from the sender's own
     /// interface, headers included), over the ok runs that recorded it.
-    pub wire: Option<WireFigures>,
+    pub wire: Option<LinkFigures>,
     /// UDP transactions lost over the ok runs (unanswered within the
     /// timeout); `None` where the test does not count them.
     pub lost_transactions: Option<u64>,
@@ -228,7 +228,7 @@ impl TestFigures {
             metrics,
             missing_runs,
             busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
-            wire: WireFigures::of(&ok),
+            wire: LinkFigures::of(&ok),
             lost_transactions: {
                 let lost: Vec<u64> = ok.iter().filter_map(|r| r.loss.map(|l| l.lost)).collect();
                 (!lost.is_empty()).then(|| lost.iter().sum())

@@ -50,7 +50,7 @@ pub use compare::{
 pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
-pub use figures::{FileFigures, TestFigures, WireFigures, WorkloadKey};
+pub use figures::{FileFigures, LinkFigures, TestFigures, WorkloadKey};
 pub use mesh::{ClassComparison, MeshReport};
 pub use metric::{Better, CpuSide, Metric};
 pub use output::{write_mesh_report, write_report, MeshWritten, Written};

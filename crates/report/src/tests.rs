@@ -383,9 +383,9 @@ fn with_wire(doc: &mut ResultsDocument, users: u32, gbit: f64, drops: u64) {
         .find(|t| t.workload.users == users)
         .unwrap();
     for r in &mut t.runs {
-        r.wire = Some(linkperf_results::Wire {
+        r.wire = Some(linkperf_results::LinkUse {
             client_to_server: None,
-            server_to_client: Some(linkperf_results::WireDirection {
+            server_to_client: Some(linkperf_results::LinkDirection {
                 interface: "lp-s1".into(),
                 queue: Some("tbf".into()),
                 bits_per_s: gbit * 1e9,

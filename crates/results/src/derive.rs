@@ -44,7 +44,7 @@ pub fn derive_run(
         flows: flow_stats(spec, &client, server.as_ref()),
         loss: (spec.protocol == Protocol::Udp && !is_stream(spec))
             .then(|| crate::checks::udp_loss_of(&client)),
-        wire: crate::Wire::of(&client, server.as_ref()),
+        wire: crate::LinkUse::of(&client, server.as_ref()),
         pinned: pinned_cpu(spec, &client, server.as_ref()),
         udp: crate::udp::udp_stream(spec, &client, server.as_ref()),
         checks: Vec::new(),

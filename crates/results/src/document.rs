@@ -450,10 +450,11 @@ pub struct Run {
     /// timeout) and their share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loss: Option<Loss>,
-    /// What the wire carried each way, headers included, read from each
-    /// sender's own interface and its root queue: absent on the loopback.
+    /// What the link carried each way, headers included, read from each
+    /// sender's own interface and its root queue: absent on the loopback
+    /// (`wire` in the document: the schema's name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wire: Option<crate::Wire>,
+    pub wire: Option<crate::LinkUse>,
     /// Each side's CPU from the CPUs it was pinned to, when both sides were
     /// pinned to CPUs the other did not use.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -15,6 +15,7 @@ mod checks;
 mod derive;
 mod document;
 mod error;
+mod link_use;
 mod mesh;
 #[cfg(test)]
 mod reader_never_panics;
@@ -24,7 +25,6 @@ mod stream;
 mod summary;
 mod timestamp;
 mod udp;
-mod wire;
 
 pub use checks::{
     checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
@@ -38,6 +38,7 @@ pub use document::{
     TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
+pub use link_use::{LinkDirection, LinkUse};
 pub use mesh::{MeshRecord, RunAgent, RunAgents};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
@@ -45,4 +46,3 @@ pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_S
 pub use summary::{summarize, TestSummary, UNSTABLE_CV};
 pub use timestamp::{rfc3339, rfc3339_millis};
 pub use udp::{udp_stream, UdpDirection, UdpStream, PACE_TOLERANCE};
-pub use wire::{Wire, WireDirection};

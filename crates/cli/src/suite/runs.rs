@@ -80,7 +80,7 @@ impl Runs<'_> {
                     &head,
                     traffic,
                     live,
-                    crate::live::Columns::of(&test.spec),
+                    crate::watch::Columns::of(&test.spec),
                 );
                 let run_index = doc.find_test(&name).map_or(0, |t| t.runs.len()) as u32 + 1;
                 let (mut run, outcome_env) = execute(self.target, &req, run_index, self.judging);

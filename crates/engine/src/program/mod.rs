@@ -148,7 +148,7 @@ impl ProgramOutcome {
         busy_poll: bool,
         env: &mut linkperf_metrics::Environment,
     ) -> SideReport {
-        let cpu = crate::report::window_cpu(window, asked, self.worker_cpu);
+        let cpu = crate::aggregate::window_cpu(window, asked, self.worker_cpu);
         if let Some(s) = &self.socket {
             s.record(env);
         }

@@ -18,7 +18,7 @@ use crate::io::Conn;
 use crate::live::{LiveStats, Publisher};
 use crate::schedule::Schedule;
 use crate::worker::clock::WindowClock;
-use crate::worker::report::{retransmits_so_far, sample_tcp_info};
+use crate::worker::handover::{retransmits_so_far, sample_tcp_info};
 
 /// What a worker publishes for the live readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

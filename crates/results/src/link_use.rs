@@ -1,4 +1,4 @@
-//! What the wire carried each way over a run's window, read from the sending
+//! What the link carried each way over a run's window, read from the sending
 //! side's own interface and its root queue (headers included, every GSO
 //! segment counted), as opposed to the payload the sockets moved.
 //!
@@ -7,26 +7,29 @@
 //! busiest sending interface, server → client the server's. The loopback is
 //! left out: its one counter carries both directions, so it says nothing
 //! about either.
+//!
+//! In the results document a run keeps it under `wire` (schema v2's name);
+//! in the code "wire" is the control protocol's bytes only (crates/wire).
 
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{sending_link, LinkCounters, SideReport};
 
-/// The wire's use in each direction of one run; a direction is absent when
+/// The link's use in each direction of one run; a direction is absent when
 /// its sender recorded no interface other than the loopback.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Wire {
+pub struct LinkUse {
     /// Client to server, from the client's sending interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client_to_server: Option<WireDirection>,
+    pub client_to_server: Option<LinkDirection>,
     /// Server to client, from the server's sending interface.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_to_client: Option<WireDirection>,
+    pub server_to_client: Option<LinkDirection>,
 }
 
 /// What one interface sent over a window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireDirection {
+pub struct LinkDirection {
     /// The interface, as named in the sender's namespace.
     pub interface: String,
     /// Its root queue discipline (`tbf`, `fq_codel`, …), when it has one that counted.
@@ -44,10 +47,10 @@ pub struct WireDirection {
     pub backlog_bytes: u64,
 }
 
-impl Wire {
+impl LinkUse {
     /// The wire of a run from what each side recorded; `None` when neither
     /// direction is known.
-    pub fn of(client: &SideReport, server: Option<&SideReport>) -> Option<Wire> {
+    pub fn of(client: &SideReport, server: Option<&SideReport>) -> Option<LinkUse> {
         Self::between(
             (&client.links, client.window_s),
             server.map(|s| (&s.links[..], s.window_s)),
@@ -58,8 +61,8 @@ impl Wire {
     pub fn between(
         client: (&[LinkCounters], f64),
         server: Option<(&[LinkCounters], f64)>,
-    ) -> Option<Wire> {
-        let w = Wire {
+    ) -> Option<LinkUse> {
+        let w = LinkUse {
             client_to_server: direction(client),
             server_to_client: server.and_then(direction),
         };
@@ -67,7 +70,7 @@ impl Wire {
     }
 
     /// The direction that carried more bits.
-    pub fn busier(&self) -> Option<&WireDirection> {
+    pub fn busier(&self) -> Option<&LinkDirection> {
         match (&self.client_to_server, &self.server_to_client) {
             (Some(a), Some(b)) => Some(if b.bits_per_s > a.bits_per_s { b } else { a }),
             (a, b) => a.as_ref().or(b.as_ref()),
@@ -84,7 +87,7 @@ impl Wire {
 }
 
 /// What a side's sending interface carried, per second of its window.
-fn direction((links, window_s): (&[LinkCounters], f64)) -> Option<WireDirection> {
+fn direction((links, window_s): (&[LinkCounters], f64)) -> Option<LinkDirection> {
     let link = sending_link(links).filter(|l| l.interface != "lo")?;
     if window_s <= 0.0 || !window_s.is_finite() {
         return None;
@@ -93,7 +96,7 @@ fn direction((links, window_s): (&[LinkCounters], f64)) -> Option<WireDirection>
     let packets = counted.map_or(link.tx_packets, |q| q.packets);
     let drops = link.tx_drops();
     let attempted = packets + drops;
-    Some(WireDirection {
+    Some(LinkDirection {
         interface: link.interface.clone(),
         queue: counted.map(|q| q.kind.clone()),
         bits_per_s: link.wire_tx_bytes() as f64 * 8.0 / window_s,
@@ -140,7 +143,7 @@ mod tests {
             link("lp-c1", 125_000_000, Some((130_000_000, 86_000, 1_000))),
         ];
         let server = [link("lp-s1", 4_000_000, None)];
-        let w = Wire::between((&client, 1.0), Some((&server, 2.0))).unwrap();
+        let w = LinkUse::between((&client, 1.0), Some((&server, 2.0))).unwrap();
         let up = w.client_to_server.as_ref().unwrap();
         assert_eq!(up.interface, "lp-c1");
         assert_eq!(up.queue.as_deref(), Some("tbf"));
@@ -160,9 +163,12 @@ mod tests {
     #[test]
     fn the_loopback_says_nothing_about_a_direction() {
         let lo = [link("lo", 1_000_000, None)];
-        assert_eq!(Wire::between((&lo, 1.0), Some((&lo, 1.0))), None);
-        assert_eq!(Wire::between((&[], 1.0), None), None);
+        assert_eq!(LinkUse::between((&lo, 1.0), Some((&lo, 1.0))), None);
+        assert_eq!(LinkUse::between((&[], 1.0), None), None);
         // A window of no length gives no rate.
-        assert_eq!(Wire::between((&[link("eth0", 10, None)], 0.0), None), None);
+        assert_eq!(
+            LinkUse::between((&[link("eth0", 10, None)], 0.0), None),
+            None
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! What a worker hands back: its counters, its window's CPU and placement,
+//! What a worker hands over at its end: its counters, its window's CPU and placement,
 //! its connections' TCP_INFO and the facts of one of its data sockets.
 
 use std::net::IpAddr;
