@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
-use crate::datagram_counts::{DatagramCounters, SecondDatagrams};
+use crate::datagram_counts::DatagramCounters;
 use crate::flow::udp_stream::Arrival;
+use crate::live::LiveInterval;
 use crate::schedule::Schedule;
 
 /// Distinct error messages kept per worker for the report.
@@ -41,26 +42,6 @@ struct FlowSlot {
 
 /// A flow's place in a worker's [`Counters`].
 pub type FlowSlotId = usize;
-
-/// One second of traffic as one worker counted it, for live display.
-#[derive(Debug, Clone)]
-pub(crate) struct Second {
-    /// Seconds since the window opened (negative in the warm-up).
-    pub start_s: f64,
-    /// Its length: 1 s, or less for the warm-up's and the window's last, or
-    /// for the second in which counting stopped.
-    pub length_s: f64,
-    /// A second of the warm-up, not of the window.
-    pub warmup: bool,
-    pub tx_bytes: u64,
-    pub rx_bytes: u64,
-    pub transactions: u64,
-    pub errors: u64,
-    /// Its transaction times, where they are recorded.
-    pub latency: Option<LatencyRecorder>,
-    /// A UDP stream's datagrams received in it, where this side receives one.
-    pub datagrams: Option<SecondDatagrams>,
-}
 
 /// One worker's counters for one test.
 #[derive(Debug)]
@@ -395,7 +376,7 @@ impl Counters {
     /// The seconds over by `now` that were not taken before, in order; they
     /// are sealed (see the module's documentation). From the first call on,
     /// each second's transaction times are kept until taken.
-    pub(crate) fn take_seconds(&mut self, now: Instant) -> Vec<Second> {
+    pub(crate) fn take_seconds(&mut self, now: Instant) -> Vec<LiveInterval> {
         self.keep_latency = true;
         let Some(s) = self.schedule else {
             return Vec::new();
@@ -411,7 +392,7 @@ impl Counters {
 
     /// Every second not taken yet, up to where counting stopped: for when
     /// the worker is done.
-    pub(crate) fn take_rest(&mut self) -> Vec<Second> {
+    pub(crate) fn take_rest(&mut self) -> Vec<LiveInterval> {
         self.keep_latency = true;
         let Some(s) = self.schedule else {
             return Vec::new();
@@ -420,7 +401,7 @@ impl Counters {
         self.seal(&s, ran.max(self.sealed))
     }
 
-    fn seal(&mut self, s: &Schedule, upto: usize) -> Vec<Second> {
+    fn seal(&mut self, s: &Schedule, upto: usize) -> Vec<LiveInterval> {
         if self.latency_second < upto {
             self.fold_second_latency();
         }
@@ -454,7 +435,7 @@ impl Counters {
                 latency = Some(LatencyRecorder::new());
             }
             let b = self.buckets.get(i).copied().unwrap_or_default();
-            out.push(Second {
+            out.push(LiveInterval {
                 start_s,
                 length_s,
                 warmup,
@@ -462,6 +443,8 @@ impl Counters {
                 rx_bytes: b.rx,
                 transactions: b.txns,
                 errors: b.errors,
+                // Read by the publisher, which hands the seconds over.
+                retransmits: None,
                 latency,
                 datagrams: self.datagrams.second(i),
             });
@@ -765,8 +748,8 @@ mod tests {
             }
         }
         taken.extend(c.take_rest());
-        let warm: Vec<&Second> = taken.iter().filter(|s| s.warmup).collect();
-        let window: Vec<&Second> = taken.iter().filter(|s| !s.warmup).collect();
+        let warm: Vec<&LiveInterval> = taken.iter().filter(|s| s.warmup).collect();
+        let window: Vec<&LiveInterval> = taken.iter().filter(|s| !s.warmup).collect();
         assert_eq!(warm.len(), 1);
         let iv = c.intervals();
         assert_eq!(window.len(), iv.len());

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_metrics::{LatencyRecorder, Totals};
 
-use crate::counters::{Counters, Second};
+use crate::counters::Counters;
 use crate::datagram_counts::SecondDatagrams;
 
 /// How often a worker publishes.
@@ -58,21 +58,6 @@ pub struct LiveInterval {
 }
 
 impl LiveInterval {
-    fn from_second(s: Second) -> Self {
-        LiveInterval {
-            start_s: s.start_s,
-            length_s: s.length_s,
-            warmup: s.warmup,
-            tx_bytes: s.tx_bytes,
-            rx_bytes: s.rx_bytes,
-            transactions: s.transactions,
-            errors: s.errors,
-            retransmits: None,
-            latency: s.latency,
-            datagrams: s.datagrams,
-        }
-    }
-
     /// Adds `other`'s counts to these: the same second of another worker,
     /// or a following second (the caller then extends `length_s`).
     pub fn add(&mut self, other: &LiveInterval) {
@@ -307,7 +292,7 @@ impl Publisher {
         live.hand_over(w, &mut self.unsent, true);
     }
 
-    fn add<I>(&mut self, seconds: Vec<Second>, retransmits: impl FnOnce() -> I)
+    fn add<I>(&mut self, seconds: Vec<LiveInterval>, retransmits: impl FnOnce() -> I)
     where
         I: IntoIterator<Item = Option<u32>>,
     {
@@ -317,7 +302,7 @@ impl Publisher {
         let read = self.retransmits_since(retransmits());
         let n = seconds.len();
         for (k, s) in seconds.into_iter().enumerate() {
-            let mut iv = LiveInterval::from_second(s);
+            let mut iv = s;
             if k + 1 == n {
                 iv.retransmits = read;
             }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
 use linkperf_engine::io::gate::{Gate, Greeting, Presented};
+use linkperf_engine::io::{accept_next, Accept, Conn, Listener};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -172,7 +173,7 @@ impl Iperf3Server {
         let gate = Gate::new(CookieGreeting, cfg.max_pending, cfg.handshake_timeout);
         let mut acceptor = Acceptor {
             driver,
-            listener: self.listener,
+            listener: Listener::Tcp(self.listener),
             shared: self.shared.clone(),
             stop,
             pending: HashMap::new(),
@@ -212,7 +213,7 @@ struct Pending {
 /// most the handshake timeout) until their cookie routes them.
 struct Acceptor {
     driver: Driver,
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
     pending: HashMap<usize, Pending>,
@@ -256,34 +257,37 @@ impl Flows for Acceptor {
 impl Acceptor {
     fn accept(&mut self) {
         loop {
-            match self.listener.accept() {
-                Ok((mut stream, peer)) => {
-                    let token = self.next_token;
-                    self.next_token = self.next_token.wrapping_add(1).max(FIRST_CONN);
-                    let registry = self.driver.registry();
-                    if registry
-                        .register(&mut stream, Token(token), Interest::READABLE)
-                        .is_err()
-                    {
-                        continue;
-                    }
-                    self.seq += 1;
-                    let seq = self.seq;
-                    self.pending.insert(token, Pending { stream, peer, seq });
-                    if let Some(oldest) = self.gate.admit(token, Instant::now()) {
-                        self.close(oldest);
-                    }
-                    // The cookie is often there already.
-                    self.read_cookie(token);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
+            let stream = match accept_next(&self.listener) {
+                Accept::Conn(Conn::Tcp(stream)) => stream,
+                Accept::Conn(_) => continue,
+                Accept::Drained => return,
+                Accept::Stopped(_) => {
                     // Out of descriptors or similar: the backlog waits a moment.
                     self.retry_accept = Some(Instant::now() + ACCEPT_RETRY);
                     return;
                 }
+            };
+            let Ok(peer) = stream.peer_addr() else {
+                continue; // reset before it was taken
+            };
+            let mut stream = stream;
+            let token = self.next_token;
+            self.next_token = self.next_token.wrapping_add(1).max(FIRST_CONN);
+            let registry = self.driver.registry();
+            if registry
+                .register(&mut stream, Token(token), Interest::READABLE)
+                .is_err()
+            {
+                continue;
             }
+            self.seq += 1;
+            let seq = self.seq;
+            self.pending.insert(token, Pending { stream, peer, seq });
+            if let Some(oldest) = self.gate.admit(token, Instant::now()) {
+                self.close(oldest);
+            }
+            // The cookie is often there already.
+            self.read_cookie(token);
         }
     }
 
