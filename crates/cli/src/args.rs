@@ -4,7 +4,10 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use linkperf_workload::{BitsPerSecond, Bytes, CpuList, PlacementPolicy, Protocol, Workload};
+use linkperf_workload::{
+    Arrival, BitsPerSecond, Bytes, CpuList, PlacementPolicy, Protocol, TransactionsPerSecond,
+    Workload,
+};
 
 /// Default control port of `linkperf serve`.
 pub const DEFAULT_PORT: u16 = 7410;
@@ -65,6 +68,14 @@ fn parse_var(s: &str) -> Result<(String, String), String> {
 
 fn parse_protocol(s: &str) -> Result<Protocol, String> {
     s.parse::<Protocol>().map_err(|e| e.to_string())
+}
+
+fn parse_offered(s: &str) -> Result<TransactionsPerSecond, String> {
+    linkperf_workload::parse_offered(s).map_err(|e| e.to_string())
+}
+
+fn parse_arrival(s: &str) -> Result<Arrival, String> {
+    s.parse::<Arrival>().map_err(|e| e.to_string())
 }
 
 fn parse_rate(s: &str) -> Result<BitsPerSecond, String> {
@@ -243,6 +254,19 @@ pub struct RunArgs {
     /// bit/s; k, m, g are powers of 1000); 0: as fast as the socket takes (default: 1m).
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<BitsPerSecond>,
+    /// Open loop: transactions offered per second over all users (50k is 50,000; k, m, g
+    /// are powers of 1000), each sent when due and timed from then, whatever the answers do.
+    /// Request/response workloads only. Default: closed loop (each user's next request goes
+    /// when its answer came).
+    #[arg(long, value_name = "RATE", value_parser = parse_offered)]
+    pub offered: Option<TransactionsPerSecond>,
+    /// Open loop: how arrivals are spaced: poisson (exponential gaps) or fixed (evenly).
+    #[arg(long, value_name = "poisson|fixed", default_value = "poisson", value_parser = parse_arrival, requires = "offered")]
+    pub arrival: Arrival,
+    /// Open loop: transactions each connection may have outstanding; an arrival past them
+    /// waits (counted late), and one that finds 2 s of arrivals waiting is dropped (counted).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "offered")]
+    pub max_outstanding: u32,
     /// Concurrent users, each a flow with its own connection.
     #[arg(long, short, default_value_t = 1)]
     pub users: u32,

@@ -6,7 +6,9 @@ use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{
     check_runnable, load_profile_warned, profile_spec, split_by_host,
 };
-use linkperf_workload::{CpuList, Placement, Protocol, Side, SocketOptions, TestSpec, Threads};
+use linkperf_workload::{
+    CpuList, OfferedLoad, Placement, Protocol, Side, SocketOptions, TestSpec, Threads,
+};
 
 use crate::args::{PlacementArgs, RunArgs, TargetArgs};
 
@@ -224,6 +226,21 @@ pub fn unix_reaches(spec: &TestSpec, target: Option<&Target>) -> anyhow::Result<
     Ok(())
 }
 
+/// An open-loop test runs against one server, over TCP or Unix sockets:
+/// its schedule's checks are the one client's.
+pub fn open_loop_runs(spec: &TestSpec, target: Option<&Target>) -> anyhow::Result<()> {
+    if spec.offered.is_none() {
+        return Ok(());
+    }
+    if target.is_some_and(|t| t.address.contains(',')) {
+        anyhow::bail!("--offered runs against one server; --server names several");
+    }
+    if spec.protocol == Protocol::Udp {
+        anyhow::bail!("--offered runs over tcp or unix; udp carries closed-loop request/response");
+    }
+    Ok(())
+}
+
 /// What this host must have for `spec`'s data sockets: its congestion
 /// control (the server checks its own host).
 pub fn usable_here(spec: &TestSpec) -> anyhow::Result<()> {
@@ -246,6 +263,11 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
         spec.warmup = a.warmup;
         spec.udp_timeout = a.udp_timeout;
         spec.rate = a.rate;
+        spec.offered = a.offered.map(|rate| OfferedLoad {
+            rate,
+            arrival: a.arrival,
+            max_outstanding: a.max_outstanding,
+        });
         if let Some(default) = spec.stream_rate() {
             // Recorded as it runs, the default included.
             spec.rate.get_or_insert(default);
@@ -267,6 +289,7 @@ pub fn plan_run(a: &RunArgs, command_line: Vec<String>) -> anyhow::Result<RunPla
     }
     let target = run_target(&a.target)?;
     unix_reaches(&spec, target.as_ref())?;
+    open_loop_runs(&spec, target.as_ref())?;
     // A profile that names its hosts runs on their servers, not an embedded one.
     let embedded = target.is_none() && profile_parts.iter().all(|(host, _)| host.is_none());
     let (client, server) = placements(&a.placement, &PlacementOverrides::default(), embedded)?;

@@ -131,6 +131,7 @@ impl Aggregate {
             udp: c.datagrams.report(),
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: c.open.as_ref().map(|t| t.record(window_s.ceil() as usize)),
         }
     }
 }

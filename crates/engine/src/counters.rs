@@ -15,8 +15,10 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
 
 use crate::datagram_counts::DatagramCounters;
+use crate::flow::open_loop::Event as OpenEvent;
 use crate::flow::udp_stream::Arrival;
 use crate::live::LiveInterval;
+use crate::open_tally::{self, OpenTally};
 use crate::schedule::Schedule;
 
 /// Distinct error messages kept per worker for the report.
@@ -90,6 +92,8 @@ pub struct Counters {
     flows: Vec<FlowSlot>,
     /// A UDP stream's datagrams.
     pub datagrams: DatagramCounters,
+    /// An open-loop client's schedule (its extension of these counts).
+    pub open: Option<Box<OpenTally>>,
 }
 
 impl Counters {
@@ -120,6 +124,7 @@ impl Counters {
             error_samples: Vec::new(),
             flows: Vec::new(),
             datagrams: DatagramCounters::default(),
+            open: None,
         }
     }
 
@@ -539,6 +544,55 @@ impl Counters {
         };
         self.flows.extend_from_slice(&other.flows);
         self.datagrams.merge(&other.datagrams);
+        if let Some(o) = &other.open {
+            match &mut self.open {
+                Some(t) => t.merge(o),
+                None => self.open = Some(o.clone()),
+            }
+        }
+    }
+
+    /// Whether `at` is in the window (and before a stop).
+    fn inside(&self, at: Instant) -> bool {
+        self.schedule
+            .is_some_and(|s| open_tally::within(at, s.measure_from, self.end(&s)))
+    }
+
+    /// What an open-loop user's schedule did, counted where it fell in the
+    /// window: an arrival by when it was due, a send by when it went.
+    pub fn open_event(&mut self, e: &OpenEvent) {
+        let inside = match *e {
+            OpenEvent::Arrived { due, .. } | OpenEvent::Dropped(due) => self.inside(due),
+            OpenEvent::Sent { sent, .. } => self.inside(sent),
+        };
+        let Some(t) = self.open.as_mut().filter(|_| inside) else {
+            return;
+        };
+        match *e {
+            OpenEvent::Arrived { late, .. } => t.arrived(late),
+            OpenEvent::Dropped(_) => t.dropped(),
+            OpenEvent::Sent {
+                due,
+                sent,
+                waited,
+                gap,
+            } => t.sent(sent.saturating_duration_since(due), waited, gap),
+        }
+    }
+
+    /// An open-loop transaction completed at `now`, `took` from its due
+    /// time and `service` from its send.
+    pub fn open_completed(&mut self, took: Duration, service: Duration, now: Instant) {
+        let Some(s) = self.schedule else {
+            return;
+        };
+        if !self.inside(now) {
+            return;
+        }
+        let second = (now - s.measure_from).as_secs() as usize;
+        if let Some(t) = self.open.as_mut() {
+            t.completed(second, took, service);
+        }
     }
 
     /// The per-second intervals of the window: every second of it, or, when

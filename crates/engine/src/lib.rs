@@ -13,6 +13,7 @@ mod error;
 pub mod flow;
 pub mod io;
 pub mod live;
+mod open_tally;
 #[cfg(test)]
 mod pair;
 pub mod program;

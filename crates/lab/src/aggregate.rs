@@ -309,8 +309,10 @@ fn merge_sides(sides: &[(&SideReport, u32)]) -> SideReport {
             }
             e
         },
-        // Profile runs are not aggregated over parts.
+        // Profile runs are not aggregated over parts, nor open-loop tests
+        // (refused up front: their schedules' checks are each part's own).
         profile: None,
+        open_loop: None,
         latency_histogram,
         flows: FlowCounts::merged(&shifted.iter().collect::<Vec<_>>()),
         udp: reports.iter().filter_map(|s| s.udp).reduce(|mut a, b| {

@@ -308,6 +308,51 @@ pub struct SideReport {
     /// one host, what each side's CPUs did, whoever's code it was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pinned_cpus: Vec<CpuShare>,
+    /// An open-loop test's schedule as this side kept it (the client's
+    /// side of an open-loop test only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopRecord>,
+}
+
+/// What an open-loop client's schedule came to over the window: its
+/// arrivals and what became of them, each transaction's service time (from
+/// its send; the transaction time `latency` runs from when it was due),
+/// how late the generator sent what it had room to send, and what the
+/// checks of the schedule need.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopRecord {
+    /// Arrivals that came due in the window.
+    pub arrivals: u64,
+    /// Of them, sent.
+    pub sent: u64,
+    /// Arrivals that found their connection's outstanding transactions at
+    /// their bound and waited (the server or the path slow).
+    pub late: u64,
+    /// Arrivals dropped: too many were waiting on their connection.
+    pub dropped: u64,
+    /// Arrivals sent more than a millisecond after they were due although
+    /// their connection had room: the generator fell behind.
+    pub behind: u64,
+    /// Service times (from the send to the whole answer), µs.
+    pub service: Option<LatencySummary>,
+    /// Their histogram, in the compact text form of `latency_histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_histogram: Option<String>,
+    /// How long after it was due each arrival with room was sent, µs: the
+    /// pacing error.
+    pub pacing: Option<LatencySummary>,
+    /// The pacing error's histogram, compact text form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_histogram: Option<String>,
+    /// The 99th percentile of the transaction time (from the due time) in
+    /// each second of the window, µs (`None` for a second without one).
+    #[serde(default)]
+    pub seconds_p99_us: Vec<Option<f64>>,
+    /// A sample of the gaps between one user's consecutive sends that did
+    /// not wait, ns: what the generator produced, for the check of the
+    /// arrivals' distribution.
+    #[serde(default)]
+    pub gaps_ns: Vec<u64>,
 }
 
 /// What a profile run measured, per transaction element and per flowop type.

@@ -65,6 +65,13 @@ pub enum CheckName {
     Interrupted,
     /// UDP loss within the user's bound.
     UdpLoss,
+    /// An open loop's generator sent what was asked: the offered rate, and
+    /// arrivals spaced as asked.
+    ArrivalFidelity,
+    /// An open loop's generator kept its schedule (it did not fall behind).
+    ClientSaturated,
+    /// An open loop's per-second rate and p99 hold without a trend.
+    Stationarity,
 }
 
 impl CheckName {
@@ -78,6 +85,9 @@ impl CheckName {
             CheckName::HostNoise => "host_noise",
             CheckName::Interrupted => "interrupted",
             CheckName::UdpLoss => "udp_loss",
+            CheckName::ArrivalFidelity => "arrival_fidelity",
+            CheckName::ClientSaturated => "client_saturated",
+            CheckName::Stationarity => "stationarity",
         }
     }
 }
@@ -112,7 +122,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(
+    pub(crate) fn new(
         name: CheckName,
         status: CheckStatus,
         value: Option<f64>,
@@ -128,11 +138,17 @@ impl Check {
         }
     }
 
-    fn na(name: CheckName, why: impl Into<String>) -> Self {
+    pub(crate) fn na(name: CheckName, why: impl Into<String>) -> Self {
         Check::new(name, CheckStatus::NotApplicable, None, None, why.into())
     }
 
-    fn judged(name: CheckName, pass: bool, value: f64, bound: f64, detail: String) -> Self {
+    pub(crate) fn judged(
+        name: CheckName,
+        pass: bool,
+        value: f64,
+        bound: f64,
+        detail: String,
+    ) -> Self {
         let status = if pass {
             CheckStatus::Pass
         } else {
@@ -266,7 +282,7 @@ pub fn judge_run(run: &mut Run, j: &Judge<'_>) {
 
 /// Every check of `run`, in [`CheckName`] order.
 pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
-    vec![
+    let mut checks = vec![
         littles_law(run, j),
         stalled_interval(run),
         cpu_window(run),
@@ -274,7 +290,12 @@ pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
         host_noise(run, j),
         interrupted(run, j),
         udp_loss(run, j),
-    ]
+    ];
+    // An open loop's schedule is checked too (a closed loop's list is as it was).
+    if j.spec.offered.is_some() {
+        checks.extend(crate::open_loop::checks(run));
+    }
+    checks
 }
 
 fn is_profile(spec: &TestSpec) -> bool {
@@ -283,6 +304,12 @@ fn is_profile(spec: &TestSpec) -> bool {
 
 fn littles_law(run: &Run, j: &Judge<'_>) -> Check {
     let name = CheckName::LittlesLaw;
+    if j.spec.offered.is_some() {
+        return Check::na(
+            name,
+            "an open loop's users send on schedule, not when their answers come: it is not a closed loop",
+        );
+    }
     match &j.spec.workload {
         Workload::Rr { .. } | Workload::Mix { .. } => {}
         Workload::Crr { .. } => {
@@ -695,6 +722,7 @@ mod tests {
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         }
     }
 

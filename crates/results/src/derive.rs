@@ -47,6 +47,7 @@ pub fn derive_run(
         wire: crate::LinkUse::of(&client, server.as_ref()),
         pinned: pinned_cpu(spec, &client, server.as_ref()),
         udp: crate::udp::udp_stream(spec, &client, server.as_ref()),
+        open_loop: crate::open_loop::open_loop(spec, &client),
         checks: Vec::new(),
         parts: Vec::new(),
         agents: None,
@@ -83,6 +84,7 @@ pub fn failed_run(run: u32, started: String, status: RunStatus, error: String) -
         wire: None,
         pinned: None,
         udp: None,
+        open_loop: None,
         checks: Vec::new(),
         parts: Vec::new(),
         agents: None,
@@ -473,6 +475,7 @@ mod tests {
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         }
     }
 

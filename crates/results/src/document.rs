@@ -463,6 +463,10 @@ pub struct Run {
     /// loss rate and jitter, and the senders' pace, per direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<crate::UdpStream>,
+    /// An open-loop test's schedule: offered and achieved rates, what
+    /// became of the arrivals, service times and pacing errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<crate::OpenLoop>,
     /// The validity checks, in a fixed order (see [`crate::CheckName`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<crate::Check>,

@@ -17,6 +17,7 @@ mod document;
 mod error;
 mod link_use;
 mod mesh;
+mod open_loop;
 #[cfg(test)]
 mod reader_never_panics;
 mod space;
@@ -40,6 +41,7 @@ pub use document::{
 pub use error::ResultsError;
 pub use link_use::{LinkDirection, LinkUse};
 pub use mesh::{MeshRecord, RunAgent, RunAgents};
+pub use open_loop::{open_loop, OpenLoop, BEHIND_BOUND, RATE_TOLERANCE};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;
 pub use stream::{StreamError, StreamEvent, StreamInterval, StreamStart, STREAM_SCHEMA};

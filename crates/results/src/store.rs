@@ -445,6 +445,7 @@ mod tests {
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         }
     }
 

@@ -250,6 +250,7 @@ mod tests {
             udp: Some(udp),
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         }
     }
 

@@ -654,6 +654,7 @@ mod tests {
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         }
     }
 
@@ -673,6 +674,7 @@ mod tests {
             },
             udp_timeout: Duration::from_nanos(250_000_001),
             rate: None,
+            offered: None,
         }
     }
 

@@ -30,6 +30,10 @@ pub enum WorkloadError {
     /// A rate such as `100m` could not be read.
     #[error("{0}")]
     Rate(String),
+    /// An offered load (rate, arrival, outstanding) could not be read or
+    /// cannot run.
+    #[error("{0}")]
+    Offered(String),
     /// A CPU list such as `0-3,6` could not be read.
     #[error("invalid CPU list '{0}': expected numbers and ranges such as 0,2-3")]
     CpuList(String),

@@ -14,6 +14,7 @@ mod cpus;
 mod duration;
 mod error;
 mod mix;
+mod offered;
 #[cfg(test)]
 mod parsers_never_panic;
 pub mod profile;
@@ -29,6 +30,10 @@ pub use cpus::{CpuList, PlacementPolicy, Side};
 pub use duration::parse_duration;
 pub use error::WorkloadError;
 pub use mix::{MixEntry, TransactionSizes, MAX_MIX_ENTRIES, MAX_MIX_WEIGHT};
+pub use offered::{
+    label as offered_label, parse_offered, Arrival, OfferedLoad, TransactionsPerSecond,
+    MAX_OFFERED, MAX_OUTSTANDING,
+};
 pub use rate::{BitsPerSecond, RateError};
 pub use size::{parse_percent, Bytes};
 pub use spec::{

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::offered::{self, OfferedLoad};
 use crate::{BitsPerSecond, CpuList, PlacementPolicy, Side, Workload, WorkloadError};
 
 /// Bytes of linkperf header in front of every UDP datagram's payload
@@ -213,6 +214,11 @@ pub struct TestSpec {
     /// [`DEFAULT_UDP_RATE`], a rate of 0 no pace. See [`TestSpec::stream_rate`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<BitsPerSecond>,
+    /// Open loop: transactions offered at this load over all users, each
+    /// timed from when it was due; `None` is closed loop (each user's next
+    /// request goes when its last answer came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<OfferedLoad>,
 }
 
 /// Most users in one test.
@@ -235,6 +241,7 @@ impl TestSpec {
             socket: SocketOptions::default(),
             udp_timeout: Duration::from_millis(250),
             rate: None,
+            offered: None,
         }
     }
 
@@ -260,12 +267,17 @@ impl TestSpec {
     }
 
     /// The test's name in the study's form: `rr1c-200x1000--50`; a protocol other
-    /// than TCP is appended: `rr1c-1x1--50--udp`, and a UDP stream's pace to its
-    /// workload: `str-readx1400@100m--1--udp`.
+    /// than TCP is appended: `rr1c-1x1--50--udp`, a UDP stream's pace to its
+    /// workload: `str-readx1400@100m--1--udp`, and an offered load last:
+    /// `rr1c-1x1--50--50k/s`.
     pub fn name(&self) -> String {
-        match self.protocol {
+        let name = match self.protocol {
             Protocol::Tcp => format!("{}--{}", self.workload_name(), self.users),
             p => format!("{}--{}--{}", self.workload_name(), self.users, p),
+        };
+        match &self.offered {
+            Some(load) => format!("{name}--{}/s", offered::label(load.rate)),
+            None => name,
         }
     }
 
@@ -336,6 +348,16 @@ impl TestSpec {
             if r > MAX_UDP_RATE {
                 return Err(WorkloadError::Invalid(format!(
                     "rate {r} is faster than 1 Tbit/s per user"
+                )));
+            }
+        }
+        if let Some(load) = &self.offered {
+            load.check()?;
+            if !matches!(self.workload, Workload::Rr { .. } | Workload::Mix { .. }) {
+                return Err(WorkloadError::Offered(format!(
+                    "an offered load runs request/response on persistent connections (rr, mix); \
+                     {} is not one",
+                    self.workload.name()
                 )));
             }
         }

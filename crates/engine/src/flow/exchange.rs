@@ -48,6 +48,7 @@ impl Exchange for RrServer {
     fn written(&mut self, n: usize, _now: Instant) -> Option<Completed> {
         self.wrote(n).then_some(Completed {
             took: Duration::ZERO,
+            service: None,
         })
     }
 

@@ -3,7 +3,8 @@
 //! told what happened and when; it never touches a socket or a clock
 //! itself. The worker does the I/O and passes the time in.
 //!
-//! - request/response (rr.rs), streams (stream.rs), UDP streams
+//! - request/response (rr.rs), open-loop request/response (open_loop.rs:
+//!   arrivals on a schedule, timed from when they were due), streams (stream.rs), UDP streams
 //!   (udp_stream.rs: the paced sender, the receiver's sequence accounting);
 //! - what they all share: what a flow wants (want.rs), the one pacer
 //!   (pace.rs) and the one interarrival jitter (jitter.rs), which the
@@ -11,6 +12,7 @@
 
 mod exchange;
 mod jitter;
+pub mod open_loop;
 mod pace;
 mod rr;
 mod stream;
@@ -19,6 +21,7 @@ mod want;
 
 pub use exchange::Exchange;
 pub use jitter::Jitter;
+pub use open_loop::{OpenCounts, OpenLoop};
 pub use pace::{Pacer, MAX_CATCH_UP};
 pub use rr::{RrClient, RrServer};
 pub use stream::{StreamRx, StreamTx};

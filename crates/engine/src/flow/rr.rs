@@ -112,7 +112,10 @@ impl RrClient {
             self.state = RrClientState::Sending { left: self.request };
             self.started = Some(now);
         }
-        Some(Completed { took })
+        Some(Completed {
+            took,
+            service: None,
+        })
     }
 
     /// Moves to the next transaction number and its sizes.

@@ -67,7 +67,10 @@ impl StreamTx {
             self.running = false;
             self.done = true;
         }
-        Some(Completed { took })
+        Some(Completed {
+            took,
+            service: None,
+        })
     }
 
     /// Stops at once, mid-message or not.

@@ -19,8 +19,12 @@ pub enum Want {
 /// A finished transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completed {
-    /// How long it took.
+    /// How long it took: from its first byte written, or for an open-loop
+    /// transaction from when it was due.
     pub took: Duration,
+    /// An open-loop transaction's service time: from its first byte
+    /// written (`took` less the time it waited to be sent).
+    pub service: Option<Duration>,
 }
 
 /// A byte count as a length the socket calls take.

@@ -110,6 +110,9 @@ pub fn exchange(
                         t.counters.rx(t.slot, k, *now);
                         if let Some(done) = flow.arrived(k, *now, stop(*now)) {
                             t.counters.transactions(t.slot, 1, done.took, *now);
+                            if let Some(service) = done.service {
+                                t.counters.open_completed(done.took, service, *now);
+                            }
                             if t.once {
                                 return Exchanged::Done;
                             }

@@ -173,6 +173,7 @@ impl ProgramOutcome {
             udp: None,
             links: Vec::new(),
             pinned_cpus: Vec::new(),
+            open_loop: None,
         };
         if let Some(w) = window {
             w.fill(&mut report);

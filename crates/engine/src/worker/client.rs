@@ -18,11 +18,12 @@ use mio::{Events, Interest, Token};
 
 use crate::counters::Counters;
 use crate::flow::udp_stream::UdpStreamHalves;
-use crate::flow::{RrClient, Want};
+use crate::flow::{OpenLoop, RrClient, Want};
 use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
 use crate::io::{Dial, DialError};
 use crate::live::LiveStats;
+use crate::open_tally::OpenTally;
 use crate::schedule::{Phase, Schedule};
 use crate::worker::driver::{self, Driver, Flows, Polled, Turn};
 use crate::worker::signals::{Parked, Signals};
@@ -66,6 +67,11 @@ enum Logic {
     Stream(StreamHalves),
     /// Boxed: its receiver's bitmap makes it the largest by far.
     UdpStream(Box<UdpStreamHalves>),
+    /// An open-loop user, and the arrival its timer is armed for.
+    Open {
+        user: Box<OpenLoop>,
+        armed: Option<Instant>,
+    },
 }
 
 struct Flow {
@@ -162,6 +168,14 @@ fn new_logic(spec: &TestSpec, flow: u32, tag: u32) -> Logic {
         request: 1,
         response: 1,
     });
+    if let Some(load) = &spec.offered {
+        let seed = u64::from(tag) << 32 | u64::from(flow);
+        let user = OpenLoop::new(sizes, flow, spec.users, load, seed, Instant::now());
+        return Logic::Open {
+            user: Box::new(user),
+            armed: None,
+        };
+    }
     let rr = RrClient::with_sizes(sizes, flow);
     match (w, protocol) {
         (_, Protocol::Udp) => Logic::Udp(rr),
@@ -216,6 +230,15 @@ impl Worker {
         let mut counters = Counters::new(true);
         for f in &flows {
             counters.add_flow(f.id);
+        }
+        let mut driver = driver;
+        if spec.offered.is_some() {
+            let seed = u64::from(token.session_tag()) << 32 | u64::from(id);
+            counters.open = Some(Box::new(OpenTally::new(seed)));
+            // Its arrivals are due to the microsecond. Without the precise
+            // timer (no timerfd) it keeps them to the millisecond: the
+            // pacing error it records says so.
+            let _ = driver.precise();
         }
         let largest = spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
         Worker {
@@ -388,6 +411,12 @@ impl Worker {
                     }
                 }
                 (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
+                (Logic::Open { armed, .. }, Stage::Open) => {
+                    if *armed == Some(at) {
+                        *armed = None;
+                    }
+                    self.drive(i, schedule, now);
+                }
                 (Logic::UdpStream(h), Stage::Open) => {
                     if h.armed == Some(at) {
                         h.armed = None;

@@ -22,6 +22,7 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use crate::io::Conn;
 use crate::schedule::Schedule;
 use crate::worker::signals::{Parked, Signals};
+use crate::worker::wake::{Wake, WAKE};
 
 /// Token of a worker's waker.
 pub const WAKER: Token = Token(usize::MAX);
@@ -68,6 +69,9 @@ pub struct Driver {
     pub(crate) timers: Timers,
     /// Flows to drive again without waiting for an event.
     again: Vec<usize>,
+    /// A precise wake-up, when the worker keeps a schedule to the
+    /// microsecond (an open-loop generator).
+    wake: Option<Wake>,
 }
 
 impl Driver {
@@ -82,8 +86,20 @@ impl Driver {
             busy_poll,
             timers: Timers::default(),
             again: Vec::new(),
+            wake: None,
         };
         Ok((driver, waker))
+    }
+
+    /// Makes the wait end at its timers' deadlines to the microsecond,
+    /// rather than at epoll's next whole millisecond (plus the kernel's
+    /// slack): for a worker that keeps a schedule (an open-loop generator).
+    /// One more system call per sleep.
+    pub fn precise(&mut self) -> io::Result<()> {
+        if self.wake.is_none() {
+            self.wake = Some(Wake::new(self.poll.registry())?);
+        }
+        Ok(())
     }
 
     /// Where sockets are registered.
@@ -133,6 +149,14 @@ impl Driver {
     /// Waits for readiness into `events`, at most `timeout`. A signal that
     /// interrupts the wait is no error: the events are then empty.
     pub fn wait(&mut self, events: &mut Events, timeout: Duration) -> io::Result<()> {
+        let mut timeout = timeout;
+        if let Some(w) = &self.wake {
+            // A sleep that ends before the wait's next whole millisecond
+            // ends on the timer instead, to the microsecond.
+            if !timeout.is_zero() && timeout < MAX_SLEEP && w.arm(timeout).is_ok() {
+                timeout += Duration::from_millis(1);
+            }
+        }
         match self.poll.poll(events, Some(timeout)) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 events.clear();
@@ -250,7 +274,7 @@ pub fn run<F: Flows + ?Sized>(flows: &mut F, events: &mut Events) -> io::Result<
         flows.driver().wait(events, timeout)?;
         let now = Instant::now();
         for ev in events.iter() {
-            if ev.token() != WAKER {
+            if ev.token() != WAKER && ev.token() != WAKE {
                 flows.event(ev, now);
             }
         }

@@ -13,6 +13,7 @@ pub(crate) mod handover;
 pub(crate) mod profile;
 pub(crate) mod server;
 pub(crate) mod signals;
+pub(crate) mod wake;
 pub(crate) mod window;
 
 pub use buffers::{payload, Buffers, BUFFER_BYTES_PER_WORKER};

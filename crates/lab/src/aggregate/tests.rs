@@ -95,6 +95,7 @@ fn side(rx: u64, transactions: u64, mean_us: f64, p99: f64, busy: f64) -> SideRe
         udp: None,
         links: Vec::new(),
         pinned_cpus: Vec::new(),
+        open_loop: None,
     }
 }
 

@@ -173,6 +173,7 @@ impl Worker {
                 }
             }
             Logic::Stream(halves) => halves.start(now),
+            Logic::Open { user, .. } => user.start(now, self.spec.users),
             Logic::UdpStream(halves) => {
                 halves.start(now);
                 // Both halves end with the window: a flow that only receives

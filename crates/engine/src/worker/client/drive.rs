@@ -19,6 +19,7 @@ impl Worker {
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
             Logic::UdpStream(_) => self.drive_udp_stream(i, schedule),
+            Logic::Open { .. } => self.drive_open(i, schedule, &mut now),
         };
         match outcome {
             Io::Blocked => return now,
@@ -82,6 +83,43 @@ impl Worker {
                 // The server closes after its response; wait for that.
                 self.after_crr_response(i, schedule)
             }
+            Exchanged::Done => Io::Finished,
+            Exchanged::Eof => Io::Eof,
+            Exchanged::Failed(e) => Io::Failed(e),
+        }
+    }
+
+    /// An open-loop user: the arrivals due come, what its connection has
+    /// room for goes, the answers are read; its timer is armed for the next
+    /// arrival.
+    pub(super) fn drive_open(&mut self, i: usize, schedule: Schedule, now: &mut Instant) -> Io {
+        let f = &mut self.flows[i];
+        let (Logic::Open { user, armed }, Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
+            return Io::Blocked;
+        };
+        // No arrival comes once the window has closed; those due are
+        // answered in the drain.
+        user.arrivals(*now, schedule.measure_until);
+        let turn = exchange::Turn {
+            payload: self.bufs.write,
+            scratch: &mut self.bufs.read,
+            counters: &mut self.counters,
+            slot: i,
+            blocking: false,
+            once: false,
+        };
+        let moved = exchange::exchange(user.as_mut(), conn, turn, now, |_| false);
+        for e in user.take_events() {
+            self.counters.open_event(&e);
+        }
+        if let Some(next) = user.next_arrival(schedule.measure_until) {
+            if *armed != Some(next) {
+                *armed = Some(next);
+                self.io.timers.arm(next, i, f.seq);
+            }
+        }
+        match moved {
+            Exchanged::Blocked => Io::Blocked,
             Exchanged::Done => Io::Finished,
             Exchanged::Eof => Io::Eof,
             Exchanged::Failed(e) => Io::Failed(e),

@@ -1,0 +1,485 @@
+//! An open-loop user as a state machine: its arrivals come on a schedule
+//! (Poisson or evenly spaced, its share of the offered rate), whatever its
+//! answers do; each is sent as soon as its connection has room for one more
+//! outstanding transaction, and timed from when it was due (so a server
+//! that stalls is measured stalling: no coordinated omission), its service
+//! time beside it from when it was sent. An arrival that finds its
+//! connection's outstanding transactions at their bound waits, counted
+//! late; one that finds [`MAX_WAIT`] of arrivals already waiting is
+//! dropped, counted. Nothing is skipped silently. The time is passed in.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use linkperf_workload::{Arrival, OfferedLoad, TransactionSizes};
+
+use super::exchange::Exchange;
+use super::want::{clamp, Completed, Want};
+
+/// The most arrivals one connection keeps waiting, in time: two seconds of
+/// its arrivals (at least [`MIN_WAITING`]). A server stalled for a second
+/// is measured stalling; one stalled longer, or a rate the path cannot
+/// carry, drops arrivals rather than holding without bound.
+pub const MAX_WAIT: Duration = Duration::from_secs(2);
+/// Arrivals a connection may keep waiting whatever its rate.
+const MIN_WAITING: usize = 64;
+/// An arrival sent this long after it was due, with room on its connection
+/// to send it, was held up by the generator itself: counted `behind` (the
+/// client could not keep the schedule).
+pub const BEHIND_AFTER: Duration = Duration::from_millis(1);
+
+/// What an open-loop user counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenCounts {
+    /// Arrivals that came due.
+    pub arrivals: u64,
+    /// Arrivals sent.
+    pub sent: u64,
+    /// Arrivals that found their connection's outstanding transactions at
+    /// their bound and waited.
+    pub late: u64,
+    /// Arrivals dropped: too many were waiting.
+    pub dropped: u64,
+    /// Arrivals sent more than [`BEHIND_AFTER`] after they were due with
+    /// room on the connection: the generator fell behind.
+    pub behind: u64,
+}
+
+/// What happened to one arrival, for the worker's accounting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// An arrival came due.
+    Arrived {
+        /// When.
+        due: Instant,
+        /// It found the connection's outstanding transactions at their
+        /// bound, and waits.
+        late: bool,
+    },
+    /// The arrival due then was dropped: too many were waiting.
+    Dropped(Instant),
+    /// One was sent at `sent`, due at `due`; `waited` if it found the
+    /// connection's outstanding transactions at their bound.
+    Sent {
+        /// When it was due.
+        due: Instant,
+        /// When its first byte went.
+        sent: Instant,
+        /// It waited for room.
+        waited: bool,
+        /// Since this user's previous send, when neither waited.
+        gap: Option<Duration>,
+    },
+}
+
+/// The schedule of one user's arrivals.
+#[derive(Debug, Clone)]
+struct Schedule {
+    arrival: Arrival,
+    /// Mean time between arrivals, ns (fractional).
+    mean_ns: f64,
+    /// The next arrival.
+    next: Instant,
+    rng: fastrand::Rng,
+}
+
+impl Schedule {
+    /// The gap after the one just due.
+    fn gap(&mut self) -> Duration {
+        let ns = match self.arrival {
+            Arrival::Fixed => self.mean_ns,
+            // Exponential by inversion: −ln U × mean, U in (0, 1].
+            Arrival::Poisson => -(1.0 - self.rng.f64()).ln() * self.mean_ns,
+        };
+        Duration::from_nanos(ns.clamp(0.0, 1e15) as u64)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    due: Instant,
+    /// When its first byte went, once it did.
+    sent: Option<Instant>,
+    waited: bool,
+    request: u64,
+    response: u64,
+}
+
+/// One open-loop user on one connection.
+#[derive(Debug, Clone)]
+pub struct OpenLoop {
+    sizes: TransactionSizes,
+    flow: u32,
+    /// Number of the next transaction (its sizes).
+    seq: u64,
+    schedule: Schedule,
+    max_outstanding: usize,
+    max_waiting: usize,
+    /// Transactions due and not answered, oldest first: the first
+    /// `outstanding` sent (the last of those perhaps in part), the rest
+    /// waiting.
+    queue: VecDeque<Pending>,
+    outstanding: usize,
+    /// Request bytes of the newest outstanding one left to write.
+    writing: u64,
+    /// Response bytes of the oldest outstanding one left to read.
+    reading: u64,
+    running: bool,
+    /// No arrival after this comes due (the window closed).
+    stopped: bool,
+    counts: OpenCounts,
+    /// What happened since the worker last looked.
+    events: Vec<Event>,
+    /// When the last send that did not wait went.
+    last_free_send: Option<Instant>,
+}
+
+impl OpenLoop {
+    /// User `flow` of `users` offering its share of `load`, its arrivals
+    /// drawn from `seed` (Poisson).
+    pub fn new(
+        sizes: TransactionSizes,
+        flow: u32,
+        users: u32,
+        load: &OfferedLoad,
+        seed: u64,
+        now: Instant,
+    ) -> Self {
+        let per_user = load.per_user(users);
+        let mean_ns = 1e9 / per_user.max(1e-9);
+        let waiting = (per_user * MAX_WAIT.as_secs_f64()).ceil() as usize;
+        OpenLoop {
+            sizes,
+            flow,
+            seq: 0,
+            schedule: Schedule {
+                arrival: load.arrival,
+                mean_ns,
+                next: now,
+                rng: fastrand::Rng::with_seed(seed ^ u64::from(flow).wrapping_mul(0x9e37_79b9)),
+            },
+            max_outstanding: load.max_outstanding.max(1) as usize,
+            max_waiting: waiting.max(MIN_WAITING),
+            queue: VecDeque::new(),
+            outstanding: 0,
+            writing: 0,
+            reading: 0,
+            running: false,
+            stopped: false,
+            counts: OpenCounts::default(),
+            events: Vec::new(),
+            last_free_send: None,
+        }
+    }
+
+    /// Starts the schedule at `now`. Evenly spaced users start a share of
+    /// the period apart (user `flow` of `users` at `flow / users` of it), so
+    /// that their arrivals together are evenly spaced too; a Poisson user's
+    /// first arrival is a draw away.
+    pub fn start(&mut self, now: Instant, users: u32) {
+        if self.running {
+            return;
+        }
+        self.running = true;
+        let offset = match self.schedule.arrival {
+            Arrival::Fixed => {
+                let share = f64::from(self.flow % users.max(1)) / f64::from(users.max(1));
+                Duration::from_nanos((self.schedule.mean_ns * share) as u64)
+            }
+            Arrival::Poisson => self.schedule.gap(),
+        };
+        self.schedule.next = now + offset;
+    }
+
+    /// The arrivals due by `now` come: each waits for room on the
+    /// connection (or is dropped if too many wait). None comes at or after
+    /// `end` (the window's close): from then on the schedule is over, and
+    /// those already due are still sent and answered.
+    pub fn arrivals(&mut self, now: Instant, end: Instant) {
+        if !self.running || self.stopped {
+            return;
+        }
+        while self.schedule.next <= now && self.schedule.next < end {
+            let due = self.schedule.next;
+            self.schedule.next = due + self.schedule.gap();
+            self.counts.arrivals += 1;
+            if self.queue.len() - self.outstanding >= self.max_waiting {
+                self.counts.dropped += 1;
+                self.events.push(Event::Arrived { due, late: false });
+                self.events.push(Event::Dropped(due));
+                continue;
+            }
+            let (request, response) = self.sizes.at(self.flow, self.seq);
+            self.seq += 1;
+            // Room now means it goes with this turn's writes; none, it
+            // waits for an answer.
+            let waited = self.queue.len() >= self.max_outstanding;
+            if waited {
+                self.counts.late += 1;
+            }
+            self.events.push(Event::Arrived { due, late: waited });
+            self.queue.push_back(Pending {
+                due,
+                sent: None,
+                waited,
+                request,
+                response,
+            });
+        }
+        if now >= end {
+            self.stopped = true;
+        }
+    }
+
+    /// When the user should next look at its schedule, `end` the window's
+    /// close: its next arrival, or the close if that comes first (`None`
+    /// once the schedule is over).
+    pub fn next_arrival(&self, end: Instant) -> Option<Instant> {
+        (self.running && !self.stopped).then_some(self.schedule.next.min(end))
+    }
+
+    /// What it counted.
+    pub fn counts(&self) -> OpenCounts {
+        self.counts
+    }
+
+    /// What happened since the last call, for the worker's accounting.
+    pub fn take_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.drain(..)
+    }
+
+    /// Transactions sent and not yet answered.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding
+    }
+
+    /// Arrivals due, not yet sent.
+    pub fn waiting(&self) -> usize {
+        self.queue.len() - self.outstanding
+    }
+
+    /// The transaction in `queue` that a write goes to next, if one may.
+    fn next_to_send(&self) -> Option<&Pending> {
+        if self.outstanding >= self.max_outstanding {
+            return None;
+        }
+        self.queue.get(self.outstanding)
+    }
+}
+
+impl Exchange for OpenLoop {
+    fn want(&self) -> Want {
+        if self.writing > 0 {
+            return Want::Write(clamp(self.writing));
+        }
+        if let Some(p) = self.next_to_send() {
+            return Want::Write(clamp(p.request));
+        }
+        if self.outstanding > 0 {
+            let left = if self.reading > 0 {
+                self.reading
+            } else {
+                self.queue.front().map_or(0, |p| p.response)
+            };
+            return Want::Read(clamp(left));
+        }
+        if self.stopped && self.queue.is_empty() {
+            return Want::Done;
+        }
+        Want::Idle
+    }
+
+    fn written(&mut self, n: usize, now: Instant) -> Option<Completed> {
+        if self.writing == 0 {
+            // The first byte of the next one.
+            let idx = self.outstanding;
+            let p = self.queue.get_mut(idx)?;
+            p.sent = Some(now);
+            self.writing = p.request;
+            self.outstanding += 1;
+            if self.outstanding == 1 {
+                self.reading = p.response;
+            }
+            self.counts.sent += 1;
+            if !p.waited && now.saturating_duration_since(p.due) > BEHIND_AFTER {
+                self.counts.behind += 1;
+            }
+            let gap = match (p.waited, self.last_free_send) {
+                (false, Some(last)) => Some(now.saturating_duration_since(last)),
+                _ => None,
+            };
+            self.last_free_send = (!p.waited).then_some(now);
+            self.events.push(Event::Sent {
+                due: p.due,
+                sent: now,
+                waited: p.waited,
+                gap,
+            });
+        }
+        self.writing = self.writing.saturating_sub(n as u64);
+        None
+    }
+
+    fn arrived(&mut self, n: usize, now: Instant, _stop: bool) -> Option<Completed> {
+        if self.outstanding == 0 {
+            return None;
+        }
+        self.reading = self.reading.saturating_sub(n as u64);
+        if self.reading > 0 {
+            return None;
+        }
+        let p = self.queue.pop_front()?;
+        self.outstanding -= 1;
+        self.reading = self
+            .queue
+            .front()
+            .filter(|_| self.outstanding > 0)
+            .map_or(0, |q| q.response);
+        Some(Completed {
+            took: now.saturating_duration_since(p.due),
+            service: Some(now.saturating_duration_since(p.sent.unwrap_or(p.due))),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkperf_workload::TransactionsPerSecond;
+
+    fn load(rate: u64, arrival: Arrival, outstanding: u32) -> OfferedLoad {
+        OfferedLoad {
+            rate: TransactionsPerSecond(rate),
+            arrival,
+            max_outstanding: outstanding,
+        }
+    }
+
+    fn user(l: &OfferedLoad, t0: Instant) -> OpenLoop {
+        let sizes = TransactionSizes::Fixed {
+            request: 10,
+            response: 20,
+        };
+        OpenLoop::new(sizes, 0, 1, l, 7, t0)
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn evenly_spaced_arrivals_are_timed_from_when_they_were_due() {
+        let t0 = Instant::now();
+        let mut u = user(&load(1000, Arrival::Fixed, 1), t0);
+        u.start(t0, 1);
+        assert_eq!(u.want(), Want::Idle);
+        u.arrivals(t0, t0 + Duration::from_secs(3600));
+        assert_eq!(u.want(), Want::Write(10), "the first is due at once");
+        u.written(10, t0 + Duration::from_micros(3));
+        assert_eq!(u.want(), Want::Read(20));
+        assert_eq!(
+            u.next_arrival(t0 + Duration::from_secs(3600)),
+            Some(t0 + MS)
+        );
+        // The server is slow: the next arrival comes while the first is out.
+        u.arrivals(t0 + MS, t0 + Duration::from_secs(3600));
+        assert_eq!(
+            u.want(),
+            Want::Read(20),
+            "one outstanding at most: it waits"
+        );
+        assert_eq!(u.counts().late, 1);
+        let done = u.arrived(20, t0 + 3 * MS, false).unwrap();
+        assert_eq!(done.took, 3 * MS);
+        assert_eq!(done.service, Some(3 * MS - Duration::from_micros(3)));
+        assert_eq!(u.want(), Want::Write(10), "the waiting one goes");
+        u.written(10, t0 + 3 * MS);
+        let done = u.arrived(20, t0 + 4 * MS, false).unwrap();
+        assert_eq!(
+            done.took,
+            3 * MS,
+            "timed from its due time, 1 ms, not its send"
+        );
+        assert_eq!(done.service, Some(MS));
+    }
+
+    #[test]
+    fn several_outstanding_go_back_to_back_and_answers_pair_in_order() {
+        let t0 = Instant::now();
+        let mut u = user(&load(1000, Arrival::Fixed, 4), t0);
+        u.start(t0, 1);
+        u.arrivals(t0 + 2 * MS, t0 + Duration::from_secs(3600));
+        for _ in 0..3 {
+            assert_eq!(u.want(), Want::Write(10));
+            u.written(10, t0 + 2 * MS);
+        }
+        assert_eq!(u.outstanding(), 3);
+        assert_eq!(u.want(), Want::Read(20));
+        // Answers in parts and across boundaries.
+        assert_eq!(u.arrived(15, t0 + 3 * MS, false), None);
+        let a = u.arrived(5, t0 + 3 * MS, false).unwrap();
+        assert_eq!(a.took, 3 * MS);
+        let b = u.arrived(20, t0 + 3 * MS, false).unwrap();
+        assert_eq!(b.took, 2 * MS);
+        let c = u.arrived(20, t0 + 3 * MS, false).unwrap();
+        assert_eq!(c.took, MS);
+        assert_eq!(u.want(), Want::Idle);
+        assert_eq!(u.counts().late, 0);
+        assert_eq!(
+            u.counts().behind,
+            1,
+            "sent 2 ms after due with room (1 ms is within the bound)"
+        );
+    }
+
+    #[test]
+    fn arrivals_past_the_wait_bound_are_dropped_and_counted_and_stop_ends_the_schedule() {
+        let t0 = Instant::now();
+        // 100/s: 200 may wait (2 s of them).
+        let mut u = user(&load(100, Arrival::Fixed, 1), t0);
+        u.start(t0, 1);
+        u.arrivals(t0, t0 + Duration::from_secs(3600));
+        u.written(10, t0);
+        u.arrivals(t0 + Duration::from_secs(5), t0 + Duration::from_secs(3600));
+        let c = u.counts();
+        assert_eq!(c.arrivals, 501);
+        assert_eq!(u.waiting(), 200);
+        assert_eq!(c.dropped, 300);
+        assert_eq!(c.late, 200);
+        let end = t0 + Duration::from_secs(5) + MS;
+        assert_eq!(u.next_arrival(end), Some(end), "woken at the close");
+        u.arrivals(t0 + Duration::from_secs(6), end);
+        assert_eq!(u.next_arrival(end), None);
+        assert_eq!(u.counts().arrivals, 501, "none due after the close came");
+        // The ones due are still answered, then it is done.
+        for _ in 0..201 {
+            assert!(u.arrived(20, t0 + Duration::from_secs(7), true).is_some());
+            if u.want() == Want::Write(10) {
+                u.written(10, t0 + Duration::from_secs(7));
+            }
+        }
+        assert_eq!(u.want(), Want::Done);
+    }
+
+    #[test]
+    fn poisson_arrivals_keep_the_rate_and_vary() {
+        let t0 = Instant::now();
+        let mut u = user(&load(10_000, Arrival::Poisson, 1024), t0);
+        u.start(t0, 1);
+        let mut gaps = Vec::new();
+        let mut last = None;
+        u.arrivals(t0 + Duration::from_secs(10), t0 + Duration::from_secs(3600));
+        for e in u.take_events() {
+            if let Event::Arrived { due: at, .. } = e {
+                if let Some(l) = last {
+                    gaps.push(at.duration_since(l).as_secs_f64());
+                }
+                last = Some(at);
+            }
+        }
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert!((mean - 1e-4).abs() < 2e-6, "mean gap {mean}");
+        // An exponential's standard deviation is its mean.
+        assert!((sd / mean - 1.0).abs() < 0.03, "cv {}", sd / mean);
+    }
+}
