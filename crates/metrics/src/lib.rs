@@ -10,18 +10,27 @@
 /// that the wire's contract can depend on them), under their usual paths.
 pub use linkperf_records::*;
 
+mod arrivals;
 mod congestion;
 mod cpu;
 mod environment;
 mod error;
+mod goodness_of_fit;
 mod latency;
 mod limits;
 mod link;
 mod placement;
 mod stats;
+mod subsample;
 mod sys;
 mod tcp_info;
 
+pub use arrivals::{
+    arrival_fidelity, exponential_fit, fixed_regularity, rate_fidelity, ArrivalFidelity,
+    ArrivalProcess, ArrivalShape, ExponentialFit, FixedRegularity, RateFidelity, FIT_ALPHA,
+    FIT_SAMPLE_SIZE, FIXED_GAP_TOLERANCE, FIXED_MAX_OFF_SHARE, FIXED_MAX_SPREAD, MIN_ARRIVAL_GAPS,
+    RATE_NOISE_Z, RATE_TOLERANCE,
+};
 pub use congestion::{check_congestion_control, congestion_controls, CongestionControls};
 pub use cpu::{
     online_cpus, per_cpu_between, process_cpu_now, side_cpu, system_busy_method,
@@ -30,6 +39,9 @@ pub use cpu::{
 };
 pub use environment::{boot_id, capture_environment};
 pub use error::MetricsError;
+pub use goodness_of_fit::{
+    anderson_darling, anderson_darling_p_value, kolmogorov_smirnov, kolmogorov_smirnov_p_value,
+};
 pub use latency::LatencyRecorder;
 pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
 pub use link::{
