@@ -19,6 +19,7 @@ mod goodness_of_fit;
 mod latency;
 mod limits;
 mod link;
+mod order_statistics;
 mod placement;
 mod stats;
 mod subsample;
@@ -46,6 +47,10 @@ pub use latency::LatencyRecorder;
 pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
 pub use link::{
     interfaces_now, links_between, sending_link, InterfaceSample, QdiscSample, MAX_INTERFACES,
+};
+pub use order_statistics::{
+    quantile_interval, quantile_interval_by, quantile_interval_sorted, quantile_ranks,
+    QuantileRanks,
 };
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
