@@ -4,6 +4,8 @@
 //! /proc/stat and cgroup counters, TCP_INFO, CPU placement, and the environment
 //! of a host; and the statistics of repeated runs (mean, spread, confidence
 //! interval, Welch's t-test).
+//! Within one open-loop run: the fidelity of its arrivals, confidence
+//! intervals of its quantiles, the stationarity of its per-second series.
 #![warn(missing_docs)]
 
 /// The record types (in `linkperf-records`, free of operating-system code so
@@ -21,6 +23,7 @@ mod limits;
 mod link;
 mod order_statistics;
 mod placement;
+mod stationarity;
 mod stats;
 mod subsample;
 mod sys;
@@ -54,6 +57,11 @@ pub use order_statistics::{
 };
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
+};
+pub use stationarity::{
+    mann_kendall, sen_slope, spread_between_halves, stationarity, MannKendall, SpreadBetweenHalves,
+    Stationarity, MAX_RELATIVE_DRIFT, MAX_SPREAD_RATIO, MIN_TREND_POINTS, TREND_ALPHA,
+    TREND_MAX_POINTS,
 };
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
