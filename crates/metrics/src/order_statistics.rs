@@ -16,7 +16,8 @@
 //! interval covers `q` with probability at least the confidence. With ties
 //! (values read from a histogram, a clock's resolution) the closed interval
 //! covers at least as often. For the median at 95 % this gives `[x₍₂₎, x₍₉₎]`
-//! for `n = 10` and no interval for `n ≤ 5`, as in Le Boudec's §2.2.2.
+//! for `n = 10` and no interval for `n ≤ 5` (even `[x₍₁₎, x₍₅₎]` misses with
+//! probability `2·2⁻⁵ > 0.05`).
 //!
 //! The binomial is summed exactly, term by term outwards from its mode over
 //! ±40 standard deviations (beyond which its mass is below 10⁻²⁴, by
@@ -250,8 +251,9 @@ mod tests {
 
     #[test]
     fn too_few_samples_give_no_interval() {
-        // The smallest n with a 95 % interval: 6 for the median (Le Boudec
-        // §2.2.2), 368 for p99, 3688 for p99.9 (scipy, as above).
+        // The smallest n with a 95 % interval: 6 for the median
+        // (2 × 0.5⁶ = 0.031 ≤ 0.05 < 2 × 0.5⁵), 368 for p99, 3688 for p99.9
+        // (scipy, as above).
         assert_eq!(quantile_ranks(5, 0.5, 0.95), None);
         assert_eq!(quantile_ranks(367, 0.99, 0.95), None);
         assert_eq!(quantile_ranks(3687, 0.999, 0.95), None);
@@ -271,7 +273,7 @@ mod tests {
 
     #[test]
     fn the_normal_approximation_is_le_boudecs_and_near_the_exact() {
-        // Le Boudec's formula, computed by hand-checked scipy (norm.ppf):
+        // Le Boudec's formula evaluated in Python with scipy's norm.ppf:
         // n = 10⁶, p = 0.99 → (989804, 990197), exact (989805, 990196);
         // p = 0.5 → (499020, 500981), equal to the exact.
         let r = normal_ranks(1_000_000, 0.99, 0.95).unwrap();
