@@ -163,6 +163,35 @@ impl LatencyRecorder {
     }
 }
 
+impl LatencyRecorder {
+    /// The range of values, in nanoseconds, that the `rank`-th smallest
+    /// recorded value (from 1) may have been: the bounds of the histogram
+    /// bucket that holds it (0.1 % wide), clamped to the exact minimum and
+    /// maximum, and reaching the exact maximum in the last bucket (where values
+    /// past about 13 days were recorded). `None` when `rank` is 0 or more than
+    /// the count.
+    pub(crate) fn range_at_rank(&self, rank: u64) -> Option<(u64, u64)> {
+        if rank == 0 || rank > self.count() {
+            return None;
+        }
+        let mut below = 0u64;
+        for bucket in self.hist.iter_recorded() {
+            below = below.saturating_add(bucket.count_at_value());
+            if below >= rank {
+                let top = bucket.value_iterated_to();
+                let low = self.hist.lowest_equivalent(top).max(self.min_ns);
+                let high = if top >= MAX_HISTOGRAM_NS {
+                    self.max_ns
+                } else {
+                    top.min(self.max_ns)
+                };
+                return Some((low.min(high), high));
+            }
+        }
+        None
+    }
+}
+
 impl Default for LatencyRecorder {
     fn default() -> Self {
         Self::new()
@@ -284,6 +313,31 @@ mod tests {
         let mut other = s;
         other.count = 2;
         assert!(LatencyRecorder::from_report(&other, &r.encode_histogram().unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_rank_falls_in_its_bucket() {
+        let mut r = LatencyRecorder::new();
+        for us in 1..=1000u64 {
+            r.record_ns(us * 1000);
+        }
+        for rank in [1, 2, 500, 999, 1000] {
+            let (low, high) = r.range_at_rank(rank).unwrap();
+            let exact = rank * 1000;
+            assert!(low <= exact && exact <= high, "rank {rank}: {low}..{high}");
+            assert!(high - low <= exact / 1000 + 1, "rank {rank}: {low}..{high}");
+        }
+        // The extremes are exact.
+        assert_eq!(r.range_at_rank(1), Some((1000, 1000)));
+        assert_eq!(r.range_at_rank(1000).map(|(_, high)| high), Some(1_000_000));
+        assert_eq!(r.range_at_rank(0), None);
+        assert_eq!(r.range_at_rank(1001), None);
+        // Past the histogram's range, the exact maximum.
+        let mut r = LatencyRecorder::new();
+        r.record_ns(10);
+        r.record_ns(u64::MAX);
+        assert_eq!(r.range_at_rank(2).map(|(_, high)| high), Some(u64::MAX));
+        assert_eq!(r.range_at_rank(1), Some((10, 10)));
     }
 
     #[test]

@@ -4,24 +4,37 @@
 //! /proc/stat and cgroup counters, TCP_INFO, CPU placement, and the environment
 //! of a host; and the statistics of repeated runs (mean, spread, confidence
 //! interval, Welch's t-test).
+//! Within one open-loop run: the fidelity of its arrivals, confidence
+//! intervals of its quantiles, the stationarity of its per-second series.
 #![warn(missing_docs)]
 
 /// The record types (in `linkperf-records`, free of operating-system code so
 /// that the wire's contract can depend on them), under their usual paths.
 pub use linkperf_records::*;
 
+mod arrivals;
 mod congestion;
 mod cpu;
 mod environment;
 mod error;
+mod goodness_of_fit;
 mod latency;
 mod limits;
 mod link;
+mod order_statistics;
 mod placement;
+mod stationarity;
 mod stats;
+mod subsample;
 mod sys;
 mod tcp_info;
 
+pub use arrivals::{
+    arrival_fidelity, exponential_fit, fixed_regularity, rate_fidelity, ArrivalFidelity,
+    ArrivalProcess, ArrivalShape, ExponentialFit, FixedRegularity, RateFidelity, FIT_ALPHA,
+    FIT_SAMPLE_SIZE, FIXED_GAP_TOLERANCE, FIXED_MAX_OFF_SHARE, FIXED_MAX_SPREAD, MIN_ARRIVAL_GAPS,
+    RATE_NOISE_Z, RATE_TOLERANCE,
+};
 pub use congestion::{check_congestion_control, congestion_controls, CongestionControls};
 pub use cpu::{
     online_cpus, per_cpu_between, process_cpu_now, side_cpu, system_busy_method,
@@ -30,13 +43,25 @@ pub use cpu::{
 };
 pub use environment::{boot_id, capture_environment};
 pub use error::MetricsError;
+pub use goodness_of_fit::{
+    anderson_darling, anderson_darling_p_value, kolmogorov_smirnov, kolmogorov_smirnov_p_value,
+};
 pub use latency::LatencyRecorder;
 pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
 pub use link::{
     interfaces_now, links_between, sending_link, InterfaceSample, QdiscSample, MAX_INTERFACES,
 };
+pub use order_statistics::{
+    quantile_interval, quantile_interval_by, quantile_interval_sorted, quantile_ranks,
+    QuantileRanks,
+};
 pub use placement::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, prefer_realtime_current_thread,
+};
+pub use stationarity::{
+    mann_kendall, sen_slope, spread_between_halves, stationarity, MannKendall, SpreadBetweenHalves,
+    Stationarity, MAX_RELATIVE_DRIFT, MAX_SPREAD_RATIO, MIN_TREND_POINTS, TREND_ALPHA,
+    TREND_MAX_POINTS,
 };
 pub use stats::{describe, student_t_quantile, welch_t_test, Stats, Welch, CONFIDENCE};
 pub use tcp_info::{
