@@ -5,6 +5,8 @@
 
 mod driver;
 mod report;
+mod request;
 
-pub use driver::{check_spec, run_client, ClientOutcome, ClientRequest, Iperf3Target};
+pub use driver::run_client;
 pub use report::RemoteReport;
+pub use request::{check_spec, ClientOutcome, ClientRequest, Iperf3Target};
