@@ -1,29 +1,18 @@
-//! The control connection, either end: states, the refusal's numbers and
-//! length-prefixed JSON over a blocking TCP stream, every read bounded by a
-//! deadline and every JSON message by a size.
+//! The control connection, either end: bytes over a blocking TCP stream,
+//! each write bounded in time, each read taking at most what the control's
+//! state machine awaits, either by a deadline or only what has arrived.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+pub(crate) use crate::proto::ControlError;
+use crate::sys;
 use crate::wire::{decode_json, encode_json, frame_length, State, LENGTH_PREFIX_LEN};
-use crate::WireError;
-
-/// Why a control exchange failed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ControlError {
-    #[error("the peer closed the control connection")]
-    Closed,
-    #[error("no answer on the control connection within {0:?}")]
-    TimedOut(Duration),
-    #[error("control connection: {0}")]
-    Io(#[from] io::Error),
-    #[error(transparent)]
-    Wire(#[from] WireError),
-}
 
 /// One end of a control connection.
 pub(crate) struct ControlConn {
@@ -47,6 +36,25 @@ impl ControlConn {
             io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => ControlError::Closed,
             _ => ControlError::Io(e),
         })
+    }
+
+    /// At most `max` bytes of what has arrived, without waiting: `None`
+    /// when nothing has.
+    pub(crate) fn recv_now(&mut self, max: usize) -> Result<Option<Vec<u8>>, ControlError> {
+        let mut buf = vec![0u8; max];
+        loop {
+            return match sys::recv_now(self.stream.as_raw_fd(), &mut buf) {
+                Ok(0) if max > 0 => Err(ControlError::Closed),
+                Ok(n) => {
+                    buf.truncate(n);
+                    Ok(Some(buf))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Err(ControlError::Closed),
+                Err(e) => Err(ControlError::Io(e)),
+            };
+        }
     }
 
     pub(crate) fn send_state(&mut self, s: State) -> Result<(), ControlError> {

@@ -16,7 +16,7 @@
 pub mod client;
 mod control;
 mod error;
-
+mod proto;
 pub mod server;
 mod sys;
 pub mod wire;
