@@ -7,12 +7,8 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
 pub(crate) use crate::proto::ControlError;
 use crate::sys;
-use crate::wire::{decode_json, encode_json, frame_length, State, LENGTH_PREFIX_LEN};
 
 /// One end of a control connection.
 pub(crate) struct ControlConn {
@@ -57,24 +53,16 @@ impl ControlConn {
         }
     }
 
-    pub(crate) fn send_state(&mut self, s: State) -> Result<(), ControlError> {
-        self.send(&[s.to_byte()])
-    }
-
-    pub(crate) fn send_json<T: Serialize>(&mut self, v: &T) -> Result<(), ControlError> {
-        let f = encode_json(v)?;
-        self.send(&f)
-    }
-
-    /// Fills `buf`, waiting at most until `deadline`.
-    pub(crate) fn read_exact_by(
+    /// At least one byte and at most `max`, waiting at most until
+    /// `deadline`.
+    pub(crate) fn recv_by(
         &mut self,
-        buf: &mut [u8],
+        max: usize,
         deadline: Instant,
-    ) -> Result<(), ControlError> {
+    ) -> Result<Vec<u8>, ControlError> {
         let start = Instant::now();
-        let mut got = 0;
-        while got < buf.len() {
+        let mut buf = vec![0u8; max];
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ControlError::TimedOut(
@@ -82,41 +70,24 @@ impl ControlConn {
                 ));
             }
             self.stream.set_read_timeout(Some(left))?;
-            match self.stream.read(&mut buf[got..]) {
+            match self.stream.read(&mut buf) {
                 Ok(0) => return Err(ControlError::Closed),
-                Ok(n) => got += n,
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
                     ) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
                     return Err(ControlError::Closed)
                 }
                 Err(e) => return Err(ControlError::Io(e)),
             }
         }
-        Ok(())
-    }
-
-    pub(crate) fn read_state(&mut self, deadline: Instant) -> Result<State, ControlError> {
-        let mut b = [0u8; 1];
-        self.read_exact_by(&mut b, deadline)?;
-        Ok(State::from_byte(b[0])?)
-    }
-
-    /// A JSON message of at most `max` bytes.
-    pub(crate) fn read_json<T: DeserializeOwned>(
-        &mut self,
-        max: usize,
-        deadline: Instant,
-    ) -> Result<T, ControlError> {
-        let mut prefix = [0u8; LENGTH_PREFIX_LEN];
-        self.read_exact_by(&mut prefix, deadline)?;
-        let len = frame_length(prefix, max)?;
-        let mut body = vec![0u8; len];
-        self.read_exact_by(&mut body, deadline)?;
-        Ok(decode_json(&body)?)
     }
 }

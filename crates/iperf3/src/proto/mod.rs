@@ -9,6 +9,7 @@
 //! memory and in virtual time.
 
 pub(crate) mod client;
+pub(crate) mod server;
 
 use std::io;
 use std::time::{Duration, Instant};
