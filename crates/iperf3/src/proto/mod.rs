@@ -9,6 +9,8 @@
 //! memory and in virtual time.
 
 pub(crate) mod client;
+#[cfg(test)]
+mod pair;
 pub(crate) mod server;
 
 use std::io;
