@@ -24,8 +24,8 @@
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
@@ -149,6 +149,15 @@ struct Side {
     up_n: usize,
 }
 
+/// Wakes the control loop when dropped.
+struct WakeOnDrop(Arc<Waker>);
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.wake();
+    }
+}
+
 struct Shell<'a> {
     driver: Driver,
     waker: Arc<Waker>,
@@ -162,7 +171,8 @@ struct Shell<'a> {
     direction: StreamDirection,
     engine: Option<Engine>,
     run: Option<Run>,
-    waiter: Option<JoinHandle<Result<Reports, EngineError>>>,
+    /// The engine's reports, sent by the thread that waits for them.
+    waiter: Option<mpsc::Receiver<Result<Reports, EngineError>>>,
     reports: Option<Reports>,
     delivery: Option<Delivery>,
     side: Option<Side>,
@@ -182,8 +192,18 @@ impl Flows for Shell<'_> {
         if cancel.is_some_and(|f| f.load(Ordering::Acquire)) {
             self.control.cancel(now);
         }
-        if self.waiter.as_ref().is_some_and(|w| w.is_finished()) {
-            self.engine_ended(now);
+        if let Some(rx) = &self.waiter {
+            match rx.try_recv() {
+                Ok(reports) => self.engine_ended(reports, now),
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => self.engine_ended(
+                    Err(EngineError::Worker("a client worker panicked".into())),
+                    now,
+                ),
+            }
+            if self.end.is_some() {
+                return Turn::Stop;
+            }
         }
         if self.control.timeout().is_some_and(|t| now >= t) {
             self.control.handle_timeout(now);
@@ -316,18 +336,22 @@ impl Shell<'_> {
         };
         let (up, down) = (engine.up.take(), engine.down.take());
         let waker = self.waker.clone();
+        let (tx, rx) = mpsc::channel();
         let waiter = std::thread::Builder::new()
             .name("lp-iperf3-wait".into())
             .spawn(move || {
+                // Dropped last, even in a panic: the reports (or the
+                // channel's end) are there before the loop wakes for them.
+                let _wake = WakeOnDrop(waker);
+                let tx = tx;
                 let reports = up
                     .map(|t| t.wait())
                     .transpose()
                     .and_then(|up| Ok((up, down.map(|t| t.wait()).transpose()?)));
-                let _ = waker.wake();
-                reports
+                let _ = tx.send(reports);
             });
         match waiter {
-            Ok(w) => self.waiter = Some(w),
+            Ok(_) => self.waiter = Some(rx),
             Err(e) => {
                 self.end = Some(Err(ClientError::Control(format!(
                     "wait for the engine: {e}"
@@ -338,13 +362,8 @@ impl Shell<'_> {
 
     /// The engine's flows have ended: an engine failure ends the test,
     /// else the control says what comes next.
-    fn engine_ended(&mut self, now: Instant) {
-        let Some(w) = self.waiter.take() else {
-            return;
-        };
-        let reports = w
-            .join()
-            .unwrap_or_else(|_| Err(EngineError::Worker("a client worker panicked".into())));
+    fn engine_ended(&mut self, reports: Result<Reports, EngineError>, now: Instant) {
+        self.waiter = None;
         match reports {
             Ok(r) => self.reports = Some(r),
             Err(e) => {
