@@ -1,29 +1,14 @@
-//! The control connection, either end: states, the refusal's numbers and
-//! length-prefixed JSON over a blocking TCP stream, every read bounded by a
-//! deadline and every JSON message by a size.
+//! The control connection, either end: bytes over a blocking TCP stream,
+//! each write bounded in time, each read taking at most what the control's
+//! state machine awaits, either by a deadline or only what has arrived.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
-use crate::wire::{decode_json, encode_json, frame_length, State, LENGTH_PREFIX_LEN};
-use crate::WireError;
-
-/// Why a control exchange failed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum ControlError {
-    #[error("the peer closed the control connection")]
-    Closed,
-    #[error("no answer on the control connection within {0:?}")]
-    TimedOut(Duration),
-    #[error("control connection: {0}")]
-    Io(#[from] io::Error),
-    #[error(transparent)]
-    Wire(#[from] WireError),
-}
+pub(crate) use crate::proto::ControlError;
+use crate::sys;
 
 /// One end of a control connection.
 pub(crate) struct ControlConn {
@@ -49,24 +34,35 @@ impl ControlConn {
         })
     }
 
-    pub(crate) fn send_state(&mut self, s: State) -> Result<(), ControlError> {
-        self.send(&[s.to_byte()])
+    /// At most `max` bytes of what has arrived, without waiting: `None`
+    /// when nothing has.
+    pub(crate) fn recv_now(&mut self, max: usize) -> Result<Option<Vec<u8>>, ControlError> {
+        let mut buf = vec![0u8; max];
+        loop {
+            return match sys::recv_now(self.stream.as_raw_fd(), &mut buf) {
+                Ok(0) if max > 0 => Err(ControlError::Closed),
+                Ok(n) => {
+                    buf.truncate(n);
+                    Ok(Some(buf))
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Err(ControlError::Closed),
+                Err(e) => Err(ControlError::Io(e)),
+            };
+        }
     }
 
-    pub(crate) fn send_json<T: Serialize>(&mut self, v: &T) -> Result<(), ControlError> {
-        let f = encode_json(v)?;
-        self.send(&f)
-    }
-
-    /// Fills `buf`, waiting at most until `deadline`.
-    pub(crate) fn read_exact_by(
+    /// At least one byte and at most `max`, waiting at most until
+    /// `deadline`.
+    pub(crate) fn recv_by(
         &mut self,
-        buf: &mut [u8],
+        max: usize,
         deadline: Instant,
-    ) -> Result<(), ControlError> {
+    ) -> Result<Vec<u8>, ControlError> {
         let start = Instant::now();
-        let mut got = 0;
-        while got < buf.len() {
+        let mut buf = vec![0u8; max];
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ControlError::TimedOut(
@@ -74,41 +70,24 @@ impl ControlConn {
                 ));
             }
             self.stream.set_read_timeout(Some(left))?;
-            match self.stream.read(&mut buf[got..]) {
+            match self.stream.read(&mut buf) {
                 Ok(0) => return Err(ControlError::Closed),
-                Ok(n) => got += n,
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
                 Err(e)
                     if matches!(
                         e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
                     ) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
                     return Err(ControlError::Closed)
                 }
                 Err(e) => return Err(ControlError::Io(e)),
             }
         }
-        Ok(())
-    }
-
-    pub(crate) fn read_state(&mut self, deadline: Instant) -> Result<State, ControlError> {
-        let mut b = [0u8; 1];
-        self.read_exact_by(&mut b, deadline)?;
-        Ok(State::from_byte(b[0])?)
-    }
-
-    /// A JSON message of at most `max` bytes.
-    pub(crate) fn read_json<T: DeserializeOwned>(
-        &mut self,
-        max: usize,
-        deadline: Instant,
-    ) -> Result<T, ControlError> {
-        let mut prefix = [0u8; LENGTH_PREFIX_LEN];
-        self.read_exact_by(&mut prefix, deadline)?;
-        let len = frame_length(prefix, max)?;
-        let mut body = vec![0u8; len];
-        self.read_exact_by(&mut body, deadline)?;
-        Ok(decode_json(&body)?)
     }
 }

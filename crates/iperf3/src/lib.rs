@@ -10,13 +10,15 @@
 //!
 //! [`wire`] only parses and emits bytes: the one-byte states, the 37-byte
 //! cookie, the length-prefixed JSON and its parameter and result messages, the
-//! UDP datagram header. The protocol notes are in `docs/iperf3.md`.
+//! UDP datagram header. `proto` holds each end's control exchange as a state
+//! machine with no socket and no clock; the client's and the server's
+//! modules are their shells. The protocol notes are in `docs/iperf3.md`.
 #![warn(missing_docs)]
 
 pub mod client;
 mod control;
 mod error;
-
+mod proto;
 pub mod server;
 mod sys;
 pub mod wire;

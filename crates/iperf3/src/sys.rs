@@ -19,6 +19,20 @@ pub(crate) fn unacked_bytes(fd: RawFd) -> Option<u64> {
 
 pub(crate) use linkperf_metrics::{peer_window, tcp_state};
 
+/// Reads what has arrived on `fd`, at most `buf`'s length, without waiting
+/// whether or not the socket blocks (`MSG_DONTWAIT`): `WouldBlock` when
+/// nothing has, 0 at the end of the stream.
+pub(crate) fn recv_now(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: recv writes at most `buf.len()` bytes into `buf`; `fd` is only
+    // read, an invalid one gives an error.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// TCP states in which everything this side wrote, and its FIN, has been
 /// acknowledged (or the socket is gone).
 pub(crate) fn fin_acked(state: u8) -> bool {

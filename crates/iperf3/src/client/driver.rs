@@ -1,4 +1,5 @@
-//! One linkperf stream test against a stock `iperf3 -s`.
+//! One linkperf stream test against a stock `iperf3 -s`: the blocking shell
+//! of [`ClientControl`], which says what to send and what to do.
 //!
 //! The control protocol is iperf3's; the data is linkperf's engine: every
 //! user is a stream, and each data connection sends the test's cookie where
@@ -7,264 +8,446 @@
 //! cover the whole test like linkperf's whole-life totals. `--bidir` runs the
 //! users twice, once each way, on separate connections (iperf3 streams carry
 //! one direction each): the sending connections first, as iperf3 expects.
+//!
+//! The shell turns one engine event loop over the control connection: each
+//! turn it gives the control the time, what the connection holds (as much
+//! as the message awaited needs) and the cancel flag, then does what the
+//! control says: sends, connects and starts the engine, looks whether the
+//! server has taken in what was sent, stops the engine, builds the report.
+//! The engine's end is waited for on a thread of its own, which wakes the
+//! loop. A flag and a peer's acknowledgements raise no event, so the loop
+//! looks at them in its wait: the flag every 50 ms
+//! ([`CANCEL_LOOK`](crate::proto::client::CANCEL_LOOK)), the
+//! acknowledgements every 2 ms after the window
+//! ([`DELIVERY_LOOK`](crate::proto::client::DELIVERY_LOOK)).
 
-use std::io::Read;
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, Schedule, WorkerReport};
+use linkperf_engine::driver::{self, Driver, Flows, Turn};
+use linkperf_engine::{
+    aggregate, Aborter, ClientConfig, ClientTest, DataEndpoints, EngineError, Sampler, Schedule,
+    WindowCpu, WorkerReport,
+};
 use linkperf_metrics::{capture_environment, Environment, ProcessMethod, SideReport, Totals};
 use linkperf_wire::DataToken;
-use linkperf_workload::{Placement, Protocol, StreamDirection, TestSpec, Workload};
+use linkperf_workload::{Bytes, StreamDirection, Workload};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Token, Waker};
 use serde_json::Map;
 
+use super::delivery::Delivery;
+use super::request::{check_spec, new_cookie, params, resolve};
+use super::{ClientOutcome, ClientRequest, Iperf3Target};
 use crate::client::RemoteReport;
-use crate::control::{ControlConn, ControlError};
+use crate::control::ControlConn;
+use crate::proto::client::{ClientControl, Do, Ending};
 use crate::sys;
-use crate::wire::{
-    describe_errno, server_error_from_bytes, stream_id, Cookie, State, StreamResults, TestParams,
-    TestResults,
-};
+use crate::wire::{stream_id, Cookie, StreamResults, TestResults};
 use crate::ClientError;
-use linkperf_engine::Sampler;
 
-/// How long the server may take to answer during the handshake.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(15);
 /// After the window, how long the engine's flows may take to end.
 const DRAIN: Duration = Duration::from_secs(10);
-/// After the window, how long the server may take to take in what was sent.
-const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Once all sent is acknowledged, time for iperf3 to read it before `TEST_END`.
-const READ_GRACE: Duration = Duration::from_millis(50);
-/// Largest results message read from the server.
-const MAX_RESULTS: usize = 4 * 1024 * 1024;
-/// iperf3's limits: streams (each way), block size, test length.
-const MAX_STREAMS: u32 = 128;
-const MAX_BLOCKSIZE: u64 = 1024 * 1024;
-const MAX_TIME_S: u64 = 86_400;
-const MAX_MSS: u32 = 9 * 1024;
+/// The control connection's token in the loop.
+const CONTROL: Token = Token(0);
+/// Bytes taken off the control connection at a time.
+const READ_CHUNK: usize = 64 * 1024;
+/// The longest wait when nothing is due: the engine's end and the control
+/// connection wake the loop.
+const IDLE_WAIT: Duration = Duration::from_secs(60);
 
-/// Where the iperf3 server is.
-#[derive(Debug, Clone)]
-pub struct Iperf3Target {
-    /// `host` or `host:port` as the user gave it.
-    pub address: String,
-    /// Port used when `address` has none (iperf3's is 5201).
-    pub default_port: u16,
-}
-
-/// One test to run against an iperf3 server.
-#[derive(Debug, Clone)]
-pub struct ClientRequest {
-    /// The test: a TCP stream workload.
-    pub spec: TestSpec,
-    /// The client's workers.
-    pub placement: Placement,
-    /// Set to abort the test; what was measured is kept.
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// The command line, for the environment record.
-    pub command_line: Vec<String>,
-}
-
-/// What one test produced.
-#[derive(Debug, Clone)]
-pub struct ClientOutcome {
-    /// When it started.
-    pub started: SystemTime,
-    /// The client's measurements, as against a linkperf server.
-    pub client: SideReport,
-    /// The client host.
-    pub client_environment: Environment,
-    /// What the iperf3 server reported (`None` if the test was aborted first).
-    pub server: Option<RemoteReport>,
-    /// True if the test was aborted before its end.
-    pub aborted: bool,
-}
-
-/// Refuses, before anything is sent, what iperf3's protocol cannot say.
-pub fn check_spec(spec: &TestSpec) -> Result<(), ClientError> {
-    let no = |m: String| Err(ClientError::Unsupported(m));
-    let Workload::Stream { message, .. } = &spec.workload else {
-        return no(format!(
-            "{} against an iperf3 server: iperf3 carries streams only (stream-up:SIZE, stream-down:SIZE, stream-bidir:SIZE)",
-            spec.workload.name()
-        ));
+/// Runs one test against the iperf3 server at `target`.
+pub fn run_client(
+    target: &Iperf3Target,
+    req: &ClientRequest,
+) -> Result<ClientOutcome, ClientError> {
+    check_spec(&req.spec)?;
+    req.spec
+        .validate()
+        .map_err(|e| ClientError::Unsupported(e.to_string()))?;
+    let Workload::Stream { message, direction } = req.spec.workload.clone() else {
+        unreachable!("check_spec refuses other workloads");
     };
-    if spec.protocol != Protocol::Tcp {
-        return no(format!(
-            "over {} against an iperf3 server: linkperf drives iperf3 with TCP streams only",
-            spec.protocol
-        ));
-    }
-    if spec.users == 0 || spec.users > MAX_STREAMS {
-        return no(format!(
-            "{} users against an iperf3 server: iperf3 runs 1 to {MAX_STREAMS} streams (each way)",
-            spec.users
-        ));
-    }
-    if message.0 > MAX_BLOCKSIZE {
-        return no(format!(
-            "{}-byte messages against an iperf3 server: iperf3's largest block is 1 MiB",
-            message.0
-        ));
-    }
-    if test_seconds(spec) > MAX_TIME_S {
-        return no(format!(
-            "a {} s test against an iperf3 server: iperf3 runs at most {MAX_TIME_S} s",
-            test_seconds(spec)
-        ));
-    }
-    if spec.socket.mss.is_some_and(|m| m == 0 || m > MAX_MSS) {
-        return no(format!("an MSS above iperf3's {MAX_MSS}"));
-    }
-    Ok(())
-}
-
-/// iperf3's whole-second test length covering warmup and window.
-fn test_seconds(spec: &TestSpec) -> u64 {
-    (spec.warmup + spec.duration).as_secs_f64().ceil() as u64
-}
-
-fn resolve(t: &Iperf3Target) -> Result<SocketAddr, ClientError> {
-    let err = |why: String| ClientError::Resolve {
-        addr: t.address.clone(),
-        why,
+    let addr = resolve(target)?;
+    let connect = |source| ClientError::Connect {
+        addr: addr.to_string(),
+        source,
     };
-    let text = if let Ok(ip) = t.address.parse::<IpAddr>() {
-        SocketAddr::new(ip, t.default_port).to_string()
-    } else if t
-        .address
-        .rsplit_once(':')
-        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-    {
-        t.address.clone()
-    } else {
-        format!("{}:{}", t.address, t.default_port)
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(connect)?;
+    let local = stream.local_addr().ok();
+    let conn = ControlConn::new(stream).map_err(connect)?;
+    let looping = |e: std::io::Error| ClientError::Control(format!("the control loop: {e}"));
+    let (driver, waker) = Driver::new(false).map_err(looping)?;
+    let fd = conn.stream().as_raw_fd();
+    driver
+        .registry()
+        .register(&mut SourceFd(&fd), CONTROL, Interest::READABLE)
+        .map_err(looping)?;
+    let cookie = new_cookie();
+    let control = ClientControl::new(
+        &cookie,
+        params(&req.spec, message.0, direction),
+        req.cancel.is_some(),
+        Instant::now(),
+    );
+    let mut shell = Shell {
+        driver,
+        waker,
+        conn,
+        control,
+        req,
+        addr,
+        local,
+        cookie,
+        message,
+        direction,
+        engine: None,
+        run: None,
+        waiter: None,
+        reports: None,
+        delivery: None,
+        side: None,
+        end: None,
     };
-    text.to_socket_addrs()
-        .map_err(|e| err(e.to_string()))?
-        .next()
-        .ok_or_else(|| err("no address".into()))
+    driver::run(&mut shell, &mut Events::with_capacity(8)).map_err(looping)?;
+    shell.end.unwrap_or_else(|| {
+        Err(ClientError::Control(
+            "the control exchange stopped before its end".into(),
+        ))
+    })
 }
 
-fn control_error(e: ControlError, waiting_for: &str) -> ClientError {
-    ClientError::Control(format!("waiting for {waiting_for}: {e}"))
+/// The engine's two directions, connected.
+struct Engine {
+    up: Option<ClientTest>,
+    down: Option<ClientTest>,
+    /// The local addresses of the upload's sockets (`--bidir`).
+    uploads: Option<Vec<SocketAddr>>,
+    aborters: Vec<Aborter>,
 }
 
-/// Reads the next state; the server's refusals become errors.
-fn expect(c: &mut ControlConn, want: State, timeout: Duration) -> Result<(), ClientError> {
-    let name = format!("{want:?}");
-    let s = c
-        .read_state(Instant::now() + timeout)
-        .map_err(|e| control_error(e, &name))?;
-    match s {
-        s if s == want => Ok(()),
-        State::AccessDenied => Err(ClientError::Busy),
-        State::ServerError => {
-            let mut b = [0u8; 8];
-            c.read_exact_by(&mut b, Instant::now() + ANSWER_TIMEOUT)
-                .map_err(|e| control_error(e, "the server's error numbers"))?;
-            let (i_errno, errno) = server_error_from_bytes(b);
-            Err(ClientError::ServerError {
-                i_errno,
-                errno,
-                message: describe_errno(i_errno).to_string(),
-            })
+/// The engine running: since when, its schedule, its CPU sampler.
+struct Run {
+    started: SystemTime,
+    schedule: Schedule,
+    sampler: Option<Sampler>,
+    window: Option<WindowCpu>,
+}
+
+/// Each direction's workers' reports.
+type Reports = (Option<Vec<WorkerReport>>, Option<Vec<WorkerReport>>);
+
+/// This side's report, built once the engine is done.
+struct Side {
+    client: SideReport,
+    env: Environment,
+    /// The streams this side sent on (the first ones).
+    up_n: usize,
+}
+
+/// Wakes the control loop when dropped.
+struct WakeOnDrop(Arc<Waker>);
+
+impl Drop for WakeOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.wake();
+    }
+}
+
+struct Shell<'a> {
+    driver: Driver,
+    waker: Arc<Waker>,
+    conn: ControlConn,
+    control: ClientControl,
+    req: &'a ClientRequest,
+    addr: SocketAddr,
+    local: Option<SocketAddr>,
+    cookie: Cookie,
+    message: Bytes,
+    direction: StreamDirection,
+    engine: Option<Engine>,
+    run: Option<Run>,
+    /// The engine's reports, sent by the thread that waits for them.
+    waiter: Option<mpsc::Receiver<Result<Reports, EngineError>>>,
+    reports: Option<Reports>,
+    delivery: Option<Delivery>,
+    side: Option<Side>,
+    end: Option<Result<ClientOutcome, ClientError>>,
+}
+
+impl Flows for Shell<'_> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.driver
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        if self.end.is_some() {
+            return Turn::Stop;
         }
-        State::ServerTerminate => Err(ClientError::Control(
-            "the iperf3 server ended the test (SERVER_TERMINATE)".into(),
-        )),
-        other => Err(ClientError::Control(format!(
-            "expected {name}, the server said {other:?}"
-        ))),
-    }
-}
-
-fn new_cookie() -> Cookie {
-    let mut r = [0u8; 36];
-    let filled = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut r));
-    if filled.is_err() {
-        // Unique enough for a cookie: it only tells tests apart.
-        let seed = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-            ^ u128::from(std::process::id());
-        for (i, b) in r.iter_mut().enumerate() {
-            *b = (seed >> ((i * 7) % 120)) as u8 ^ (i as u8).wrapping_mul(31);
+        let cancel = self.req.cancel.as_ref();
+        if cancel.is_some_and(|f| f.load(Ordering::Acquire)) {
+            self.control.cancel(now);
         }
+        if let Some(rx) = &self.waiter {
+            match rx.try_recv() {
+                Ok(reports) => self.engine_ended(reports, now),
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => self.engine_ended(
+                    Err(EngineError::Worker("a client worker panicked".into())),
+                    now,
+                ),
+            }
+            if self.end.is_some() {
+                return Turn::Stop;
+            }
+        }
+        if self.control.timeout().is_some_and(|t| now >= t) {
+            self.control.handle_timeout(now);
+        }
+        self.read(now);
+        let mut acted = false;
+        while let Some(d) = self.control.poll() {
+            acted = true;
+            self.act(d);
+            if self.end.is_some() {
+                return Turn::Stop;
+            }
+        }
+        if acted {
+            // What was done took time and may have made more due.
+            return Turn::Again(None);
+        }
+        Turn::Wait(self.control.wait(now).unwrap_or(IDLE_WAIT))
     }
-    Cookie::from_entropy(&r)
-}
 
-/// The parameters linkperf sends for `spec`.
-fn params(spec: &TestSpec, message: u64, direction: StreamDirection) -> TestParams {
-    let s = &spec.socket;
-    TestParams {
-        tcp: true,
-        omit: 0,
-        time: Some(test_seconds(spec) as i64),
-        num: Some(0),
-        blockcount: Some(0),
-        mss: s.mss.map(i64::from),
-        nodelay: s.nodelay_for(&spec.workload),
-        parallel: Some(i64::from(spec.users)),
-        reverse: direction == StreamDirection::Down,
-        bidirectional: direction == StreamDirection::Bidir,
-        window: s.sndbuf.max(s.rcvbuf).map(i64::from),
-        len: Some(message as i64),
-        pacing_timer: Some(1000),
-        congestion: s.cc.clone(),
-        // The protocol version linkperf speaks.
-        client_version: Some("3.12".into()),
-        ..TestParams::default()
+    fn event(&mut self, _event: &mio::event::Event, _now: Instant) {
+        // The control connection is read at the next turn's start, as
+        // much as the control awaits.
     }
 }
 
-struct Watcher {
-    done: Arc<AtomicBool>,
-    cancelled: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watcher {
-    fn start(cancel: Option<Arc<AtomicBool>>, aborters: Vec<linkperf_engine::Aborter>) -> Watcher {
-        let done = Arc::new(AtomicBool::new(false));
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let thread = cancel.map(|flag| {
-            let (done, cancelled) = (done.clone(), cancelled.clone());
-            std::thread::spawn(move || {
-                while !done.load(Ordering::Acquire) {
-                    if flag.load(Ordering::Acquire) {
-                        cancelled.store(true, Ordering::Release);
-                        for a in &aborters {
-                            a.abort();
-                        }
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
+impl Shell<'_> {
+    /// What the control connection holds, as much as the control awaits.
+    fn read(&mut self, now: Instant) {
+        loop {
+            let want = self.control.wants();
+            if want == 0 {
+                return;
+            }
+            match self.conn.recv_now(want.min(READ_CHUNK)) {
+                Ok(Some(bytes)) => self.control.receive(&bytes, now),
+                Ok(None) => return,
+                Err(e) => {
+                    self.control.broken(e, now);
+                    return;
                 }
-            })
+            }
+        }
+    }
+
+    fn act(&mut self, d: Do) {
+        match d {
+            Do::Send(bytes) => {
+                if let Err(e) = self.conn.send(&bytes) {
+                    self.control.send_failed(e);
+                }
+            }
+            Do::ConnectStreams => match self.connect() {
+                Ok(engine) => {
+                    self.engine = Some(engine);
+                    self.control.connected(Instant::now());
+                }
+                Err(e) => self.end = Some(Err(e)),
+            },
+            Do::StartEngine => self.start(),
+            Do::LookDelivered => {
+                let d = self.delivery.get_or_insert_with(|| {
+                    let uploads = self.engine.as_ref().and_then(|e| e.uploads.clone());
+                    Delivery::new(self.addr, self.local, uploads)
+                });
+                if d.look() {
+                    self.control.delivered(Instant::now());
+                }
+            }
+            Do::StopEngine => {
+                for a in self.engine.iter().flat_map(|e| &e.aborters) {
+                    a.abort();
+                }
+            }
+            Do::AwaitEngine => self.await_engine(),
+            Do::Report { aborted } => self.report(aborted),
+            Do::Finish(ending) => self.end = Some(self.finish(ending)),
+        }
+    }
+
+    fn connect(&self) -> Result<Engine, ClientError> {
+        linkperf_metrics::raise_fd_limit(2 * u64::from(self.req.spec.users) + 256)
+            .map_err(|e| ClientError::Unsupported(e.to_string()))?;
+        let (up, down, uploads) = connect_streams(
+            self.req,
+            self.addr,
+            self.local,
+            &self.cookie,
+            self.message,
+            self.direction,
+        )?;
+        let aborters = [&up, &down]
+            .into_iter()
+            .flatten()
+            .map(|t| t.aborter())
+            .collect();
+        Ok(Engine {
+            up,
+            down,
+            uploads,
+            aborters,
+        })
+    }
+
+    fn start(&mut self) {
+        let Some(engine) = &self.engine else {
+            return;
+        };
+        let started = SystemTime::now();
+        let mut schedule: Option<Schedule> = None;
+        for t in [&engine.up, &engine.down].into_iter().flatten() {
+            let s = t.start(DRAIN);
+            schedule.get_or_insert(s);
+        }
+        let schedule = schedule.expect("at least one direction runs");
+        self.run = Some(Run {
+            started,
+            schedule,
+            sampler: Some(Sampler::spawn(schedule)),
+            window: None,
         });
-        Watcher {
-            done,
-            cancelled,
-            thread,
+        self.control.started(schedule.measure_until, Instant::now());
+    }
+
+    /// Waits for the engine's flows on a thread of its own, which wakes the
+    /// loop when they have ended.
+    fn await_engine(&mut self) {
+        let Some(engine) = self.engine.as_mut() else {
+            return;
+        };
+        let (up, down) = (engine.up.take(), engine.down.take());
+        let waker = self.waker.clone();
+        let (tx, rx) = mpsc::channel();
+        let waiter = std::thread::Builder::new()
+            .name("lp-iperf3-wait".into())
+            .spawn(move || {
+                // Dropped last, even in a panic: the reports (or the
+                // channel's end) are there before the loop wakes for them.
+                let _wake = WakeOnDrop(waker);
+                let tx = tx;
+                let reports = up
+                    .map(|t| t.wait())
+                    .transpose()
+                    .and_then(|up| Ok((up, down.map(|t| t.wait()).transpose()?)));
+                let _ = tx.send(reports);
+            });
+        match waiter {
+            Ok(_) => self.waiter = Some(rx),
+            Err(e) => {
+                self.end = Some(Err(ClientError::Control(format!(
+                    "wait for the engine: {e}"
+                ))))
+            }
         }
     }
 
-    fn cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
+    /// The engine's flows have ended: an engine failure ends the test,
+    /// else the control says what comes next.
+    fn engine_ended(&mut self, reports: Result<Reports, EngineError>, now: Instant) {
+        self.waiter = None;
+        match reports {
+            Ok(r) => self.reports = Some(r),
+            Err(e) => {
+                self.end = Some(Err(e.into()));
+                return;
+            }
+        }
+        if let Some(run) = &mut self.run {
+            run.window = run.sampler.take().and_then(|s| s.finish());
+        }
+        self.control.engine_done(now);
     }
 
-    fn stop(mut self) -> bool {
-        self.done.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+    /// This side's report, and its results for the control.
+    fn report(&mut self, aborted: bool) {
+        let (Some(run), Some((up_reports, down_reports))) = (&self.run, self.reports.take()) else {
+            return;
+        };
+        let (up_flows, down_flows) = (flows_by_id(&up_reports), flows_by_id(&down_reports));
+        let reports: Vec<WorkerReport> = up_reports
+            .into_iter()
+            .flatten()
+            .chain(down_reports.into_iter().flatten())
+            .collect();
+        let agg = aggregate(reports);
+        let mut env = capture_environment(
+            agg.socket
+                .as_ref()
+                .and_then(|s| s.local_ip)
+                .or(self.local.map(|l| l.ip())),
+            self.req.command_line.clone(),
+        );
+        let congestion = agg.socket.as_ref().and_then(|s| s.cc.clone());
+        let client = agg.side_report(
+            run.window.as_ref(),
+            ProcessMethod::RusageSelf,
+            run.schedule.measured_s(aborted),
+            self.req.placement.busy_poll,
+            &mut env,
+        );
+        let ours = our_results(&client, &up_flows, &down_flows, congestion);
+        self.side = Some(Side {
+            client,
+            env,
+            up_n: up_flows.len(),
+        });
+        self.control.report(ours, Instant::now());
+    }
+
+    fn finish(&mut self, ending: Ending) -> Result<ClientOutcome, ClientError> {
+        let outcome = |side: Side, started: SystemTime, server, aborted| ClientOutcome {
+            started,
+            client: side.client,
+            client_environment: side.env,
+            server,
+            aborted,
+        };
+        let started = self
+            .run
+            .as_ref()
+            .map_or(SystemTime::UNIX_EPOCH, |r| r.started);
+        match (ending, self.side.take()) {
+            (Ending::Done(theirs), Some(side)) => {
+                let up_ids: Vec<i64> = (0..side.up_n).map(|i| i64::from(stream_id(i))).collect();
+                let server = RemoteReport::from_results(&theirs, |id| up_ids.contains(&id));
+                Ok(outcome(side, started, Some(server), false))
+            }
+            (Ending::Aborted, Some(side)) => Ok(outcome(side, started, None, true)),
+            (Ending::Failed(e), _) => {
+                // An engine connected and not waited for yet is stopped.
+                if let Some(engine) = self.engine.take() {
+                    for a in &engine.aborters {
+                        a.abort();
+                    }
+                    for t in [engine.up, engine.down].into_iter().flatten() {
+                        let _ = t.wait();
+                    }
+                }
+                Err(e)
+            }
+            (_, None) => Err(ClientError::Control(
+                "the test ended before this side's report".into(),
+            )),
         }
-        self.cancelled()
     }
 }
 
@@ -285,7 +468,7 @@ fn connect_streams(
     addr: SocketAddr,
     local: Option<SocketAddr>,
     cookie: &Cookie,
-    message: linkperf_workload::Bytes,
+    message: Bytes,
     direction: StreamDirection,
 ) -> Result<Streams, ClientError> {
     let greeting: Arc<[u8]> = Arc::from(&cookie.as_bytes()[..]);
@@ -336,41 +519,14 @@ fn connect_streams(
     Ok((up, down, uploads))
 }
 
-/// Watches the control connection until the window closes or the user
-/// cancels; what the server said in between, if it ended the test early.
-fn watch_window(
-    c: &mut ControlConn,
-    schedule: &Schedule,
-    watcher: &Watcher,
-) -> Option<ClientError> {
-    let mut failure: Option<ClientError> = None;
-    while Instant::now() < schedule.measure_until && !watcher.cancelled() {
-        let until = (Instant::now() + Duration::from_millis(50)).min(schedule.measure_until);
-        match c.read_state(until) {
-            Err(ControlError::TimedOut(_)) => {}
-            Ok(s) => {
-                failure = Some(ClientError::Control(format!(
-                    "the iperf3 server said {s:?} during the test"
-                )));
-                break;
-            }
-            Err(e) => {
-                failure = Some(control_error(e, "the end of the test"));
-                break;
-            }
-        }
-    }
-    failure
-}
-
 /// This side's results as iperf3 exchanges them: each stream's bytes (sent
-/// for the upload, received for the download) and the CPU.
+/// for the upload, received for the download) and the CPU. Each stream's
+/// `end_time` is the control's to set when they go out.
 fn our_results(
     client: &SideReport,
     up_flows: &[(u32, Totals)],
     down_flows: &[(u32, Totals)],
     congestion: Option<String>,
-    elapsed: f64,
 ) -> TestResults {
     let stream = |index: usize, bytes: u64| StreamResults {
         id: i64::from(stream_id(index)),
@@ -382,7 +538,8 @@ fn our_results(
         packets: 0,
         omitted_packets: Some(0),
         start_time: Some(0.0),
-        end_time: Some(elapsed),
+        // Set as the results go out (ClientControl).
+        end_time: None,
         extra: Map::new(),
     };
     let up_n = up_flows.len();
@@ -418,178 +575,6 @@ fn our_results(
     }
 }
 
-/// Runs one test against the iperf3 server at `target`.
-pub fn run_client(
-    target: &Iperf3Target,
-    req: &ClientRequest,
-) -> Result<ClientOutcome, ClientError> {
-    check_spec(&req.spec)?;
-    req.spec
-        .validate()
-        .map_err(|e| ClientError::Unsupported(e.to_string()))?;
-    let Workload::Stream { message, direction } = req.spec.workload.clone() else {
-        unreachable!("check_spec refuses other workloads");
-    };
-    let Control {
-        mut c,
-        addr,
-        local,
-        cookie,
-    } = open_control(target, req, message.0, direction)?;
-
-    linkperf_metrics::raise_fd_limit(2 * u64::from(req.spec.users) + 256)
-        .map_err(|e| ClientError::Unsupported(e.to_string()))?;
-    let (up, down, uploads) = connect_streams(req, addr, local, &cookie, message, direction)?;
-    let abort_all = |up: &Option<ClientTest>, down: &Option<ClientTest>| {
-        for t in [up, down].into_iter().flatten() {
-            t.abort();
-        }
-    };
-    if let Err(e) = expect(&mut c, State::TestStart, ANSWER_TIMEOUT)
-        .and_then(|()| expect(&mut c, State::TestRunning, ANSWER_TIMEOUT))
-    {
-        abort_all(&up, &down);
-        for t in [up, down].into_iter().flatten() {
-            let _ = t.wait();
-        }
-        return Err(e);
-    }
-    let started = SystemTime::now();
-    let started_at = Instant::now();
-    let mut schedule: Option<Schedule> = None;
-    for t in [&up, &down].into_iter().flatten() {
-        let s = t.start(DRAIN);
-        schedule.get_or_insert(s);
-    }
-    let schedule = schedule.expect("at least one direction runs");
-    let sampler = Sampler::spawn(schedule);
-    let aborters = [&up, &down]
-        .into_iter()
-        .flatten()
-        .map(|t| t.aborter())
-        .collect();
-    let watcher = Watcher::start(req.cancel.clone(), aborters);
-
-    // The window runs; the server may end the test early (SERVER_TERMINATE, close).
-    let failure = watch_window(&mut c, &schedule, &watcher);
-    if failure.is_some() {
-        abort_all(&up, &down);
-    }
-    let aborted_early = watcher.cancelled() || failure.is_some();
-    if !aborted_early && up.is_some() {
-        wait_delivered(addr, local, uploads.as_deref(), &watcher);
-    }
-    let msg = if watcher.cancelled() || failure.is_some() {
-        State::ClientTerminate
-    } else {
-        State::TestEnd
-    };
-    let _ = c.send_state(msg);
-    let up_reports = up.map(|t| t.wait()).transpose()?;
-    let down_reports = down.map(|t| t.wait()).transpose()?;
-    let aborted = watcher.stop();
-    let window = sampler.finish();
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let (up_flows, down_flows) = (flows_by_id(&up_reports), flows_by_id(&down_reports));
-    let reports: Vec<WorkerReport> = up_reports
-        .into_iter()
-        .flatten()
-        .chain(down_reports.into_iter().flatten())
-        .collect();
-    let agg = aggregate(reports);
-    let mut env = capture_environment(
-        agg.socket
-            .as_ref()
-            .and_then(|s| s.local_ip)
-            .or(local.map(|l| l.ip())),
-        req.command_line.clone(),
-    );
-    let congestion = agg.socket.as_ref().and_then(|s| s.cc.clone());
-    let client = agg.side_report(
-        window.as_ref(),
-        ProcessMethod::RusageSelf,
-        schedule.measured_s(aborted),
-        req.placement.busy_poll,
-        &mut env,
-    );
-    if aborted {
-        return Ok(ClientOutcome {
-            started,
-            client,
-            client_environment: env,
-            server: None,
-            aborted: true,
-        });
-    }
-
-    // Results: ours first, then the server's.
-    expect(&mut c, State::ExchangeResults, Duration::from_secs(30))?;
-    let up_n = up_flows.len();
-    let ours = our_results(
-        &client,
-        &up_flows,
-        &down_flows,
-        congestion,
-        started_at.elapsed().as_secs_f64(),
-    );
-    c.send_json(&ours)
-        .map_err(|e| control_error(e, "our results to go out"))?;
-    let theirs: TestResults = c
-        .read_json(MAX_RESULTS, Instant::now() + ANSWER_TIMEOUT)
-        .map_err(|e| control_error(e, "the server's results"))?;
-    expect(&mut c, State::DisplayResults, ANSWER_TIMEOUT)?;
-    let _ = c.send_state(State::IperfDone);
-    let up_ids: Vec<i64> = (0..up_n).map(|i| i64::from(stream_id(i))).collect();
-    let server = RemoteReport::from_results(&theirs, |id| up_ids.contains(&id));
-    Ok(ClientOutcome {
-        started,
-        client,
-        client_environment: env,
-        server: Some(server),
-        aborted: false,
-    })
-}
-
-/// The control connection, its cookie sent and the parameters agreed: the
-/// server asks for the streams next.
-struct Control {
-    c: ControlConn,
-    addr: SocketAddr,
-    local: Option<SocketAddr>,
-    cookie: Cookie,
-}
-
-fn open_control(
-    target: &Iperf3Target,
-    req: &ClientRequest,
-    message: u64,
-    direction: StreamDirection,
-) -> Result<Control, ClientError> {
-    let addr = resolve(target)?;
-    let connect = |source| ClientError::Connect {
-        addr: addr.to_string(),
-        source,
-    };
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(connect)?;
-    let local = stream.local_addr().ok();
-    let mut c = ControlConn::new(stream).map_err(connect)?;
-    let cookie = new_cookie();
-    c.send(cookie.as_bytes())
-        .map_err(|e| control_error(e, "the cookie to go out"))?;
-    expect(&mut c, State::ParamExchange, ANSWER_TIMEOUT)?;
-    c.send_json(&params(&req.spec, message, direction))
-        .map_err(|e| control_error(e, "the parameters to go out"))?;
-    expect(&mut c, State::CreateStreams, ANSWER_TIMEOUT)?;
-    Ok(Control {
-        c,
-        addr,
-        local,
-        cookie,
-    })
-}
-
 /// Each flow's totals over a direction's workers, by flow id.
 fn flows_by_id(reports: &Option<Vec<WorkerReport>>) -> Vec<(u32, Totals)> {
     let mut v: Vec<(u32, Totals)> = reports
@@ -599,125 +584,4 @@ fn flows_by_id(reports: &Option<Vec<WorkerReport>>) -> Vec<(u32, Totals)> {
         .collect();
     v.sort_by_key(|(id, _)| *id);
     v
-}
-
-/// Waits until every upload connection (`uploads`, or all but the control
-/// connection) has had all its bytes and its FIN acknowledged by the server
-/// (the engine half-closes a stream after its last message), then gives
-/// iperf3 time to read them (on this host: until its receive queues are
-/// empty): iperf3 stops counting at `TEST_END`, so `TEST_END` goes only once
-/// it has everything.
-fn wait_delivered(
-    server: SocketAddr,
-    control: Option<SocketAddr>,
-    uploads: Option<&[SocketAddr]>,
-    watcher: &Watcher,
-) {
-    let control = control.map(sys::canonical);
-    let mut locals: Vec<SocketAddr> = Vec::new();
-    let t0 = Instant::now();
-    while t0.elapsed() < DELIVERY_TIMEOUT && !watcher.cancelled() {
-        let Ok(socks) = sys::sockets_to(server) else {
-            break;
-        };
-        let mine: Vec<_> = socks
-            .iter()
-            .filter(|(_, local)| Some(*local) != control)
-            .filter(|(_, local)| !matches!(uploads, Some(u) if !u.contains(local)))
-            .collect();
-        for (_, local) in &mine {
-            if !locals.contains(local) {
-                locals.push(*local);
-            }
-        }
-        let delivered = mine
-            .iter()
-            .all(|(fd, _)| sys::tcp_state(*fd).map(sys::fin_acked).unwrap_or(true));
-        if delivered {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    // A server on this host: wait until it has read everything (its receive
-    // queues are empty), however busy it is; elsewhere, a moment's grace.
-    if !locals.is_empty() {
-        while t0.elapsed() < DELIVERY_TIMEOUT && !watcher.cancelled() {
-            match sys::local_peer_unread(server, &locals) {
-                Some(n) if n > 0 => std::thread::sleep(Duration::from_millis(2)),
-                _ => break,
-            }
-        }
-    }
-    std::thread::sleep(READ_GRACE);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use linkperf_workload::Bytes;
-
-    fn spec(w: &str, users: u32) -> TestSpec {
-        TestSpec::new(
-            w.parse().unwrap(),
-            Protocol::Tcp,
-            users,
-            Duration::from_secs(2),
-        )
-    }
-
-    #[test]
-    fn what_iperf3_cannot_say_is_refused_up_front() {
-        assert!(check_spec(&spec("stream-up:128k", 4)).is_ok());
-        assert!(check_spec(&spec("stream-down:1m", 128)).is_ok());
-        assert!(check_spec(&spec("stream-bidir:64k", 2)).is_ok());
-        for bad in [spec("rr1c-1x1", 1), spec("crr:1x1", 1), spec("mix:1x1", 1)] {
-            let e = check_spec(&bad).unwrap_err().to_string();
-            assert!(e.contains("iperf3 carries streams only"), "{e}");
-        }
-        assert!(check_spec(&spec("stream-up:2m", 1)).is_err());
-        assert!(check_spec(&spec("stream-up:128k", 129)).is_err());
-        let mut udp = spec("stream-up:1k", 1);
-        udp.protocol = Protocol::Udp;
-        assert!(check_spec(&udp).is_err());
-        let mut long = spec("stream-up:1k", 1);
-        long.duration = Duration::from_secs(86_400);
-        assert!(
-            check_spec(&long).is_err(),
-            "warmup + duration over iperf3's day"
-        );
-    }
-
-    #[test]
-    fn parameters_say_the_spec_in_iperf3s_words() {
-        let mut s = spec("stream-down:64k", 4);
-        s.warmup = Duration::from_millis(500);
-        s.duration = Duration::from_secs(2);
-        s.socket.sndbuf = Some(262_144);
-        s.socket.cc = Some("reno".into());
-        s.socket.mss = Some(1000);
-        let p = params(&s, 65_536, StreamDirection::Down);
-        assert_eq!(p.time, Some(3), "warmup + duration, rounded up");
-        assert_eq!((p.omit, p.parallel, p.len), (0, Some(4), Some(65_536)));
-        assert!(p.reverse && !p.bidirectional && !p.nodelay);
-        assert_eq!((p.window, p.mss), (Some(262_144), Some(1000)));
-        assert_eq!(p.congestion.as_deref(), Some("reno"));
-        let p = params(&spec("stream-bidir:1k", 1), 1024, StreamDirection::Bidir);
-        assert!(p.bidirectional && !p.reverse);
-        let _ = Bytes(1);
-    }
-
-    #[test]
-    fn targets_take_iperf3s_port_unless_given() {
-        let t = |a: &str| {
-            resolve(&Iperf3Target {
-                address: a.into(),
-                default_port: 5201,
-            })
-            .unwrap()
-        };
-        assert_eq!(t("127.0.0.1"), "127.0.0.1:5201".parse().unwrap());
-        assert_eq!(t("127.0.0.1:7000"), "127.0.0.1:7000".parse().unwrap());
-        assert_eq!(t("localhost:7001").port(), 7001);
-        assert_eq!(t("::1"), "[::1]:5201".parse().unwrap());
-    }
 }

@@ -1,5 +1,10 @@
 //! One iperf3 test on the server, from the cookie to `IPERF_DONE`: the
-//! parameters, the streams, the data phase, the results.
+//! blocking shell of [`ServerControl`], which says what to send and what to
+//! do. The shell reads the control connection (as much as the control
+//! awaits, by its deadline), admits the test against the server's totals
+//! and its congestion control, takes the streams, runs the data phase
+//! (data.rs), tops the counts up with the client's results and makes the
+//! server's, and logs how the test went.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,12 +12,13 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use crate::control::{ControlConn, ControlError};
-use crate::server::data::{self, DataStream, Finish};
-use crate::server::plan::{self, Limits, TestPlan};
-use crate::server::registry::{Shared, TestTicket};
+use crate::proto::server::{DataEnd, Do, Ended, Refused, ServerControl, Settings, SHUTDOWN};
+use crate::server::data::{self, DataPhase, DataStream, Finish};
+use crate::server::plan::{Limits, Refusal, TestPlan};
+use crate::server::registry::{SetupGuard, Shared, TestTicket};
 use crate::server::{report, udp};
-use crate::wire::{server_error_bytes, IErrno, State, TestParams, TestResults, Transport};
-use linkperf_engine::io::{Conn, Settings};
+use crate::wire::{IErrno, TestResults, Transport};
+use linkperf_engine::io::{Conn, Settings as StreamSettings};
 
 /// Largest results message read from a client.
 const MAX_RESULTS: usize = 1024 * 1024;
@@ -46,8 +52,15 @@ pub(crate) fn run(shared: Arc<Shared>, mut ticket: TestTicket, ctrl: TcpStream, 
     }
 }
 
-fn refuse(c: &mut ControlConn, i_errno: IErrno, errno: i32) {
-    let _ = c.send(&server_error_bytes(i_errno, errno));
+/// What the shell holds of a test as it goes.
+#[derive(Default)]
+struct Test {
+    plan: Option<TestPlan>,
+    streams: Option<Vec<DataStream>>,
+    /// Each stream's id and addresses, for the server's output.
+    addrs: Vec<(u32, SocketAddr, SocketAddr)>,
+    phase: Option<DataPhase>,
+    theirs: Option<TestResults>,
 }
 
 fn serve(
@@ -57,201 +70,212 @@ fn serve(
     log: &Log,
 ) -> Result<(), String> {
     let cfg = &shared.cfg;
-    let hs = cfg.handshake_timeout;
-    const SHUTDOWN: &str = "aborted in setup: the server is shutting down";
-    let Some(setup) = shared.setting_up(ticket.id, &ctrl) else {
-        let mut c = ControlConn::new(ctrl).map_err(|e| format!("control connection: {e}"))?;
-        let _ = c.send_state(State::ServerTerminate);
-        return Err(SHUTDOWN.into());
+    let settings = Settings {
+        limits: Limits {
+            max_duration: cfg.max_duration,
+            max_streams: cfg.max_streams,
+        },
+        max_params: cfg.max_json,
+        max_results: MAX_RESULTS,
+        handshake: cfg.handshake_timeout,
     };
+    // Until the data phase, a shutdown tells the client SERVER_TERMINATE and
+    // shuts the connection (the registry holds a second handle on it).
+    let mut setup = shared.setting_up(ticket.id, &ctrl);
     let mut c = ControlConn::new(ctrl).map_err(|e| format!("control connection: {e}"))?;
-    // A shutdown while this test sets up told its client SERVER_TERMINATE
-    // and shut the connection: whatever failed then, that is why.
-    let (plan, streams) = match set_up(shared, ticket, &mut c, log) {
-        Ok(s) => s,
-        Err(_) if setup.terminated() => return Err(SHUTDOWN.into()),
-        Err(e) => return Err(e),
-    };
-    if !setup.data_phase() {
-        return Err(SHUTDOWN.into());
+    let mut m = ServerControl::new(settings, Instant::now());
+    if setup.is_none() {
+        m.terminate(Instant::now());
     }
-    ticket.streams_connected();
-    let addrs: Vec<(u32, SocketAddr, SocketAddr)> = streams
+    let mut t = Test::default();
+    loop {
+        let Some(d) = m.poll() else {
+            listen(&mut c, &mut m)?;
+            continue;
+        };
+        match d {
+            Do::Send(bytes) => {
+                if let Err(e) = c.send(&bytes) {
+                    m.send_failed(e);
+                }
+            }
+            Do::Admit {
+                plan,
+                client_version,
+            } => {
+                let r = admit(ticket, &plan, cfg.max_total_streams);
+                if r.is_ok() {
+                    log.line(&report::describe(&plan, client_version.as_deref()));
+                }
+                t.plan = Some(*plan);
+                m.admitted(r, Instant::now());
+            }
+            Do::AcceptStreams { announce, until } => {
+                let Some(plan) = &t.plan else {
+                    return Err("failed: streams asked for before a plan".into());
+                };
+                match accept_streams(shared, ticket, &mut c, plan, &announce, until) {
+                    Err(e) => m.streams_failed(&e, Instant::now()),
+                    // A shutdown told the client SERVER_TERMINATE meanwhile.
+                    Ok(_) if !setup.take().is_some_and(SetupGuard::data_phase) => {
+                        m.terminated(Instant::now())
+                    }
+                    Ok(streams) => {
+                        ticket.streams_connected();
+                        t.addrs = addresses(&streams);
+                        t.streams = Some(streams);
+                        m.connected(Instant::now());
+                    }
+                }
+            }
+            Do::RunData { client_end } => {
+                let (Some(plan), Some(streams)) = (&t.plan, t.streams.take()) else {
+                    return Err("failed: the data phase asked for before the streams".into());
+                };
+                let phase = data::run(c.stream(), streams, plan, client_end, &shared.terminating)
+                    .map_err(|e| format!("failed: data path: {e}"))?;
+                let end = data_end(phase.out.end);
+                t.phase = Some(phase);
+                m.data_ended(end, Instant::now());
+            }
+            Do::Results(theirs) => {
+                let (Some(plan), Some(phase)) = (&t.plan, &mut t.phase) else {
+                    return Err("failed: results before the data phase".into());
+                };
+                phase.top_up(&theirs, plan);
+                let output = plan
+                    .server_output
+                    .then(|| report::server_output(plan, &phase.out, log.peer, &t.addrs));
+                let ours = report::results(plan, &phase.out, output);
+                t.theirs = Some(*theirs);
+                m.answer(&ours, Instant::now());
+            }
+            Do::Finish(ended) => return finished(ended, setup.as_ref(), &t, log),
+        }
+    }
+}
+
+/// How a test ended, in its log line; `Ok` when its results were exchanged.
+fn finished(
+    ended: Ended,
+    setup: Option<&SetupGuard<'_>>,
+    t: &Test,
+    log: &Log,
+) -> Result<(), String> {
+    let counted = |theirs| t.phase.as_ref().map(|p| report::summary(&p.out, theirs));
+    match ended {
+        Ended::Done => {
+            if let Some(s) = counted(t.theirs.as_ref()) {
+                log.line(&s);
+            }
+            Ok(())
+        }
+        // A shutdown while this test set up told its client SERVER_TERMINATE
+        // and shut the connection: whatever failed then, that is why.
+        Ended::Failed(_) if setup.is_some_and(|s| s.terminated()) => Err(SHUTDOWN.into()),
+        Ended::Failed(why) => Err(why),
+        Ended::Cut(why) => Err(match counted(None) {
+            Some(s) => format!("{why}; {s}"),
+            None => why,
+        }),
+    }
+}
+
+/// Reads what the control awaits, by its deadline.
+fn listen(c: &mut ControlConn, m: &mut ServerControl) -> Result<(), String> {
+    let (want, Some(until)) = (m.wants(), m.timeout()) else {
+        return Err("failed: nothing to do and nothing awaited".into());
+    };
+    if want == 0 {
+        m.handle_timeout(Instant::now());
+        return Ok(());
+    }
+    match c.recv_by(want, until) {
+        Ok(bytes) => m.receive(&bytes, Instant::now()),
+        Err(ControlError::TimedOut(_)) => m.handle_timeout(Instant::now()),
+        Err(e) => m.broken(e, Instant::now()),
+    }
+    Ok(())
+}
+
+/// Admits a planned test: its streams within the server's total, its
+/// congestion control on this host.
+fn admit(ticket: &mut TestTicket, plan: &TestPlan, max_total: usize) -> Result<(), Refused> {
+    if !ticket.reserve_streams(plan.streams()) {
+        return Err(Refused::Busy(format!(
+            "{} more streams would pass the server's limit of {max_total}",
+            plan.streams(),
+        )));
+    }
+    if let Some(cc) = &plan.congestion {
+        if let Err(e) = probe_congestion(cc) {
+            return Err(Refused::Error(Refusal {
+                i_errno: IErrno::SetCongestion,
+                errno: e.raw_os_error().unwrap_or(libc::ENOENT),
+                why: format!("congestion control {cc}: {e}"),
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// How the data phase ended, in the control's words.
+fn data_end(f: Finish) -> DataEnd {
+    match f {
+        Finish::TestEnd => DataEnd::TestEnd,
+        Finish::ClientTerminate => DataEnd::ClientTerminate,
+        Finish::ControlClosed => DataEnd::ControlClosed,
+        Finish::Deadline => DataEnd::Deadline,
+        Finish::Shutdown => DataEnd::Shutdown,
+        Finish::Protocol(b) => DataEnd::Protocol(b),
+    }
+}
+
+/// Each stream's id and its local and peer addresses.
+fn addresses(streams: &[DataStream]) -> Vec<(u32, SocketAddr, SocketAddr)> {
+    streams
         .iter()
         .map(|s| {
             let unspecified = SocketAddr::from(([0, 0, 0, 0], 0));
             let (l, p) = s.sock.addresses().unwrap_or((unspecified, unspecified));
             (s.id, crate::sys::canonical(l), crate::sys::canonical(p))
         })
-        .collect();
-    // The client's clock for -t and -O starts when it reads TEST_START.
-    let client_end = plan.time.map(|t| Instant::now() + plan.omit + t);
-    c.send_state(State::TestStart).map_err(|e| e.to_string())?;
-    c.send_state(State::TestRunning)
-        .map_err(|e| e.to_string())?;
-    let mut phase = data::run(c.stream(), streams, &plan, client_end, &shared.terminating)
-        .map_err(|e| format!("failed: data path: {e}"))?;
-    let out = &phase.out;
-    match out.end {
-        Finish::TestEnd => {}
-        Finish::ClientTerminate => {
-            return Err(format!(
-                "ended by the client (CLIENT_TERMINATE); {}",
-                report::summary(out, None)
-            ))
-        }
-        Finish::ControlClosed => {
-            return Err(format!(
-                "the client went away (control connection closed); {}",
-                report::summary(out, None)
-            ))
-        }
-        Finish::Shutdown => {
-            // As iperf3's own server does on SIGTERM, data::run told the
-            // client SERVER_TERMINATE: it says "the server has terminated".
-            // (Terminator::terminate counted the test.)
-            return Err(format!(
-                "aborted: the server is shutting down; {}",
-                report::summary(out, None)
-            ));
-        }
-        Finish::Deadline => {
-            let _ = c.send_state(State::ServerTerminate);
-            return Err(format!(
-                "ended by the server: no TEST_END within {:?}; {}",
-                plan.limit,
-                report::summary(out, None)
-            ));
-        }
-        Finish::Protocol(b) => {
-            refuse(&mut c, IErrno::Message, 0);
-            return Err(format!(
-                "refused: control byte {b} out of turn; {}",
-                report::summary(out, None)
-            ));
-        }
-    }
-    c.send_state(State::ExchangeResults)
-        .map_err(|e| e.to_string())?;
-    let theirs: Option<TestResults> = match c.read_json(MAX_RESULTS, Instant::now() + hs) {
-        Ok(r) => Some(r),
-        Err(e @ ControlError::Wire(_)) => {
-            refuse(&mut c, IErrno::RecvResults, 0);
-            return Err(format!(
-                "unreadable results from the client: {e}; {}",
-                report::summary(out, None)
-            ));
-        }
-        Err(e) => {
-            return Err(format!(
-                "no results from the client: {e}; {}",
-                report::summary(out, None)
-            ))
-        }
-    };
-    if let Some(t) = &theirs {
-        phase.top_up(t, &plan);
-    }
-    let out = &phase.out;
-    let output = plan
-        .server_output
-        .then(|| report::server_output(&plan, out, log.peer, &addrs));
-    let ours = report::results(&plan, out, output);
-    c.send_json(&ours).map_err(|e| e.to_string())?;
-    c.send_state(State::DisplayResults)
-        .map_err(|e| e.to_string())?;
-    // The client prints, then says IPERF_DONE and closes; either will do.
-    let _ = c.read_state(Instant::now() + Duration::from_secs(5));
-    log.line(&report::summary(out, theirs.as_ref()));
-    Ok(())
+        .collect()
 }
 
-/// The parameters and the streams: the test up to its data phase.
-fn set_up(
+/// The test's streams, TCP or UDP, in the order they came: `announce`
+/// (`CREATE_STREAMS`) goes out once the server is ready for them; at most
+/// until `until`.
+fn accept_streams(
     shared: &Shared,
-    ticket: &mut TestTicket,
+    ticket: &TestTicket,
     c: &mut ControlConn,
-    log: &Log,
-) -> Result<(TestPlan, Vec<DataStream>), String> {
-    let cfg = &shared.cfg;
-    let hs = cfg.handshake_timeout;
-    c.send_state(State::ParamExchange)
-        .map_err(|e| e.to_string())?;
-    let params: TestParams = match c.read_json(cfg.max_json, Instant::now() + hs) {
-        Ok(p) => p,
-        Err(e @ ControlError::Wire(_)) => {
-            refuse(c, IErrno::RecvParams, 0);
-            return Err(format!("refused: unreadable parameters: {e}"));
-        }
-        Err(e) => return Err(format!("no parameters: {e}")),
-    };
-    let limits = Limits {
-        max_duration: cfg.max_duration,
-        max_streams: cfg.max_streams,
-    };
-    let plan = match plan::plan(&params, &limits) {
-        Ok(p) => p,
-        Err(r) => {
-            refuse(c, r.i_errno, r.errno);
-            return Err(format!("refused: {}", r.why));
-        }
-    };
-    if !ticket.reserve_streams(plan.streams()) {
-        let _ = c.send_state(State::AccessDenied);
-        return Err(format!(
-            "refused: {} more streams would pass the server's limit of {}",
-            plan.streams(),
-            cfg.max_total_streams
-        ));
+    plan: &TestPlan,
+    announce: &[u8],
+    until: Instant,
+) -> Result<Vec<DataStream>, String> {
+    if plan.transport == Transport::Tcp {
+        return tcp_streams(ticket, c, plan, announce, until, &shared.terminating);
     }
-    if let Some(cc) = &plan.congestion {
-        if let Err(e) = probe_congestion(cc) {
-            refuse(
-                c,
-                IErrno::SetCongestion,
-                e.raw_os_error().unwrap_or(libc::ENOENT),
-            );
-            return Err(format!("refused: congestion control {cc}: {e}"));
-        }
-    }
-    log.line(&report::describe(&plan, params.client_version.as_deref()));
     let peer_ip = c.stream().peer_addr().map_err(|e| e.to_string())?.ip();
-    let deadline = Instant::now() + hs;
-    let streams = match plan.transport {
-        Transport::Tcp => tcp_streams(ticket, c, &plan, deadline, &shared.terminating),
-        _ => {
-            let socks = udp::accept_streams(
-                shared,
-                peer_ip,
-                plan.streams(),
-                plan.window,
-                plan.blksize,
-                deadline,
-                || {
-                    c.send_state(State::CreateStreams)
-                        .map_err(|e| e.to_string())
-                },
-            );
-            socks.map(|v| {
-                v.into_iter()
-                    .enumerate()
-                    .map(|(i, s)| DataStream {
-                        id: crate::wire::stream_id(i),
-                        sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
-                        sock: s,
-                    })
-                    .collect()
-            })
-        }
-    };
-    let streams = match streams {
-        Ok(s) => s,
-        Err(e) => {
-            refuse(c, IErrno::StreamAccept, 0);
-            return Err(format!("failed: {e}"));
-        }
-    };
-    Ok((plan, streams))
+    let socks = udp::accept_streams(
+        shared,
+        peer_ip,
+        plan.streams(),
+        plan.window,
+        plan.blksize,
+        until,
+        || c.send(announce).map_err(|e| e.to_string()),
+    )?;
+    Ok(socks
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| DataStream {
+            id: crate::wire::stream_id(i),
+            sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
+            sock: s,
+        })
+        .collect())
 }
 
 /// Waits for the test's TCP streams (their cookies have been read by the
@@ -260,12 +284,12 @@ fn tcp_streams(
     ticket: &TestTicket,
     c: &mut ControlConn,
     plan: &TestPlan,
+    announce: &[u8],
     deadline: Instant,
     terminating: &AtomicBool,
 ) -> Result<Vec<DataStream>, String> {
     let rx = ticket.await_streams();
-    c.send_state(State::CreateStreams)
-        .map_err(|e| e.to_string())?;
+    c.send(announce).map_err(|e| e.to_string())?;
     let n = plan.streams();
     let mut conns = Vec::with_capacity(n);
     while conns.len() < n {
@@ -304,8 +328,8 @@ fn tcp_streams(
 /// `-N`, `-w`, `-M`, `-C`, `-S` of an accepted stream. Like iperf3's
 /// server, a segment size or a type of service the socket refuses is not
 /// fatal: the client's own MSS already bounds the segments both ways.
-fn stream_settings(plan: &TestPlan) -> Settings {
-    Settings {
+fn stream_settings(plan: &TestPlan) -> StreamSettings {
+    StreamSettings {
         nodelay: plan.nodelay,
         sndbuf: plan.window,
         rcvbuf: plan.window,
