@@ -118,6 +118,7 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
             count(l.count, "transaction")
         );
     }
+    open_loop_lines(&mut s, run);
     cpu_lines(&mut s, run);
     efficiency_lines(&mut s, run);
     tcp_and_wire_lines(&mut s, run);
@@ -215,6 +216,54 @@ fn flow_and_loss_lines(s: &mut String, run: &Run) {
             l.lost + l.answered,
             l.rate * 100.0
         );
+    }
+}
+
+/// An open loop: what was offered and sent, what became of the arrivals,
+/// the service time from the send beside the transaction time from the due
+/// time, the pacing error, and the percentiles' confidence intervals.
+fn open_loop_lines(s: &mut String, run: &Run) {
+    let Some(o) = &run.open_loop else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "  open loop      {:.0} transactions/s sent of {:.0} offered ({} arrivals, at most {} outstanding per connection): {} late, {} dropped, {} behind schedule",
+        o.achieved_per_s,
+        o.offered_per_s,
+        o.arrival,
+        o.max_outstanding,
+        o.late,
+        o.dropped,
+        o.behind
+    );
+    if let Some(l) = &o.service_time_us {
+        let _ = writeln!(
+            s,
+            "  service        mean {}, p50 {}, p99 {}, p99.9 {}, max {}  (from the send; the transaction time runs from when it was due)",
+            time_us(l.mean),
+            time_us(l.p50),
+            time_us(l.p99),
+            time_us(l.p999),
+            time_us(l.max)
+        );
+    }
+    if let Some(p) = &o.pacing_error_us {
+        let _ = writeln!(
+            s,
+            "  pacing error   p50 {}, p99 {}, max {}  (send after due, with room on the connection)",
+            time_us(p.p50),
+            time_us(p.p99),
+            time_us(p.max)
+        );
+    }
+    let ci = &o.transaction_time_ci_us;
+    let shown: Vec<String> = [("p50", ci.p50), ("p99", ci.p99), ("p99.9", ci.p999)]
+        .into_iter()
+        .filter_map(|(n, v)| v.map(|[lo, hi]| format!("{n} {}–{}", time_us(lo), time_us(hi))))
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(s, "  95% intervals  {}", shown.join(", "));
     }
 }
 

@@ -63,18 +63,19 @@ impl OpenTally {
     }
 
     /// An arrival was sent in the window `delay` after it was due, `waited`
-    /// or not; `gap` since the user's last send, when both had room.
+    /// or not; `gap` since the user's arrival before it as the generator
+    /// offered them.
     pub fn sent(&mut self, delay: Duration, waited: bool, gap: Option<Duration>) {
         self.sent += 1;
+        if let Some(g) = gap {
+            self.sample_gap(nanos(g));
+        }
         if waited {
             return;
         }
         self.pacing.record_ns(nanos(delay));
         if delay > crate::flow::open_loop::BEHIND_AFTER {
             self.behind += 1;
-        }
-        if let Some(g) = gap {
-            self.sample_gap(nanos(g));
         }
     }
 

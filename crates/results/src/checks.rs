@@ -293,7 +293,7 @@ pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
     ];
     // An open loop's schedule is checked too (a closed loop's list is as it was).
     if j.spec.offered.is_some() {
-        checks.extend(crate::open_loop::checks(run));
+        checks.extend(crate::open_loop::checks(run, j.spec));
     }
     checks
 }

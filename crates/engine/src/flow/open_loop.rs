@@ -23,6 +23,9 @@ use super::want::{clamp, Completed, Want};
 pub const MAX_WAIT: Duration = Duration::from_secs(2);
 /// Arrivals a connection may keep waiting whatever its rate.
 const MIN_WAITING: usize = 64;
+/// Arrivals a connection keeps waiting at most whatever its rate (2 s of
+/// 32k/s): a bound on memory when far more is offered than is carried.
+const MAX_WAITING: usize = 1 << 16;
 /// An arrival sent this long after it was due, with room on its connection
 /// to send it, was held up by the generator itself: counted `behind` (the
 /// client could not keep the schedule).
@@ -67,7 +70,9 @@ pub enum Event {
         sent: Instant,
         /// It waited for room.
         waited: bool,
-        /// Since this user's previous send, when neither waited.
+        /// Since this user's previous arrival as the generator offered it
+        /// (its send, or its due time if it waited for an answer: the wait
+        /// is the server's, not the generator's).
         gap: Option<Duration>,
     },
 }
@@ -130,8 +135,8 @@ pub struct OpenLoop {
     counts: OpenCounts,
     /// What happened since the worker last looked.
     events: Vec<Event>,
-    /// When the last send that did not wait went.
-    last_free_send: Option<Instant>,
+    /// When the last arrival was offered (see [`Event::Sent`]'s gap).
+    last_offered: Option<Instant>,
 }
 
 impl OpenLoop {
@@ -159,7 +164,7 @@ impl OpenLoop {
                 rng: fastrand::Rng::with_seed(seed ^ u64::from(flow).wrapping_mul(0x9e37_79b9)),
             },
             max_outstanding: load.max_outstanding.max(1) as usize,
-            max_waiting: waiting.max(MIN_WAITING),
+            max_waiting: waiting.clamp(MIN_WAITING, MAX_WAITING),
             queue: VecDeque::new(),
             outstanding: 0,
             writing: 0,
@@ -168,7 +173,7 @@ impl OpenLoop {
             stopped: false,
             counts: OpenCounts::default(),
             events: Vec::new(),
-            last_free_send: None,
+            last_offered: None,
         }
     }
 
@@ -304,11 +309,13 @@ impl Exchange for OpenLoop {
             if !p.waited && now.saturating_duration_since(p.due) > BEHIND_AFTER {
                 self.counts.behind += 1;
             }
-            let gap = match (p.waited, self.last_free_send) {
-                (false, Some(last)) => Some(now.saturating_duration_since(last)),
-                _ => None,
-            };
-            self.last_free_send = (!p.waited).then_some(now);
+            // The generator's own timing: a send that waited for an answer
+            // went when the server let it, so its due time stands for it.
+            let offered = if p.waited { p.due } else { now };
+            let gap = self
+                .last_offered
+                .map(|last| offered.saturating_duration_since(last));
+            self.last_offered = Some(offered);
             self.events.push(Event::Sent {
                 due: p.due,
                 sent: now,

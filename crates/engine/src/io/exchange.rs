@@ -80,8 +80,8 @@ pub fn exchange(
                             return Exchanged::Blocked;
                         }
                         // Part of a large message went (a blocking write may
-                        // have waited for room): the rest is stamped with a
-                        // fresh time.
+                        // have waited for room), or the next one goes after
+                        // it (an open loop's): stamped with a fresh time.
                         *now = Instant::now();
                         if t.blocking {
                             // Back to the loop (its intervals and window
