@@ -258,7 +258,7 @@ pub struct RunArgs {
     /// are powers of 1000), each sent when due and timed from then, whatever the answers do.
     /// Request/response workloads only. Default: closed loop (each user's next request goes
     /// when its answer came).
-    #[arg(long, value_name = "RATE", value_parser = parse_offered)]
+    #[arg(long, value_name = "RATE", value_parser = parse_offered, allow_hyphen_values = true)]
     pub offered: Option<TransactionsPerSecond>,
     /// Open loop: how arrivals are spaced: poisson (exponential gaps) or fixed (evenly).
     #[arg(long, value_name = "poisson|fixed", default_value = "poisson", value_parser = parse_arrival, requires = "offered")]

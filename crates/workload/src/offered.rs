@@ -203,7 +203,8 @@ mod tests {
         assert!(spec("mix:1x1*1,200x8k*1", Protocol::Unix)
             .validate()
             .is_ok());
-        assert!(spec("rr:200x1000", Protocol::Udp).validate().is_ok());
+        let e = spec("rr:200x1000", Protocol::Udp).validate().unwrap_err();
+        assert!(e.to_string().contains("over tcp or unix"), "{e}");
         for w in ["str-readx30k", "crr:1x1"] {
             let e = spec(w, Protocol::Tcp).validate().unwrap_err().to_string();
             assert!(
@@ -213,8 +214,8 @@ mod tests {
         }
         assert_eq!(spec("rr1c-1x1", Protocol::Tcp).name(), "rr1c-1x1--8--50k/s");
         assert_eq!(
-            spec("rr1c-1x1", Protocol::Udp).name(),
-            "rr1c-1x1--8--udp--50k/s"
+            spec("rr1c-1x1", Protocol::Unix).name(),
+            "rr1c-1x1--8--unix--50k/s"
         );
         // Closed loop keeps its name and its wire form.
         let closed = TestSpec::new(

@@ -15,8 +15,9 @@ use toml::Spanned;
 
 use crate::suite::Location;
 use crate::{
-    BitsPerSecond, Bytes, CpuList, Protocol, SocketOptions, Suite, SuiteError, SuiteTest,
-    TestOverrides, TestSpec, Workload, MAX_USERS,
+    Arrival, BitsPerSecond, Bytes, CpuList, OfferedLoad, Protocol, SocketOptions, Suite,
+    SuiteError, SuiteTest, TestOverrides, TestSpec, TransactionsPerSecond, Workload, WorkloadError,
+    MAX_USERS,
 };
 
 /// Measurement window of a test whose file sets none (as `linkperf run`).
@@ -92,6 +93,8 @@ struct Settings<'a> {
     mss: Option<&'a Spanned<u32>>,
     udp_timeout: Option<&'a Spanned<NumberOrText>>,
     rate: Option<&'a Spanned<NumberOrText>>,
+    arrival: Option<&'a Spanned<String>>,
+    max_outstanding: Option<&'a Spanned<u32>>,
 }
 
 /// Declares a table that takes the per-test setting keys besides its own, so
@@ -117,6 +120,8 @@ macro_rules! table_with_settings {
             mss: Option<Spanned<u32>>,
             udp_timeout: Option<Spanned<NumberOrText>>,
             rate: Option<Spanned<NumberOrText>>,
+            arrival: Option<Spanned<String>>,
+            max_outstanding: Option<Spanned<u32>>,
         }
 
         impl $name {
@@ -136,6 +141,8 @@ macro_rules! table_with_settings {
                     mss: self.mss.as_ref(),
                     udp_timeout: self.udp_timeout.as_ref(),
                     rate: self.rate.as_ref(),
+                    arrival: self.arrival.as_ref(),
+                    max_outstanding: self.max_outstanding.as_ref(),
                 }
             }
         }
@@ -188,6 +195,8 @@ impl RawProfile {
             mss: None,
             udp_timeout: None,
             rate: None,
+            arrival: None,
+            max_outstanding: None,
         }
     }
 }
@@ -198,6 +207,7 @@ table_with_settings! {
         workloads: Spanned<Vec<Spanned<String>>>,
         users: Spanned<Vec<Spanned<u32>>>,
         protocols: Option<Spanned<Vec<Spanned<String>>>>,
+        offered: Option<Spanned<Vec<Spanned<NumberOrText>>>>,
     }
 }
 
@@ -207,6 +217,7 @@ table_with_settings! {
         workload: Spanned<String>,
         users: Spanned<u32>,
         protocol: Option<Spanned<String>>,
+        offered: Option<Spanned<NumberOrText>>,
     }
 }
 
@@ -272,8 +283,8 @@ pub fn parse_suite(text: &str, origin: &str) -> Result<Suite, SuiteError> {
             });
             continue;
         }
-        for (workload, protocol, users, parts) in file.expand(table)? {
-            let test = settings.test(workload, protocol, users);
+        for (workload, protocol, users, offered, parts) in file.expand(table)? {
+            let test = settings.test(workload, protocol, users, offered);
             test.spec.validate().map_err(|source| SuiteError::Test {
                 at: file.location(span.clone()),
                 test: test.name(),
@@ -353,8 +364,15 @@ struct Placed {
     parts: [Range<usize>; 3],
 }
 
-/// A test's workload, protocol, users, and where the three are written.
-type Cell = (Workload, Protocol, u32, [Range<usize>; 3]);
+/// A test's workload, protocol, users, offered load (open loop), and where
+/// the first three are written.
+type Cell = (
+    Workload,
+    Protocol,
+    u32,
+    Option<TransactionsPerSecond>,
+    [Range<usize>; 3],
+);
 
 /// The settings of one table after the file's defaults, as values; `None`
 /// keeps [`TestSpec::new`]'s default.
@@ -363,13 +381,28 @@ struct Resolved {
     warmup: Option<Duration>,
     udp_timeout: Option<Duration>,
     rate: Option<BitsPerSecond>,
+    arrival: Arrival,
+    max_outstanding: u32,
     socket: SocketOptions,
     overrides: TestOverrides,
 }
 
 impl Resolved {
-    fn test(&self, workload: Workload, protocol: Protocol, users: u32) -> SuiteTest {
+    fn test(
+        &self,
+        workload: Workload,
+        protocol: Protocol,
+        users: u32,
+        offered: Option<TransactionsPerSecond>,
+    ) -> SuiteTest {
         let mut spec = TestSpec::new(workload, protocol, users, self.duration);
+        // An arrival or an outstanding count set for a file or a matrix
+        // applies to its open-loop tests only.
+        spec.offered = offered.map(|rate| OfferedLoad {
+            rate,
+            arrival: self.arrival,
+            max_outstanding: self.max_outstanding,
+        });
         if let Some(w) = self.warmup {
             spec.warmup = w;
         }
@@ -467,6 +500,11 @@ impl FileCtx<'_> {
         }
     }
 
+    /// An offered rate: `"50k"`, or a number of transactions per second.
+    fn offered(&self, v: &Spanned<NumberOrText>) -> Result<TransactionsPerSecond, SuiteError> {
+        crate::parse_offered(&v.get_ref().text()).map_err(|e| self.value(v.span(), e.to_string()))
+    }
+
     /// A UDP stream's pace: `"100m"` (as iperf3's -b), or a number of bits per second.
     fn rate(
         &self,
@@ -524,6 +562,16 @@ impl FileCtx<'_> {
             warmup: self.duration(first(layers, |s| s.warmup), "warmup")?,
             udp_timeout: self.positive_duration(first(layers, |s| s.udp_timeout), "udp_timeout")?,
             rate: self.rate(first(layers, |s| s.rate))?,
+            arrival: match first(layers, |s| s.arrival) {
+                None => Arrival::default(),
+                Some(a) => a
+                    .get_ref()
+                    .parse()
+                    .map_err(|e: WorkloadError| self.value(a.span(), e.to_string()))?,
+            },
+            max_outstanding: self
+                .at_least_one(first(layers, |s| s.max_outstanding), "max_outstanding")?
+                .unwrap_or(1),
             socket: SocketOptions {
                 nodelay: layers.iter().find_map(|s| s.nodelay),
                 sndbuf: self.buffer(first(layers, |s| s.sndbuf), "sndbuf")?,
@@ -642,10 +690,12 @@ impl FileCtx<'_> {
                         ));
                     }
                 }
+                let offered = t.offered.as_ref().map(|o| self.offered(o)).transpose()?;
                 Ok(vec![(
                     workload,
                     protocol,
                     users,
+                    offered,
                     [t.workload.span(), t.users.span(), pspan],
                 )])
             }
@@ -668,16 +718,29 @@ impl FileCtx<'_> {
                         .collect::<Result<Vec<_>, SuiteError>>()?,
                     None => vec![(Protocol::Tcp, m.workloads.span())],
                 };
+                // Open loop: each rate of the list a test of its own (a
+                // sweep: the latency-versus-load curve).
+                let offered: Vec<Option<TransactionsPerSecond>> = match &m.offered {
+                    None => vec![None],
+                    Some(list) => self
+                        .non_empty(list, "offered")?
+                        .iter()
+                        .map(|o| self.offered(o).map(Some))
+                        .collect::<Result<_, SuiteError>>()?,
+                };
                 let mut cells = Vec::new();
                 for (w, wspan) in &workloads {
                     for (p, pspan) in &protocols {
                         for (u, uspan) in &users {
-                            cells.push((
-                                w.clone(),
-                                *p,
-                                *u,
-                                [wspan.clone(), uspan.clone(), pspan.clone()],
-                            ));
+                            for o in &offered {
+                                cells.push((
+                                    w.clone(),
+                                    *p,
+                                    *u,
+                                    *o,
+                                    [wspan.clone(), uspan.clone(), pspan.clone()],
+                                ));
+                            }
                         }
                     }
                 }
@@ -943,6 +1006,43 @@ threads = 8
         );
         let e = err("[[matrix]]\nworkloads = [\"rr1c-1x1\", \"rr:0x1\"]\nusers = [1]\n");
         assert!(e.starts_with("study.toml, line 2, column 26:"), "{e}");
+    }
+
+    #[test]
+    fn a_matrix_of_offered_rates_sweeps_the_load_each_rate_a_test() {
+        let suite = parse_suite(
+            "arrival = \"fixed\"\n[[matrix]]\nworkloads = [\"rr1c-1x1\"]\nusers = [4]\n\
+             offered = [\"1k\", 5000, \"20k\"]\nmax_outstanding = 8\n\n\
+             [[test]]\nworkload = \"rr:1x1\"\nusers = 2\n",
+            "sweep.toml",
+        )
+        .unwrap();
+        let names: Vec<String> = suite.tests.iter().map(|t| t.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "rr1c-1x1--4--1k/s",
+                "rr1c-1x1--4--5k/s",
+                "rr1c-1x1--4--20k/s",
+                "rr1c-1x1--2"
+            ]
+        );
+        let load = suite.tests[1].spec.offered.unwrap();
+        assert_eq!((load.arrival, load.max_outstanding), (Arrival::Fixed, 8));
+        assert_eq!(
+            suite.tests[3].spec.offered, None,
+            "closed loop where none is offered"
+        );
+        assert_err(
+            "[[matrix]]\nworkloads = [\"rr1c-1x1\"]\nusers = [1]\noffered = [\"1k\",\n  \"0\"]\n",
+            5,
+            "offered rate '0'",
+        );
+        let e = err("[[test]]\nworkload = \"str-readx30k\"\nusers = 1\noffered = \"1k\"\n");
+        assert!(
+            e.contains("request/response on persistent connections"),
+            "{e}"
+        );
     }
 
     #[test]
