@@ -134,8 +134,8 @@ const FIDELITY_SEED: u64 = 0x6c69_6e6b_7065_7266;
 /// The achieved rate within [`RATE_TOLERANCE`] of the offered, and the gaps
 /// between each user's sends shaped as asked: exponential (Anderson–Darling
 /// at the 1 % level, on a seeded subsample of 3000) or evenly spaced (see
-/// `linkperf_metrics::arrival_fidelity`). The sends are stamped with a clock
-/// read per turn of the worker, to the nanosecond.
+/// `linkperf_metrics::arrival_fidelity`), on the grid of the generator's
+/// resolution: its median pacing error (the latency of its wake-ups).
 fn arrival_fidelity(run: &Run, spec: &TestSpec) -> Check {
     let name = CheckName::ArrivalFidelity;
     let (Some(o), Some(client)) = (&run.open_loop, &run.client) else {
@@ -170,15 +170,26 @@ fn arrival_fidelity(run: &Run, spec: &TestSpec) -> Check {
         Arrival::Fixed => ArrivalProcess::Fixed,
     };
     let per_user = o.offered_per_s / f64::from(spec.users.max(1));
-    let shape = match fidelity(gaps, process, per_user, 1, FIDELITY_SEED) {
+    // The generator's resolution: arrivals due closer together than it
+    // wakes go out in one wake-up, a gap of about nothing. Its median
+    // pacing error is that wake-up's latency; a microsecond at least.
+    let tick_ns = o
+        .pacing_error_us
+        .map_or(1_000.0, |p| (p.p50 * 1e3).max(1_000.0))
+        .round() as u64;
+    let shape = match fidelity(gaps, process, per_user, tick_ns, FIDELITY_SEED) {
         None => (true, format!("; too few gaps between sends to judge their shape ({})", gaps.len())),
         Some(f) => match f.shape {
             ArrivalShape::Poisson(fit) => (
                 fit.passed,
                 format!(
-                    "; gaps between a user's sends against exponential at {per_user:.1}/s: \
-                     Anderson–Darling A² {:.3}, p {:.4} (Kolmogorov–Smirnov p {:.4}) over {}",
-                    fit.anderson_darling, fit.anderson_darling_p, fit.kolmogorov_smirnov_p, fit.tested
+                    "; gaps between a user's sends against exponential at {per_user:.1}/s on a \
+                     {:.1} µs grid: Anderson–Darling A² {:.3}, p {:.4} (Kolmogorov–Smirnov p {:.4}) over {}",
+                    tick_ns as f64 / 1e3,
+                    fit.anderson_darling,
+                    fit.anderson_darling_p,
+                    fit.kolmogorov_smirnov_p,
+                    fit.tested
                 ),
             ),
             ArrivalShape::Fixed(reg) => (

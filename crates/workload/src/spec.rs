@@ -360,12 +360,6 @@ impl TestSpec {
                     self.workload.name()
                 )));
             }
-            if self.protocol == Protocol::Udp {
-                return Err(WorkloadError::Offered(
-                    "an offered load runs over tcp or unix; over udp, request/response is closed loop"
-                        .into(),
-                ));
-            }
         }
         if let Some(cc) = &self.socket.cc {
             check_cc_name(cc)?;

@@ -17,7 +17,7 @@ use super::exchange::Exchange;
 use super::want::{clamp, Completed, Want};
 
 /// The most arrivals one connection keeps waiting, in time: two seconds of
-/// its arrivals (at least [`MIN_WAITING`]). A server stalled for a second
+/// its arrivals (at least 64). A server stalled for a second
 /// is measured stalling; one stalled longer, or a rate the path cannot
 /// carry, drops arrivals rather than holding without bound.
 pub const MAX_WAIT: Duration = Duration::from_secs(2);
@@ -70,9 +70,9 @@ pub enum Event {
         sent: Instant,
         /// It waited for room.
         waited: bool,
-        /// Since this user's previous arrival as the generator offered it
-        /// (its send, or its due time if it waited for an answer: the wait
-        /// is the server's, not the generator's).
+        /// Since this user's previous arrival as the generator offered them:
+        /// between the sends, or between the due times where either waited
+        /// for an answer (the wait is the server's, not the generator's).
         gap: Option<Duration>,
     },
 }
@@ -102,6 +102,8 @@ impl Schedule {
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
+    /// Its transaction number (a datagram's sequence number).
+    seq: u64,
     due: Instant,
     /// When its first byte went, once it did.
     sent: Option<Instant>,
@@ -135,8 +137,9 @@ pub struct OpenLoop {
     counts: OpenCounts,
     /// What happened since the worker last looked.
     events: Vec<Event>,
-    /// When the last arrival was offered (see [`Event::Sent`]'s gap).
-    last_offered: Option<Instant>,
+    /// The last arrival sent: when it was due, when it went, whether it
+    /// waited (see [`Event::Sent`]'s gap).
+    last_offered: Option<(Instant, Instant, bool)>,
 }
 
 impl OpenLoop {
@@ -215,6 +218,7 @@ impl OpenLoop {
                 continue;
             }
             let (request, response) = self.sizes.at(self.flow, self.seq);
+            let seq = self.seq;
             self.seq += 1;
             // Room now means it goes with this turn's writes; none, it
             // waits for an answer.
@@ -224,6 +228,7 @@ impl OpenLoop {
             }
             self.events.push(Event::Arrived { due, late: waited });
             self.queue.push_back(Pending {
+                seq,
                 due,
                 sent: None,
                 waited,
@@ -272,6 +277,96 @@ impl OpenLoop {
     }
 }
 
+/// Over datagrams: each arrival is one request datagram and its answer
+/// one datagram, matched by its transaction number; an answer may come out
+/// of order, or never (lost after the test's UDP timeout).
+impl OpenLoop {
+    /// The next arrival that may go now (its connection has room): its
+    /// number and request size; it is counted sent at `now`.
+    pub fn send_datagram(&mut self, now: Instant) -> Option<(u64, u64)> {
+        let p = *self.next_to_send()?;
+        self.outstanding += 1;
+        self.record_send(p, now);
+        Some((p.seq, p.request))
+    }
+
+    /// The answer to transaction `seq` came at `now`: the transaction, if
+    /// it was outstanding (a late answer to one counted lost is not).
+    pub fn answered(&mut self, seq: u64, now: Instant) -> Option<Completed> {
+        let i = self
+            .queue
+            .iter()
+            .take(self.outstanding)
+            .position(|p| p.seq == seq)?;
+        let p = self.queue.remove(i)?;
+        self.outstanding -= 1;
+        Some(Completed {
+            took: now.saturating_duration_since(p.due),
+            service: Some(now.saturating_duration_since(p.sent.unwrap_or(p.due))),
+        })
+    }
+
+    /// Transactions sent before `before` and not answered are lost: given
+    /// up, their room freed. How many.
+    pub fn expire(&mut self, before: Instant) -> u64 {
+        let mut lost = 0;
+        let mut i = 0;
+        while i < self.outstanding {
+            if self.queue[i].sent.is_some_and(|t| t < before) {
+                self.queue.remove(i);
+                self.outstanding -= 1;
+                lost += 1;
+            } else {
+                i += 1;
+            }
+        }
+        lost
+    }
+
+    /// When the oldest transaction outstanding was sent.
+    pub fn oldest_sent(&self) -> Option<Instant> {
+        self.queue
+            .iter()
+            .take(self.outstanding)
+            .filter_map(|p| p.sent)
+            .min()
+    }
+
+    /// Whether the schedule is over and nothing is left to send or answer.
+    pub fn finished(&self) -> bool {
+        self.stopped && self.queue.is_empty()
+    }
+
+    /// Transaction `p` goes at `now`: counted, its event noted.
+    fn record_send(&mut self, p: Pending, now: Instant) {
+        if let Some(q) = self.queue.get_mut(self.outstanding - 1) {
+            q.sent = Some(now);
+        }
+        self.counts.sent += 1;
+        if !p.waited && now.saturating_duration_since(p.due) > BEHIND_AFTER {
+            self.counts.behind += 1;
+        }
+        // The generator's own timing: the gap between two sends that had
+        // room; where either waited for an answer (it went when the server
+        // let it, not when the generator did), the gap between their due
+        // times.
+        let gap = self.last_offered.map(|(due, sent, waited)| {
+            if waited || p.waited {
+                p.due.saturating_duration_since(due)
+            } else {
+                now.saturating_duration_since(sent)
+            }
+        });
+        self.last_offered = Some((p.due, now, p.waited));
+        self.events.push(Event::Sent {
+            due: p.due,
+            sent: now,
+            waited: p.waited,
+            gap,
+        });
+    }
+}
+
 impl Exchange for OpenLoop {
     fn want(&self) -> Want {
         if self.writing > 0 {
@@ -297,31 +392,13 @@ impl Exchange for OpenLoop {
     fn written(&mut self, n: usize, now: Instant) -> Option<Completed> {
         if self.writing == 0 {
             // The first byte of the next one.
-            let idx = self.outstanding;
-            let p = self.queue.get_mut(idx)?;
-            p.sent = Some(now);
+            let p = *self.queue.get(self.outstanding)?;
             self.writing = p.request;
             self.outstanding += 1;
             if self.outstanding == 1 {
                 self.reading = p.response;
             }
-            self.counts.sent += 1;
-            if !p.waited && now.saturating_duration_since(p.due) > BEHIND_AFTER {
-                self.counts.behind += 1;
-            }
-            // The generator's own timing: a send that waited for an answer
-            // went when the server let it, so its due time stands for it.
-            let offered = if p.waited { p.due } else { now };
-            let gap = self
-                .last_offered
-                .map(|last| offered.saturating_duration_since(last));
-            self.last_offered = Some(offered);
-            self.events.push(Event::Sent {
-                due: p.due,
-                sent: now,
-                waited: p.waited,
-                gap,
-            });
+            self.record_send(p, now);
         }
         self.writing = self.writing.saturating_sub(n as u64);
         None
@@ -464,6 +541,35 @@ mod tests {
             }
         }
         assert_eq!(u.want(), Want::Done);
+    }
+
+    #[test]
+    fn datagrams_are_answered_by_number_in_any_order_and_lost_after_the_timeout() {
+        let t0 = Instant::now();
+        let far = t0 + Duration::from_secs(3600);
+        let mut u = user(&load(1000, Arrival::Fixed, 3), t0);
+        u.start(t0, 1);
+        u.arrivals(t0 + 3 * MS, far);
+        let sent: Vec<u64> =
+            std::iter::from_fn(|| u.send_datagram(t0 + 3 * MS).map(|s| s.0)).collect();
+        assert_eq!(sent, [0, 1, 2], "three outstanding at most");
+        assert_eq!(u.send_datagram(t0 + 3 * MS), None);
+        // The second's answer first.
+        let b = u.answered(1, t0 + 4 * MS).unwrap();
+        assert_eq!(b.took, 3 * MS, "due at 1 ms");
+        assert_eq!(b.service, Some(MS));
+        assert_eq!(u.answered(1, t0 + 4 * MS), None, "a duplicate is nothing");
+        assert_eq!(
+            u.send_datagram(t0 + 4 * MS).map(|s| s.0),
+            Some(3),
+            "room again"
+        );
+        // The first and third never come: lost after the timeout.
+        assert_eq!(u.expire(t0 + 3 * MS + Duration::from_nanos(1)), 2);
+        assert_eq!(u.outstanding(), 1);
+        assert_eq!(u.answered(0, t0 + 5 * MS), None, "too late: it was lost");
+        assert_eq!(u.oldest_sent(), Some(t0 + 4 * MS));
+        assert_eq!(u.counts().sent, 4);
     }
 
     #[test]

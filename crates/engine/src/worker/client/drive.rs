@@ -19,6 +19,9 @@ impl Worker {
             Logic::Udp(_) => self.drive_udp(i, schedule),
             Logic::Stream(_) => self.drive_stream(i, schedule),
             Logic::UdpStream(_) => self.drive_udp_stream(i, schedule),
+            Logic::Open { .. } if self.spec.protocol == Protocol::Udp => {
+                self.drive_open_udp(i, schedule, now)
+            }
             Logic::Open { .. } => self.drive_open(i, schedule, &mut now),
         };
         match outcome {
@@ -124,6 +127,99 @@ impl Worker {
             Exchanged::Eof => Io::Eof,
             Exchanged::Failed(e) => Io::Failed(e),
         }
+    }
+
+    /// An open-loop user over UDP: the answers that came are matched to
+    /// their transactions by number, those unanswered past the UDP timeout
+    /// are lost, the arrivals due come and what has room goes, one datagram
+    /// each; its timer is armed for the next arrival or the next loss.
+    pub(super) fn drive_open_udp(&mut self, i: usize, schedule: Schedule, now: Instant) -> Io {
+        let tag = self.token.session_tag();
+        let timeout = self.spec.udp_timeout;
+        let f = &mut self.flows[i];
+        let id = f.id;
+        let (Logic::Open { user, armed }, Some(sock)) =
+            (&mut f.logic, f.conn.as_ref().and_then(Conn::udp))
+        else {
+            return Io::Blocked;
+        };
+        loop {
+            match sock.recv(&mut self.bufs.read) {
+                Ok(k) => {
+                    let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
+                        continue;
+                    };
+                    if h.tag != tag || h.flow != id {
+                        continue;
+                    }
+                    let at = Instant::now();
+                    self.counters.rx(i, k - UDP_HEADER_LEN, at);
+                    // A late answer to one counted lost is not counted again.
+                    if let Some(done) = user.answered(h.seq, at) {
+                        self.counters.transactions(i, 1, done.took, at);
+                        if let Some(service) = done.service {
+                            self.counters.open_completed(done.took, service, at);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // An ICMP error for an earlier datagram: its timeout counts the loss.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
+                Err(e) => return Io::Failed(e),
+            }
+        }
+        if let Some(before) = now.checked_sub(timeout) {
+            for _ in 0..user.expire(before) {
+                self.counters
+                    .error(now, || format!("flow {id}: udp transaction timed out"));
+            }
+        }
+        user.arrivals(now, schedule.measure_until);
+        while let Some((seq, request)) = user.send_datagram(now) {
+            let n = usize::try_from(request).unwrap_or(usize::MAX);
+            let len = UDP_HEADER_LEN.saturating_add(n);
+            if len > self.bufs.datagram.len() {
+                return Io::Failed(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "request larger than a datagram",
+                ));
+            }
+            let mut hdr = [0u8; UDP_HEADER_LEN];
+            UdpHeader {
+                tag,
+                flow: id,
+                seq,
+                sent_ns: 0,
+            }
+            .encode(&mut hdr);
+            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            // A datagram the socket refused (its buffer full, an ICMP error)
+            // is as good as lost: its timeout counts it.
+            if sock.send(&self.bufs.datagram[..len]).is_ok() {
+                self.counters.tx(i, n, now);
+            }
+        }
+        for e in user.take_events() {
+            self.counters.open_event(&e);
+        }
+        if user.finished() {
+            return Io::Finished;
+        }
+        let next = [
+            user.next_arrival(schedule.measure_until),
+            user.oldest_sent().map(|t| t + timeout),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        if let Some(next) = next {
+            if *armed != Some(next) {
+                *armed = Some(next);
+                self.io.timers.arm(next, i, f.seq);
+            }
+        }
+        Io::Blocked
     }
 
     pub(super) fn after_crr_response(&mut self, i: usize, schedule: Schedule) -> Io {
