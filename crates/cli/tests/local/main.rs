@@ -16,4 +16,5 @@ mod iperf3;
 mod mesh;
 mod profile;
 mod report;
+mod strangers;
 mod suite;
