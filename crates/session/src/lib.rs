@@ -6,9 +6,11 @@
 //! challenge–response ([`auth`]) before anything else happens.
 //!
 //! The sessions are sans-IO state machines (`proto/`: messages, what was
-//! heard and the time in; what to send and what to do out) moved by
-//! blocking shells (`shell/`: the daemon, the control connection, the
-//! client's drivers and the server's session thread).
+//! heard and the time in; what to send and what to do out) moved by shells
+//! (`shell/`: the daemon and its lobby, the one event loop where control
+//! connections wait for their handshake; the blocking control connection,
+//! the client's drivers and the server's session thread, which a
+//! connection gets only once through its handshake).
 #![warn(missing_docs)]
 
 pub mod auth;

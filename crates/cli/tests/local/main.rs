@@ -17,4 +17,5 @@ mod mesh;
 mod open_loop;
 mod profile;
 mod report;
+mod strangers;
 mod suite;

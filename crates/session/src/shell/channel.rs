@@ -31,6 +31,13 @@ pub struct Channel {
 impl Channel {
     /// Wraps a connected stream; frames over `max_frame` bytes are refused.
     pub fn new(stream: TcpStream, max_frame: usize) -> Self {
+        Channel::resume(stream, FrameDecoder::new(max_frame))
+    }
+
+    /// Wraps a connected stream whose first bytes were read elsewhere (the
+    /// daemon's lobby, through the handshake): `decoder` holds what came
+    /// past them, and its largest frame holds.
+    pub fn resume(stream: TcpStream, decoder: FrameDecoder) -> Self {
         let _ = stream.set_nodelay(true);
         let s = socket2::SockRef::from(&stream);
         let probes = socket2::TcpKeepalive::new()
@@ -40,7 +47,7 @@ impl Channel {
         let _ = s.set_tcp_keepalive(&probes);
         Channel {
             stream,
-            decoder: FrameDecoder::new(max_frame),
+            decoder,
             buf: vec![0; 16 * 1024],
             silent: false,
         }

@@ -1,15 +1,18 @@
-//! The daemon: accepts control connections and serves each session on its own
-//! thread, within limits, until shut down.
+//! The daemon: accepts control connections, lets each through its
+//! handshake on one event loop (the lobby, shell/lobby.rs), and serves each
+//! session past it on its own thread, within limits, until shut down.
 //!
 //! Limits and what they cost a stranger (see `docs/security.md`):
-//! - a control connection that has not finished its handshake (hello, and the
-//!   key's challenge–response when there is a key) holds a thread and at most
-//!   a 4 KiB frame for at most [`DaemonConfig::handshake_timeout`]; at most
-//!   [`DaemonConfig::max_handshakes`] of them at once, and a quarter of those
-//!   from one source address: past either, the oldest is dropped for the new
-//!   one, so silent connections cannot lock out clients that answer;
+//! - a control connection that has not finished its handshake (hello, and
+//!   the key's challenge–response when there is a key) holds no thread: it
+//!   waits in the lobby, with at most a 4 KiB frame read and a welcome to
+//!   send, for at most [`DaemonConfig::handshake_timeout`]; at most
+//!   [`DaemonConfig::max_handshakes`] of them at once, and a quarter of
+//!   those from one source address: past either, the oldest is dropped for
+//!   the new one, so silent connections cannot lock out clients that answer;
 //! - [`DaemonConfig::max_sessions`] counts sessions past their handshake, so
-//!   connections that never authenticate cannot take the slots of those that do;
+//!   connections that never authenticate cannot take the slots of those that
+//!   do; a session gets its thread only with a slot;
 //! - a test is admitted only within [`DaemonConfig::max_duration`] and
 //!   [`DaemonConfig::max_users`], and only if what its server side will hold
 //!   (threads, descriptors, memory, data connections: [`Cost`]) fits what the
@@ -17,19 +20,23 @@
 //!   is allocated and given back when it ends; it is stopped when the server's
 //!   own byte counters pass [`DaemonConfig::max_bytes_per_session`].
 
-use std::collections::VecDeque;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use linkperf_engine::worker::Driver;
+use mio::net::TcpListener;
+use mio::Waker;
+use socket2::{Domain, Protocol, Socket, Type};
+
 use linkperf_metrics::{AgentIdentity, ProcessMethod};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::budget::{Budget, Ledger};
-use crate::shell::server::serve_session;
+use crate::shell::lobby;
 use crate::SessionError;
 
 /// How long a shut-down daemon waits for its sessions to tell their clients.
@@ -44,7 +51,8 @@ pub struct DaemonConfig {
     pub max_duration: Duration,
     /// Most sessions served at once, counted once their handshake is done.
     pub max_sessions: usize,
-    /// Most control connections in their handshake at once; more are refused at once.
+    /// Most control connections in their handshake at once (a quarter of
+    /// them from one address); past it, the oldest is dropped for a new one.
     pub max_handshakes: usize,
     /// Most users in one test.
     pub max_users: u32,
@@ -225,75 +233,6 @@ impl Budget {
     }
 }
 
-/// Control connections still in their handshake, oldest first.
-#[derive(Debug, Default)]
-pub(crate) struct Handshakes {
-    waiting: Mutex<VecDeque<Waiting>>,
-}
-
-#[derive(Debug)]
-struct Waiting {
-    id: u64,
-    source: IpAddr,
-    /// A handle on its socket, to drop it.
-    stream: Option<TcpStream>,
-}
-
-/// Most handshakes one source address may hold: a quarter of the slots (at
-/// least 8).
-fn per_source(max_handshakes: usize) -> usize {
-    (max_handshakes / 4).max(8)
-}
-
-impl Handshakes {
-    /// Connection `id` from `source` begins its handshake. When that passes
-    /// `max` in all, or `per_source` of `source`'s, the oldest (of all, or of
-    /// that source) is dropped: its socket is shut down, which ends its
-    /// session's wait. Returns how many were dropped.
-    pub(crate) fn admit(
-        &self,
-        id: u64,
-        source: IpAddr,
-        stream: Option<TcpStream>,
-        max: usize,
-        per_source: usize,
-    ) -> usize {
-        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        let mut dropped = 0;
-        let mut evict = |w: &mut VecDeque<Waiting>, at: usize| {
-            if let Some(old) = w.remove(at) {
-                if let Some(s) = old.stream {
-                    let _ = s.shutdown(std::net::Shutdown::Both);
-                }
-                dropped += 1;
-            }
-        };
-        while w.iter().filter(|x| x.source == source).count() >= per_source {
-            let Some(at) = w.iter().position(|x| x.source == source) else {
-                break;
-            };
-            evict(&mut w, at);
-        }
-        while w.len() >= max.max(1) {
-            evict(&mut w, 0);
-        }
-        w.push_back(Waiting { id, source, stream });
-        dropped
-    }
-
-    /// Connection `id`'s handshake is over (done, or failed).
-    pub(crate) fn done(&self, id: u64) {
-        let mut w = self.waiting.lock().unwrap_or_else(|e| e.into_inner());
-        w.retain(|x| x.id != id);
-    }
-
-    /// Connections in their handshake now.
-    #[cfg(test)]
-    fn len(&self) -> usize {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-}
-
 /// A count of running things that a thread can wait to see fall to zero.
 #[derive(Debug, Default)]
 pub(crate) struct Gauge {
@@ -340,12 +279,8 @@ impl Gauge {
 #[derive(Debug, Default)]
 pub(crate) struct DaemonState {
     pub next_session: AtomicU64,
-    /// Session threads alive (every control connection being served).
+    /// Session threads alive (every control connection past its handshake).
     pub threads: Gauge,
-    /// Control connections still in their handshake.
-    pub handshaking: AtomicUsize,
-    /// The same, oldest first, to drop the oldest when full.
-    pub handshakes: Handshakes,
     /// Sessions past their handshake.
     pub sessions: AtomicUsize,
     /// What running tests hold, charged against the budget.
@@ -374,6 +309,9 @@ impl DaemonState {
 /// A bound daemon.
 pub struct Daemon {
     listener: TcpListener,
+    /// The lobby's event wait, and its waker.
+    driver: Driver,
+    waker: Arc<Waker>,
     config: DaemonConfig,
     state: Arc<DaemonState>,
 }
@@ -388,8 +326,9 @@ pub struct DaemonHandle {
 /// Shuts a serving daemon down from another thread (a signal handler).
 #[derive(Debug, Clone)]
 pub struct Shutdown {
-    addr: SocketAddr,
     state: Arc<DaemonState>,
+    /// Wakes the lobby's loop to see the flag.
+    waker: Arc<Waker>,
 }
 
 /// How serving ended.
@@ -401,15 +340,34 @@ pub struct ServeSummary {
     pub abandoned_sessions: usize,
 }
 
+/// Most connections the kernel holds for the lobby to accept: a flood
+/// fills a short queue, and a client behind a full one waits for its
+/// connection to be retried.
+const BACKLOG: i32 = 1024;
+
+/// The control listener on `addr`, not blocking.
+fn control_listener(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(BACKLOG)?;
+    s.set_nonblocking(true)?;
+    Ok(TcpListener::from_std(s.into()))
+}
+
 impl Daemon {
     /// Binds the control listener.
     pub fn bind(config: DaemonConfig) -> Result<Daemon, SessionError> {
-        let listener = TcpListener::bind(config.listen).map_err(|source| SessionError::Bind {
+        let failed = |source| SessionError::Bind {
             addr: config.listen.to_string(),
             source,
-        })?;
+        };
+        let listener = control_listener(config.listen).map_err(failed)?;
+        let (driver, waker) = Driver::new(false).map_err(failed)?;
         Ok(Daemon {
             listener,
+            driver,
+            waker,
             config,
             state: Arc::new(DaemonState::default()),
         })
@@ -423,69 +381,34 @@ impl Daemon {
     /// A handle that stops [`Daemon::serve`] from another thread.
     pub fn shutdown_handle(&self) -> Shutdown {
         Shutdown {
-            addr: self.local_addr(),
             state: self.state.clone(),
+            waker: self.waker.clone(),
         }
     }
 
-    /// Serves sessions until shut down, each on its own thread. On shutdown,
-    /// running tests are aborted and their clients told so; this returns once
-    /// every session has ended, or after a grace of a few seconds.
+    /// Serves until shut down: the handshakes on this thread's event loop,
+    /// each session past its handshake on a thread of its own. On
+    /// shutdown, connections still in their handshake are closed, running
+    /// tests are aborted and their clients told so; this returns once every
+    /// session has ended, or after a grace of a few seconds.
     pub fn serve(self) -> ServeSummary {
-        let config = Arc::new(self.config);
-        for conn in self.listener.incoming() {
-            if self.state.shutting_down() {
-                break;
-            }
-            let stream = match conn {
-                Ok(s) => s,
-                Err(_) => {
-                    // Out of descriptors, or a connection reset before accept:
-                    // do not spin; the sessions ending will free descriptors.
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                }
-            };
-            let state = self.state.clone();
-            let accepted = Instant::now();
-            let id = state.next_session.fetch_add(1, Ordering::Relaxed) + 1;
-            // Full: the oldest handshake (of all, or of this source) makes room.
-            let source = stream
-                .peer_addr()
-                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
-            state.handshakes.admit(
-                id,
-                source,
-                stream.try_clone().ok(),
-                config.max_handshakes,
-                per_source(config.max_handshakes),
-            );
-            state.handshaking.fetch_add(1, Ordering::AcqRel);
-            state.threads.up();
-            let config = config.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("lp-session-{id}"))
-                .spawn({
-                    let state = state.clone();
-                    move || {
-                        serve_session(stream, id, accepted, &config, &state);
-                        state.threads.down();
-                    }
-                });
-            if spawned.is_err() {
-                state.handshaking.fetch_sub(1, Ordering::AcqRel);
-                state.threads.down();
-                state.handshakes.done(id);
-            }
+        let Daemon {
+            listener,
+            driver,
+            config,
+            state,
+            ..
+        } = self;
+        let config = Arc::new(config);
+        if let Err(e) = lobby::serve(driver, listener, &config, &state) {
+            eprintln!("linkperf serve: the control port's event loop failed: {e}; shutting down");
+            state.shutdown.store(true, Ordering::Release);
         }
         // Sessions see the flag within a fraction of a second, abort their
         // tests and tell their clients.
-        let abandoned_sessions = self
-            .state
-            .threads
-            .wait_zero(Instant::now() + SHUTDOWN_GRACE);
+        let abandoned_sessions = state.threads.wait_zero(Instant::now() + SHUTDOWN_GRACE);
         ServeSummary {
-            aborted_tests: self.state.aborted.load(Ordering::Acquire),
+            aborted_tests: state.aborted.load(Ordering::Acquire),
             abandoned_sessions,
         }
     }
@@ -507,24 +430,13 @@ impl Daemon {
 }
 
 impl Shutdown {
-    /// Stops accepting, aborts running tests (their clients get an `aborted`
-    /// error) and lets [`Daemon::serve`] return.
+    /// Stops accepting, closes the connections still in their handshake,
+    /// aborts running tests (their clients get an `aborted` error) and lets
+    /// [`Daemon::serve`] return.
     pub fn shutdown(&self) {
         self.state.shutdown.store(true, Ordering::Release);
-        // Wake the accept loop so it sees the flag.
-        let _ = TcpStream::connect_timeout(&wake_addr(self.addr), Duration::from_millis(200));
+        let _ = self.waker.wake();
     }
-}
-
-/// An address that reaches a listener bound to `addr` (an unspecified address
-/// is reached on loopback).
-fn wake_addr(addr: SocketAddr) -> SocketAddr {
-    let ip = match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-        ip => ip,
-    };
-    SocketAddr::new(ip, addr.port())
 }
 
 impl DaemonHandle {
@@ -533,7 +445,7 @@ impl DaemonHandle {
         self.addr
     }
 
-    /// Control connections being served now.
+    /// Sessions past their handshake being served now (each on its thread).
     pub fn active_sessions(&self) -> usize {
         self.shutdown.state.threads.get()
     }
@@ -595,33 +507,6 @@ mod tests {
     }
 
     #[test]
-    fn a_full_handshake_table_drops_its_oldest_and_one_source_holds_a_share() {
-        let h = Handshakes::default();
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        // 4 slots, 2 per source.
-        assert_eq!(h.admit(1, a, None, 4, 2), 0);
-        assert_eq!(h.admit(2, a, None, 4, 2), 0);
-        assert_eq!(h.admit(3, a, None, 4, 2), 1, "a's oldest (1) goes");
-        assert_eq!(h.admit(4, b, None, 4, 2), 0);
-        assert_eq!(h.admit(5, b, None, 4, 2), 0);
-        assert_eq!(h.len(), 4);
-        let c: IpAddr = "10.0.0.3".parse().unwrap();
-        assert_eq!(
-            h.admit(6, c, None, 4, 2),
-            1,
-            "full: the oldest of all (2) goes"
-        );
-        h.done(3);
-        h.done(99);
-        assert_eq!(h.len(), 3);
-        let ids: Vec<u64> = h.waiting.lock().unwrap().iter().map(|w| w.id).collect();
-        assert_eq!(ids, [4, 5, 6]);
-        assert_eq!(per_source(256), 64);
-        assert_eq!(per_source(4), 8);
-    }
-
-    #[test]
     fn session_slots_stop_at_the_limit() {
         let s = DaemonState::default();
         assert!(s.take_session(2));
@@ -629,15 +514,5 @@ mod tests {
         assert!(!s.take_session(2));
         s.sessions.fetch_sub(1, Ordering::AcqRel);
         assert!(s.take_session(2));
-    }
-
-    #[test]
-    fn unspecified_addresses_are_woken_on_loopback() {
-        let a: SocketAddr = "0.0.0.0:7410".parse().unwrap();
-        assert_eq!(wake_addr(a), "127.0.0.1:7410".parse().unwrap());
-        let a: SocketAddr = "[::]:7410".parse().unwrap();
-        assert_eq!(wake_addr(a), "[::1]:7410".parse().unwrap());
-        let a: SocketAddr = "10.1.2.3:7410".parse().unwrap();
-        assert_eq!(wake_addr(a), a);
     }
 }

@@ -8,18 +8,18 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::{capture_environment, Environment, SideReport};
-use linkperf_wire::{encode_server, ClientMessage, DataToken, ErrorCode, LimitKind, ServerMessage};
+use linkperf_wire::{
+    encode_server, ClientMessage, DataToken, ErrorCode, FrameDecoder, ServerMessage,
+};
 use linkperf_workload::{Placement, Side, TestSpec, Threads};
 
 use crate::proto::budget::{Charge, Cost};
-use crate::proto::handshake::ServerHandshake;
 use crate::proto::server::fail::{fail, limit_fail, shutting_down, Fail};
 use crate::proto::server::midtest::{self, Ended, Look};
 use crate::proto::server::request::{self, Asked, MAX_TEST_THREADS};
 use crate::proto::server::session::{ServerSession, DRAIN};
 use crate::shell::channel::Channel;
 use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
-use crate::shell::key::new_challenge;
 use linkperf_engine::Sampler;
 
 pub(crate) mod delegate;
@@ -27,11 +27,6 @@ mod profile;
 
 /// How often a running session checks its control connection.
 const WATCH_INTERVAL: Duration = Duration::from_millis(100);
-/// How long a session that ends in an error reads what the client still sends.
-const LINGER: Duration = Duration::from_secs(1);
-/// Most bytes read and dropped while lingering.
-const LINGER_BYTES: usize = 1 << 20;
-
 struct Session<'a> {
     id: u64,
     ch: Channel,
@@ -40,9 +35,11 @@ struct Session<'a> {
     peer: String,
 }
 
-/// Largest control frame before the handshake is done: a hello or an
-/// answer to the challenge is a few hundred bytes.
-pub(crate) const PRE_AUTH_MAX_FRAME: usize = 4 * 1024;
+/// How long a session that ends in an error reads what the client still
+/// sends (on its thread, or in the lobby for a failed handshake).
+pub(crate) const LINGER: Duration = Duration::from_secs(1);
+/// Most bytes read and dropped while lingering.
+pub(crate) const LINGER_BYTES: usize = 1 << 20;
 
 /// Gives back one unit of a counter when dropped.
 struct Held<'a>(&'a AtomicUsize);
@@ -53,47 +50,58 @@ impl Drop for Held<'_> {
     }
 }
 
-/// Serves one control connection to the end. Never panics on input.
-pub(crate) fn serve_session(
-    stream: TcpStream,
-    id: u64,
-    accepted: Instant,
-    config: &DaemonConfig,
-    state: &DaemonState,
-) {
+/// A control connection through its handshake, handed from the daemon's
+/// lobby to its session's thread with a session slot taken for it.
+pub(crate) struct Shaken {
+    /// The connection, blocking.
+    pub stream: TcpStream,
+    /// What came past the handshake, not yet read as frames.
+    pub rest: FrameDecoder,
+    /// The session's number (the one its welcome gave).
+    pub id: u64,
+}
+
+/// Serves one control connection past its handshake to the end, and gives
+/// its session slot back. Never panics on input.
+pub(crate) fn serve_session(conn: Shaken, config: &DaemonConfig, state: &DaemonState) {
+    let Shaken { stream, rest, id } = conn;
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
+    let mut ch = Channel::resume(stream, rest);
+    ch.set_max_frame(config.max_frame);
     let mut s = Session {
         id,
-        // Before its handshake a peer is a stranger: it may send what a
-        // handshake needs and no more.
-        ch: Channel::new(stream, PRE_AUTH_MAX_FRAME.min(config.max_frame)),
+        ch,
         config,
         state,
         peer,
     };
-    let outcome = s.run(accepted);
-    // Whatever became of it, it no longer waits for its handshake.
-    state.handshakes.done(id);
-    match outcome {
+    match s.run() {
         Ok(name) => s.log(&format!("{name} done")),
         Err(f) => {
-            let detail = f
-                .detail
-                .as_ref()
-                .map(|d| format!(": {d}"))
-                .or_else(|| {
-                    let (limit, name) = (f.limit?, config.setting_name?);
-                    Some(format!(" (its {})", name(Setting::Limit(limit.kind))))
-                })
-                .unwrap_or_default();
-            s.log(&format!("{}{detail} ({})", f.message, f.code));
+            s.log(&told(&f, config));
             s.send_error(&f);
             s.linger();
         }
     }
+}
+
+/// A failure as the daemon's log says it: what the client was told, more
+/// than that where there is more (or the setting of the limit it met), and
+/// its code.
+pub(crate) fn told(f: &Fail, config: &DaemonConfig) -> String {
+    let detail = f
+        .detail
+        .as_ref()
+        .map(|d| format!(": {d}"))
+        .or_else(|| {
+            let (limit, name) = (f.limit?, config.setting_name?);
+            Some(format!(" (its {})", name(Setting::Limit(limit.kind))))
+        })
+        .unwrap_or_default();
+    format!("{}{detail} ({})", f.message, f.code)
 }
 
 impl Session<'_> {
@@ -168,53 +176,9 @@ impl Session<'_> {
         self.recv_until(Instant::now() + timeout, waiting_for, late)
     }
 
-    /// Hello, welcome and, with a key, the challenge–response; all within the
-    /// handshake timeout counted from the connection's accept. The exchange
-    /// itself is [`ServerHandshake`]'s; this moves its messages.
-    fn handshake(&mut self, accepted: Instant) -> Result<(), Fail> {
-        let config = self.config;
-        let mut hs = ServerHandshake::new(
-            config.auth_key.as_ref(),
-            self.id,
-            accepted,
-            config.handshake_timeout,
-            config.name(Setting::HandshakeTimeout),
-        );
-        let hello = self.recv_until(hs.deadline(), "hello", || hs.late("hello"))?;
-        let challenge = match &config.auth_key {
-            Some(_) => Some(
-                new_challenge()
-                    .map_err(|e| fail(ErrorCode::Internal, format!("random challenge: {e}")))?,
-            ),
-            None => None,
-        };
-        let welcome = hs.hello(hello, challenge, config.identity.clone())?;
-        self.send(&welcome)?;
-        if !hs.awaits_auth() {
-            return Ok(());
-        }
-        let answer = self.recv_until(hs.deadline(), "authentication", || {
-            hs.late("authentication")
-        })?;
-        hs.auth(answer)
-    }
-
-    fn run(&mut self, accepted: Instant) -> Result<String, Fail> {
-        let handshaking = Held(&self.state.handshaking);
-        self.handshake(accepted)?;
-        drop(handshaking);
-        self.state.handshakes.done(self.id);
-        self.ch.set_max_frame(self.config.max_frame);
-        if !self.state.take_session(self.config.max_sessions) {
-            return Err(fail(
-                ErrorCode::Limit,
-                format!(
-                    "the server is already serving {} sessions, its {}; try again later",
-                    self.config.max_sessions,
-                    self.config.name(Setting::Limit(LimitKind::Sessions))
-                ),
-            ));
-        }
+    /// The session past its handshake (the lobby's: shell/lobby.rs), its
+    /// slot taken there and given back here.
+    fn run(&mut self) -> Result<String, Fail> {
         let _session = Held(&self.state.sessions);
         let said = self.recv(self.config.control_timeout, "test request")?;
         let key = self.config.auth_key.as_ref();
