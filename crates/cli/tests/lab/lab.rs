@@ -14,11 +14,11 @@
 use crate::util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-use crate::util::{at, int, num, text, BIN};
+use crate::util::{at, int, num, text, Client, Proc, Server, BIN};
 use serde_json::Value;
 
 /// Every load: a short window after a shorter warmup.
@@ -229,88 +229,27 @@ impl Up {
     }
 }
 
-/// `linkperf serve` inside a namespace, killed when dropped.
-struct Serve {
-    child: Child,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Serve {
-    fn start(ns: &str, addr: &str) -> Serve {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("serve.log");
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", ns, BIN, "serve", "--listen", addr])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("ip netns exec linkperf serve");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .contains("listening on")
-        {
-            if let Ok(Some(s)) = child.try_wait() {
-                panic!(
-                    "serve in {ns} exited {s}: {}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
-            }
-            assert!(Instant::now() < deadline, "serve in {ns} did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Serve {
-            child,
-            log,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `linkperf run` inside pair `p`'s client namespace against its server:
 /// the results document, checked for an ok run.
-fn run_through(p: &Value, serve: &Serve, workload: &str) -> Value {
+fn run_through(p: &Value, serve: &Server, workload: &str) -> Value {
     run_with(p, serve, workload, &TIMING)
 }
 
 /// [`run_through`] with these timing and socket options.
-fn run_with(p: &Value, serve: &Serve, workload: &str, options: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
+fn run_with(p: &Value, serve: &Server, workload: &str, options: &[&str]) -> Value {
     let ns = text(p, "/client_ns");
     let addr = text(p, "/server_addr");
-    let mut args = vec![
-        "netns",
-        "exec",
-        ns,
-        BIN,
-        "run",
-        "--quiet",
-        "--server",
-        addr,
-        "--workload",
-        workload,
-    ];
+    let mut args = vec!["run", "--quiet", "--server", addr, "--workload", workload];
     args.extend(options);
-    args.extend(["--json", json.to_str().unwrap()]);
-    let out = Command::new("ip").args(&args).output().unwrap();
-    ok_results(&out, &json, &format!("{workload} through {ns}"), serve)
+    let ran = util::run_json_under(&["ip", "netns", "exec", ns], &args);
+    ok_results(ran, &format!("{workload} through {ns}"), serve)
 }
 
-/// The results document at `json` of a `linkperf run` that ended as `out`,
-/// checked for a successful exit and an ok run (`what`: the run, for the log).
-fn ok_results(out: &std::process::Output, json: &Path, what: &str, serve: &Serve) -> Value {
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap_or_default())
-        .unwrap_or(Value::Null);
+/// The results document of a `linkperf run` that ended as `ran` (exit code,
+/// stdout, stderr, document), checked for a successful exit and an ok run
+/// (`what`: the run, for the log).
+fn ok_results(ran: (i32, String, String, Value), what: &str, serve: &Server) -> Value {
+    let (code, out, err, doc) = ran;
     // Measured whole: ok, or suspect for nothing but a busy host (the lab's
     // tests run beside others).
     let run = doc.pointer("/tests/0/runs/0").unwrap_or(&Value::Null);
@@ -319,12 +258,9 @@ fn ok_results(out: &std::process::Output, json: &Path, what: &str, serve: &Serve
     let measured = status == Some("ok")
         || (status == Some("suspect") && failed.iter().all(|c| util::BUSY_HOST_CHECKS.contains(c)));
     assert!(
-        out.status.success() && measured,
-        "{what}: {}\nstdout: {}\nstderr: {}\nserver: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        std::fs::read_to_string(&serve.log).unwrap_or_default()
+        code == 0 && measured,
+        "{what}: exit {code}\nstdout: {out}\nstderr: {err}\nserver: {}",
+        serve.log()
     );
     doc
 }
@@ -345,7 +281,7 @@ fn carry(spec: &str, name: &str) -> f64 {
 fn carry_through(up: Up, spec: &str) -> f64 {
     let name = up.name.clone();
     let p = up.pair(0).clone();
-    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let serve = Server::start_in(text(&p, "/server_ns"), text(&p, "/server_addr"));
     let rr = run_through(&p, &serve, "rr1c-200x1000");
     assert!(num(&rr, "/tests/0/runs/0/throughput/transactions_per_s") > 100.0);
     assert_eq!(int(&rr, "/tests/0/runs/0/errors"), 0);
@@ -445,7 +381,7 @@ fn over_a_slow_link_one_users_large_messages_fill_every_interval() {
     let Some(_g) = lab_lock("slow") else { return };
     let up = Up::new(SLOW, "t-slow", 1);
     let p = up.pair(0).clone();
-    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let serve = Server::start_in(text(&p, "/server_ns"), text(&p, "/server_addr"));
     let options = ["--duration", "4s", "--warmup", "1s", "--sndbuf", "64k"];
     for (workload, writer, reader) in [
         ("rr:1mx1", "client", "server"),
@@ -508,6 +444,9 @@ fn retrans_segs(ns: &str) -> u64 {
 /// window's retransmits, so none, while the client namespace's own counter
 /// shows the warm-up's (nothing else in an rr test of small messages
 /// retransmits).
+/// How long the wire stays narrowed in the warm-up: the fault, and its length.
+const NARROWED: Duration = Duration::from_millis(500);
+
 #[test]
 fn retransmits_of_the_warm_up_are_not_in_the_window() {
     let Some(_g) = lab_lock("retrans") else {
@@ -516,24 +455,27 @@ fn retransmits_of_the_warm_up_are_not_in_the_window() {
     let up = Up::new("veth-1g", "t-retrans", 2);
     let p = up.pair(0).clone();
     let (cns, sns) = (text(&p, "/client_ns"), text(&p, "/server_ns"));
-    let serve = Serve::start(sns, text(&p, "/server_addr"));
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let stream = dir.path().join("r.jsonl");
+    let serve = Server::start_in(sns, text(&p, "/server_addr"));
     let before = retrans_segs(cns);
-    let mut run = Command::new("ip")
-        .args(["netns", "exec", cns, BIN, "run", "--quiet", "--server"])
-        .arg(text(&p, "/server_addr"))
-        .args(["--workload", "rr:1000x1", "--users", "8", "--threads", "1"])
-        .args(["--warmup", "4s", "--duration", "1s"])
-        .arg("--json")
-        .arg(&json)
-        .arg("--json-stream")
-        .arg(&stream)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = Client::spawn_under(
+        &["ip", "netns", "exec", cns],
+        &[
+            "run",
+            "--quiet",
+            "--server",
+            text(&p, "/server_addr"),
+            "--workload",
+            "rr:1000x1",
+            "--users",
+            "8",
+            "--threads",
+            "1",
+            "--warmup",
+            "4s",
+            "--duration",
+            "1s",
+        ],
+    );
     // The wire's client-side end, toward the server.
     let wire = |rate: &str, burst: &str, latency: &str| {
         sh(
@@ -558,12 +500,17 @@ fn retransmits_of_the_warm_up_are_not_in_the_window() {
     };
     // A second into the 4 s warm-up (its first interval reported), the wire
     // narrows to 1 Mbit/s for half a second: the fault, and its length.
-    util::wait_for_interval(&stream, &mut run, Duration::from_secs(30), true);
+    run.wait_for_interval(Duration::from_secs(30), true);
     wire("1mbit", "1600", "1ms");
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(NARROWED);
     wire("1gbit", "131072", "5ms");
-    let out = run.wait_with_output().unwrap();
-    let doc = ok_results(&out, &json, "rr 1000x1 with a lossy warm-up", &serve);
+    let (status, out, err, doc) = run.finish(util::RUN_DEADLINE);
+    let code = status.code().unwrap_or(-1);
+    let doc = ok_results(
+        (code, out, err, doc),
+        "rr 1000x1 with a lossy warm-up",
+        &serve,
+    );
     let all = retrans_segs(cns) - before;
     let window = int(&doc, "/tests/0/runs/0/client/tcp_info/retransmits");
     eprintln!("retransmits: {all} over the run (the namespace's count), {window} in the window");
@@ -589,7 +536,7 @@ fn the_mtu_option_is_applied_inside_the_namespaces() {
         assert!(shown.contains(" mtu 9000 "), "{ns}: {shown}");
     }
     let p = up.pair(0).clone();
-    let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+    let serve = Server::start_in(text(&p, "/server_ns"), text(&p, "/server_addr"));
     let doc = run_through(&p, &serve, "str-writex30k");
     // The client's environment records the route's interface and its MTU.
     let env = at(&doc, "/environment/client");
@@ -615,7 +562,7 @@ fn vxlan_traffic_crosses_the_tunnel() {
     assert_eq!(text(&p, "/server_addr"), "198.19.1.1");
     assert_eq!(text(&p, "/client_device"), "lp-vx1");
     let (sns, cns) = (text(&p, "/server_ns"), text(&p, "/client_ns"));
-    let serve = Serve::start(sns, "198.19.1.1");
+    let serve = Server::start_in(sns, "198.19.1.1");
     let before = (
         counter(sns, "lp-vx1", "tx_bytes"),
         counter(cns, "lp-vx1", "rx_bytes"),
@@ -693,35 +640,21 @@ fn two_lab_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothi
     };
     let _c = Cleanup("t-race".into());
     for round in 1..=8 {
-        let ups: Vec<Child> = (0..2)
-            .map(|_| {
-                Command::new(BIN)
-                    .args(["lab", "up", "veth,name=t-race"])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
+        let ups: Vec<Proc> = (0..2)
+            .map(|_| util::spawn(&["lab", "up", "veth,name=t-race"]))
             .collect();
         let outs: Vec<_> = ups
             .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
+            .map(|c| c.finish(util::RUN_DEADLINE))
             .collect();
-        let said = |o: &std::process::Output| {
-            format!(
-                "{}: stdout {} stderr {}",
-                o.status,
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            )
-        };
-        let all: Vec<String> = outs.iter().map(said).collect();
-        let won = outs.iter().filter(|o| o.status.success()).count();
+        let all: Vec<String> = outs
+            .iter()
+            .map(|(status, out, err)| format!("{status}: stdout {out} stderr {err}"))
+            .collect();
+        let won = outs.iter().filter(|o| o.0.success()).count();
         assert_eq!(won, 1, "round {round}: {all:#?}");
-        let lost = outs.iter().find(|o| !o.status.success()).unwrap();
-        let err = String::from_utf8_lossy(&lost.stderr);
-        assert_eq!(lost.status.code(), Some(2), "round {round}: {all:#?}");
+        let (status, _, err) = outs.iter().find(|o| !o.0.success()).unwrap();
+        assert_eq!(status.code(), Some(2), "round {round}: {all:#?}");
         assert!(
             err.contains("bring up t-race: it is already up (")
                 && err.contains("take it down first with `linkperf lab down t-race`"),
@@ -736,7 +669,7 @@ fn two_lab_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothi
         let record = load(Path::new("/run/linkperf-lab/t-race.json"));
         assert_eq!(record["owner"]["by"], "up", "{record}");
         let p = record["pairs"][0].clone();
-        let serve = Serve::start(text(&p, "/server_ns"), text(&p, "/server_addr"));
+        let serve = Server::start_in(text(&p, "/server_ns"), text(&p, "/server_addr"));
         run_through(&p, &serve, "rr1c-1x1");
         drop(serve);
         let (code, _, err) = lab(&["down", "t-race"]);
@@ -1040,49 +973,32 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
     assert_gone("t-pairs");
 }
 
-/// Spawns `lab run` of configuration `name` with a long window and waits
-/// until its client namespace exists and the suite is running.
-fn long_lab_run(dir: &Path, name: &str) -> Child {
-    let suite = mini_suite(dir);
-    let child = Command::new(BIN)
-        .args([
-            "lab",
-            "run",
-            "--configs",
-            &format!("veth,name={name}"),
-            "--suite",
-            suite.to_str().unwrap(),
-            "--duration",
-            "30s",
-            "--out",
-            dir.join("out").to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let log = dir.join("out/logs").join(format!("{name}-serve1.log"));
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("listening on")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "lab run did not start its server"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The suite's first test is running on the server.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("running")
-    {
-        assert!(Instant::now() < deadline, "the suite never started a test");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Spawns `lab run` of configuration `name` with a suite of a short test
+/// then a long one, and waits until its client namespace exists and the
+/// suite is past its first test, into the long one: the suite (its output
+/// is the lab's) has printed the first test's run.
+fn long_lab_run(dir: &Path, name: &str) -> Proc {
+    let suite = dir.join("long.toml");
+    std::fs::write(
+        &suite,
+        "name = \"lab-long\"\nwarmup = \"200ms\"\n\
+         [[test]]\nworkload = \"rr1c-200x1000\"\nusers = 1\nduration = \"300ms\"\n\
+         [[test]]\nworkload = \"str-writex30k\"\nusers = 1\nduration = \"30s\"\n",
+    )
+    .unwrap();
+    let child = util::spawn(&[
+        "lab",
+        "run",
+        "--configs",
+        &format!("veth,name={name}"),
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    child.wait_for_stdout_line("the first test's run", Duration::from_secs(60), |l| {
+        l.starts_with("rr1c-200x1000--1 run 1/")
+    });
     assert_eq!(namespaces(&format!("lp-{name}-")).len(), 2);
     child
 }
@@ -1093,9 +1009,9 @@ fn a_killed_lab_run_is_reported_and_cleaned_by_the_next_lab_command() {
     let _c = Cleanup("t-killed".into());
     let dir = tempfile::tempdir().unwrap();
     let mut child = long_lab_run(dir.path(), "t-killed");
-    child.kill().unwrap(); // SIGKILL: no chance to clean up
-    child.wait().unwrap();
-    // Still there: nobody took it down.
+    let pid = child.pid();
+    child.kill(); // SIGKILL: no chance to clean up
+                  // Still there: nobody took it down.
     assert_eq!(namespaces("lp-t-killed-").len(), 2);
     let (code, out, err) = lab(&["list"]);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -1106,8 +1022,7 @@ fn a_killed_lab_run_is_reported_and_cleaned_by_the_next_lab_command() {
     for ns in ["lp-t-killed-s1", "lp-t-killed-c1"] {
         assert!(
             err.contains(&format!(
-                "namespace {ns} (left by linkperf lab (pid {}), which is no longer running)",
-                child.id()
+                "namespace {ns} (left by linkperf lab (pid {pid}), which is no longer running)"
             )),
             "{err}"
         );
@@ -1140,11 +1055,10 @@ fn ctrl_c_during_lab_run_takes_everything_down() {
     let _c = Cleanup("t-ctrlc".into());
     let dir = tempfile::tempdir().unwrap();
     let child = long_lab_run(dir.path(), "t-ctrlc");
-    sh("kill", &["-INT", &child.id().to_string()]);
+    child.signal("-INT");
     let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    let (status, _, err) = child.finish(util::RUN_DEADLINE);
+    assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         started.elapsed() < Duration::from_secs(15),
         "took {:?}",
@@ -1722,16 +1636,16 @@ fn an_interrupted_lab_run_continues_with_resume() {
         "--out",
         out.to_str().unwrap(),
     ];
-    let child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Interrupted once the first run is in the file.
+    let child = util::spawn(&args);
+    // Interrupted once the first run is in the file: its line is printed (by
+    // the suite, on the lab's stdout) just before it is saved, and an
+    // interrupt stops the suite before its next run, not before that save.
     let file = out.join("t-resume.json");
-    let deadline = Instant::now() + Duration::from_secs(120);
+    child.wait_for_stdout_line("a completed run", Duration::from_secs(120), |l| {
+        l.contains(" run ")
+            && !l.contains("(retry of run")
+            && (l.ends_with("[ok]") || l.ends_with("[SUSPECT]"))
+    });
     let completed = |doc: &Value| -> usize {
         doc["tests"]
             .as_array()
@@ -1743,25 +1657,16 @@ fn an_interrupted_lab_run_continues_with_resume() {
             })
             .count()
     };
-    while std::fs::read_to_string(&file)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .is_none_or(|d| completed(&d) == 0)
-    {
-        assert!(Instant::now() < deadline, "no run was recorded");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    sh("kill", &["-INT", &child.id().to_string()]);
-    let done = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&done.stderr);
+    child.signal("-INT");
+    let (status, _, err) = child.finish(util::RUN_DEADLINE);
     let before = completed(&load(&file));
     assert_gone("t-resume");
-    if done.status.code() == Some(0) {
+    if status.code() == Some(0) {
         // The suite was quicker than the signal: nothing left to resume.
         assert_eq!(before, 6, "{err}");
         return;
     }
-    assert_eq!(done.status.code(), Some(1), "{err}");
+    assert_eq!(status.code(), Some(1), "{err}");
     assert!(
         err.contains("continue with: linkperf lab run --configs veth,name=t-resume")
             && err.contains("--resume"),

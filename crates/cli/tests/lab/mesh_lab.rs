@@ -297,8 +297,8 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     });
     assert!(
         started,
-        "the mesh did not get to its 8th run: {:?}",
-        mesh.seen
+        "the mesh did not get to its 8th run: {}",
+        mesh.seen()
     );
     let victim = agents.iter().position(|(n, _)| n == "node3-pod").unwrap();
     agents[victim].1.kill();

@@ -9,7 +9,8 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    assert_measured, at, exclusive, fds_and_threads, int, num, run, run_json, shared, text, Server,
+    assert_measured, at, exclusive, fds_and_threads, int, num, poll_until, run, run_json, shared,
+    text, Server,
 };
 use serde_json::Value;
 
@@ -658,29 +659,12 @@ fn error_reply(frames: &[Value], code: &str) -> Value {
     last.clone()
 }
 
-/// Waits until `pid` has at most `fds` descriptors and `threads` threads.
-fn settles_to(pid: u32, fds: usize, threads: usize, within: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + within;
-    loop {
-        let now = fds_and_threads(pid);
-        if now.0 <= fds && now.1 <= threads {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "still {now:?} (fds, threads) after {within:?}, expected at most {:?}",
-                (fds, threads)
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn control_decoder_survives_malformed_input() {
     let _g = shared();
     let mut server = Server::start(&[]);
-    let (fds, threads) = util::settled_fds_and_threads(server.pid());
+    // Listening, it holds what an idle server holds.
+    let (fds, threads) = fds_and_threads(server.pid());
 
     // A frame cut short, then the client goes away: the server gives up on it.
     let cut = &hello(1)[..7];
@@ -742,8 +726,19 @@ fn control_decoder_survives_malformed_input() {
 
     // The server is still up, holds nothing for those sessions, and still works.
     assert!(server.is_running(), "serve died: {}", server.log());
-    settles_to(server.pid(), fds + 2, threads + 2, Duration::from_secs(5))
-        .unwrap_or_else(|e| panic!("after the malformed sessions: {e}"));
+    // Their session threads end after they closed: nothing announces it.
+    poll_until(Duration::from_secs(5), || {
+        let now = fds_and_threads(server.pid());
+        (now.0 <= fds + 2 && now.1 <= threads + 2)
+            .then_some(())
+            .ok_or_else(|| {
+                format!(
+                    "after the malformed sessions, still {now:?} (fds, threads), \
+                     expected at most {:?}",
+                    (fds + 2, threads + 2)
+                )
+            })
+    });
     let doc = load(&server, "rr1c-1x1", "tcp", 2, &[]);
     check_run(&doc, "rr1c-1x1--2", "tcp", "round_trip", 2);
 }
@@ -1140,7 +1135,7 @@ fn one_server_runs_two_clients_tests_at_once() {
     let server = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();
     let addr = server.addr();
-    let runs: Vec<(std::process::Child, std::path::PathBuf, u32)> =
+    let runs: Vec<(util::Proc, std::path::PathBuf, u32)> =
         [(2u32, "rr1c-1x1"), (3, "str-writex30k")]
             .into_iter()
             .enumerate()
@@ -1168,25 +1163,16 @@ fn one_server_runs_two_clients_tests_at_once() {
     // Both sessions run at once: the server has begun both tests while both
     // clients are still running theirs.
     let mut runs = runs;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.log().matches("running").count() < 2 {
-        assert!(Instant::now() < deadline, "{}", server.log());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    server.wait_for_log("both tests running", Duration::from_secs(30), |l| {
+        l.matches("running").count() >= 2
+    });
     for (child, _, _) in &mut runs {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "a test ended before the other began"
-        );
+        assert!(child.is_running(), "a test ended before the other began");
     }
     for (child, json, users) in runs {
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let (status, _, err) = child.finish(util::RUN_DEADLINE);
+        assert!(status.success(), "{err}");
+        let doc = util::read_doc(&json);
         let r = at(&doc, "/tests/0/runs/0");
         // Two tests on one host at once: each is the other's noise.
         assert_measured(r, "one of two tests at once");
@@ -1219,11 +1205,10 @@ fn vanished_client_frees_server_resources() {
     let _g = shared();
     let mut server = Server::start(&[]);
     let pid = server.pid();
-    let (fds, threads) = util::settled_fds_and_threads(pid);
+    // Listening, it holds what an idle server holds.
+    let (fds, threads) = fds_and_threads(pid);
     let addr = server.addr();
-    let dir = tempfile::tempdir().unwrap();
-    let stream = dir.path().join("live.jsonl");
-    let mut client = util::spawn(&[
+    let mut client = util::Client::spawn(&[
         "run",
         "--quiet",
         "--server",
@@ -1234,26 +1219,39 @@ fn vanished_client_frees_server_resources() {
         "20s",
         "--warmup",
         "200ms",
-        "--json-stream",
-        stream.to_str().unwrap(),
     ]);
     // Killed in the middle of its window, its 50 connections up.
-    util::wait_for_window(&stream, &mut client, Duration::from_secs(30));
+    client.wait_for_window(Duration::from_secs(30));
     assert!(
         fds_and_threads(pid).0 >= fds + 50,
         "the 50 users are connected"
     );
     let during = fds_and_threads(pid);
-    client.kill().expect("SIGKILL the client");
-    let _ = client.wait();
+    client.kill();
     let killed = Instant::now();
-    settles_to(pid, fds + 2, threads + 2, Duration::from_secs(5)).unwrap_or_else(|e| {
-        panic!(
-            "baseline {:?}, during {during:?}: {e}; server: {}",
-            (fds, threads),
-            server.log()
-        )
+    // The session logs its end once its test's workers are joined and its
+    // data sockets closed: then only its own thread and control connection
+    // are left, on their way out.
+    let session = server
+        .log()
+        .lines()
+        .find_map(|l| {
+            l.split_once(": running ")
+                .map(|(session, _)| format!("{session}: "))
+        })
+        .expect("the session's running line");
+    server.wait_for_log("the session's end", Duration::from_secs(5), |l| {
+        l.lines()
+            .any(|l| l.starts_with(&session) && !l.contains(": running "))
     });
+    let now = fds_and_threads(pid);
+    assert!(
+        now.0 <= fds + 2 && now.1 <= threads + 2,
+        "baseline {:?}, during {during:?}: still {now:?} (fds, threads) once the session \
+         ended; server: {}",
+        (fds, threads),
+        server.log()
+    );
     eprintln!(
         "server back to baseline {:?} from {during:?} in {:?}",
         (fds, threads),
@@ -2058,25 +2056,18 @@ fn several_servers_run_at_once_and_aggregate() {
 #[test]
 fn a_cpu_hog_beside_a_pinned_test_is_host_noise() {
     let _g = exclusive();
-    let mut hog = std::process::Command::new("taskset")
-        .args(["-c", "0", "sh", "-c", "while :; do :; done"])
-        .spawn()
-        .expect("taskset (util-linux) runs a busy loop");
-    // It runs once it has used some CPU.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let ticks = |pid: u32| -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map_or("", |(_, r)| r)
-            .split_whitespace()
-            .collect();
-        fields.get(11).and_then(|f| f.parse().ok()).unwrap_or(0)
-    };
-    while ticks(hog.id()) < 5 {
-        assert!(Instant::now() < deadline, "the busy loop does not run");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let mut hog = util::Proc::spawn(
+        std::process::Command::new("taskset").args([
+            "-c",
+            "0",
+            "sh",
+            "-c",
+            "echo looping; while :; do :; done",
+        ]),
+        "taskset (util-linux) running a busy loop",
+    );
+    // It runs its loop once it has said so.
+    hog.wait_for_stdout_line("that it loops", Duration::from_secs(30), |l| l == "looping");
     let (code, out, err, doc) = run_json(&[
         "run",
         "--quiet",
@@ -2097,8 +2088,7 @@ fn a_cpu_hog_beside_a_pinned_test_is_host_noise() {
         "--warmup",
         "300ms",
     ]);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    hog.kill();
     assert_eq!(code, 0, "a suspect run still ran: {out}\n{err}");
     let r = at(&doc, "/tests/0/runs/0");
     assert_eq!(text(r, "/status"), "suspect", "{r}");
@@ -2482,9 +2472,7 @@ fn ctrl_c_keeps_the_seconds_that_ran_without_padding() {
     let _g = shared();
     let server = Server::start(&[]);
     let addr = server.addr();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("aborted.json");
-    let mut child = util::spawn(&[
+    let client = util::Client::spawn(&[
         "run",
         "--server",
         &addr,
@@ -2494,59 +2482,22 @@ fn ctrl_c_keeps_the_seconds_that_ran_without_padding() {
         "60s",
         "--warmup",
         "200ms",
-        "--json",
-        json.to_str().unwrap(),
-        "--json-stream",
-        "-",
     ]);
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let stderr = child.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = { stderr }.read_to_string(&mut s);
-        s
-    });
     // Two seconds of the window are over.
-    let mut lines = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while lines
-        .iter()
-        .filter(|l: &&String| l.contains("\"warmup\":false"))
-        .count()
-        < 2
-    {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(l) => lines.push(l),
-            Err(e) => {
-                let _ = child.kill();
-                panic!("no second interval event ({e}): {lines:?}");
-            }
-        }
-    }
     let seen = 2;
-    let sent = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
-    lines.extend(rx.iter());
-    reader.join().unwrap();
-    let status = child.wait().unwrap();
-    let err = err_reader.join().unwrap();
+    let window_seconds = |out: &str| {
+        out.lines()
+            .filter(|l| l.contains("\"warmup\":false"))
+            .count()
+    };
+    client.wait_until_stdout("a second interval event", Duration::from_secs(60), |out| {
+        window_seconds(out) >= seen
+    });
+    client.signal("-INT");
+    let (status, out, err, doc) = client.finish(Duration::from_secs(60));
+    let lines: Vec<&str> = out.lines().collect();
     assert_eq!(status.code(), Some(1), "interrupted: {err}");
 
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let r = at(&doc, "/tests/0/runs/0");
     assert_eq!(text(r, "/status"), "aborted", "{r}");
     let client = at(r, "/client/intervals").as_array().unwrap();

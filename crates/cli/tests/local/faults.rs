@@ -13,16 +13,20 @@
 use crate::util;
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::util::{exclusive, fds_and_threads, run, run_json, shared, spawn, text, Server, BIN};
+use crate::util::control::{expect_error, key_file, Control};
+use crate::util::{
+    exclusive, fds_and_threads, first_run, poll_until, run, run_json, shared, text, Client,
+    ServeSpec, Server, BIN,
+};
 use linkperf_session::AuthKey;
 use linkperf_wire::{
-    decode_server, encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, FrameDecoder,
-    Preamble, ServerMessage, UdpHeader, PREAMBLE_LEN, PROTOCOL_VERSION, UDP_HEADER_LEN,
+    encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, Preamble, ServerMessage,
+    UdpHeader, PREAMBLE_LEN, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
@@ -33,64 +37,6 @@ const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 // ---------------------------------------------------------------------------
 // Helpers: the control protocol by hand, keys, serve processes of our own.
 // ---------------------------------------------------------------------------
-
-/// A control connection driven by hand.
-struct Control {
-    stream: TcpStream,
-    decoder: FrameDecoder,
-}
-
-impl Control {
-    fn connect(port: u16) -> Control {
-        let stream = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).expect("connect to control");
-        Control {
-            stream,
-            decoder: FrameDecoder::default(),
-        }
-    }
-
-    fn send(&mut self, m: &ClientMessage) {
-        self.stream.write_all(&encode_client(m)).expect("send");
-    }
-
-    /// The next message, or `None` if the server closed the connection first.
-    fn recv(&mut self, within: Duration) -> Option<ServerMessage> {
-        let deadline = Instant::now() + within;
-        let mut buf = [0u8; 4096];
-        loop {
-            if let Some(f) = self.decoder.next_frame().expect("a good frame") {
-                return Some(decode_server(&f).expect("a server message"));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "no answer from the server within {within:?}"
-            );
-            self.stream.set_read_timeout(Some(left)).unwrap();
-            match self.stream.read(&mut buf) {
-                Ok(0) => return None,
-                Ok(n) => self.decoder.feed(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => panic!("reading the control connection: {e}"),
-            }
-        }
-    }
-
-    fn hello(&mut self) -> (u64, Option<String>) {
-        self.send(&ClientMessage::Hello {
-            protocol_version: PROTOCOL_VERSION,
-            client_version: "faults".into(),
-            challenge: None,
-        });
-        match self.recv(Duration::from_secs(5)) {
-            Some(ServerMessage::Welcome {
-                session, challenge, ..
-            }) => (session, challenge),
-            other => panic!("expected welcome, got {other:?}"),
-        }
-    }
-}
 
 /// A 1x1 rr test of `users` and `duration` over TCP, one server worker.
 fn test_request(users: u32, duration: Duration) -> ClientMessage {
@@ -107,126 +53,14 @@ fn test_request_over(protocol: Protocol, users: u32, duration: Duration) -> Clie
     }
 }
 
-/// The server's error: (code, message); panics on anything else.
-fn expect_error(m: Option<ServerMessage>) -> (String, String) {
-    match m {
-        Some(ServerMessage::Error { code, message, .. }) => (code.to_string(), message),
-        other => panic!("expected an error, got {other:?}"),
-    }
-}
-
-/// Writes a key file of `content` in `dir`.
-fn key_file(dir: &Path, name: &str, content: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, content).unwrap();
-    p
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A `linkperf serve` child of our own (its exit status matters), logging to `log`.
-fn serve_on(port: u16, extra: &[&str], log: &Path) -> Child {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--port", &port.to_string()])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .expect("spawn linkperf serve");
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("serve exited with {s}: {}", read(log));
-        }
-        if read(log).contains("listening on")
-            && TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-        {
-            return child;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "serve did not start: {}",
-            read(log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Waits until the serve logging to `log` says it listens (at most 5 s).
-fn listening(log: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !read(log).contains("listening on") {
-        assert!(
-            Instant::now() < deadline,
-            "serve did not start: {}",
-            read(log)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_default()
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(ok.success(), "kill {sig} {pid}");
-}
-
-/// Waits for `child` to exit, at most `within`.
-fn exits_within(child: &mut Child, within: Duration) -> Option<(ExitStatus, Duration)> {
-    let start = Instant::now();
-    while start.elapsed() < within {
-        if let Some(s) = child.try_wait().unwrap() {
-            return Some((s, start.elapsed()));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    None
-}
-
-/// Output of a spawned child, once it has exited.
-fn output(child: Child) -> (i32, String, String) {
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// Waits until the client writing the live stream `stream` has measured
-/// part of its window.
-fn test_runs_a_while(stream: &Path, client: &mut Child) {
-    util::wait_for_window(stream, client, Duration::from_secs(30));
-}
-
-/// The run in `json` failed for want of the server's results, saying `why`,
+/// The run of `doc` failed for want of the server's results, saying `why`,
 /// and kept what the client measured before.
-fn gave_up_keeping_what_it_measured(json: &Path, why: &str) {
-    let doc: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
-    let r = first_run(&doc);
+fn gave_up_keeping_what_it_measured(doc: &Value, why: &str) {
+    let r = first_run(doc);
     assert_eq!(text(r, "/status"), "failed", "{r}");
     let e = text(r, "/error");
     assert!(e.contains(why), "{e}");
     assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
-}
-
-/// The first run of the first test of a results document.
-fn first_run(doc: &Value) -> &Value {
-    util::at(doc, "/tests/0/runs/0")
 }
 
 // ---------------------------------------------------------------------------
@@ -304,7 +138,7 @@ fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
     );
 
     // By hand: a wrong response is answered by auth_failed, never by `accepted`.
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     let (_, challenge) = c.hello();
     let challenge = challenge.expect("a server with a key sends a challenge");
     assert_eq!(challenge.len(), 64, "32 bytes in hex: {challenge}");
@@ -320,7 +154,7 @@ fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
     assert!(c.recv(Duration::from_secs(5)).is_none(), "the session ends");
 
     // By hand: a test request without any answer to the challenge.
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&test_request(1, Duration::from_secs(1)));
     let (code, _) = expect_error(c.recv(Duration::from_secs(5)));
@@ -343,7 +177,7 @@ fn a_replayed_response_fails_in_another_session() {
     let k = AuthKey::from_bytes(secret.as_bytes()).unwrap();
 
     // Session A answers its challenge rightly; an eavesdropper records the answer.
-    let mut a = Control::connect(server.port());
+    let mut a = Control::connect(server.address());
     let (session_a, challenge_a) = a.hello();
     let recorded = k.respond(&challenge_a.unwrap(), session_a).unwrap();
     a.send(&ClientMessage::Auth {
@@ -359,7 +193,7 @@ fn a_replayed_response_fails_in_another_session() {
     });
 
     // Session B replays it: refused.
-    let mut b = Control::connect(server.port());
+    let mut b = Control::connect(server.address());
     let (session_b, challenge_b) = b.hello();
     assert_ne!(session_a, session_b);
     let challenge_b = challenge_b.unwrap();
@@ -450,7 +284,7 @@ fn accepted_test_over(
     protocol: Protocol,
     duration: Duration,
 ) -> (Control, Vec<u16>, DataToken) {
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&test_request_over(protocol, 1, duration));
     match c.recv(Duration::from_secs(10)) {
@@ -473,22 +307,11 @@ fn with_preamble(data: SocketAddr, token: DataToken) -> TcpStream {
     s
 }
 
-/// Whether the server closes `s` within `within`.
-/// Whether the peer closed `s`, without waiting.
-fn is_closed(s: &mut TcpStream) -> bool {
-    s.set_nonblocking(true).unwrap();
-    let mut b = [0u8; 16];
-    let closed = match s.read(&mut b) {
-        Ok(0) => true,
-        Ok(_) => false,
-        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
-    };
-    s.set_nonblocking(false).unwrap();
-    closed
-}
-
+/// Whether the server closes `s` within `within` (a blocking read until
+/// its end, or the time).
 fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
-    s.set_read_timeout(Some(within)).unwrap();
+    s.set_read_timeout(Some(within.max(Duration::from_millis(1))))
+        .unwrap();
     let mut b = [0u8; 16];
     match s.read(&mut b) {
         Ok(0) => true,
@@ -533,6 +356,10 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
     });
 }
 
+/// How long the server of a UDP request/response test stays stopped: the
+/// fault, whose length the count of lost transactions follows (100 ms each).
+const UDP_SERVER_STOPPED: Duration = Duration::from_millis(600);
+
 /// UDP: a transaction whose answer does not come within `--udp-timeout` is
 /// counted lost, and its flow goes on with the next one; it never hangs. The
 /// server is stopped (SIGSTOP) for 600 ms in the window: every user's
@@ -542,11 +369,8 @@ fn a_data_connection_with_a_wrong_token_is_dropped() {
 fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
     let _g = shared();
     let server = Server::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("udp.json");
-    let stream = dir.path().join("udp.jsonl");
     let addr = server.addr();
-    let mut client = spawn(&[
+    let client = Client::spawn(&[
         "run",
         "--quiet",
         "--server",
@@ -563,23 +387,14 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
         "200ms",
         "--duration",
         "3s",
-        "--json",
-        json.to_str().unwrap(),
-        "--json-stream",
-        stream.to_str().unwrap(),
     ]);
     // Into the window, then 600 ms without answers.
-    util::wait_for_window(&stream, &mut client, Duration::from_secs(20));
-    signal(server.pid(), "-STOP");
-    std::thread::sleep(Duration::from_millis(600));
-    signal(server.pid(), "-CONT");
-    let Some((status, _)) = exits_within(&mut client, Duration::from_secs(30)) else {
-        let _ = client.kill();
-        panic!("the UDP client still runs 30 s after its 3 s window");
-    };
-    let (_, _, err) = output(client);
+    client.wait_for_window(Duration::from_secs(20));
+    server.signal("-STOP");
+    std::thread::sleep(UDP_SERVER_STOPPED);
+    server.signal("-CONT");
+    let (status, _, err, doc) = client.finish(Duration::from_secs(30));
     assert!(status.success(), "{status}: {err}");
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let r = first_run(&doc);
     // The stop is this test's own doing: what it asserts is the count.
     util::assert_measured(r, "600 ms without answers");
@@ -605,29 +420,6 @@ fn udp_transactions_left_unanswered_are_counted_lost_and_the_flows_go_on() {
     // A late answer is not a transaction: the server answered at least as
     // many requests as the client counted.
     assert!(util::int(r, "/server/transactions") >= util::int(r, "/client/transactions"));
-}
-
-/// Times the data workers of `linkperf serve` process `pid` woke up so far
-/// (their threads' voluntary context switches): a few a second idle, one per
-/// arrival when a stream flows into them.
-fn worker_wakeups(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map(|d| {
-            d.filter_map(|t| {
-                let t = t.ok()?.path();
-                let comm = std::fs::read_to_string(t.join("comm")).ok()?;
-                if !comm.starts_with("lp-server") {
-                    return None;
-                }
-                let status = std::fs::read_to_string(t.join("status")).ok()?;
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-            })
-            .sum()
-        })
-        .unwrap_or(0)
 }
 
 /// Datagrams the kernel dropped at process `pid`'s UDP sockets for want of
@@ -669,10 +461,8 @@ fn udp_drops(pid: u32) -> u64 {
 fn a_udp_receiver_that_stops_reading_counts_losses_and_does_not_hang() {
     let _g = shared();
     let server = Server::start(&[]);
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("udp-stream.json");
     let addr = server.addr();
-    let mut client = spawn(&[
+    let client = Client::spawn(&[
         "run",
         "--quiet",
         "--server",
@@ -687,38 +477,20 @@ fn a_udp_receiver_that_stops_reading_counts_losses_and_does_not_hang() {
         "0",
         "--duration",
         "4s",
-        "--json",
-        json.to_str().unwrap(),
     ]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let wait = |what: &str, done: &dyn Fn() -> bool| {
-        while !done() {
-            assert!(Instant::now() < deadline, "{what}: {}", server.log());
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    };
-    wait("the test did not start", &|| {
-        server.log().contains("running")
-    });
-    // The stream flows: the server's worker wakes for it about a thousand
-    // times a second (twenty idle).
-    let before = worker_wakeups(server.pid());
-    wait("no stream woke the server's worker", &|| {
-        worker_wakeups(server.pid()) > before + 300
-    });
+    // The stream flows: its first second is measured.
+    client.wait_for_window(Duration::from_secs(20));
     let dropped = udp_drops(server.pid());
-    signal(server.pid(), "-STOP");
-    wait("the kernel dropped nothing at the stopped server", &|| {
-        udp_drops(server.pid()) > dropped
+    server.signal("-STOP");
+    // A kernel counter: nothing announces a drop.
+    poll_until(Duration::from_secs(20), || {
+        (udp_drops(server.pid()) > dropped)
+            .then_some(())
+            .ok_or_else(|| "the kernel dropped nothing at the stopped server".to_string())
     });
-    signal(server.pid(), "-CONT");
-    let Some((status, _)) = exits_within(&mut client, Duration::from_secs(30)) else {
-        let _ = client.kill();
-        panic!("the UDP stream's client still runs 30 s after its 4 s window");
-    };
-    let (_, _, err) = output(client);
+    server.signal("-CONT");
+    let (status, _, err, doc) = client.finish(Duration::from_secs(30));
     assert!(status.success(), "{status}: {err}");
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let r = first_run(&doc);
     util::assert_measured(r, "a receiver stopped until the kernel dropped");
     let d = util::at(r, "/udp/client_to_server");
@@ -791,12 +563,17 @@ fn udp_datagrams_are_answered_to_the_control_connections_address_only() {
     });
 }
 
+/// Silent connections a worker with one user lets wait for their preamble:
+/// twice its connections, plus 64.
+const LET_WAIT: usize = 66;
+
 /// Opens 500 connections to `data` that never send a preamble, far more
-/// than a worker with one user lets wait (twice its connections, plus 64),
-/// all well inside the 5 s preamble timeout: the oldest is closed first,
-/// and once the worker has taken them all in, all but those it lets wait
-/// are closed and the server holds few more descriptors than before.
-/// Returns them, the newest still open.
+/// than a worker with one user lets wait ([`LET_WAIT`]), all well inside the
+/// 5 s preamble timeout: the oldest is closed first, and once the worker has
+/// taken them all in, all but those it lets wait are closed, the oldest
+/// first (the data listener's backlog takes all 500, so the worker accepts
+/// them in the order they connected), and the server holds few more
+/// descriptors than before. Returns them, the newest still open.
 fn silent_connections_stay_bounded(server: &Server, data: SocketAddr) -> Vec<TcpStream> {
     let (before, _) = util::fds_and_threads(server.pid());
     let mut silent = Vec::with_capacity(500);
@@ -808,20 +585,13 @@ fn silent_connections_stay_bounded(server: &Server, data: SocketAddr) -> Vec<Tcp
         "the oldest silent connection is closed for the newer ones"
     );
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut closed = vec![false; silent.len()];
-    loop {
-        for (s, c) in silent.iter_mut().zip(closed.iter_mut()) {
-            *c = *c || is_closed(s);
-        }
-        if closed.iter().filter(|c| **c).count() >= silent.len() - 66 {
-            break;
-        }
+    let closing = silent.len() - LET_WAIT;
+    for (i, s) in silent.iter_mut().enumerate().take(closing) {
+        let left = deadline.saturating_duration_since(Instant::now());
         assert!(
-            Instant::now() < deadline,
-            "the worker took in {} of 500 silent connections",
-            closed.iter().filter(|c| **c).count()
+            closed_within(s, left),
+            "the worker closed {i} of the {closing} oldest of 500 silent connections"
         );
-        std::thread::sleep(Duration::from_millis(10));
     }
     let (during, _) = util::fds_and_threads(server.pid());
     assert!(
@@ -925,7 +695,7 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
 
     // Connections: a running 3-user test holds 3 of the 5; a second of 3 is refused.
     let addr = server.addr();
-    let mut long = spawn(&[
+    let long = util::spawn(&[
         "run",
         "-q",
         "--server",
@@ -938,11 +708,9 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         "100ms",
     ]);
     // The 3-user case above ran one already; wait for this one.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.log().matches("running rr1c-1x1--3").count() < 2 {
-        assert!(Instant::now() < deadline, "{}", server.log());
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.wait_for_log("the second 3-user test", Duration::from_secs(30), |l| {
+        l.matches("running rr1c-1x1--3").count() >= 2
+    });
     let (code, err, _) = try_run(&server, &["--users", "3"]);
     assert_eq!(code, 1, "{err}");
     assert!(
@@ -953,7 +721,8 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
     // One more fits beside it.
     let (code, err, _) = try_run(&server, &["--users", "2"]);
     assert_eq!(code, 0, "{err}");
-    assert!(long.wait().unwrap().success());
+    let (status, _, err) = long.finish(util::RUN_DEADLINE);
+    assert!(status.success(), "{err}");
 }
 
 #[test]
@@ -967,7 +736,7 @@ fn sessions_limit_counts_sessions_past_their_handshake() {
     let (code, err, _) = try_run(&server, &[]);
     assert_eq!(code, 0, "{err}");
     // A session past its hello does.
-    let mut holder = Control::connect(server.port());
+    let mut holder = Control::connect(server.address());
     holder.hello();
     let (code, err, doc) = try_run(&server, &[]);
     assert_eq!(code, 1, "{err}");
@@ -1115,7 +884,7 @@ fn a_test_whose_times_overflow_is_refused_and_the_server_goes_on() {
     let server = Server::start(&[]);
     let mut spec = TestSpec::new("rr1c-1x1".parse().unwrap(), Protocol::Tcp, 1, Duration::MAX);
     spec.warmup = Duration::MAX;
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&ClientMessage::Test {
         spec,
@@ -1166,7 +935,7 @@ fn a_stranger_may_send_no_more_than_a_handshake_needs() {
     let key = key_file(dir.path(), "k", "a pre-shared key of some length\n");
     for extra in [vec![], vec!["--auth-key", key.to_str().unwrap()]] {
         let server = Server::start(&extra);
-        let mut c = Control::connect(server.port());
+        let mut c = Control::connect(server.address());
         // A 1 MiB frame announced, none of it sent.
         c.stream.write_all(&(1u32 << 20).to_be_bytes()).unwrap();
         let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
@@ -1187,22 +956,16 @@ fn serving_beyond_loopback_without_a_key_warns_loudly() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // What it printed by the time it listens.
     let warned = |extra: &[&str]| -> String {
-        let log = dir.path().join("serve.log");
-        let mut child = Command::new("unshare")
-            .args([
-                "--net", BIN, "serve", "--listen", "0.0.0.0", "--port", "7410",
-            ])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("unshare --net linkperf serve");
-        listening(&log);
-        let _ = child.kill();
-        let _ = child.wait();
-        read(&log)
+        Server::start_spec(&ServeSpec {
+            under: &["unshare", "--net"],
+            listen: Some("0.0.0.0"),
+            port: Some(7410),
+            extra,
+            ..ServeSpec::default()
+        })
+        .log()
     };
     let open = warned(&[]);
     assert!(open.contains("WARNING"), "{open}");
@@ -1216,7 +979,7 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
     let _g = shared();
     let server = Server::start(&["--control-timeout", "500ms", "--start-timeout", "1s"]);
     // Past the handshake, no test request.
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     let t0 = Instant::now();
     let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
@@ -1236,13 +999,17 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
         "{message}"
     );
     assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
-    // Its data endpoints are gone with it (the session closes them as it
-    // ends, just after the error it sent).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", ports[0])).is_ok() {
-        assert!(Instant::now() < deadline, "data port still open");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Its data endpoints are gone with it: the session closes them before
+    // it logs its end, which it does before it sends the error.
+    assert!(
+        server.log().contains("no start within 1s"),
+        "{}",
+        server.log()
+    );
+    assert!(
+        TcpStream::connect(("127.0.0.1", ports[0])).is_err(),
+        "data port still open"
+    );
     still_serves(&server);
     // And they are checked like the other times.
     let (code, _, err) = run(&["serve", "--start-timeout", "0s"]);
@@ -1254,7 +1021,7 @@ fn control_and_start_timeouts_are_flags_and_end_silent_sessions() {
 fn frame_size_limit_refuses_large_control_messages() {
     let _g = shared();
     let server = Server::start(&["--max-frame", "4k"]);
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     let mut frame = Vec::new();
     encode_frame(&vec![b' '; 5000], &mut frame);
@@ -1270,13 +1037,16 @@ fn frame_size_limit_refuses_large_control_messages() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// How often a slow client drips a byte of its hello: the fault's pace.
+const SLOWLORIS_BYTE_EVERY: Duration = Duration::from_millis(200);
+
 #[test]
 fn handshake_timeout_drops_silent_and_slow_clients() {
     let _g = shared();
     let server = Server::start(&["--handshake-timeout", "1s"]);
     // Silent.
     let start = Instant::now();
-    let mut silent = Control::connect(server.port());
+    let mut silent = Control::connect(server.address());
     let (code, message) = expect_error(silent.recv(Duration::from_secs(5)));
     let took = start.elapsed();
     assert_eq!(code, "limit");
@@ -1290,19 +1060,26 @@ fn handshake_timeout_drops_silent_and_slow_clients() {
     // Slow: a hello dripped a byte every 200 ms would take seconds; the limit
     // counts from the connection, not from the last byte.
     let start = Instant::now();
-    let mut slow = Control::connect(server.port());
+    let mut slow = Control::connect(server.address());
     let hello = encode_client(&ClientMessage::Hello {
         protocol_version: PROTOCOL_VERSION,
         client_version: "slow".into(),
         challenge: None,
     });
+    // A byte, then up to 200 ms for the server's answer, then the next:
+    // the answer ends the drip.
+    let mut answer = None;
     for b in &hello[..10] {
         if slow.stream.write_all(std::slice::from_ref(b)).is_err() {
             break;
         }
-        std::thread::sleep(Duration::from_millis(200));
+        answer = slow.recv_within(SLOWLORIS_BYTE_EVERY);
+        if answer.is_some() {
+            break;
+        }
     }
-    let (code, _) = expect_error(slow.recv(Duration::from_secs(5)));
+    let answer = answer.unwrap_or_else(|| slow.recv(Duration::from_secs(5)));
+    let (code, _) = expect_error(answer);
     assert_eq!(code, "limit");
     assert!(
         start.elapsed() < Duration::from_secs(4),
@@ -1318,7 +1095,7 @@ fn handshake_timeout_drops_silent_and_slow_clients() {
         "--auth-key",
         key.to_str().unwrap(),
     ]);
-    let mut c = Control::connect(keyed.port());
+    let mut c = Control::connect(keyed.address());
     c.hello();
     let (code, message) = expect_error(c.recv(Duration::from_secs(5)));
     assert_eq!(code, "limit", "{message}");
@@ -1331,14 +1108,9 @@ fn handshake_timeout_drops_silent_and_slow_clients() {
 
 fn serve_signal_aborts_running_tests(sig: &str) {
     let _g = shared();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
-    let port = free_port();
-    let mut serve = serve_on(port, &[], &log);
-    let addr = format!("127.0.0.1:{port}");
-    let json = dir.path().join("r.json");
-    let stream = dir.path().join("r.jsonl");
-    let mut client = spawn(&[
+    let mut serve = Server::start(&[]);
+    let addr = serve.addr();
+    let client = Client::spawn(&[
         "run",
         "-q",
         "--server",
@@ -1349,27 +1121,23 @@ fn serve_signal_aborts_running_tests(sig: &str) {
         "20s",
         "--warmup",
         "200ms",
-        "--json",
-        json.to_str().unwrap(),
-        "--json-stream",
-        stream.to_str().unwrap(),
     ]);
-    util::wait_for_window(&stream, &mut client, Duration::from_secs(20));
-    signal(serve.id(), sig);
-    let (status, took) = exits_within(&mut serve, Duration::from_secs(5))
-        .unwrap_or_else(|| panic!("serve still running 5 s after {sig}: {}", read(&log)));
-    assert!(status.success(), "{status}: {}", read(&log));
+    client.wait_for_window(Duration::from_secs(20));
+    serve.signal(sig);
+    let signalled = Instant::now();
+    let status = serve
+        .exit_within(Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("serve still running 5 s after {sig}: {}", serve.log()));
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status}: {}", serve.log());
     eprintln!("serve exited {took:?} after {sig}");
     assert!(
-        read(&log).contains("1 running test aborted"),
+        serve.log().contains("1 running test aborted"),
         "{}",
-        read(&log)
+        serve.log()
     );
-    let started = Instant::now();
-    let (code, _, err) = output(client);
-    assert!(started.elapsed() < Duration::from_secs(10));
-    assert_eq!(code, 1, "{err}");
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (status, _, err, doc) = client.finish(Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1), "{err}");
     let r = first_run(&doc);
     assert_eq!(text(r, "/status"), "aborted", "{r}");
     assert!(text(r, "/error").contains("shutting down"), "{r}");
@@ -1383,9 +1151,7 @@ fn ctrl_c_on_run_while_its_users_connect_stops_at_once_and_keeps_the_record() {
     let _g = exclusive();
     let server = Server::start(&[]);
     let addr = server.addr();
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let mut client = spawn(&[
+    let mut client = Client::spawn(&[
         "run",
         "-q",
         "--server",
@@ -1394,18 +1160,19 @@ fn ctrl_c_on_run_while_its_users_connect_stops_at_once_and_keeps_the_record() {
         "2000",
         "--duration",
         "10s",
-        "--json",
-        json.to_str().unwrap(),
     ]);
-    // 2,000 users take longer than this to connect; wherever the interrupt
-    // lands, the run stops, says so and writes what it has.
-    std::thread::sleep(Duration::from_millis(150));
-    signal(client.id(), "-INT");
-    let (status, took) = exits_within(&mut client, Duration::from_secs(5))
+    // The server has taken the test on: its 2,000 users connect now, and
+    // take longer than the interrupt takes to come; wherever it lands, the
+    // run stops, says so and writes what it has.
+    server.wait_for_line("running rr1c-1x1--2000", Duration::from_secs(30));
+    client.signal("-INT");
+    let signalled = Instant::now();
+    let status = client
+        .exit_within(Duration::from_secs(5))
         .unwrap_or_else(|| panic!("run still going 5 s after SIGINT"));
-    eprintln!("run exited {took:?} after SIGINT");
+    eprintln!("run exited {:?} after SIGINT", signalled.elapsed());
     assert_eq!(status.code(), Some(1), "{status}");
-    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let doc = client.doc();
     let r = first_run(&doc);
     assert_eq!(text(r, "/status"), "aborted", "{r}");
     assert!(text(r, "/error").contains("interrupted"), "{r}");
@@ -1425,6 +1192,11 @@ fn sigint_on_serve_aborts_the_running_test_and_exits_within_5s() {
 // ---------------------------------------------------------------------------
 // 5. A server killed mid-suite, then resumed against a restarted one.
 // ---------------------------------------------------------------------------
+
+/// How far into the second test of its suite the server is killed: its
+/// users connected, its window open (the suite says nothing while a test
+/// runs; killed as it sets the test up, the client could fail another way).
+const INTO_THE_SECOND_TEST: Duration = Duration::from_millis(500);
 
 #[test]
 fn server_killed_mid_suite_keeps_completed_runs_and_resume_completes() {
@@ -1452,10 +1224,9 @@ users = 3
     )
     .unwrap();
     let out = dir.path().join("out.json");
-    let log = dir.path().join("serve.log");
-    let port = free_port();
-    let addr = format!("127.0.0.1:{port}");
-    let mut serve = serve_on(port, &[], &log);
+    let mut serve = Server::start(&[]);
+    let port = serve.port();
+    let addr = serve.addr();
     let suite_args = |resume: bool| {
         let mut a = vec![
             "suite".to_string(),
@@ -1484,17 +1255,15 @@ users = 3
     };
     let args = suite_args(false);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let client = spawn(&args);
-    // Kill the server while the second test runs.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !read(&log).contains("running rr1c-1x1--2") {
-        assert!(Instant::now() < deadline, "{}", read(&log));
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    serve.kill().unwrap();
-    serve.wait().unwrap();
-    let (code, stdout, stderr) = output(client);
+    let client = util::spawn(&args);
+    // Kill the server while the second test runs: it has taken the test on,
+    // and its traffic flows well into the second of its window (a suite
+    // says nothing while a test runs).
+    serve.wait_for_line("running rr1c-1x1--2", Duration::from_secs(30));
+    std::thread::sleep(INTO_THE_SECOND_TEST);
+    serve.kill();
+    let (status, stdout, stderr) = client.finish(util::RUN_DEADLINE);
+    let code = status.code().unwrap_or(-1);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     // Which test failed and why.
     let failed_line = stdout
@@ -1505,7 +1274,7 @@ users = 3
         failed_line.contains("the server closed the control connection"),
         "{failed_line}"
     );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let doc = util::read_doc(&out);
     let status = |doc: &Value, name: &str| -> Vec<String> {
         doc["tests"]
             .as_array()
@@ -1529,7 +1298,7 @@ users = 3
     );
 
     // A new server on the same port; --resume runs only what did not complete.
-    let mut serve = serve_on(port, &[], &log);
+    let _serve = Server::start_on(port, &[]);
     let args = suite_args(true);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, stdout, stderr) = run(&args);
@@ -1538,7 +1307,7 @@ users = 3
         !stdout.contains("rr1c-1x1--1 run"),
         "test 1 ran again: {stdout}"
     );
-    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let doc = util::read_doc(&out);
     for name in ["rr1c-1x1--1", "rr1c-1x1--2", "rr1c-1x1--3"] {
         assert!(
             completed(status(&doc, name)),
@@ -1546,8 +1315,6 @@ users = 3
             status(&doc, name)
         );
     }
-    let _ = serve.kill();
-    let _ = serve.wait();
 }
 
 // ---------------------------------------------------------------------------
@@ -1674,7 +1441,7 @@ fn damaged_results_files_are_refused_by_compare_and_report() {
 /// taken down when dropped.
 struct Lab {
     name: String,
-    serve: Option<Child>,
+    serve: Option<Server>,
 }
 
 impl Lab {
@@ -1707,37 +1474,28 @@ impl Lab {
     }
 
     /// Starts `linkperf serve` on the server's address (198.18.1.1, the lab's
-    /// address plan) in the server's namespace, logging to `dir`; returns the
-    /// log once it listens.
-    fn serve(&mut self, dir: &Path) -> PathBuf {
-        let log = dir.join("serve.log");
-        let serve = Command::new("ip")
-            .args(["netns", "exec", &self.server_ns(), BIN, "serve"])
-            .args(["--listen", "198.18.1.1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("ip netns exec linkperf serve");
-        self.serve = Some(serve);
-        listening(&log);
-        log
+    /// address plan) in the server's namespace; returns it once it listens.
+    fn serve(&mut self) -> &Server {
+        let ns = self.server_ns();
+        self.serve.insert(Server::start_in(&ns, "198.18.1.1"))
     }
 
     fn client_ns(&self) -> String {
         format!("lp-{}-c1", self.name)
     }
+
+    /// `linkperf run ARGS` in the client's namespace (see [`Client`]).
+    fn client(&self, args: &[&str]) -> Client {
+        Client::spawn_under(&["ip", "netns", "exec", &self.client_ns()], args)
+    }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if let Some(mut s) = self.serve.take() {
-            let _ = s.kill();
-            let _ = s.wait();
-        }
+        drop(self.serve.take());
         let _ = Command::new(BIN)
             .args(["lab", "down", &self.name])
-            .stdin(Stdio::null())
+            .stdin(std::process::Stdio::null())
             .output();
     }
 }
@@ -1749,44 +1507,42 @@ fn a_path_cut_mid_test_ends_the_client_with_a_clear_error_in_bounded_time() {
         return;
     };
     // The lab's address plan: server 198.18.1.1 on lp-s1, client 198.18.1.2.
-    let dir = tempfile::tempdir().unwrap();
-    let _log = lab.serve(dir.path());
-    let json = dir.path().join("cut.json");
-    let stream = dir.path().join("cut.jsonl");
+    lab.serve();
     let started = Instant::now();
-    let mut client = Command::new("ip")
-        .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
-        .args(["--server", "198.18.1.1", "--users", "2"])
-        .args(["--duration", "2s", "--warmup", "200ms"])
-        .args(["--json", json.to_str().unwrap()])
-        .args(["--json-stream", stream.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ip netns exec linkperf run");
-    test_runs_a_while(&stream, &mut client);
+    let mut client = lab.client(&[
+        "run",
+        "-q",
+        "--server",
+        "198.18.1.1",
+        "--users",
+        "2",
+        "--duration",
+        "2s",
+        "--warmup",
+        "200ms",
+    ]);
+    client.wait_for_window(Duration::from_secs(30));
     // Cut the path: the server's end of the veth pair goes down.
     let down = Command::new("ip")
         .args(["-n", &lab.server_ns(), "link", "set", "lp-s1", "down"])
         .status()
         .unwrap();
     assert!(down.success());
+    let cut = Instant::now();
     // The client gives up by itself: the window (2 s), the drain (3 s), then the
     // control timeout for the server's results (30 s); never a hang.
-    let mut client = client;
-    let (status, took) = exits_within(&mut client, Duration::from_secs(60)).unwrap_or_else(|| {
-        let _ = client.kill();
-        panic!("the client still runs 60 s after the path was cut")
-    });
-    let (_, _, err) = output(client);
+    let status = client
+        .exit_within(Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("the client still runs 60 s after the path was cut"));
+    let took = cut.elapsed();
+    let (_, _, err, doc) = client.finish(Duration::from_secs(5));
     eprintln!(
         "the client gave up {took:?} after the cut, {:?} after starting",
         started.elapsed()
     );
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(took < Duration::from_secs(60));
-    gave_up_keeping_what_it_measured(&json, "no results from the server within 30s");
+    gave_up_keeping_what_it_measured(&doc, "no results from the server within 30s");
 }
 
 /// A client whose host goes silent mid-test: its end of the link goes down,
@@ -1801,22 +1557,22 @@ fn a_client_whose_host_goes_silent_is_let_go_by_the_server_within_5_s() {
     let Some(mut lab) = Lab::up(&format!("faults-gone-{}", std::process::id())) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let log = lab.serve(dir.path());
-    let pid = lab.serve.as_ref().unwrap().id();
-    let idle = util::settled_fds_and_threads(pid);
-    let stream = dir.path().join("gone.jsonl");
-    let mut client = Command::new("ip")
-        .args(["netns", "exec", &lab.client_ns(), BIN, "run", "-q"])
-        .args(["--server", "198.18.1.1", "--users", "4"])
-        .args(["--duration", "60s", "--warmup", "200ms"])
-        .args(["--json-stream", stream.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("ip netns exec linkperf run");
-    test_runs_a_while(&stream, &mut client);
+    // Listening, its threads and descriptors are those of an idle server.
+    let pid = lab.serve().pid();
+    let idle = util::fds_and_threads(pid);
+    let mut client = lab.client(&[
+        "run",
+        "-q",
+        "--server",
+        "198.18.1.1",
+        "--users",
+        "4",
+        "--duration",
+        "60s",
+        "--warmup",
+        "200ms",
+    ]);
+    client.wait_for_window(Duration::from_secs(30));
     let busy = util::fds_and_threads(pid);
     assert!(
         busy.0 > idle.0,
@@ -1827,29 +1583,29 @@ fn a_client_whose_host_goes_silent_is_let_go_by_the_server_within_5_s() {
         .status()
         .unwrap();
     assert!(down.success());
-    let _ = client.kill();
-    let _ = client.wait();
+    client.kill();
     let gone = Instant::now();
-    let freed = loop {
+    let serve = lab.serve.as_ref().expect("serving");
+    // Threads and descriptors: nothing announces their end.
+    let freed = poll_until(Duration::from_secs(20), || {
         let now = util::fds_and_threads(pid);
         if now.0 <= idle.0 + 2 && now.1 <= idle.1 {
-            break gone.elapsed();
+            Ok(gone.elapsed())
+        } else {
+            Err(format!(
+                "the server still holds the session after its client went silent: \
+                 {now:?} descriptors and threads, {idle:?} idle; log: {}",
+                serve.log()
+            ))
         }
-        assert!(
-            gone.elapsed() < Duration::from_secs(20),
-            "the server still holds the session 20 s after its client went silent: \
-             {now:?} descriptors and threads, {idle:?} idle; log: {}",
-            read(&log)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    });
     eprintln!("the server let the silent client go after {freed:?}");
     assert!(
         freed < Duration::from_secs(8),
         "freed only after {freed:?}: {}",
-        read(&log)
+        serve.log()
     );
-    assert!(read(&log).contains("vanished"), "{}", read(&log));
+    assert!(serve.log().contains("vanished"), "{}", serve.log());
 }
 
 /// Regression: a worker carrying one request/response flow waits in its
@@ -1860,49 +1616,43 @@ fn a_client_whose_host_goes_silent_is_let_go_by_the_server_within_5_s() {
 #[test]
 fn a_server_that_stops_answering_does_not_hang_a_one_user_client() {
     let _g = shared();
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("serve.log");
-    let port = free_port();
-    let mut serve = serve_on(port, &[], &log);
-    let json = dir.path().join("stopped.json");
-    let stream = dir.path().join("stopped.jsonl");
-    let mut client = Command::new(BIN)
-        .args(["run", "-q", "--server", &format!("127.0.0.1:{port}")])
-        .args(["--workload", "rr1c-1x1", "--users", "1", "--threads", "1"])
-        .args([
-            "--server-threads",
-            "1",
-            "--duration",
-            "2s",
-            "--warmup",
-            "200ms",
-        ])
-        .args(["--json", json.to_str().unwrap()])
-        .args(["--json-stream", stream.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("linkperf run");
-    test_runs_a_while(&stream, &mut client);
-    signal(serve.id(), "-STOP");
-    let outcome = exits_within(&mut client, Duration::from_secs(60));
-    signal(serve.id(), "-CONT");
-    let _ = serve.kill();
-    let _ = serve.wait();
-    let Some((status, _)) = outcome else {
-        let _ = client.kill();
+    let serve = Server::start(&[]);
+    let addr = serve.addr();
+    let mut client = Client::spawn(&[
+        "run",
+        "-q",
+        "--server",
+        &addr,
+        "--workload",
+        "rr1c-1x1",
+        "--users",
+        "1",
+        "--threads",
+        "1",
+        "--server-threads",
+        "1",
+        "--duration",
+        "2s",
+        "--warmup",
+        "200ms",
+    ]);
+    client.wait_for_window(Duration::from_secs(30));
+    serve.signal("-STOP");
+    let outcome = client.exit_within(Duration::from_secs(60));
+    serve.signal("-CONT");
+    drop(serve);
+    let Some(status) = outcome else {
         panic!("the client still runs 60 s after its server stopped answering")
     };
-    let (_, _, err) = output(client);
+    let (_, _, err, doc) = client.finish(Duration::from_secs(5));
     assert_eq!(status.code(), Some(1), "{err}");
-    gave_up_keeping_what_it_measured(&json, "no results from the server within 30s");
+    gave_up_keeping_what_it_measured(&doc, "no results from the server within 30s");
 }
 
 /// A session past its handshake that asked `server` to run `profile` with
 /// one thread: the control connection, the answer not read yet.
 fn profile_asked(server: &Server, profile: linkperf_workload::profile::Profile) -> Control {
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&ClientMessage::Profile {
         profile,
@@ -2112,7 +1862,7 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
     let (fds0, threads0) = fds_and_threads(pid);
     let rss0 = rss_bytes(pid);
 
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&request("rr:1x64m", 1024, 1024));
     let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
@@ -2122,24 +1872,21 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
     // moment to let the client read the refusal), the daemon is as it was
     // (but for a descriptor the random source may keep open).
     drop(c);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    // Threads and descriptors: nothing announces their end.
+    poll_until(Duration::from_secs(10), || {
         let (fds, threads) = fds_and_threads(pid);
-        if fds <= fds0 + 1 && threads <= threads0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still held: {fds} fds (from {fds0}), {threads} threads (from {threads0})"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        (fds <= fds0 + 1 && threads <= threads0)
+            .then_some(())
+            .ok_or_else(|| {
+                format!("still held: {fds} fds (from {fds0}), {threads} threads (from {threads0})")
+            })
+    });
 
     // 1,024 users on 8 threads, 64 MiB responses, accepted and never started:
     // what it holds is charged, and is what 64 KiB responses would hold.
     let mut held = Vec::new();
     for workload in ["rr:1x64m", "rr:1x64k"] {
-        let mut c = Control::connect(server.port());
+        let mut c = Control::connect(server.address());
         c.hello();
         c.send(&request(workload, 1024, 8));
         match c.recv(Duration::from_secs(10)) {
@@ -2166,7 +1913,7 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
 
     // A third would pass the descriptors the server may use with the two:
     // refused with the figures (each of the two charged 2,588).
-    let mut c = Control::connect(server.port());
+    let mut c = Control::connect(server.address());
     c.hello();
     c.send(&request("rr1c-1x1", 2500, 2));
     let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
@@ -2274,7 +2021,7 @@ fn the_server_refuses_the_mixes_the_command_line_refuses() {
         (vec![entry(1), entry(0)], "weight 0"),
         ((0..65).map(|_| entry(1)).collect(), "more than 64"),
     ] {
-        let mut c = Control::connect(server.port());
+        let mut c = Control::connect(server.address());
         c.hello();
         let spec = TestSpec::new(
             linkperf_workload::Workload::Mix { entries },

@@ -23,14 +23,11 @@
 use crate::util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::util::{at, int, num, run, run_json, shared, text, Server, BIN};
 use serde_json::Value;
-
-/// Longest a child of [`run_env`] may take.
-const DEADLINE: Duration = Duration::from_secs(90);
 
 /// An address where no linkperf server listens: a refused profile must
 /// never get as far as trying it.
@@ -192,22 +189,17 @@ fn assert_lasted(t: &Value, duration_s: f64) {
 }
 
 /// `linkperf ARGS` with `set` added to and `unset` removed from its
-/// environment, to the end (at most [`DEADLINE`]): exit code, stdout, stderr.
+/// environment, to the end: exit code, stdout, stderr.
 fn run_env(args: &[&str], set: &[(&str, &str)], unset: &[&str]) -> (i32, String, String) {
     let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args);
     for name in unset {
         cmd.env_remove(name);
     }
     for (k, v) in set {
         cmd.env(k, v);
     }
-    let child = cmd.spawn().expect("spawn linkperf");
-    let (status, out, err) = util::finish_within(child, DEADLINE, &format!("linkperf {args:?}"));
-    (status.code().unwrap_or(-1), out, err)
+    util::run_command(&mut cmd, &format!("linkperf {args:?}"))
 }
 
 /// The results document at `path`.

@@ -8,12 +8,11 @@
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
 use std::collections::HashSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use crate::util::run;
+use crate::util::{run, Proc};
 use serde_json::Value;
 
 /// A short study: two workloads at 1 and 4 users, sub-second windows.
@@ -573,52 +572,26 @@ fn chromium() -> PathBuf {
 
 /// Headless Chromium on `page` with `extra` arguments; its stdout and stderr.
 fn browser(page: &Path, profile: &Path, extra: &[&str]) -> (String, String) {
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start chromium");
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let deadline = Instant::now() + BROWSER_DEADLINE;
-    loop {
-        if child.try_wait().expect("wait for chromium").is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within {BROWSER_DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (out.join().unwrap(), err.join().unwrap())
+    let mut cmd = Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(format!("file://{}", page.display()));
+    // It ends once its output has, its helper processes' too.
+    let (_, out, err) = Proc::spawn(&mut cmd, "chromium").finish(BROWSER_DEADLINE);
+    (out, err)
 }
 
 /// The page loads in Chromium without a console message (the page has no

@@ -8,12 +8,11 @@
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use crate::util::{at, int, num, run, shared, spawn, text, Server, BIN};
+use crate::util::{at, int, num, poll_until, run, shared, spawn, text, Proc, Server, BIN};
 use linkperf_results::ResultsDocument;
 use serde_json::Value;
 
@@ -334,51 +333,9 @@ fn check_table_against_json(stdout: &str, doc: &Value) {
 
 /// Waits for a spawned suite to end: exit code (-1 if killed by a signal),
 /// stdout, stderr.
-fn finish(mut child: Child) -> (i32, String, String) {
-    let deadline = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for linkperf") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("linkperf suite still running after {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
+fn finish(child: Proc) -> (i32, String, String) {
+    let (status, out, err) = child.finish(DEADLINE);
     (status.code().unwrap_or(-1), out, err)
-}
-
-/// Polls `path` while `child` runs until `ready` says the document is far
-/// enough; every read must be a whole document. The number of reads is returned.
-fn poll_until(child: &mut Child, path: &Path, ready: impl Fn(&Value) -> bool) -> usize {
-    let deadline = Instant::now() + DEADLINE;
-    let mut reads = 0;
-    loop {
-        if let Some(doc) = read_doc(path) {
-            reads += 1;
-            if ready(&doc) {
-                return reads;
-            }
-        }
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("the suite ended ({s}) before the results file was ready");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the results file was not ready within {DEADLINE:?}"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 /// Relative closeness, for figures that went through a computation and JSON.
@@ -947,15 +904,23 @@ fn sigkill_mid_suite_then_resume_completes_every_run() {
     ];
 
     let mut child = spawn(&args);
-    let reads = poll_until(&mut child, &s.out, |d| ok_runs(d) >= 1);
+    // A run ok, and saved: the server has taken on the test after it.
+    child.wait_for("an ok run", DEADLINE, |out, _| {
+        run_lines(out).iter().any(|l| l.3 == "ok")
+    });
+    let printed = run_lines(&child.stdout()).len();
+    server.wait_for_log("the run after an ok one", DEADLINE, |l| {
+        l.matches(": running ").count() > printed
+    });
+    let saved = s.doc();
+    assert!(ok_runs(&saved) >= 1, "{saved}");
     assert!(
-        matches!(child.try_wait(), Ok(None)),
+        child.is_running(),
         "the suite must still be running when killed"
     );
-    child.kill().expect("SIGKILL linkperf suite");
+    child.kill();
     let (code, _, _) = finish(child);
     assert_eq!(code, -1, "killed by a signal");
-    assert!(reads >= 1);
 
     let killed = s.doc();
     let done = ok_runs(&killed);
@@ -1234,20 +1199,10 @@ duration = "300ms"
     );
     let mut args = vec!["suite", s.file(), "--server", &addr, "--out", s.out()];
     let mut child = spawn(&args);
-    poll_until(&mut child, &s.out, |d| ok_runs(d) >= 1);
     // The server runs the second test (3 s long): the interrupt lands in it.
-    let deadline = Instant::now() + DEADLINE;
-    while !server.log().contains("running rr1c-1x1--2") {
-        assert!(Instant::now() < deadline, "{}", server.log());
-        assert!(matches!(child.try_wait(), Ok(None)), "still running");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    assert!(matches!(child.try_wait(), Ok(None)), "still running");
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
+    server.wait_for_line("running rr1c-1x1--2", DEADLINE);
+    assert!(child.is_running(), "still running");
+    child.signal("-INT");
     let (code, out, err) = finish(child);
     assert_eq!(code, 1, "interrupted\nstdout: {out}\nstderr: {err}");
     assert!(err.contains("--resume"), "says how to resume: {err}");
@@ -1894,15 +1849,6 @@ fn cpu_ticks(pid: u32) -> u64 {
     at(11) + at(12)
 }
 
-/// Sends `signal` (`-STOP`, `-CONT`, `-INT`) to `pid`.
-fn signal(pid: u32, signal: &str) {
-    let sent = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success(), "kill {signal} {pid}");
-}
-
 /// The check `name` of a run.
 fn check<'a>(run: &'a Value, name: &str) -> &'a Value {
     at(run, "/checks")
@@ -1929,6 +1875,10 @@ fn clean_or_busy_host(run: &Value, what: &str) {
         run["status_reasons"]
     );
 }
+
+/// How long the server stays stopped in a 3 s window: the fault, longer than
+/// the window.
+const SERVER_STOPPED_PAST_THE_WINDOW: Duration = Duration::from_secs(4);
 
 /// `SIGSTOP` the server for longer than the window, once its traffic flows:
 /// transactions stop mid-window and the ones in flight end after it. The run
@@ -1959,23 +1909,22 @@ users = 4
         s.out(),
         "--quiet",
     ]);
-    // No warm-up: once the server spends CPU on the traffic, the window is open.
+    // No warm-up: once the server spends CPU on the traffic, the window is
+    // open. A suite says nothing while a test runs, and the server nothing
+    // once it has taken the test on: its CPU time is what shows traffic.
     let pid = server.pid();
     let before = cpu_ticks(pid);
-    let deadline = Instant::now() + DEADLINE;
-    while cpu_ticks(pid) < before + 5 {
-        assert!(Instant::now() < deadline, "no traffic reached the server");
-        assert!(
-            matches!(child.try_wait(), Ok(None)),
-            "the suite ended early"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    poll_until(DEADLINE, || {
+        assert!(child.is_running(), "the suite ended early");
+        (cpu_ticks(pid) >= before + 5)
+            .then_some(())
+            .ok_or_else(|| "no traffic reached the server".to_string())
+    });
     // Stopped for longer than the window: it stalls and ends with
     // transactions still waiting for their responses.
-    signal(pid, "-STOP");
-    std::thread::sleep(Duration::from_millis(4000));
-    signal(pid, "-CONT");
+    server.signal("-STOP");
+    std::thread::sleep(SERVER_STOPPED_PAST_THE_WINDOW);
+    server.signal("-CONT");
     let (code, out, err) = finish(child);
     assert_eq!(
         code, 0,
@@ -2064,7 +2013,7 @@ users = 2
         x ^= x << 17;
         let delay = Duration::from_millis(50 + x % 2500);
         let _ = std::fs::remove_file(&s.out);
-        let child = spawn(&[
+        let mut child = spawn(&[
             "suite",
             s.file(),
             "--server",
@@ -2073,16 +2022,10 @@ users = 2
             s.out(),
             "--quiet",
         ]);
+        // The fault: an interrupt at a moment no event marks.
         std::thread::sleep(delay);
-        let pid = child.id();
-        let running = Command::new("kill")
-            .args(["-0", &pid.to_string()])
-            .status()
-            .is_ok_and(|st| st.success());
-        if running {
-            let _ = Command::new("kill")
-                .args(["-INT", &pid.to_string()])
-                .status();
+        if child.is_running() {
+            child.signal("-INT");
         }
         let (code, out, err) = finish(child);
         if code == 1 {
@@ -2221,29 +2164,6 @@ impl Drop for SmallFs {
     }
 }
 
-/// Waits until the suite holds its room again after a save: the room file
-/// (written beside its place and moved there whole) is back.
-fn room_held_again(child: &mut Child, fs: &SmallFs) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let held = std::fs::read_dir(fs.path(""))
-            .unwrap()
-            .flatten()
-            .any(|e| e.file_name().to_string_lossy().contains(".reserve."));
-        if held {
-            return;
-        }
-        if let Ok(Some(s)) = child.try_wait() {
-            panic!("the suite ended ({s}) before it held its room again");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no room held within {DEADLINE:?}"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 const THREE: &str = r#"
 name = "three"
 duration = "300ms"
@@ -2269,6 +2189,16 @@ fn a_full_file_system_loses_no_run() {
     let suite_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(suite_file.path(), THREE).unwrap();
     let file = suite_file.path().to_str().unwrap();
+    // A server of its own, whose log says when the suite takes on its second
+    // test: the first run is saved, and the room the save gave up is held
+    // again (a save does both before the next run).
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    let second_test = |n: usize| {
+        server.wait_for_log("the suite's second test", DEADLINE, |l| {
+            l.matches("running rr1c-1x1--2").count() >= n
+        });
+    };
 
     // 1. Too little room for what the suite will write: refused before anything runs.
     fs.fill("filler");
@@ -2283,9 +2213,11 @@ fn a_full_file_system_loses_no_run() {
     // (The fill comes once the room the first save gave up is held again:
     // another writer in that moment would take it, and the later saves would
     // go to the fallback of part 3.)
-    let mut child = spawn(&["suite", file, "--out", out.to_str().unwrap(), "--quiet"]);
-    poll_until(&mut child, &out, |d| tests(d).len() == 1);
-    room_held_again(&mut child, &fs);
+    let out_arg = out.to_str().unwrap();
+    let child = spawn(&[
+        "suite", file, "--server", &addr, "--out", out_arg, "--quiet",
+    ]);
+    second_test(1);
     fs.fill("filler");
     let (code, stdout, err) = finish(child);
     assert_eq!(code, 0, "{stdout}\n{err}");
@@ -2297,8 +2229,11 @@ fn a_full_file_system_loses_no_run() {
     // run is printed, the document goes to a fallback file whose path is
     // printed, every later run is saved there, and a resume continues from it.
     let out = fs.path("b.json");
-    let mut child = spawn(&["suite", file, "--out", out.to_str().unwrap(), "--quiet"]);
-    poll_until(&mut child, &out, |d| tests(d).len() == 1);
+    let out_arg = out.to_str().unwrap();
+    let child = spawn(&[
+        "suite", file, "--server", &addr, "--out", out_arg, "--quiet",
+    ]);
+    second_test(2);
     fs.remount("ro");
     let (code, stdout, err) = finish(child);
     fs.remount("rw");
@@ -2315,7 +2250,7 @@ fn a_full_file_system_loses_no_run() {
         err.contains(&format!("--out {fallback} --resume")),
         "the exact command to continue: {err}"
     );
-    let (code, stdout, err) = suite(&[file, "--out", fallback, "--resume"]);
+    let (code, stdout, err) = suite(&[file, "--server", &addr, "--out", fallback, "--resume"]);
     assert_eq!(code, 0, "{stdout}\n{err}");
     assert!(err.contains("3 of 3 runs already done"), "{err}");
     let _ = std::fs::remove_file(fallback);
