@@ -18,11 +18,9 @@ use std::process::{Command, Stdio};
 use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-use crate::util::{at, int, num, text, Client, Proc, Server, BIN};
+use crate::util::lab::{namespaces, sh, skip};
+use crate::util::{at, int, num, text, Client, Proc, Server, BIN, TIMING};
 use serde_json::Value;
-
-/// Every load: a short window after a shorter warmup.
-const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 
 /// Allowance over a shaped rate (tbf counts whole packets, so payload stays under it).
 const CAP_SLACK: f64 = 1.05;
@@ -33,62 +31,9 @@ const CLEARLY_BELOW: f64 = 0.9;
 /// Gbit/s the unshaped veth must exceed for veth-10g's cap to show against it.
 const CLEARLY_OVER_10G: f64 = 11.0;
 
-/// With this set to 1, a lab test that cannot run on this host fails instead
-/// of skipping.
-const REQUIRED: &str = "LINKPERF_LAB_REQUIRED";
-
-/// What this process lacks to build namespaces (CAP_NET_ADMIN and
-/// CAP_SYS_ADMIN, iproute2's `ip` and `tc`); empty when it lacks nothing.
-fn missing() -> Vec<&'static str> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .unwrap_or(0);
-    let mut m = Vec::new();
-    if caps & (1 << 12) == 0 {
-        m.push("CAP_NET_ADMIN (run as root)");
-    }
-    if caps & (1 << 21) == 0 {
-        m.push("CAP_SYS_ADMIN (run as root)");
-    }
-    if !has("ip") {
-        m.push("iproute2's `ip`");
-    }
-    if !has("tc") {
-        m.push("iproute2's `tc`");
-    }
-    m
-}
-
-fn has(program: &str) -> bool {
-    Command::new(program)
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Test `test` cannot run on this host for want of `what`: it says so and
-/// skips, or, with LINKPERF_LAB_REQUIRED=1, fails.
-fn skip(test: &str, what: &str) {
-    assert!(
-        std::env::var(REQUIRED).as_deref() != Ok("1"),
-        "{test}: {REQUIRED}=1, but this host cannot run the lab tests: missing {what}"
-    );
-    eprintln!("{test}: SKIPPED: missing {what}");
-}
-
 /// The lock, or `None` (with the reason printed) when the lab cannot run here.
 fn lab_lock(test: &str) -> Option<MutexGuard<'static, ()>> {
-    let missing = missing();
-    if !missing.is_empty() {
-        skip(test, &missing.join(", "));
-        return None;
-    }
-    Some(crate::util::one_lab_at_a_time())
+    util::lab::ready(test, &["ip", "tc"]).then(util::one_lab_at_a_time)
 }
 
 /// `linkperf lab ARGS`: exit code, stdout, stderr.
@@ -96,30 +41,6 @@ fn lab(args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["lab"];
     all.extend(args);
     util::run(&all)
-}
-
-/// `ip ARGS` (or another program) to the end; its stdout, asserting success.
-fn sh(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Namespaces whose name starts with `prefix`.
-fn namespaces(prefix: &str) -> Vec<String> {
-    sh("ip", &["netns", "list"])
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(prefix))
-        .map(String::from)
-        .collect()
 }
 
 /// Links named `lp-…` in the root namespace.
@@ -666,7 +587,7 @@ fn two_lab_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothi
             ["lp-t-race-c1", "lp-t-race-s1"],
             "round {round}: {all:#?}"
         );
-        let record = load(Path::new("/run/linkperf-lab/t-race.json"));
+        let record = util::read_doc(Path::new("/run/linkperf-lab/t-race.json"));
         assert_eq!(record["owner"]["by"], "up", "{record}");
         let p = record["pairs"][0].clone();
         let serve = Server::start_in(text(&p, "/server_ns"), text(&p, "/server_addr"));
@@ -693,13 +614,6 @@ fn mini_suite(dir: &Path) -> PathBuf {
     )
     .unwrap();
     f
-}
-
-fn load(path: &Path) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
-    )
-    .unwrap()
 }
 
 /// Mean throughput (bytes/s) of test `name` in a results document.
@@ -752,8 +666,8 @@ fn lab_run_records_the_link_in_each_results_file_and_compares() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let a = load(&out.join("t-run-a.json"));
-    let b = load(&out.join("t-run-b.json"));
+    let a = util::read_doc(&out.join("t-run-a.json"));
+    let b = util::read_doc(&out.join("t-run-b.json"));
     assert_eq!(a["label"], "t-run-a");
     assert_eq!(a["link"]["configuration"], "t-run-a");
     assert_eq!(a["link"]["capacity_bits_per_s"], Value::Null);
@@ -856,7 +770,7 @@ fn lab_run_records_the_link_in_each_results_file_and_compares() {
         err.contains("linkperf lab: comparison (base t-run-a) in "),
         "{err}"
     );
-    let comparison = load(&report.join("comparison.json"));
+    let comparison = util::read_doc(&report.join("comparison.json"));
     assert_eq!(comparison["files"][0]["label"], "t-run-a", "{comparison}");
     assert_eq!(comparison["files"][1]["label"], "t-run-b", "{comparison}");
     let vs = comparison["comparisons"].as_array().unwrap();
@@ -893,9 +807,9 @@ fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let p1 = load(&out.join("t-pairs-pair1.json"));
-    let p2 = load(&out.join("t-pairs-pair2.json"));
-    let all = load(&out.join("t-pairs.json"));
+    let p1 = util::read_doc(&out.join("t-pairs-pair1.json"));
+    let p2 = util::read_doc(&out.join("t-pairs-pair2.json"));
+    let all = util::read_doc(&out.join("t-pairs.json"));
     assert_eq!(p1["label"], "t-pairs-pair1");
     assert_eq!(p2["label"], "t-pairs-pair2");
     assert_eq!(all["label"], "t-pairs");
@@ -1070,7 +984,7 @@ fn ctrl_c_during_lab_run_takes_everything_down() {
     );
     assert_gone("t-ctrlc");
     // What was measured is kept.
-    let doc = load(&dir.path().join("out/t-ctrlc.json"));
+    let doc = util::read_doc(&dir.path().join("out/t-ctrlc.json"));
     assert_eq!(doc["link"]["configuration"], "t-ctrlc");
 }
 
@@ -1166,7 +1080,7 @@ fn uploads_of_250_users_over_a_1_gbit_link_read_at_most_the_link() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let doc = load(&out.join("t-up250.json"));
+    let doc = util::read_doc(&out.join("t-up250.json"));
     let r = &doc["tests"][0]["runs"][0];
     // Every flow moves in the window of a run the host left alone; where
     // other work took most of the CPUs, a flow may sit out the 3 s window in
@@ -1240,7 +1154,7 @@ fn a_udp_stream_at_twice_a_100_mbit_link_loses_about_half() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let doc = load(&out.join("t-udp100.json"));
+    let doc = util::read_doc(&out.join("t-udp100.json"));
     assert_eq!(doc["link"]["capacity_bits_per_s"], 1e8);
     let run = |name: &str| -> Value {
         let t = doc["tests"]
@@ -1355,7 +1269,7 @@ fn configurations_run_interleaved_each_round_in_a_rotated_order() {
     // (started, configuration, test, run) of every run that is not a retry.
     let mut runs: Vec<(String, &str, String, u64)> = Vec::new();
     for name in names {
-        let doc = load(&out.join(format!("{name}.json")));
+        let doc = util::read_doc(&out.join(format!("{name}.json")));
         for t in doc["tests"].as_array().unwrap() {
             for r in t["runs"].as_array().unwrap() {
                 if r.get("retry_of").is_some() {
@@ -1442,9 +1356,9 @@ fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let shaped = load(&out.join("t-st-1g.json"));
+    let shaped = util::read_doc(&out.join("t-st-1g.json"));
     let report = out.join("report/comparison.json");
-    let comparison = report.exists().then(|| load(&report));
+    let comparison = report.exists().then(|| util::read_doc(&report));
     for test in ["rr1c-200x30k--50", "mix--40"] {
         let name = shaped["tests"]
             .as_array()
@@ -1512,7 +1426,7 @@ fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
                 "{text}"
             );
             // The price against the in-memory path, where it ran cleanly too.
-            let memory = load(&out.join("t-st-mem.json"));
+            let memory = util::read_doc(&out.join("t-st-mem.json"));
             if measured_runs(&memory, &name).1 {
                 assert!(text.contains("× t-st-mem's"), "{text}");
             }
@@ -1562,7 +1476,7 @@ fn study_vxlan_goodput_is_1398_of_1514_of_the_wire_and_mtu_9000_lifts_it() {
     for (name, payload_bytes, frame_bytes) in
         [("t-st-vx", 1398.0, 1514.0), ("t-st-vx9k", 8898.0, 9014.0)]
     {
-        let doc = load(&out.join(format!("{name}.json")));
+        let doc = util::read_doc(&out.join(format!("{name}.json")));
         let (runs, ok) = measured_runs(&doc, "str-writex30k--5");
         let ideal = payload_bytes / frame_bytes;
         for r in &runs {
@@ -1659,7 +1573,7 @@ fn an_interrupted_lab_run_continues_with_resume() {
     };
     child.signal("-INT");
     let (status, _, err) = child.finish(util::RUN_DEADLINE);
-    let before = completed(&load(&file));
+    let before = completed(&util::read_doc(&file));
     assert_gone("t-resume");
     if status.code() == Some(0) {
         // The suite was quicker than the signal: nothing left to resume.
@@ -1685,7 +1599,7 @@ fn an_interrupted_lab_run_continues_with_resume() {
     again.push("--resume");
     let (code, stdout, err) = util::run(&again);
     assert_eq!(code, 0, "{stdout}\n{err}");
-    let doc = load(&file);
+    let doc = util::read_doc(&file);
     assert_eq!(completed(&doc), 6, "{doc}");
     assert!((1..=6).contains(&before));
     assert_gone("t-resume");

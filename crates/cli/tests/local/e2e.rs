@@ -9,23 +9,15 @@ use std::net::{Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    assert_measured, at, exclusive, fds_and_threads, int, num, poll_until, run, run_json, shared,
-    text, Server,
+    assert_measured, at, exclusive, fds_and_threads, int, num, poll_until, run, run_against,
+    run_json, shared, text, Server, TIMING,
 };
 use serde_json::Value;
-
-/// Every load: short window, shorter warm-up.
-const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 
 /// Runs one test against `server`, asserts it exited 0 and returns its results.
 fn load(server: &Server, workload: &str, protocol: &str, users: u32, extra: &[&str]) -> Value {
     let users = users.to_string();
-    let addr = server.addr();
     let mut args = vec![
-        "run",
-        "--quiet",
-        "--server",
-        &addr,
         "--workload",
         workload,
         "--protocol",
@@ -33,19 +25,12 @@ fn load(server: &Server, workload: &str, protocol: &str, users: u32, extra: &[&s
         "--users",
         &users,
     ];
-    // `extra` may set its own duration.
-    let timing = if extra.contains(&"--duration") {
-        &TIMING[2..]
-    } else {
-        &TIMING[..]
-    };
-    args.extend(timing);
     args.extend(extra);
-    let (code, out, err, doc) = run_json(&args);
+    let (code, out, err, doc) = run_against(server, &args);
     assert_eq!(
         code,
         0,
-        "linkperf {args:?} failed\nstdout: {out}\nstderr: {err}\nserver: {}",
+        "linkperf run {args:?} failed\nstdout: {out}\nstderr: {err}\nserver: {}",
         server.log()
     );
     doc
@@ -1063,7 +1048,7 @@ fn a_server_refuses_a_congestion_control_its_host_lacks() {
 
 /// `linkperf run --server ADDR` against what is there, to the end: exit
 /// code, stderr, and how long it took.
-fn run_against(addr: &str) -> (i32, String, Duration) {
+fn run_toward(addr: &str) -> (i32, String, Duration) {
     let t0 = Instant::now();
     let (code, _, err) = run(&["run", "--server", addr, "-d", "1", "--warmup", "0"]);
     (code, err, t0.elapsed())
@@ -1084,7 +1069,7 @@ fn a_server_that_speaks_http_is_named_as_such() {
             b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
         );
     });
-    let (code, err, took) = run_against(&addr);
+    let (code, err, took) = run_toward(&addr);
     http.join().unwrap();
     assert_eq!(code, 1, "a test that did not run: {err}");
     assert!(
@@ -1108,7 +1093,7 @@ fn a_server_that_speaks_iperf3_is_named_with_the_option_for_it() {
     util::iperf3::require_iperf3();
     let iperf3 = util::iperf3::StockServer::start();
     let addr = iperf3.addr();
-    let (code, err, took) = run_against(&addr);
+    let (code, err, took) = run_toward(&addr);
     assert_eq!(code, 1, "a test that did not run: {err}");
     assert!(
         err.contains(&format!(
@@ -2019,12 +2004,9 @@ fn several_servers_run_at_once_and_aggregate() {
     ]);
     assert_eq!(code, 0, "{stdout}{err}");
     assert!(stdout.contains("all 2 servers together"), "{stdout}");
-    let read = |p: &std::path::Path| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
-    };
-    let agg = read(&out);
+    let agg = util::read_doc(&out);
     let each: Vec<serde_json::Value> = (1..=2)
-        .map(|k| read(&dir.path().join(format!("multi-server{k}.json"))))
+        .map(|k| util::read_doc(&dir.path().join(format!("multi-server{k}.json"))))
         .collect();
     let tps = |d: &serde_json::Value| num(d, "/tests/0/runs/0/throughput/transactions_per_s");
     let sum = tps(&each[0]) + tps(&each[1]);

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::control::{expect_error, key_file, Control};
 use crate::util::{
-    exclusive, fds_and_threads, first_run, poll_until, run, run_json, shared, text, Client,
-    ServeSpec, Server, BIN,
+    exclusive, fds_and_threads, first_run, poll_until, run, run_against, run_json, shared, text,
+    Client, ServeSpec, Server, BIN, TIMING,
 };
 use linkperf_session::AuthKey;
 use linkperf_wire::{
@@ -30,9 +30,6 @@ use linkperf_wire::{
 };
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
-
-/// Every load: short window, shorter warmup.
-const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 
 // ---------------------------------------------------------------------------
 // Helpers: the control protocol by hand, keys, serve processes of our own.
@@ -80,9 +77,7 @@ fn the_right_key_authenticates_from_the_flag_or_the_environment() {
         server.log()
     );
     let addr = server.addr();
-    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key", key];
-    args.extend(TIMING);
-    let (code, _, err, doc) = run_json(&args);
+    let (code, _, err, doc) = run_against(&server, &["--auth-key", key]);
     assert_eq!(code, 0, "{err}\nserver: {}", server.log());
     util::assert_measured(first_run(&doc), "authenticated");
 
@@ -111,14 +106,10 @@ fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
     let key = key_file(dir.path(), "k", "the server's key, 32 bytes long.");
     let wrong = key_file(dir.path(), "w", "not the server's key, but longer");
     let server = Server::start(&["--auth-key", key.to_str().unwrap()]);
-    let addr = server.addr();
 
     // The CLI, wrong key: the server's proof does not match it, so the client
     // stops before answering the challenge; exit 1, a failed run recorded.
-    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key"];
-    args.push(wrong.to_str().unwrap());
-    args.extend(TIMING);
-    let (code, _, err, doc) = run_json(&args);
+    let (code, _, err, doc) = run_against(&server, &["--auth-key", wrong.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("did not prove it holds this client's key") && err.contains("another key"),
@@ -128,9 +119,7 @@ fn a_wrong_or_missing_key_fails_before_any_data_endpoint() {
     assert!(text(first_run(&doc), "/error").contains("did not prove it holds"));
 
     // The CLI, no key: told to give one.
-    let mut args = vec!["run", "-q", "--server", &addr];
-    args.extend(TIMING);
-    let (code, _, err) = run(&args);
+    let (code, _, err, _) = run_against(&server, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("the server requires authentication: give --auth-key"),
@@ -252,11 +241,7 @@ fn a_client_with_a_key_refuses_a_server_without_one() {
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", "a key the server does not ask for");
     let server = Server::start(&[]);
-    let addr = server.addr();
-    let mut args = vec!["run", "-q", "--server", &addr, "--auth-key"];
-    args.push(key.to_str().unwrap());
-    args.extend(TIMING);
-    let (code, _, err) = run(&args);
+    let (code, _, err, _) = run_against(&server, &["--auth-key", key.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains(
@@ -629,22 +614,10 @@ fn silent_connections_to_a_data_port_stay_bounded_and_the_oldest_go_first() {
 // 3. Limits: each refusal says which limit.
 // ---------------------------------------------------------------------------
 
-/// Runs a small test against `server` with `extra`; returns (exit code, stderr, doc).
-fn try_run(server: &Server, extra: &[&str]) -> (i32, String, Value) {
-    let addr = server.addr();
-    let mut args = vec!["run", "-q", "--server", &addr];
-    if !extra.contains(&"--duration") {
-        args.extend(TIMING);
-    }
-    args.extend(extra);
-    let (code, _, err, doc) = run_json(&args);
-    (code, err, doc)
-}
-
 /// No session thread died: the server still runs a test, and its log says
 /// nothing of a panic.
 fn still_serves(server: &Server) {
-    let (code, err, _) = try_run(server, &[]);
+    let (code, _, err, _) = run_against(server, &[]);
     assert_eq!(code, 0, "{err}");
     assert!(!server.log().contains("panicked"), "{}", server.log());
 }
@@ -676,7 +649,7 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         (&["--users", "3", "--threads", "1"], "", ""),
     ];
     for (extra, says, flag) in cases {
-        let (code, err, doc) = try_run(&server, extra);
+        let (code, _, err, doc) = run_against(&server, extra);
         if says.is_empty() {
             assert_eq!(code, 0, "{extra:?}: {err}");
             continue;
@@ -711,7 +684,7 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
     server.wait_for_log("the second 3-user test", Duration::from_secs(30), |l| {
         l.matches("running rr1c-1x1--3").count() >= 2
     });
-    let (code, err, _) = try_run(&server, &["--users", "3"]);
+    let (code, _, err, _) = run_against(&server, &["--users", "3"]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("needs 3 data connections, this server may hold 5 (3 in use by other tests)")
@@ -719,7 +692,7 @@ fn users_duration_and_connections_limits_refuse_with_their_flag() {
         "{err}"
     );
     // One more fits beside it.
-    let (code, err, _) = try_run(&server, &["--users", "2"]);
+    let (code, _, err, _) = run_against(&server, &["--users", "2"]);
     assert_eq!(code, 0, "{err}");
     let (status, _, err) = long.finish(util::RUN_DEADLINE);
     assert!(status.success(), "{err}");
@@ -733,12 +706,12 @@ fn sessions_limit_counts_sessions_past_their_handshake() {
     let idle: Vec<TcpStream> = (0..5)
         .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
         .collect();
-    let (code, err, _) = try_run(&server, &[]);
+    let (code, _, err, _) = run_against(&server, &[]);
     assert_eq!(code, 0, "{err}");
     // A session past its hello does.
     let mut holder = Control::connect(server.address());
     holder.hello();
-    let (code, err, doc) = try_run(&server, &[]);
+    let (code, _, err, doc) = run_against(&server, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("already serving 1 sessions") && err.contains("--max-sessions"),
@@ -754,7 +727,7 @@ fn bytes_per_session_limit_stops_the_test() {
     let _g = shared();
     let server = Server::start(&["--max-bytes-per-session", "20m"]);
     let started = Instant::now();
-    let (code, err, doc) = try_run(
+    let (code, _, err, doc) = run_against(
         &server,
         &[
             "--workload",
@@ -906,7 +879,7 @@ fn silent_handshakes_cannot_lock_out_a_client_the_oldest_is_dropped() {
         .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
         .collect();
     // A real client gets through at once, though fifty stay silent.
-    let (code, err, doc) = try_run(&server, &[]);
+    let (code, _, err, doc) = run_against(&server, &[]);
     assert_eq!(code, 0, "{err}");
     util::assert_measured(first_run(&doc), "beside fifty silent connections");
     // The oldest silent one was dropped by the server, not by its timeout.
@@ -941,7 +914,7 @@ fn a_stranger_may_send_no_more_than_a_handshake_needs() {
         let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
         assert_eq!(code, "too_large", "{message}");
         assert!(message.contains("4096"), "{message}");
-        let (code, err, _) = try_run(&server, &extra);
+        let (code, _, err, _) = run_against(&server, &extra);
         assert_eq!(code, 0, "{err}");
     }
 }
@@ -1033,7 +1006,7 @@ fn frame_size_limit_refuses_large_control_messages() {
         "{message}"
     );
     // A normal test still fits.
-    let (code, err, _) = try_run(&server, &[]);
+    let (code, _, err, _) = run_against(&server, &[]);
     assert_eq!(code, 0, "{err}");
 }
 
@@ -1343,7 +1316,7 @@ fn a_thousand_garbage_or_silent_connections_do_not_stop_a_real_test() {
         }
         hostile.push(s);
     }
-    let (code, err, doc) = try_run(
+    let (code, _, err, doc) = run_against(
         &server,
         &["--users", "2", "--duration", "1s", "--warmup", "200ms"],
     );
@@ -1938,7 +1911,7 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
 fn a_test_larger_than_the_servers_descriptors_is_refused_before_it_starts() {
     let _g = shared();
     let server = Server::start_under(&["prlimit", "--nofile=2048"], &[]);
-    let (code, err, doc) = try_run(&server, &["--users", "2500", "--threads", "2"]);
+    let (code, _, err, doc) = run_against(&server, &["--users", "2500", "--threads", "2"]);
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("descriptors, this server may use") && err.contains("--max-descriptors"),

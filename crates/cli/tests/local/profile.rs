@@ -22,7 +22,7 @@
 // The helpers are shared with e2e.rs; this file does not use all of them.
 use crate::util;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -200,13 +200,6 @@ fn run_env(args: &[&str], set: &[(&str, &str)], unset: &[&str]) -> (i32, String,
         cmd.env(k, v);
     }
     util::run_command(&mut cmd, &format!("linkperf {args:?}"))
-}
-
-/// The results document at `path`.
-fn read_json(path: &Path) -> Value {
-    let bytes =
-        std::fs::read(path).unwrap_or_else(|e| panic!("no results at {}: {e}", path.display()));
-    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Runs `file` with `extra`, expecting it refused before anything runs
@@ -1061,7 +1054,7 @@ fn variables_come_from_var_before_the_environment() {
     ];
     let (code, out, err) = run_env(&args, &env, &[]);
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let doc = read_json(&json);
+    let doc = util::read_doc(&json);
     // --var wins (the last one given); the rest comes from the environment.
     assert_eq!(text(&doc, "/tests/0/name"), "profile-vars-env--2");
     let r = the_run(&doc);
@@ -1102,7 +1095,7 @@ fn variables_may_all_come_from_var() {
     let unset = ["tag", "nthr", "iters", "size", "connopts"];
     let (code, out, err) = run_env(&args, &[], &unset);
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let doc = read_json(&json);
+    let doc = util::read_doc(&json);
     assert_eq!(text(&doc, "/tests/0/name"), "profile-vars-cli--3");
     let r = the_run(&doc);
     assert_mirrored(r);
@@ -1135,10 +1128,10 @@ fn a_profile_naming_two_hosts_runs_on_both_at_once_and_aggregates_them() {
     // $h1 from --var, ${h2} from the environment.
     let (code, out, err) = run_env(&args, &[("h2", &two.addr())], &["h1"]);
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let all = read_json(&json);
+    let all = util::read_doc(&json);
     let each = [
-        read_json(&dir.path().join("out-server1.json")),
-        read_json(&dir.path().join("out-server2.json")),
+        util::read_doc(&dir.path().join("out-server1.json")),
+        util::read_doc(&dir.path().join("out-server2.json")),
     ];
     assert_eq!(text(&all, "/tests/0/name"), "profile-two-hosts--5");
     util::assert_measured(at(&all, "/tests/0/runs/0"), "all hosts together");
@@ -1193,7 +1186,7 @@ fn each_hosts_document_numbers_groups_in_file_order() {
         json.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
-    let second = read_json(&dir.path().join("out-server2.json"));
+    let second = util::read_doc(&dir.path().join("out-server2.json"));
     let t = txn(the_run(&second), "client", 0);
     assert_eq!(
         int(t, "/line") as usize,
@@ -1370,7 +1363,7 @@ fn a_suite_runs_a_profile_with_its_vars() {
     let unset = ["tag", "nthr", "iters", "size", "connopts"];
     let (code, stdout, err) = run_env(&args, &[], &unset);
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
-    let doc = read_json(&out);
+    let doc = util::read_doc(&out);
     assert_eq!(text(&doc, "/tests/0/name"), "profile-vars-suite--2");
     // One run, and its retries where a busy host made it suspect (the
     // suite runs a suspect run again at once): the last is the one to read.

@@ -191,9 +191,7 @@ fn two_real_suites_compared_end_to_end() {
 
     // The JSON: every matched test, every metric with the brief's sign
     // convention, Welch's test where both sides were repeated.
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
-            .unwrap();
+    let json: Value = crate::util::read_doc(&out.join("comparison.json"));
     assert_eq!(json["schema"], "linkperf/report/v1");
     let c = &json["comparisons"][0];
     assert_eq!(
@@ -421,7 +419,7 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
 
     // Three files, the middle one the base: both candidates in one chart per
     // workload, each in its own colour, beside their own relative charts.
-    let mut third: Value = serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+    let mut third = crate::util::read_doc(b);
     third["label"] = Value::from("c");
     // Long values, as real hosts have: they wrap in the environment table.
     for side in ["client", "server"] {
@@ -467,8 +465,7 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
 /// the link is not sufficient; a capacity far below it is said not to
 /// describe the path.
 fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(report_json).unwrap()).unwrap();
+    let report: Value = crate::util::read_doc(report_json);
     // The busiest direction of rr1c-1x1's busiest test, in bits per second.
     let bits = report["figures"][0]["tests"]
         .as_array()
@@ -492,7 +489,7 @@ fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
     );
 
     // Recorded by the lab in the document instead.
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(a).unwrap()).unwrap();
+    let mut doc = crate::util::read_doc(a);
     doc["link"] = serde_json::json!({
         "configuration": "shaped",
         "capacity_bits_per_s": bits,

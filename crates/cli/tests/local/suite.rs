@@ -1729,7 +1729,7 @@ users = 1
     // A refresh shows what the last second moved: on a host that left the
     // run ok, always something; one that starved the client for a second
     // (the run then suspect) may show that second's nothing.
-    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let doc = crate::util::read_doc(&out);
     if text(&doc, "/tests/0/runs/0/status") == "ok" {
         assert!(
             rates.iter().all(|g| *g > 0.1),

@@ -3,14 +3,12 @@
 //! whose bound address is read from their own log line.
 
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
 use super::process::{Proc, Stopped};
 use super::serve::{ServeSpec, Server};
 use super::BIN;
-
-pub use super::control::key_file;
 
 /// An agent: a `linkperf serve` child, killed when dropped.
 pub struct Agent(Server);
@@ -145,50 +143,9 @@ impl Controller {
     }
 }
 
-/// With this set to 1, a lab test that cannot run on this host fails instead
-/// of skipping.
-const REQUIRED: &str = "LINKPERF_LAB_REQUIRED";
-
-/// Whether this process can build namespaces (CAP_NET_ADMIN, CAP_SYS_ADMIN,
-/// iproute2's `ip`, `tc` and `bridge`); if not, says so and the test skips, or
-/// fails under LINKPERF_LAB_REQUIRED=1.
+/// Whether this process can build the mesh's namespaces (CAP_NET_ADMIN,
+/// CAP_SYS_ADMIN, iproute2's `ip`, `tc` and `bridge`); if not, says so and
+/// the test skips, or fails under LINKPERF_LAB_REQUIRED=1.
 pub fn lab_ready(test: &str) -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .unwrap_or(0);
-    let mut missing = Vec::new();
-    if caps & (1 << 12) == 0 {
-        missing.push("CAP_NET_ADMIN (run as root)");
-    }
-    if caps & (1 << 21) == 0 {
-        missing.push("CAP_SYS_ADMIN (run as root)");
-    }
-    for program in ["ip", "tc", "bridge"] {
-        let ok = Command::new(program)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            missing.push(match program {
-                "ip" => "iproute2's `ip`",
-                "tc" => "iproute2's `tc`",
-                _ => "iproute2's `bridge`",
-            });
-        }
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let what = missing.join(", ");
-    assert!(
-        std::env::var(REQUIRED).as_deref() != Ok("1"),
-        "{test}: {REQUIRED}=1, but this host cannot run the lab tests: missing {what}"
-    );
-    eprintln!("{test}: SKIPPED: missing {what}");
-    false
+    super::lab::ready(test, &["ip", "tc", "bridge"])
 }

@@ -14,6 +14,7 @@ use serde_json::Value;
 pub mod client;
 pub mod control;
 pub mod iperf3;
+pub mod lab;
 pub mod mesh;
 pub mod process;
 pub mod serve;
@@ -66,6 +67,24 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
 pub fn run_command(cmd: &mut Command, what: &str) -> (i32, String, String) {
     let (status, out, err) = Proc::spawn(cmd, what).finish(RUN_DEADLINE);
     (status.code().unwrap_or(-1), out, err)
+}
+
+/// A short load's times: a half-second window after a shorter warm-up.
+pub const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
+
+/// `linkperf run --quiet --server ADDR EXTRA --json FILE` against `server`,
+/// with the times of [`TIMING`] that `extra` does not set: exit code,
+/// stdout, stderr and the results document.
+pub fn run_against(server: &Server, extra: &[&str]) -> (i32, String, String, Value) {
+    let addr = server.addr();
+    let mut args = vec!["run", "--quiet", "--server", &addr];
+    for option in TIMING.chunks(2) {
+        if !extra.contains(&option[0]) {
+            args.extend(option);
+        }
+    }
+    args.extend(extra);
+    run_json(&args)
 }
 
 /// `linkperf ARGS --json FILE`: exit code, stdout, stderr and the results
