@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::process::Proc;
-use super::{free_port, poll_until, Server};
+use super::{free_port, poll_until, ServeSpec, Server};
 
 /// Longest an iperf3 child may take.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -110,20 +110,36 @@ pub fn require_iperf3() {
     );
 }
 
-/// `linkperf serve --iperf3 --iperf3-port P` plus `extra`, and P.
+/// `linkperf serve --iperf3 --iperf3-port P` plus `extra`, and P. A port
+/// taken between choosing it and binding it (other tests' connections take
+/// ports too) makes serve exit saying so: then another.
 pub fn serve(extra: &[&str]) -> (Server, u16) {
-    let port = free_port();
-    let p = port.to_string();
-    let mut args = vec!["--iperf3", "--iperf3-port", p.as_str()];
-    args.extend_from_slice(extra);
-    let s = Server::start(&args);
-    assert!(
-        s.log()
-            .contains(&format!("serving iperf3 clients on 127.0.0.1:{port}")),
-        "serve did not announce its iperf3 port: {}",
-        s.log()
-    );
-    (s, port)
+    let mut why = String::new();
+    for _ in 0..5 {
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["--iperf3", "--iperf3-port", p.as_str()];
+        args.extend_from_slice(extra);
+        let spec = ServeSpec {
+            port: Some(0),
+            extra: &args,
+            ..ServeSpec::default()
+        };
+        match Server::try_start_spec(&spec) {
+            Ok(s) => {
+                assert!(
+                    s.log()
+                        .contains(&format!("serving iperf3 clients on 127.0.0.1:{port}")),
+                    "serve did not announce its iperf3 port: {}",
+                    s.log()
+                );
+                return (s, port);
+            }
+            Err(log) if log.contains("Address already in use") => why = log,
+            Err(log) => panic!("linkperf serve {args:?} ended before it listened: {log}"),
+        }
+    }
+    panic!("linkperf serve --iperf3 found no free port: {why}");
 }
 
 /// What an iperf3 child did.

@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
-use super::process::Proc;
+use super::process::{Proc, Stopped};
 use super::BIN;
 
 /// Longest `linkperf serve` may take to listen: far more than it takes on
@@ -90,6 +90,18 @@ impl Server {
     /// listens; fails the test, with its log, if it ends or stays silent
     /// instead.
     pub fn start_spec(spec: &ServeSpec) -> Server {
+        Server::try_start_spec(spec).unwrap_or_else(|log| {
+            panic!(
+                "linkperf serve {:?} ended before it listened: {log}",
+                spec.extra
+            )
+        })
+    }
+
+    /// [`Server::start_spec`], or what it logged if it ended before it
+    /// listened (a port it was given taken meanwhile, say); the test fails
+    /// if it stays silent.
+    pub fn try_start_spec(spec: &ServeSpec) -> Result<Server, String> {
         let linkperf = spec.command.unwrap_or(&[BIN]);
         let mut all = spec.under.iter().chain(linkperf);
         let mut c = Command::new(all.next().expect("a program"));
@@ -106,9 +118,16 @@ impl Server {
             };
         }
         let proc = Proc::spawn_synced(&mut c, format!("linkperf serve {:?}", spec.extra));
-        proc.wait_for("that it listens", READY, |_, err| {
-            err.lines().any(|l| l.starts_with(LISTENING))
-        });
+        let listens = |_: &str, err: &str| err.lines().any(|l| l.starts_with(LISTENING));
+        match proc.wait_until(READY, listens) {
+            Ok(()) => {}
+            Err(Stopped::Ended) => return Err(proc.stderr()),
+            Err(Stopped::Late) => panic!(
+                "linkperf serve {:?} did not listen within {READY:?}: {}",
+                spec.extra,
+                proc.stderr()
+            ),
+        }
         let log = proc.stderr();
         let addr = log
             .lines()
@@ -121,7 +140,7 @@ impl Server {
             .next()
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("no port in {addr:?}: {log}"));
-        Server { proc, addr, port }
+        Ok(Server { proc, addr, port })
     }
 
     /// Its control port.
