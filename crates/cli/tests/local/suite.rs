@@ -97,6 +97,14 @@ impl Study {
         self.out.to_str().expect("utf-8 temp path")
     }
 
+    /// `FILE --server ADDR --out OUT` and `extra`: the arguments of
+    /// `linkperf suite` running this study against the server at `addr`.
+    fn against<'a>(&'a self, addr: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec![self.file(), "--server", addr, "--out", self.out()];
+        args.extend(extra);
+        args
+    }
+
     /// Replaces the suite file's text.
     fn rewrite(&self, toml: &str) {
         std::fs::write(&self.file, toml).expect("rewrite the suite file");
@@ -145,6 +153,13 @@ fn suite(args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["suite"];
     all.extend(args);
     run(&all)
+}
+
+/// `linkperf suite ARGS`, started, not waited for.
+fn spawn_suite(args: &[&str]) -> Proc {
+    let mut all = vec!["suite"];
+    all.extend(args);
+    spawn(&all)
 }
 
 /// `linkperf suite ARGS`, which must exit 0; its stdout.

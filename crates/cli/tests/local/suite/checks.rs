@@ -77,15 +77,7 @@ workload = "rr1c-1x1"
 users = 4
 "#,
     );
-    let mut child = spawn(&[
-        "suite",
-        s.file(),
-        "--server",
-        &addr,
-        "--out",
-        s.out(),
-        "--quiet",
-    ]);
+    let mut child = spawn_suite(&s.against(&addr, &["--quiet"]));
     // No warm-up: once the server spends CPU on the traffic, the window is
     // open. A suite says nothing while a test runs, and the server nothing
     // once it has taken the test on: its CPU time is what shows traffic.
@@ -136,15 +128,7 @@ users = 4
         assert!(t.get("summary").is_none(), "{t}");
     }
     // It is complete: a resume adds nothing.
-    let (code, out, err) = run(&[
-        "suite",
-        s.file(),
-        "--server",
-        &addr,
-        "--out",
-        s.out(),
-        "--resume",
-    ]);
+    let (code, out, err) = suite(&s.against(&addr, &["--resume"]));
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("1 of 1 runs already done"), "{err}");
     assert_eq!(
@@ -190,15 +174,7 @@ users = 2
         x ^= x << 17;
         let delay = Duration::from_millis(50 + x % 2500);
         let _ = std::fs::remove_file(&s.out);
-        let mut child = spawn(&[
-            "suite",
-            s.file(),
-            "--server",
-            &addr,
-            "--out",
-            s.out(),
-            "--quiet",
-        ]);
+        let mut child = spawn_suite(&s.against(&addr, &["--quiet"]));
         // The fault: an interrupt at a moment no event marks.
         std::thread::sleep(delay);
         if child.is_running() {

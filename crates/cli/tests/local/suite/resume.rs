@@ -326,8 +326,8 @@ users = 3
 duration = "300ms"
 "#,
     );
-    let mut args = vec!["suite", s.file(), "--server", &addr, "--out", s.out()];
-    let mut child = spawn(&args);
+    let mut args = s.against(&addr, &[]);
+    let mut child = spawn_suite(&args);
     // The server runs the second test (3 s long): the interrupt lands in it.
     server.wait_for_line("running rr1c-1x1--2", DEADLINE);
     assert!(child.is_running(), "still running");
@@ -366,7 +366,7 @@ duration = "300ms"
     assert!(at(&doc, "/suite/fingerprint").is_string());
 
     args.push("--resume");
-    let (code, out, err) = run(&args);
+    let (code, out, err) = suite(&args);
     assert_eq!(code, 0, "resume\nstdout: {out}\nstderr: {err}");
     assert!(err.contains("1 of 3 runs already done"), "{err}");
     assert_eq!(
