@@ -4,7 +4,7 @@
 //! lab.rs for how they skip or fail without it.
 
 // Each binary uses part of the helpers.
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../util/mod.rs"]
 mod util;
 

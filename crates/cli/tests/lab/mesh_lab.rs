@@ -17,7 +17,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::util::mesh::{key_file, lab_ready, one_test_suite, Agent, AgentSpec, Controller};
+use crate::util::control::key_file;
+use crate::util::lab::{namespaces, sh};
+use crate::util::mesh::{lab_ready, one_test_suite, Agent, AgentSpec, Controller};
 use serde_json::Value;
 
 const NODES: u32 = 4;
@@ -28,19 +30,6 @@ const POD_PORT: u16 = 7411;
 const RATE: &str = "200mbit";
 /// Longest a mesh of this test may take.
 const MESH_DEADLINE: Duration = Duration::from_secs(300);
-
-/// `ip ARGS` (or `bridge`), asserting success.
-fn sh(program: &str, args: &[&str]) {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} {args:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// The lab cluster's namespaces, removed when dropped.
 struct Cluster {
@@ -58,13 +47,7 @@ impl Cluster {
 
     /// Every namespace of this cluster.
     fn namespaces(&self) -> Vec<String> {
-        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_whitespace().next())
-            .filter(|n| n.starts_with(&format!("{}-", self.prefix)))
-            .map(String::from)
-            .collect()
+        namespaces(&format!("{}-", self.prefix))
     }
 
     /// A bridge in its own namespace; each node a namespace with `eth0` on it
@@ -188,10 +171,6 @@ fn agent(c: &Cluster, key: &Path, k: u32, network: &str) -> Agent {
     })
 }
 
-fn load(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 /// Whether a run measured its window (ok, or suspect for a busy host only).
 fn measured(r: &Value) -> bool {
     match r["status"].as_str() {
@@ -297,15 +276,15 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     });
     assert!(
         started,
-        "the mesh did not get to its 8th run: {:?}",
-        mesh.seen
+        "the mesh did not get to its 8th run: {}",
+        mesh.seen()
     );
     let victim = agents.iter().position(|(n, _)| n == "node3-pod").unwrap();
     agents[victim].1.kill();
     let (code, out, err) = mesh.finish(MESH_DEADLINE);
     assert_eq!(code, 1, "failed runs make exit code 1:\n{out}\n{err}");
     assert!(err.contains("rerun them with --resume"), "{err}");
-    let doc = load(&all.join("mesh.json"));
+    let doc = crate::util::read_doc(&all.join("mesh.json"));
     let victim_addr = agents[victim].1.addr().to_string();
     let mut failed_of_victim = 0;
     let mut done = 0;
@@ -346,7 +325,7 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(err.contains("resuming:"), "{err}");
     eprintln!("the resumed mesh, {:?}", clock.elapsed());
-    let doc = load(&all.join("mesh.json"));
+    let doc = crate::util::read_doc(&all.join("mesh.json"));
     let tests = runs_by_test(&doc);
     assert_eq!(tests.len(), 56, "8 agents make 56 pairs");
     for (name, runs) in &tests {
@@ -360,7 +339,7 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
             );
         }
     }
-    let report = load(&all.join("report").join("mesh-report.json"));
+    let report = crate::util::read_doc(&all.join("report").join("mesh-report.json"));
     assert_eq!(report["agents"].as_array().unwrap().len(), 8);
     let heatmap = &report["heatmaps"][0];
     assert_eq!(heatmap["cells"].as_array().unwrap().len(), 8);
@@ -383,13 +362,13 @@ fn a_four_node_mesh_survives_a_lost_agent_resumes_and_shows_the_overlays_cost() 
     let (code, out, err) = Controller::spawn(Some(&controller_ns), &argv).finish(MESH_DEADLINE);
     assert_eq!(code, 0, "{out}\n{err}");
     eprintln!("the path classes, {:?}", clock.elapsed());
-    let doc = load(&classes.join("mesh.json"));
+    let doc = crate::util::read_doc(&classes.join("mesh.json"));
     assert_eq!(
         doc["mesh"]["pairs"].as_array().unwrap().len(),
         6 * 4,
         "six classes among 4 nodes × {{host, pod}}, four pairs each"
     );
-    let report = load(&classes.join("report").join("mesh-report.json"));
+    let report = crate::util::read_doc(&classes.join("report").join("mesh-report.json"));
     overlay_throughput_pct(&report);
     assert!(
         out.contains("pod network vs host network (cross-node)"),

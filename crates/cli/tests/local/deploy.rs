@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::mesh::{key_file, one_test_suite, Agent, AgentSpec, Controller};
+use crate::util::control::key_file;
+use crate::util::mesh::{one_test_suite, Agent, AgentSpec, Controller};
 
 const REQUIRED: &str = "LINKPERF_DEPLOY_REQUIRED";
 
@@ -274,8 +275,7 @@ fn the_static_binary_serves_and_meshes_in_an_empty_root() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(!err.contains("charts not drawn"), "{err}");
     let mesh = root.join("out/mesh");
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(mesh.join("mesh.json")).unwrap()).unwrap();
+    let doc: serde_json::Value = crate::util::read_doc(&mesh.join("mesh.json"));
     assert_eq!(
         doc["tests"].as_array().unwrap().len(),
         6,

@@ -11,8 +11,9 @@
 //! at its own timer; a stock iperf3 server at `TEST_END`), the sender's count
 //! is at least the receiver's and at most that plus what the stream's two
 //! socket buffers can hold, read from this host's kernel ([`Buffers`]).
-//! Nothing waits by sleeping: a test waits for what a process says (a log
-//! line, a line of output) or for it to end.
+//! A test waits for what a process says (a log line, a line of output) or
+//! for it to end; only where nothing is said (a stock server listening, a
+//! stream connection read) the kernel's table of sockets is polled.
 //!
 //! The tests take the machine one at a time; all of them take about 45 s.
 
@@ -26,7 +27,7 @@ use crate::util::iperf3::{
     client, done, done_lines, finish, log_when, read_by_server, require_iperf3, serve,
     spawn_client, spawn_watched, Buffers, StockServer,
 };
-use crate::util::{at, exclusive, int, run, run_json, text, Server};
+use crate::util::{at, exclusive, int, poll_until, run, run_json, text, Server};
 use serde_json::Value;
 
 const KIB: u64 = 1024;
@@ -532,24 +533,18 @@ fn sigterm_tells_tests_still_setting_up_server_terminate() {
 /// Sends SIGTERM to `serve`; when it was sent.
 fn sigterm(server: &Server) -> Instant {
     let signalled = Instant::now();
-    let ok = std::process::Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    server.signal("-TERM");
     signalled
 }
 
 /// Waits for `serve` to exit, at most 5 s after `signalled`.
 fn exits_within_5s_of(server: &mut Server, signalled: Instant) {
-    while server.is_running() {
-        assert!(
-            signalled.elapsed() < Duration::from_secs(5),
-            "serve still runs 5 s after SIGTERM: {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let left = Duration::from_secs(5).saturating_sub(signalled.elapsed());
+    assert!(
+        server.exit_within(left).is_some(),
+        "serve still runs 5 s after SIGTERM: {}",
+        server.log()
+    );
 }
 
 /// A cookie of 36 `c`s and its NUL.
@@ -569,17 +564,15 @@ fn poke(port: u16, bytes: &[u8]) -> TcpStream {
 
 /// Waits until the server's process has read all `s` sent it (its kernel
 /// has acknowledged it and nothing is left in the server socket's receive
-/// queue).
+/// queue). A stream connection is answered nothing: only the kernel's table
+/// of sockets shows it read.
 fn until_read(port: u16, s: &TcpStream) {
     let local = s.local_addr().expect("local address");
-    let t0 = Instant::now();
-    while !read_by_server(port, local) {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "the server did not read what {local} sent"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    poll_until(Duration::from_secs(30), || {
+        read_by_server(port, local)
+            .then_some(())
+            .ok_or_else(|| format!("the server did not read what {local} sent"))
+    });
 }
 
 /// Reads until the server closes; what it sent.

@@ -5,7 +5,7 @@
 //! helper module it shares with the lab's.
 
 // Each binary uses part of the helpers.
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 #[path = "../util/mod.rs"]
 mod util;
 

@@ -13,82 +13,22 @@ use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::util::mesh::{key_file, one_test_suite, Agent, AgentSpec};
+use crate::util::control::{expect_error, key_file, Control};
+use crate::util::mesh::{one_test_suite, Agent, AgentSpec};
 use crate::util::{run, shared, text};
 use linkperf_metrics::AgentIdentity;
 use linkperf_session::{delegate, AuthKey, DelegateRequest, Target};
-use linkperf_wire::{
-    decode_client, decode_server, encode_client, ClientMessage, FrameDecoder, ServerMessage,
-    PROTOCOL_VERSION,
-};
+use linkperf_wire::{decode_client, ClientMessage, FrameDecoder, ServerMessage, PROTOCOL_VERSION};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
 
 const KEY: &str = "the mesh's own key, 32 bytes long";
 const OTHER_KEY: &str = "another mesh's key, 32 bytes long";
 
-/// A control connection driven by hand.
-struct Control {
-    stream: TcpStream,
-    decoder: FrameDecoder,
-}
-
-impl Control {
-    fn connect(addr: &str) -> Control {
-        Control {
-            stream: TcpStream::connect(addr).expect("connect to the agent"),
-            decoder: FrameDecoder::default(),
-        }
-    }
-
-    fn send(&mut self, m: &ClientMessage) {
-        self.stream.write_all(&encode_client(m)).expect("send");
-    }
-
-    /// The next message, or `None` if the agent closed the connection first.
-    fn recv(&mut self) -> Option<ServerMessage> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut buf = [0u8; 4096];
-        loop {
-            if let Some(f) = self.decoder.next_frame().expect("a good frame") {
-                return Some(decode_server(&f).expect("a server message"));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "no answer from the agent within 10 s");
-            self.stream.set_read_timeout(Some(left)).unwrap();
-            match self.stream.read(&mut buf) {
-                Ok(0) => return None,
-                Ok(n) => self.decoder.feed(&buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => panic!("reading the control connection: {e}"),
-            }
-        }
-    }
-
-    /// hello with `challenge`; the welcome.
-    fn hello(&mut self, challenge: Option<String>) -> ServerMessage {
-        self.send(&ClientMessage::Hello {
-            protocol_version: PROTOCOL_VERSION,
-            client_version: "mesh-test".into(),
-            challenge,
-        });
-        match self.recv() {
-            Some(w @ ServerMessage::Welcome { .. }) => w,
-            other => panic!("expected welcome, got {other:?}"),
-        }
-    }
-}
-
-/// The server's error: (code, message); panics on anything else.
-fn expect_error(m: Option<ServerMessage>) -> (String, String) {
-    match m {
-        Some(ServerMessage::Error { code, message, .. }) => (code.to_string(), message),
-        other => panic!("expected an error, got {other:?}"),
-    }
-}
+/// How long an agent may take to answer.
+const ANSWER: Duration = Duration::from_secs(10);
 
 /// A 1-user test of `workload` over TCP for `duration` after 100 ms of warmup.
 fn spec(workload: &str, duration: Duration) -> TestSpec {
@@ -152,7 +92,7 @@ fn an_agent_says_who_it_is_and_proves_the_key_before_the_client_does() {
         proof,
         agent: id,
         ..
-    } = c.hello(Some(hex(&mine)))
+    } = c.hello_with(Some(hex(&mine)))
     else {
         unreachable!()
     };
@@ -184,13 +124,13 @@ fn an_agent_says_who_it_is_and_proves_the_key_before_the_client_does() {
         client_version: "mesh-test".into(),
         challenge: Some("xyz".into()),
     });
-    let (code, message) = expect_error(c.recv());
+    let (code, message) = expect_error(c.recv(ANSWER));
     assert_eq!(code, "malformed", "{message}");
 
     // A daemon with no identity in its environment states none.
     let plain = Agent::start(&AgentSpec::default());
     let mut c = Control::connect(plain.addr());
-    let ServerMessage::Welcome { agent, proof, .. } = c.hello(None) else {
+    let ServerMessage::Welcome { agent, proof, .. } = c.hello_with(None) else {
         unreachable!()
     };
     assert_eq!((agent, proof), (None, None));
@@ -244,16 +184,16 @@ fn an_agent_refuses_a_delegated_test_from_a_client_without_the_key() {
     });
     // No answer to the challenge: the delegation is an authentication failure.
     let mut c = Control::connect(keyed.addr());
-    c.hello(None);
+    c.hello_with(None);
     c.send(&delegate_message(target.addr()));
-    let (code, _) = expect_error(c.recv());
+    let (code, _) = expect_error(c.recv(ANSWER));
     assert_eq!(code, "auth_failed");
-    assert!(c.recv().is_none(), "the session ends");
+    assert!(c.recv(ANSWER).is_none(), "the session ends");
     // A wrong answer: the same.
     let mut c = Control::connect(keyed.addr());
     let ServerMessage::Welcome {
         session, challenge, ..
-    } = c.hello(None)
+    } = c.hello_with(None)
     else {
         unreachable!()
     };
@@ -262,14 +202,14 @@ fn an_agent_refuses_a_delegated_test_from_a_client_without_the_key() {
         response: wrong.respond(&challenge.unwrap(), session).unwrap(),
     });
     c.send(&delegate_message(target.addr()));
-    let (code, _) = expect_error(c.recv());
+    let (code, _) = expect_error(c.recv(ANSWER));
     assert_eq!(code, "auth_failed");
     // A daemon without a key takes no delegated test from anyone.
     let keyless = Agent::start(&AgentSpec::default());
     let mut c = Control::connect(keyless.addr());
-    c.hello(None);
+    c.hello_with(None);
     c.send(&delegate_message(target.addr()));
-    let (code, message) = expect_error(c.recv());
+    let (code, message) = expect_error(c.recv(ANSWER));
     assert_eq!(code, "refused", "{message}");
     assert!(message.contains("this server has no key"), "{message}");
     for a in [&keyed, &keyless, &target] {
@@ -408,7 +348,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The mesh's JSON at `dir/mesh.json`.
 fn mesh_json(dir: &std::path::Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("mesh.json")).unwrap()).unwrap()
+    util::read_doc(&dir.join("mesh.json"))
 }
 
 #[test]

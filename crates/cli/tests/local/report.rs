@@ -8,12 +8,11 @@
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
 use std::collections::HashSet;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use crate::util::run;
+use crate::util::{run, Proc};
 use serde_json::Value;
 
 /// A short study: two workloads at 1 and 4 users, sub-second windows.
@@ -192,9 +191,7 @@ fn two_real_suites_compared_end_to_end() {
 
     // The JSON: every matched test, every metric with the brief's sign
     // convention, Welch's test where both sides were repeated.
-    let json: Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("comparison.json")).unwrap())
-            .unwrap();
+    let json: Value = crate::util::read_doc(&out.join("comparison.json"));
     assert_eq!(json["schema"], "linkperf/report/v1");
     let c = &json["comparisons"][0];
     assert_eq!(
@@ -422,7 +419,7 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
 
     // Three files, the middle one the base: both candidates in one chart per
     // workload, each in its own colour, beside their own relative charts.
-    let mut third: Value = serde_json::from_str(&std::fs::read_to_string(b).unwrap()).unwrap();
+    let mut third = crate::util::read_doc(b);
     third["label"] = Value::from("c");
     // Long values, as real hosts have: they wrap in the environment table.
     for side in ["client", "server"] {
@@ -468,8 +465,7 @@ fn base_end_to_end(a: &Path, b: &Path, dir: &Path, sentence: &str) {
 /// the link is not sufficient; a capacity far below it is said not to
 /// describe the path.
 fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
-    let report: Value =
-        serde_json::from_str(&std::fs::read_to_string(report_json).unwrap()).unwrap();
+    let report: Value = crate::util::read_doc(report_json);
     // The busiest direction of rr1c-1x1's busiest test, in bits per second.
     let bits = report["figures"][0]["tests"]
         .as_array()
@@ -493,7 +489,7 @@ fn capacity_end_to_end(a: &Path, report_json: &Path, dir: &Path) {
     );
 
     // Recorded by the lab in the document instead.
-    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(a).unwrap()).unwrap();
+    let mut doc = crate::util::read_doc(a);
     doc["link"] = serde_json::json!({
         "configuration": "shaped",
         "capacity_bits_per_s": bits,
@@ -573,52 +569,26 @@ fn chromium() -> PathBuf {
 
 /// Headless Chromium on `page` with `extra` arguments; its stdout and stderr.
 fn browser(page: &Path, profile: &Path, extra: &[&str]) -> (String, String) {
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start chromium");
-    let drain = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
-    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
-    let deadline = Instant::now() + BROWSER_DEADLINE;
-    loop {
-        if child.try_wait().expect("wait for chromium").is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within {BROWSER_DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (out.join().unwrap(), err.join().unwrap())
+    let mut cmd = Command::new(chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .args(extra)
+    .arg(format!("file://{}", page.display()));
+    // It ends once its output has, its helper processes' too.
+    let (_, out, err) = Proc::spawn(&mut cmd, "chromium").finish(BROWSER_DEADLINE);
+    (out, err)
 }
 
 /// The page loads in Chromium without a console message (the page has no

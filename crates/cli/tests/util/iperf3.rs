@@ -2,15 +2,14 @@
 //! `linkperf serve --iperf3`, or as the server `linkperf run --iperf3-server`
 //! drives; every child bounded by a deadline.
 
-use std::io::{BufRead, BufReader};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::Server;
+use super::process::Proc;
+use super::{free_port, poll_until, ServeSpec, Server};
 
 /// Longest an iperf3 child may take.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -83,18 +82,7 @@ impl Buffers {
 /// Waits until `what` holds for `server`'s log, at most [`SAY_DEADLINE`];
 /// the log then.
 pub fn log_when(server: &Server, what: &str, until: impl Fn(&str) -> bool) -> String {
-    let t0 = Instant::now();
-    loop {
-        let log = server.log();
-        if until(&log) {
-            return log;
-        }
-        assert!(
-            t0.elapsed() < SAY_DEADLINE,
-            "serve's log did not show {what} within {SAY_DEADLINE:?}: {log}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    server.wait_for_log(what, SAY_DEADLINE, until)
 }
 
 /// The closing numbers of `n` iperf3 tests (see [`done_lines`]), once `serve`
@@ -122,32 +110,36 @@ pub fn require_iperf3() {
     );
 }
 
-/// A port free for both TCP and UDP on 127.0.0.1 (iperf3 uses one for both).
-pub fn free_port() -> u16 {
-    for _ in 0..50 {
-        let t = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-        let port = t.local_addr().expect("local addr").port();
-        if UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
-            return port;
+/// `linkperf serve --iperf3 --iperf3-port P` plus `extra`, and P. A port
+/// taken between choosing it and binding it (other tests' connections take
+/// ports too) makes serve exit saying so: then another.
+pub fn serve(extra: &[&str]) -> (Server, u16) {
+    let mut why = String::new();
+    for _ in 0..5 {
+        let port = free_port();
+        let p = port.to_string();
+        let mut args = vec!["--iperf3", "--iperf3-port", p.as_str()];
+        args.extend_from_slice(extra);
+        let spec = ServeSpec {
+            port: Some(0),
+            extra: &args,
+            ..ServeSpec::default()
+        };
+        match Server::try_start_spec(&spec) {
+            Ok(s) => {
+                assert!(
+                    s.log()
+                        .contains(&format!("serving iperf3 clients on 127.0.0.1:{port}")),
+                    "serve did not announce its iperf3 port: {}",
+                    s.log()
+                );
+                return (s, port);
+            }
+            Err(log) if log.contains("Address already in use") => why = log,
+            Err(log) => panic!("linkperf serve {args:?} ended before it listened: {log}"),
         }
     }
-    panic!("no port free for both TCP and UDP");
-}
-
-/// `linkperf serve --iperf3 --iperf3-port P` plus `extra`, and P.
-pub fn serve(extra: &[&str]) -> (Server, u16) {
-    let port = free_port();
-    let p = port.to_string();
-    let mut args = vec!["--iperf3", "--iperf3-port", p.as_str()];
-    args.extend_from_slice(extra);
-    let s = Server::start(&args);
-    assert!(
-        s.log()
-            .contains(&format!("serving iperf3 clients on 127.0.0.1:{port}")),
-        "serve did not announce its iperf3 port: {}",
-        s.log()
-    );
-    (s, port)
+    panic!("linkperf serve --iperf3 found no free port: {why}");
 }
 
 /// What an iperf3 child did.
@@ -173,8 +165,8 @@ impl Outcome {
     }
 }
 
-fn wait(child: Child, what: &str) -> Outcome {
-    let (status, stdout, stderr) = super::finish_within(child, DEADLINE, what);
+fn wait(child: Proc) -> Outcome {
+    let (status, stdout, stderr) = child.finish(DEADLINE);
     Outcome {
         code: status.code().unwrap_or(-1),
         stdout,
@@ -183,77 +175,37 @@ fn wait(child: Child, what: &str) -> Outcome {
 }
 
 /// `iperf3 -c 127.0.0.1 -p PORT ARGS` started, not waited for.
-pub fn spawn_client(port: u16, args: &[&str]) -> Child {
-    Command::new("iperf3")
-        .args(["-c", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn iperf3 -c")
+pub fn spawn_client(port: u16, args: &[&str]) -> Proc {
+    Proc::spawn(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+            .args(args),
+        format!("iperf3 -c {args:?}"),
+    )
 }
 
 /// A running `iperf3 -c` whose standard output is read as it comes, so that
 /// a test can wait for what it says (a stream connected, a second measured).
-pub struct Watched {
-    child: Option<Child>,
-    out: Arc<(Mutex<(String, bool)>, Condvar)>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
+pub struct Watched(Proc);
 
 impl Watched {
     /// Waits until its output has a line containing `text` (at most
     /// [`SAY_DEADLINE`]).
     pub fn wait_for(&self, text: &str) {
-        let (lock, cv) = &*self.out;
-        let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let t0 = Instant::now();
-        while !g.0.contains(text) {
-            let left = SAY_DEADLINE.saturating_sub(t0.elapsed());
-            assert!(
-                !left.is_zero() && !g.1,
-                "iperf3 -c did not say {text:?} within {SAY_DEADLINE:?}: {}",
-                g.0
-            );
-            g = cv
-                .wait_timeout(g, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.0
+            .wait_for(&format!("{text:?}"), SAY_DEADLINE, |out, _| {
+                out.contains(text)
+            });
     }
 
     /// Kills it and waits for it to go.
     pub fn kill(mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
+        self.0.kill();
     }
 
     /// Waits for it to end.
-    pub fn finish(mut self) -> Outcome {
-        let child = self.child.take().expect("running");
-        // Its stdout is the reader's: `wait` finds none and takes stderr.
-        let mut o = wait(child, "iperf3 -c");
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        let (lock, _) = &*self.out;
-        o.stdout = lock.lock().unwrap_or_else(|e| e.into_inner()).0.clone();
-        o
-    }
-}
-
-impl Drop for Watched {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+    pub fn finish(self) -> Outcome {
+        wait(self.0)
     }
 }
 
@@ -264,42 +216,22 @@ impl Drop for Watched {
 pub fn spawn_watched(port: u16, args: &[&str]) -> Watched {
     let mut all = vec!["--forceflush"];
     all.extend_from_slice(args);
-    let mut child = spawn_client(port, &all);
-    let stdout: ChildStdout = child.stdout.take().expect("piped stdout");
-    let out = Arc::new((Mutex::new((String::new(), false)), Condvar::new()));
-    let o = out.clone();
-    let reader = std::thread::spawn(move || {
-        let (lock, cv) = &*o;
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            let mut g = lock.lock().unwrap_or_else(|e| e.into_inner());
-            g.0.push_str(&line);
-            g.0.push('\n');
-            cv.notify_all();
-        }
-        lock.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
-        cv.notify_all();
-    });
-    Watched {
-        child: Some(child),
-        out,
-        reader: Some(reader),
-    }
+    Watched(spawn_client(port, &all))
 }
 
 /// `iperf3 -c 127.0.0.1 -p PORT ARGS` to the end.
 pub fn client(port: u16, args: &[&str]) -> Outcome {
-    wait(spawn_client(port, args), &format!("iperf3 -c {args:?}"))
+    wait(spawn_client(port, args))
 }
 
 /// Waits for a spawned client.
-pub fn finish(child: Child) -> Outcome {
-    wait(child, "iperf3 -c")
+pub fn finish(child: Proc) -> Outcome {
+    wait(child)
 }
 
 /// A stock `iperf3 -s -1 -J` on a free port: serves one test, prints its JSON.
 pub struct StockServer {
-    child: Option<Child>,
+    child: Proc,
     /// Its port.
     pub port: u16,
 }
@@ -374,39 +306,37 @@ impl StockServer {
     /// Starts it and waits until it listens (without connecting: a connection
     /// would be its one test). A port taken between choosing it and binding
     /// it (other programs run on the host too) makes it exit: then another.
+    ///
+    /// With `-J` iperf3 prints nothing until its test is over, and nothing
+    /// says it listens but the kernel's table of sockets: this polls it.
     pub fn start() -> StockServer {
         let mut why = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let mut child = Command::new("iperf3")
-                .args(["-s", "-1", "-J", "-p", &port.to_string()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn iperf3 -s");
-            let t0 = Instant::now();
-            loop {
-                if listening(child.id(), port) {
-                    return StockServer {
-                        child: Some(child),
-                        port,
-                    };
+            let child = Proc::spawn(
+                Command::new("iperf3").args(["-s", "-1", "-J", "-p", &port.to_string()]),
+                format!("iperf3 -s -p {port}"),
+            );
+            let mut child = Some(child);
+            let listens = poll_until(SAY_DEADLINE, || {
+                let c = child.as_mut().expect("running");
+                if listening(c.pid(), port) {
+                    Ok(true)
+                } else if !c.is_running() {
+                    Ok(false)
+                } else {
+                    Err(format!("iperf3 -s did not listen on {port}"))
                 }
-                if let Ok(Some(status)) = child.try_wait() {
-                    let o = wait(child, "iperf3 -s");
-                    why = format!(
-                        "iperf3 -s -p {port} exited ({status}): {}{}",
-                        o.stdout, o.stderr
-                    );
-                    break;
-                }
-                assert!(
-                    t0.elapsed() < SAY_DEADLINE,
-                    "iperf3 -s did not listen on {port} within {SAY_DEADLINE:?}"
-                );
-                std::thread::sleep(Duration::from_millis(10));
+            });
+            let child = child.take().expect("running");
+            if listens {
+                return StockServer { child, port };
             }
+            let o = wait(child);
+            why = format!(
+                "iperf3 -s -p {port} exited ({}): {}{}",
+                o.code, o.stdout, o.stderr
+            );
         }
         panic!("iperf3 -s did not start: {why}");
     }
@@ -417,18 +347,8 @@ impl StockServer {
     }
 
     /// Its JSON once its one test is over.
-    pub fn finish(mut self) -> Value {
-        let out = wait(self.child.take().expect("running"), "iperf3 -s -1");
-        out.json()
-    }
-}
-
-impl Drop for StockServer {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+    pub fn finish(self) -> Value {
+        wait(self.child).json()
     }
 }
 

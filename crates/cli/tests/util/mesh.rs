@@ -2,24 +2,16 @@
 //! an identity in its environment), optionally inside a network namespace,
 //! whose bound address is read from their own log line.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::process::{Command, ExitStatus};
 use std::time::Duration;
 
+use super::process::{Proc, Stopped};
+use super::serve::{ServeSpec, Server};
 use super::BIN;
 
-/// Longest an agent may take to say it listens.
-const READY: Duration = Duration::from_secs(10);
-
-/// A `linkperf serve` child, killed when dropped.
-pub struct Agent {
-    child: Child,
-    addr: String,
-    log: Arc<Mutex<String>>,
-}
+/// An agent: a `linkperf serve` child, killed when dropped.
+pub struct Agent(Server);
 
 /// How to start an agent.
 #[derive(Default)]
@@ -48,102 +40,47 @@ pub struct AgentSpec<'a> {
 impl Agent {
     /// Starts an agent and returns once it has said where it listens.
     pub fn start(spec: &AgentSpec) -> Agent {
-        let mut c = match (spec.command, spec.netns) {
-            (Some(command), _) => {
-                let mut c = Command::new(command[0]);
-                c.args(&command[1..]);
-                c
-            }
-            (None, Some(ns)) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns, BIN]);
-                c
-            }
-            (None, None) => Command::new(BIN),
+        let netns = spec.netns.map(|ns| ["ip", "netns", "exec", ns]);
+        let under: &[&str] = match (&netns, spec.command) {
+            (Some(ip), None) => ip,
+            _ => &[],
         };
-        c.args([
-            "serve",
-            "--listen",
-            spec.listen.unwrap_or("127.0.0.1"),
-            "--port",
-            &spec.port.to_string(),
-        ]);
-        if let Some(k) = spec.key {
-            c.arg("--auth-key").arg(k);
-        }
-        c.args(spec.extra);
-        c.env_remove("LINKPERF_AUTH_KEY_FILE");
-        for (var, value) in [
-            ("LINKPERF_NODE", spec.node),
-            ("LINKPERF_NETWORK", spec.network),
-            ("LINKPERF_ZONE", spec.zone),
-        ] {
-            match value {
-                Some(v) => c.env(var, v),
-                None => c.env_remove(var),
-            };
-        }
-        let mut child = c
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn linkperf serve");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().expect("piped stderr");
-        let kept = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                {
-                    let mut l = kept.lock().unwrap_or_else(|e| e.into_inner());
-                    l.push_str(&line);
-                    l.push('\n');
-                }
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr = rest.split_whitespace().next().unwrap_or_default();
-                    let _ = tx.send(addr.to_string());
-                }
-            }
-        });
-        match rx.recv_timeout(READY) {
-            Ok(addr) => Agent { child, addr, log },
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "the agent did not say it listens within {READY:?}: {}",
-                    log.lock().unwrap_or_else(|e| e.into_inner())
-                );
-            }
-        }
+        let key = spec.key.map(|k| k.to_str().expect("a UTF-8 key path"));
+        let mut extra: Vec<&str> = key.map(|k| vec!["--auth-key", k]).unwrap_or_default();
+        extra.extend(spec.extra);
+        Agent(Server::start_spec(&ServeSpec {
+            under,
+            command: spec.command,
+            listen: spec.listen,
+            port: Some(spec.port),
+            extra: &extra,
+            env: &[
+                ("LINKPERF_AUTH_KEY_FILE", None),
+                ("LINKPERF_NODE", spec.node),
+                ("LINKPERF_NETWORK", spec.network),
+                ("LINKPERF_ZONE", spec.zone),
+            ],
+        }))
     }
 
     /// Its control address, `HOST:PORT`.
     pub fn addr(&self) -> &str {
-        &self.addr
+        self.0.address()
     }
 
     /// Its process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid()
     }
 
     /// What it printed so far.
     pub fn log(&self) -> String {
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.log()
     }
 
     /// Kills it (SIGKILL) and waits for it to be gone.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        self.kill();
+        self.0.kill();
     }
 }
 
@@ -162,21 +99,9 @@ pub fn one_test_suite(dir: &Path, workload: &str, duration: &str) -> std::path::
     p
 }
 
-/// A key file in `dir` holding `key`.
-pub fn key_file(dir: &Path, name: &str, key: &str) -> std::path::PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, key).expect("write the key");
-    p
-}
-
-/// `linkperf ARGS` (inside `netns` when given) with its output lines read as
-/// they come: the tests act on what it has printed.
-pub struct Controller {
-    child: Child,
-    lines: mpsc::Receiver<(bool, String)>,
-    /// Everything it printed so far: (from stderr, line).
-    pub seen: Vec<(bool, String)>,
-}
+/// `linkperf ARGS` (inside `netns` when given) with its output read as it
+/// comes: the tests act on what it has printed.
+pub struct Controller(Proc);
 
 impl Controller {
     /// Spawns `linkperf ARGS`.
@@ -190,143 +115,37 @@ impl Controller {
     /// Spawns `COMMAND ARGS`, COMMAND standing for `linkperf`.
     pub fn spawn_as(command: &[&str], args: &[&str]) -> Controller {
         let mut c = Command::new(command[0]);
-        c.args(&command[1..]);
-        let mut child = c
+        c.args(&command[1..])
             .args(args)
-            .env_remove("LINKPERF_AUTH_KEY_FILE")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn linkperf");
-        let (tx, lines) = mpsc::channel();
-        let out = child.stdout.take().expect("piped stdout");
-        let err = child.stderr.take().expect("piped stderr");
-        let tx2 = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(out).lines().map_while(Result::ok) {
-                let _ = tx.send((false, l));
-            }
-        });
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx2.send((true, l));
-            }
-        });
-        Controller {
-            child,
-            lines,
-            seen: Vec::new(),
+            .env_remove("LINKPERF_AUTH_KEY_FILE");
+        Controller(Proc::spawn(&mut c, format!("linkperf {args:?}")))
+    }
+
+    /// Waits until `until` holds for one of its stdout's lines (then true),
+    /// or its output ends or `within` passes (then false).
+    pub fn wait_for(&mut self, within: Duration, until: impl Fn(&str) -> bool) -> bool {
+        match self.0.wait_until(within, |out, _| out.lines().any(&until)) {
+            Ok(()) => true,
+            Err(Stopped::Late | Stopped::Ended) => false,
         }
     }
 
-    /// Reads lines until `until` holds for one of stdout's (then true), or the
-    /// output ends or `within` passes (then false).
-    pub fn wait_for(&mut self, within: Duration, until: impl Fn(&str) -> bool) -> bool {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok((is_err, l)) => {
-                    let hit = !is_err && until(&l);
-                    self.seen.push((is_err, l));
-                    if hit {
-                        return true;
-                    }
-                }
-                Err(_) => return false,
-            }
-        }
+    /// What it printed so far: stdout, then stderr.
+    pub fn seen(&self) -> String {
+        format!("stdout:\n{}\nstderr:\n{}", self.0.stdout(), self.0.stderr())
     }
 
     /// Reads to the end and waits for the exit (at most `within`, else it is
     /// killed and the test fails): the exit code, stdout and stderr.
-    pub fn finish(mut self, within: Duration) -> (i32, String, String) {
-        let deadline = std::time::Instant::now() + within;
-        let ended = loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => self.seen.push(line),
-                Err(mpsc::RecvTimeoutError::Disconnected) => break true,
-                Err(mpsc::RecvTimeoutError::Timeout) => break false,
-            }
-        };
-        // Its output has ended: it has exited, or is exiting.
-        let status = if ended {
-            Some(self.child.wait().expect("wait for linkperf"))
-        } else {
-            None
-        };
-        let text = |e: bool| {
-            self.seen
-                .iter()
-                .filter(|(is_err, _)| *is_err == e)
-                .map(|(_, l)| format!("{l}\n"))
-                .collect::<String>()
-        };
-        let (out, err) = (text(false), text(true));
-        match status {
-            Some(s) => (s.code().unwrap_or(-1), out, err),
-            None => {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("linkperf did not end within {within:?}; stdout:\n{out}\nstderr:\n{err}");
-            }
-        }
+    pub fn finish(self, within: Duration) -> (i32, String, String) {
+        let (status, out, err): (ExitStatus, String, String) = self.0.finish(within);
+        (status.code().unwrap_or(-1), out, err)
     }
 }
 
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// With this set to 1, a lab test that cannot run on this host fails instead
-/// of skipping.
-const REQUIRED: &str = "LINKPERF_LAB_REQUIRED";
-
-/// Whether this process can build namespaces (CAP_NET_ADMIN, CAP_SYS_ADMIN,
-/// iproute2's `ip`, `tc` and `bridge`); if not, says so and the test skips, or
-/// fails under LINKPERF_LAB_REQUIRED=1.
+/// Whether this process can build the mesh's namespaces (CAP_NET_ADMIN,
+/// CAP_SYS_ADMIN, iproute2's `ip`, `tc` and `bridge`); if not, says so and
+/// the test skips, or fails under LINKPERF_LAB_REQUIRED=1.
 pub fn lab_ready(test: &str) -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
-        .unwrap_or(0);
-    let mut missing = Vec::new();
-    if caps & (1 << 12) == 0 {
-        missing.push("CAP_NET_ADMIN (run as root)");
-    }
-    if caps & (1 << 21) == 0 {
-        missing.push("CAP_SYS_ADMIN (run as root)");
-    }
-    for program in ["ip", "tc", "bridge"] {
-        let ok = Command::new(program)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            missing.push(match program {
-                "ip" => "iproute2's `ip`",
-                "tc" => "iproute2's `tc`",
-                _ => "iproute2's `bridge`",
-            });
-        }
-    }
-    if missing.is_empty() {
-        return true;
-    }
-    let what = missing.join(", ");
-    assert!(
-        std::env::var(REQUIRED).as_deref() != Ok("1"),
-        "{test}: {REQUIRED}=1, but this host cannot run the lab tests: missing {what}"
-    );
-    eprintln!("{test}: SKIPPED: missing {what}");
-    false
+    super::lab::ready(test, &["ip", "tc", "bridge"])
 }

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Barrier, Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::*;
 use crate::sys::Output;
@@ -24,11 +24,80 @@ struct Fake {
     /// The thread holding the lab's lock.
     holder: Mutex<Option<ThreadId>>,
     released: Condvar,
+    /// Threads racing through the lab ([`Fake::racing`]).
+    race: Mutex<Race>,
+    race_moved: Condvar,
 }
+
+/// Threads racing through the lab on one fake host. A listing of a
+/// directory answers only once every racer still running is held up too:
+/// listing as well, or waiting for the lab's lock. So what a listing shows
+/// may be out of date when it answers, in the worst order there is, every
+/// time and without a clock: without the lock, every racer reads the
+/// records before any writes its own.
+#[derive(Default, Debug)]
+struct Race {
+    /// Racers that have not finished.
+    running: usize,
+    /// Racers in a listing, waiting for the others to be held up.
+    listing: usize,
+    /// Racers waiting for the lab's lock.
+    locking: usize,
+    /// Counts the times the listings were answered.
+    answered: u64,
+}
+
+/// Longest a racer waits for the others to be held up: far more than any
+/// takes, however busy the host.
+const RACE_DEADLINE: Duration = Duration::from_secs(60);
 
 impl Fake {
     fn s(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn r(&self) -> MutexGuard<'_, Race> {
+        self.race.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes this thread a racer until the guard is dropped.
+    fn racing(&self) -> Racer<'_> {
+        self.r().running += 1;
+        Racer(self)
+    }
+
+    /// A listing: waits until every racer is held up (none racing: at once).
+    fn held_up_with_the_others(&self) {
+        let deadline = Instant::now() + RACE_DEADLINE;
+        let mut r = self.r();
+        r.listing += 1;
+        let mine = r.answered;
+        while r.answered == mine {
+            if r.listing + r.locking >= r.running {
+                // Every racer is held up: the listings answer, all at once.
+                r.answered += 1;
+                r.listing = 0;
+                self.race_moved.notify_all();
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "the racers were never all held up: {r:?}");
+            r = self
+                .race_moved
+                .wait_timeout(r, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// A racer of [`Fake::racing`], done when dropped.
+struct Racer<'a>(&'a Fake);
+
+impl Drop for Racer<'_> {
+    fn drop(&mut self) {
+        self.0.r().running -= 1;
+        self.0.race_moved.notify_all();
     }
 }
 
@@ -58,8 +127,6 @@ struct State {
     procs: BTreeMap<u32, u64>,
     status: Option<String>,
     missing_programs: Vec<String>,
-    /// How long listing a directory takes to answer (to widen a race).
-    slow_list_dir: Option<Duration>,
 }
 
 fn ok(stdout: String) -> Output {
@@ -177,12 +244,9 @@ impl<'a> System for &'a Fake {
             .filter(|p| p.parent() == Some(dir))
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        // Slow to answer: what it lists may be out of date when it does.
-        let slow = s.slow_list_dir;
         drop(s);
-        if let Some(d) = slow {
-            std::thread::sleep(d);
-        }
+        // Among racers, what it lists may be out of date when it answers.
+        self.held_up_with_the_others();
         Ok(names)
     }
 
@@ -194,11 +258,17 @@ impl<'a> System for &'a Fake {
         let me = std::thread::current().id();
         let mut holder = self.holder.lock().unwrap_or_else(|e| e.into_inner());
         assert_ne!(*holder, Some(me), "the lab's lock taken twice: a deadlock");
-        while holder.is_some() {
-            holder = self
-                .released
-                .wait(holder)
-                .unwrap_or_else(|e| e.into_inner());
+        if holder.is_some() {
+            // Held up: a racer's listing may answer now.
+            self.r().locking += 1;
+            self.race_moved.notify_all();
+            while holder.is_some() {
+                holder = self
+                    .released
+                    .wait(holder)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            self.r().locking -= 1;
         }
         *holder = Some(me);
         Ok(FakeLock(self))
@@ -472,8 +542,8 @@ fn unreadable_records_are_stale() {
 #[test]
 fn two_bring_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_nothing() {
     let f = fake();
-    // Each check reads the records slowly: without the lock, both pass.
-    f.s().slow_list_dir = Some(Duration::from_millis(100));
+    // Each check's listing of the records answers only once the other
+    // racer is held up too: without the lock, both pass.
     let t = topo("veth", 1);
     let start = Barrier::new(2);
     let outcomes: Vec<Result<Record, String>> = std::thread::scope(|scope| {
@@ -481,6 +551,7 @@ fn two_bring_ups_of_one_configuration_at_once_one_wins_and_the_other_touches_not
             .map(|_| {
                 scope.spawn(|| {
                     let l = lab(&f);
+                    let _racer = f.racing();
                     start.wait();
                     l.up(&t, l.this_process())
                         .and_then(Up::keep)
