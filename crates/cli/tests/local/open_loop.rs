@@ -2,34 +2,20 @@
 //! that stalls is measured stalling (no coordinated omission), a generator
 //! asked for more than it can send says so, and what cannot run is refused.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{self, at, num, run, run_json, shared, spawn, Server};
+use crate::util::{at, first_run, num, run, run_json, shared, signal, Client, Server};
 
 /// How long the server is stopped: the stall the open loop must show.
 const STALL: Duration = Duration::from_secs(1);
-
-fn first_run(doc: &Value) -> &Value {
-    at(doc, "/tests/0/runs/0")
-}
 
 fn check<'a>(r: &'a Value, name: &str) -> &'a Value {
     r["checks"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["name"] == name))
         .unwrap_or_else(|| panic!("no {name} check: {r}"))
-}
-
-fn signal(pid: u32, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig} {pid}");
 }
 
 #[test]
@@ -91,9 +77,6 @@ fn a_server_stalled_for_a_second_shows_in_the_open_loops_p999_and_not_in_a_close
     let _g = shared();
     let p999 = |offered: bool| -> (f64, f64) {
         let server = Server::start(&[]);
-        let dir = tempfile::tempdir().unwrap();
-        let json = dir.path().join("r.json");
-        let stream = dir.path().join("r.jsonl");
         let addr = server.addr();
         let mut args = vec![
             "run", "--quiet", "--server", &addr, "-w", "rr1c-1x1", "-u", "4", "-d", "4",
@@ -102,16 +85,13 @@ fn a_server_stalled_for_a_second_shows_in_the_open_loops_p999_and_not_in_a_close
         if offered {
             args.extend(["--offered", "2k"]);
         }
-        let (j, s) = (json.to_str().unwrap(), stream.to_str().unwrap());
-        args.extend(["--json", j, "--json-stream", s]);
-        let mut client = spawn(&args);
-        util::wait_for_window(Path::new(&stream), &mut client, Duration::from_secs(20));
+        let client = Client::spawn(&args);
+        client.wait_for_window(Duration::from_secs(20));
         signal(server.pid(), "-STOP");
         std::thread::sleep(STALL);
         signal(server.pid(), "-CONT");
-        let (status, _, err) = util::finish_within(client, Duration::from_secs(60), "the client");
+        let (status, _, err, doc) = client.finish(Duration::from_secs(60));
         assert!(status.success(), "{status}: {err}");
-        let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
         let r = first_run(&doc);
         (
             num(r, "/transaction_time_us/p999"),

@@ -264,7 +264,7 @@ fn a_flood_beside_a_test(key: Option<&Path>) {
     };
     let server = Server::start(&key_args);
     let pid = server.pid();
-    let (_, idle) = util::settled_fds_and_threads(pid);
+    let (_, idle) = util::fds_and_threads(pid);
     let stop = AtomicBool::new(false);
     let (started_tx, started) = mpsc::channel();
     let (addr, port) = (server.addr(), server.port());
