@@ -344,7 +344,8 @@ pub(crate) fn offered_differences(base: &FileFigures, cand: &FileFigures) -> Vec
         let Some(c) = cand.test(&bt.name).and_then(|ct| ct.offered) else {
             continue;
         };
-        if b.rate_per_s != c.rate_per_s || b == c {
+        let alike = b.arrival == c.arrival && b.max_outstanding == c.max_outstanding;
+        if b.rate_per_s != c.rate_per_s || alike {
             continue;
         }
         let (b, c) = (describe(&b), describe(&c));

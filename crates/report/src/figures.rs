@@ -7,7 +7,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{describe, Stats};
-use linkperf_results::{IntervalRate, ResultsDocument, RunStatus, TestResult};
+use linkperf_results::{
+    CheckName, IntervalRate, ResultsDocument, RunStatus, TestResult, RATE_TOLERANCE,
+};
 use linkperf_workload::{offered_label, Arrival, Placement, Protocol, TransactionsPerSecond};
 
 use crate::Metric;
@@ -55,7 +57,7 @@ impl fmt::Display for WorkloadKey {
 }
 
 /// An open-loop test's load, from its spec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct OfferedFigures {
     /// Transactions offered per second, over all users.
     pub rate_per_s: u64,
@@ -63,6 +65,34 @@ pub struct OfferedFigures {
     pub arrival: Arrival,
     /// Transactions each connection could have outstanding.
     pub max_outstanding: u32,
+    /// How far the achieved rate may stray from the offered, a fraction:
+    /// the largest bound of the ok runs' `arrival_fidelity` checks (1 %,
+    /// or wider for a Poisson count's own noise), 1 %
+    /// ([`RATE_TOLERANCE`]) without one.
+    pub rate_tolerance: f64,
+}
+
+impl OfferedFigures {
+    /// The load of `test`, an open-loop test (`None` for a closed-loop one).
+    fn of(test: &TestResult) -> Option<Self> {
+        let load = test.spec.offered?;
+        let bound = test
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok)
+            .flat_map(|r| &r.checks)
+            .filter(|c| c.name == CheckName::ArrivalFidelity)
+            .filter_map(|c| c.bound)
+            .filter(|b| b.is_finite() && *b > 0.0)
+            .map(|b| b / 100.0)
+            .reduce(f64::max);
+        Some(OfferedFigures {
+            rate_per_s: load.rate.0,
+            arrival: load.arrival,
+            max_outstanding: load.max_outstanding,
+            rate_tolerance: bound.unwrap_or(RATE_TOLERANCE),
+        })
+    }
 }
 
 /// An offered rate as test names write it: `10k/s`, `1500k/s`, `750/s`.
@@ -229,11 +259,7 @@ impl TestFigures {
             kind: w.kind.clone(),
             transaction_bytes: w.request_bytes.zip(w.response_bytes).map(|(q, r)| q.max(r)),
             users: test.workload.users,
-            offered: test.spec.offered.map(|o| OfferedFigures {
-                rate_per_s: o.rate.0,
-                arrival: o.arrival,
-                max_outstanding: o.max_outstanding,
-            }),
+            offered: OfferedFigures::of(test),
             client_placement: test.config.client_placement.clone(),
             server_placement: test.config.server_placement.clone(),
             retransmits: ok

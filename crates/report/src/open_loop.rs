@@ -67,6 +67,9 @@ fn without_rate(t: &TestFigures) -> String {
 
 /// The point of one open-loop test.
 fn point(t: &TestFigures, rate: u64) -> LoadPoint {
+    let tolerance = t
+        .offered
+        .map_or(linkperf_results::RATE_TOLERANCE, |o| o.rate_tolerance);
     LoadPoint {
         test: t.name.clone(),
         offered_per_s: rate,
@@ -74,6 +77,7 @@ fn point(t: &TestFigures, rate: u64) -> LoadPoint {
         suspect_runs: t.suspect_runs,
         suspect_reasons: t.suspect_reasons.clone(),
         achieved_per_s: t.mean(Metric::TransactionRate),
+        rate_tolerance: tolerance,
         p50_us: t.mean(Metric::TimeP50),
         p99_us: t.mean(Metric::TimeP99),
         p999_us: t.mean(Metric::TimeP999),
@@ -389,6 +393,36 @@ mod tests {
         for word in ["offered", "open_loop", "p50", "p999"] {
             assert!(!json.contains(word), "{word} in a closed-loop report");
         }
+    }
+
+    #[test]
+    fn short_means_short_of_what_the_runs_own_check_allowed() {
+        use linkperf_results::{Check, CheckName, CheckStatus};
+        // 1k/s over 3 s, Poisson: the arrival_fidelity check allowed
+        // ±6.01 % (3.29 / √3000); 981/s answered is 1.9 % short: noise.
+        let mut d = document("a");
+        add_offered(&mut d, "rr1c-1x1", 4, 1_000, &[(600.0, 981.0)]);
+        add_offered(&mut d, "rr1c-1x1", 4, 10_000, &[(400.0, 9_700.0)]);
+        let fidelity = |bound: f64| Check {
+            name: CheckName::ArrivalFidelity,
+            status: CheckStatus::Pass,
+            value: Some(-1.9),
+            bound: Some(bound),
+            detail: String::new(),
+        };
+        d.tests[0].runs[0].checks.push(fidelity(6.01));
+        d.tests[1].runs[0].checks.push(fidelity(1.0));
+        let r = Report::single(Source::new("a.json", &d), Options::default());
+        let pts = &r.open_loop[0].curves[0].points;
+        assert!((pts[0].rate_tolerance - 0.0601).abs() < 1e-12);
+        assert!(!pts[0].falls_short());
+        // 10k/s: 3 % short of a 1 % bound.
+        assert_eq!(pts[1].rate_tolerance, 0.01);
+        assert!(pts[1].falls_short());
+        // Without the check, 1 %.
+        let f = crate::FileFigures::of(&osa(), "osa");
+        let load = f.tests[2].offered.expect("an open-loop test");
+        assert_eq!(load.rate_tolerance, linkperf_results::RATE_TOLERANCE);
     }
 
     #[test]
