@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::significance::{judge, Judgement, Method, Outcome};
-use crate::{Better, CpuSide, FileFigures, Metric, WorkloadKey};
+use crate::{Better, CpuSide, FileFigures, Metric, TestFigures, WorkloadKey};
 
 /// What a test's three headline metrics say together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -94,6 +94,11 @@ pub struct TestComparison {
     pub workload: WorkloadKey,
     /// Concurrent users.
     pub users: u32,
+    /// An open-loop test's offered rate, transactions per second, the same
+    /// on both sides; absent (and absent from the JSON) for a closed-loop
+    /// test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_per_s: Option<u64>,
     /// Ok runs of the base.
     pub base_runs: u32,
     /// Ok runs of the candidate.
@@ -242,21 +247,24 @@ impl CandidateComparison {
         self.tests.iter().find(|t| t.name == name)
     }
 
-    /// The compared tests of `workload`, by increasing user count.
+    /// The compared tests of `workload`, by increasing user count (and
+    /// offered rate, for open-loop tests).
     pub fn workload(&self, workload: &WorkloadKey) -> Vec<&TestComparison> {
         let mut tests: Vec<&TestComparison> = self
             .tests
             .iter()
             .filter(|t| &t.workload == workload)
             .collect();
-        tests.sort_by_key(|t| t.users);
+        tests.sort_by_key(|t| (t.users, t.offered_per_s));
         tests
     }
 }
 
-/// Compares the candidate's tests with the base's of the same name: every
-/// metric both measured is judged with `threshold_pct` (see [`judge`]), and
-/// each test gets a verdict from the headline metrics of `side`.
+/// Compares the candidate's tests with the base's of the same name (an
+/// open-loop test's name ends in its offered rate, so open-loop tests pair
+/// at equal offered load, and never with a closed-loop test): every metric
+/// both measured is judged with `threshold_pct` (see [`judge`]), and each
+/// test gets a verdict from the headline metrics of `side`.
 pub fn compare_tests(
     base: &FileFigures,
     cand: &FileFigures,
@@ -268,7 +276,7 @@ pub fn compare_tests(
     let mut not_compared = Vec::new();
     let mut suspect_excluded = 0u32;
     for b in &base.tests {
-        let Some(c) = cand.test(&b.name) else {
+        let Some(c) = counterpart(b, cand) else {
             continue;
         };
         suspect_excluded += b.suspect_runs + c.suspect_runs;
@@ -341,6 +349,7 @@ pub fn compare_tests(
             name: b.name.clone(),
             workload: b.workload.clone(),
             users: b.users,
+            offered_per_s: b.offered_rate(),
             base_runs: b.ok_runs,
             candidate_runs: c.ok_runs,
             unstable: b.unstable || c.unstable,
@@ -351,13 +360,13 @@ pub fn compare_tests(
     let only_in_base = base
         .tests
         .iter()
-        .filter(|t| cand.test(&t.name).is_none())
+        .filter(|t| counterpart(t, cand).is_none())
         .map(|t| t.name.clone())
         .collect();
     let only_in_candidate = cand
         .tests
         .iter()
-        .filter(|t| base.test(&t.name).is_none())
+        .filter(|t| counterpart(t, base).is_none())
         .map(|t| t.name.clone())
         .collect();
     let mut counts = VerdictCounts::of(tests.iter().map(|t| t.verdict));
@@ -388,6 +397,17 @@ pub fn compare_tests(
         method_note,
         median_power,
     }
+}
+
+/// The test of `other` that `test` is compared with: the one of the same
+/// name (workload, users, protocol and, for open loop, the offered rate),
+/// provided it ran the same way: both closed loop, or both open loop at
+/// the same offered rate. An open-loop test is never paired with a
+/// closed-loop one, whatever their names.
+fn counterpart<'a>(test: &TestFigures, other: &'a FileFigures) -> Option<&'a TestFigures> {
+    other
+        .test(&test.name)
+        .filter(|o| o.offered_rate() == test.offered_rate())
 }
 
 /// "hs is better in 33 of 45 tests, about the same in 2, worse in 10." (and

@@ -9,7 +9,7 @@ use linkperf_metrics::Environment;
 use linkperf_results::ResultsDocument;
 
 use crate::export::describe_placement;
-use crate::FileFigures;
+use crate::{FileFigures, OfferedFigures};
 
 /// A test worth a second look.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -83,6 +83,12 @@ pub struct Consistency {
     /// in a candidate than in the base.
     #[serde(default)]
     pub placement: Vec<EnvDifference>,
+    /// Open-loop tests compared at the same offered rate whose arrivals
+    /// were spaced otherwise, or whose connections could have another
+    /// number of transactions outstanding, in a candidate than in the base
+    /// (absent from the JSON when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered: Vec<String>,
     /// Notes on the link capacity (a path faster than the capacity given).
     pub capacity: Vec<String>,
     /// Files whose uploads were counted at the sender (v1 files, foreign servers).
@@ -102,6 +108,7 @@ impl Consistency {
             && self.incomplete.is_empty()
             && self.environment.is_empty()
             && self.placement.is_empty()
+            && self.offered.is_empty()
             && self.capacity.is_empty()
             && self.counting.is_empty()
             && self.stability_unjudged.is_none()
@@ -315,6 +322,47 @@ pub(crate) fn placement_differences(
             base: b,
             candidate_label: cand.0.to_string(),
             candidate: c,
+        })
+        .collect()
+}
+
+/// The open-loop tests of `cand` compared with the base's at the same
+/// offered rate whose load was otherwise not the same (the arrivals'
+/// spacing, the transactions a connection could have outstanding), one
+/// sentence per distinct pair of loads with the tests it concerns: the
+/// difference of the generators is part of every difference of theirs.
+pub(crate) fn offered_differences(base: &FileFigures, cand: &FileFigures) -> Vec<String> {
+    let describe = |o: &OfferedFigures| {
+        format!(
+            "{} arrivals, at most {} outstanding per connection",
+            o.arrival, o.max_outstanding
+        )
+    };
+    let mut groups: Vec<(String, String, Vec<&str>)> = Vec::new();
+    for bt in &base.tests {
+        let Some(b) = bt.offered else { continue };
+        let Some(c) = cand.test(&bt.name).and_then(|ct| ct.offered) else {
+            continue;
+        };
+        let alike = b.arrival == c.arrival && b.max_outstanding == c.max_outstanding;
+        if b.rate_per_s != c.rate_per_s || alike {
+            continue;
+        }
+        let (b, c) = (describe(&b), describe(&c));
+        match groups.iter_mut().find(|g| g.0 == b && g.1 == c) {
+            Some(g) => g.2.push(&bt.name),
+            None => groups.push((b, c, vec![&bt.name])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(b, c, tests)| {
+            format!(
+                "Offered load differs in {}: {b} in {}; {c} in {}. The generators' difference is part of every difference of these tests: rerun both alike (--arrival, --max-outstanding).",
+                tests.join(", "),
+                base.label,
+                cand.label
+            )
         })
         .collect()
 }

@@ -7,20 +7,29 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{describe, Stats};
-use linkperf_results::{IntervalRate, ResultsDocument, RunStatus, TestResult};
-use linkperf_workload::{Placement, Protocol};
+use linkperf_results::{
+    CheckName, IntervalRate, ResultsDocument, RunStatus, TestResult, RATE_TOLERANCE,
+};
+use linkperf_workload::{offered_label, Arrival, Placement, Protocol, TransactionsPerSecond};
 
 use crate::Metric;
 
-/// A workload over a protocol: the tests of a workload key differ only in
-/// their user count. Displayed as the workload's name, with the protocol
-/// appended when it is not TCP (`rr1c-1x1`, `rr1c-1x1--udp`).
+/// A workload over a protocol, closed or open loop: the closed-loop tests
+/// of a workload key differ only in their user count, its open-loop tests
+/// in their user count and offered rate. Displayed as the workload's name,
+/// with the protocol appended when it is not TCP (`rr1c-1x1`,
+/// `rr1c-1x1--unix`), and "(open loop)" for open-loop tests.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WorkloadKey {
     /// The workload's name, e.g. `rr1c-200x1000`.
     pub workload: String,
     /// The transport.
     pub protocol: Protocol,
+    /// Whether its tests are open loop (offered at a rate): they are never
+    /// grouped, charted or compared with the closed-loop tests of the same
+    /// workload. Absent from the JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_loop: bool,
 }
 
 impl WorkloadKey {
@@ -29,6 +38,7 @@ impl WorkloadKey {
         WorkloadKey {
             workload: test.workload.name.clone(),
             protocol: test.workload.protocol,
+            open_loop: test.spec.offered.is_some(),
         }
     }
 }
@@ -36,10 +46,58 @@ impl WorkloadKey {
 impl fmt::Display for WorkloadKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.protocol {
-            Protocol::Tcp => f.write_str(&self.workload),
-            p => write!(f, "{}--{p}", self.workload),
+            Protocol::Tcp => f.write_str(&self.workload)?,
+            p => write!(f, "{}--{p}", self.workload)?,
         }
+        if self.open_loop {
+            f.write_str(" (open loop)")?;
+        }
+        Ok(())
     }
+}
+
+/// An open-loop test's load, from its spec.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct OfferedFigures {
+    /// Transactions offered per second, over all users.
+    pub rate_per_s: u64,
+    /// How their arrivals were spaced.
+    pub arrival: Arrival,
+    /// Transactions each connection could have outstanding.
+    pub max_outstanding: u32,
+    /// How far the achieved rate may stray from the offered, a fraction:
+    /// the largest bound of the ok runs' `arrival_fidelity` checks (1 %,
+    /// or wider for a Poisson count's own noise), 1 %
+    /// ([`RATE_TOLERANCE`]) without one.
+    pub rate_tolerance: f64,
+}
+
+impl OfferedFigures {
+    /// The load of `test`, an open-loop test (`None` for a closed-loop one).
+    fn of(test: &TestResult) -> Option<Self> {
+        let load = test.spec.offered?;
+        let bound = test
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Ok)
+            .flat_map(|r| &r.checks)
+            .filter(|c| c.name == CheckName::ArrivalFidelity)
+            .filter_map(|c| c.bound)
+            .filter(|b| b.is_finite() && *b > 0.0)
+            .map(|b| b / 100.0)
+            .reduce(f64::max);
+        Some(OfferedFigures {
+            rate_per_s: load.rate.0,
+            arrival: load.arrival,
+            max_outstanding: load.max_outstanding,
+            rate_tolerance: bound.unwrap_or(RATE_TOLERANCE),
+        })
+    }
+}
+
+/// An offered rate as test names write it: `10k/s`, `1500k/s`, `750/s`.
+pub(crate) fn rate_label(rate_per_s: u64) -> String {
+    format!("{}/s", offered_label(TransactionsPerSecond(rate_per_s)))
 }
 
 /// The link's use in one test, over its ok runs.
@@ -110,6 +168,10 @@ pub struct TestFigures {
     pub transaction_bytes: Option<u64>,
     /// Concurrent users.
     pub users: u32,
+    /// An open-loop test's load; absent (and absent from the JSON) for a
+    /// closed-loop test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered: Option<OfferedFigures>,
     /// How the client's event-loop workers ran (threads, pinning, busy-poll).
     pub client_placement: Placement,
     /// How the server's event-loop workers ran.
@@ -175,8 +237,10 @@ impl TestFigures {
             .iter()
             .filter_map(|(&m, v)| Some((m, describe(v)?)))
             .collect();
+        let open_loop = test.spec.offered.is_some();
         let missing_runs: BTreeMap<Metric, u32> = Metric::ALL
             .iter()
+            .filter(|m| open_loop || !m.open_loop_only())
             .map(|&m| {
                 let lacking = ok.iter().filter(|r| m.value(r).is_none()).count();
                 (m, u32::try_from(lacking).unwrap_or(u32::MAX))
@@ -195,6 +259,7 @@ impl TestFigures {
             kind: w.kind.clone(),
             transaction_bytes: w.request_bytes.zip(w.response_bytes).map(|(q, r)| q.max(r)),
             users: test.workload.users,
+            offered: OfferedFigures::of(test),
             client_placement: test.config.client_placement.clone(),
             server_placement: test.config.server_placement.clone(),
             retransmits: ok
@@ -260,6 +325,12 @@ impl TestFigures {
     pub fn mean(&self, metric: Metric) -> Option<f64> {
         self.metrics.get(&metric).map(|s| s.mean)
     }
+
+    /// The offered rate of an open-loop test, transactions per second;
+    /// `None` for a closed-loop test.
+    pub fn offered_rate(&self) -> Option<u64> {
+        self.offered.map(|o| o.rate_per_s)
+    }
 }
 
 /// Whether a workload of `kind` (as the results document names it) is
@@ -291,14 +362,15 @@ impl FileFigures {
         self.tests.iter().find(|t| t.name == name)
     }
 
-    /// The tests of `workload`, by increasing user count.
+    /// The tests of `workload`, by increasing user count (and offered
+    /// rate, for open-loop tests).
     pub fn workload(&self, workload: &WorkloadKey) -> Vec<&TestFigures> {
         let mut tests: Vec<&TestFigures> = self
             .tests
             .iter()
             .filter(|t| &t.workload == workload)
             .collect();
-        tests.sort_by_key(|t| t.users);
+        tests.sort_by_key(|t| (t.users, t.offered_rate()));
         tests
     }
 }

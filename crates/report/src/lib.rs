@@ -11,7 +11,11 @@
 //! 45 tests, about the same in 2, worse in 10"). Per workload it finds the
 //! break-even user count ([`break_even`]) and, per results file, where throughput
 //! saturates ([`saturation`]); it points out unstable tests and environments that
-//! differ in more than the compared thing ([`Consistency`]).
+//! differ in more than the compared thing ([`Consistency`]). Open-loop tests
+//! (offered at a rate) are grouped per workload, protocol and user count
+//! instead ([`OpenLoopGroup`]): their transaction time against the offered
+//! rate, and the knee where the p99 leaves twice its value at the lowest
+//! rate ([`knee`]); they pair only with the tests offered the same rate.
 //!
 //! The exporters ([`Exporter`]: [`CsvExporter`], [`MarkdownExporter`],
 //! [`JsonExporter`], [`HtmlExporter`]) and the charts ([`Chart`], drawn with
@@ -27,9 +31,11 @@ mod consistency;
 mod error;
 mod export;
 mod figures;
+mod knee;
 pub mod mesh;
 mod mesh_page;
 mod metric;
+mod open_loop;
 mod output;
 mod report;
 mod saturation;
@@ -39,9 +45,9 @@ pub mod units;
 
 pub use breakeven::{break_even, BreakEven, BreakEvenPoint};
 pub use chart::{
-    charts, font_status, BarChart, BarSeries, CapacityLine, Chart, ChartKind, ClippedBar,
-    LineChart, LinePoint, LineSeries, Panel, PanelChart, Purpose, RunLine, ValueUnit, CLIP_PCT,
-    LOG_RATIO,
+    charts, font_status, BarChart, BarSeries, CapacityLine, Chart, ChartKind, ClippedBar, KneeMark,
+    LineChart, LinePoint, LineSeries, LoadChart, LoadSeries, Panel, PanelChart, Percentile,
+    Purpose, RunLine, Shortfall, ValueUnit, CLIP_PCT, LOG_RATIO,
 };
 pub use compare::{
     compare_tests, CandidateComparison, MetricComparison, MissingMetric, NotCompared,
@@ -50,9 +56,11 @@ pub use compare::{
 pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
-pub use figures::{FileFigures, LinkFigures, TestFigures, WorkloadKey};
+pub use figures::{FileFigures, LinkFigures, OfferedFigures, TestFigures, WorkloadKey};
+pub use knee::{knee, Knee, LoadPoint, KNEE_P99_FACTOR};
 pub use mesh::{ClassComparison, MeshReport};
 pub use metric::{Better, CpuSide, Metric};
+pub use open_loop::{LoadCurve, OpenLoopGroup};
 pub use output::{write_mesh_report, write_report, MeshWritten, Written};
 pub use report::{
     CapacityOrigin, FileInfo, Options, Report, Source, SufficiencyNote, WorkloadReport,

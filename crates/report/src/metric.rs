@@ -109,11 +109,18 @@ pub enum Metric {
     /// UDP streams: RFC 3550 interarrival jitter, µs.
     #[serde(rename = "udp.jitter_us")]
     Jitter,
+    /// Median transaction time, µs: open-loop runs only (timed from each
+    /// transaction's due time).
+    #[serde(rename = "transaction_time_us.p50")]
+    TimeP50,
+    /// 99.9th percentile of transaction time, µs: open-loop runs only.
+    #[serde(rename = "transaction_time_us.p999")]
+    TimeP999,
 }
 
 impl Metric {
     /// Every metric, in the order of the report's tables.
-    pub const ALL: [Metric; 18] = [
+    pub const ALL: [Metric; 20] = [
         Metric::Throughput,
         Metric::TransactionRate,
         Metric::TimeMean,
@@ -132,7 +139,18 @@ impl Metric {
         Metric::ServerPinnedCpuPerTxn,
         Metric::LossRate,
         Metric::Jitter,
+        Metric::TimeP50,
+        Metric::TimeP999,
     ];
+
+    /// Whether the metric is read from open-loop runs only: the median and
+    /// the 99.9th percentile of the transaction time, the figures a
+    /// latency-against-load comparison is about. A closed-loop run has them
+    /// too, but a closed-loop comparison keeps to its mean and p99, so
+    /// that its reports stay as they were.
+    pub fn open_loop_only(self) -> bool {
+        matches!(self, Metric::TimeP50 | Metric::TimeP999)
+    }
 
     /// The three metrics a verdict is made of: throughput, mean transaction
     /// time, and system-wide CPU efficiency of `side`.
@@ -168,6 +186,8 @@ impl Metric {
             Metric::ServerPinnedCpuPerTxn => "efficiency.server_pinned_cpu_us_per_txn",
             Metric::LossRate => "udp.loss_rate",
             Metric::Jitter => "udp.jitter_us",
+            Metric::TimeP50 => "transaction_time_us.p50",
+            Metric::TimeP999 => "transaction_time_us.p999",
         }
     }
 
@@ -192,6 +212,8 @@ impl Metric {
             Metric::ServerPinnedCpuPerTxn => "server CPU per transaction (its CPUs)",
             Metric::LossRate => "UDP loss",
             Metric::Jitter => "UDP jitter",
+            Metric::TimeP50 => "p50 transaction time",
+            Metric::TimeP999 => "p99.9 transaction time",
         }
     }
 
@@ -200,7 +222,11 @@ impl Metric {
         match self {
             Metric::Throughput => "bytes/s",
             Metric::TransactionRate => "1/s",
-            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => "µs",
+            Metric::TimeMean
+            | Metric::TimeP99
+            | Metric::Jitter
+            | Metric::TimeP50
+            | Metric::TimeP999 => "µs",
             Metric::LossRate => "share",
             Metric::ClientEfficiency
             | Metric::ServerEfficiency
@@ -237,6 +263,7 @@ impl Metric {
             | Metric::ClientPinnedCpuPerTxn
             | Metric::ServerPinnedCpuPerTxn => Better::Lower,
             Metric::LossRate | Metric::Jitter => Better::Lower,
+            Metric::TimeP50 | Metric::TimeP999 => Better::Lower,
         }
     }
 
@@ -264,6 +291,9 @@ impl Metric {
             // A stream's datagrams, or a request/response test's transactions.
             Metric::LossRate => run.udp.map(|u| u.loss_rate).or(run.loss.map(|l| l.rate)),
             Metric::Jitter => run.udp.and_then(|u| u.jitter_us),
+            Metric::TimeP50 | Metric::TimeP999 if run.open_loop.is_none() => None,
+            Metric::TimeP50 => run.transaction_time_us.map(|l| l.p50),
+            Metric::TimeP999 => run.transaction_time_us.map(|l| l.p999),
         };
         v.filter(|x| x.is_finite())
     }
@@ -273,7 +303,11 @@ impl Metric {
         match self {
             Metric::Throughput => crate::units::rate(value),
             Metric::TransactionRate => crate::units::per_s(value),
-            Metric::TimeMean | Metric::TimeP99 | Metric::Jitter => crate::units::time_us(value),
+            Metric::TimeMean
+            | Metric::TimeP99
+            | Metric::Jitter
+            | Metric::TimeP50
+            | Metric::TimeP999 => crate::units::time_us(value),
             Metric::LossRate => format!("{:.2} %", value * 100.0),
             Metric::ClientEfficiency
             | Metric::ServerEfficiency

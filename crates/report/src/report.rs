@@ -11,8 +11,10 @@ use linkperf_workload::{BitsPerSecond, Placement, Threads};
 use crate::breakeven::{break_even, BreakEven, BreakEvenPoint};
 use crate::compare::{compare_tests, CandidateComparison};
 use crate::consistency::{
-    environment_differences, flag_tests, placement_differences, stability_unjudged, Consistency,
+    environment_differences, flag_tests, offered_differences, placement_differences,
+    stability_unjudged, Consistency,
 };
+use crate::open_loop::{open_loop_groups, OpenLoopGroup};
 use crate::saturation::{above_capacity, saturation, Saturation, SaturationPoint};
 use crate::sufficiency::{sufficiency, Sufficiency, SufficiencyPoint};
 use crate::units::{capacity, capacity_as_f64, rate};
@@ -230,8 +232,13 @@ pub struct Report {
     pub figures: Vec<FileFigures>,
     /// Each candidate against the base (empty for a one-file report).
     pub comparisons: Vec<CandidateComparison>,
-    /// Per workload: break-even and saturation.
+    /// Per workload of closed-loop tests: break-even and saturation.
     pub workloads: Vec<WorkloadReport>,
+    /// Per workload, protocol and user count of open-loop tests: the
+    /// latency against the offered load of each file, and its knee (absent
+    /// from the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub open_loop: Vec<OpenLoopGroup>,
     /// What may make the report say more than it should.
     pub consistency: Consistency,
 }
@@ -344,10 +351,17 @@ impl Report {
                 (label, s.doc),
             ));
         }
+        for f in &figures[1..] {
+            consistency
+                .offered
+                .extend(offered_differences(&figures[0], f));
+        }
 
         let mut keys: Vec<WorkloadKey> = Vec::new();
         for f in &figures {
-            for t in &f.tests {
+            // Open-loop tests are charted against their offered rate, not
+            // their users: they have groups of their own.
+            for t in f.tests.iter().filter(|t| !t.workload.open_loop) {
                 if !keys.contains(&t.workload) {
                     keys.push(t.workload.clone());
                 }
@@ -357,6 +371,7 @@ impl Report {
             .into_iter()
             .map(|key| workload_report(key, &figures, &files, &comparisons, &mut consistency))
             .collect();
+        let open_loop = open_loop_groups(&figures);
 
         Report {
             schema: REPORT_SCHEMA,
@@ -366,6 +381,7 @@ impl Report {
             figures,
             comparisons,
             workloads,
+            open_loop,
             consistency,
         }
     }

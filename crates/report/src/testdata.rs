@@ -5,10 +5,12 @@ use std::time::Duration;
 
 use linkperf_metrics::{Environment, LatencySummary};
 use linkperf_results::{
-    failed_run, CountedAt, Efficiency, IntervalRate, ResultsDocument, Run, RunStatus, TestConfig,
-    Throughput,
+    failed_run, CountedAt, Efficiency, IntervalRate, OpenLoop, ResultsDocument, Run, RunStatus,
+    TestConfig, Throughput,
 };
-use linkperf_workload::{Placement, Protocol, TestSpec};
+use linkperf_workload::{
+    Arrival, OfferedLoad, Placement, Protocol, TestSpec, TransactionsPerSecond,
+};
 
 /// The headline figures of one synthetic run.
 #[derive(Debug, Clone, Copy)]
@@ -159,5 +161,75 @@ pub fn add_on(
             Placement::with_threads(1),
         );
         doc.push_run(&spec, config, run(i as u32 + 1, *f));
+    }
+}
+
+/// An ok open-loop run offered `rate` transactions/s that answered
+/// `achieved` of them per second, with a p99 of `p99_us` (timed from the
+/// due times; p50 half of it, p99.9 twice, mean 0.6 times), and the figures
+/// of [`run`] otherwise.
+pub fn open_run(n: u32, rate: u64, p99_us: f64, achieved: f64) -> Run {
+    let mut r = run(n, fig(achieved * 2.0, 0.6 * p99_us, 1e8));
+    if let Some(t) = r.throughput.as_mut() {
+        t.transactions_per_s = achieved;
+    }
+    r.transaction_time_us = Some(LatencySummary {
+        count: 1000,
+        mean: 0.6 * p99_us,
+        p50: p99_us / 2.0,
+        p90: 0.8 * p99_us,
+        p99: p99_us,
+        p999: 2.0 * p99_us,
+        min: p99_us / 4.0,
+        max: 3.0 * p99_us,
+    });
+    r.open_loop = Some(OpenLoop {
+        offered_per_s: rate as f64,
+        arrival: Arrival::Poisson,
+        max_outstanding: 1,
+        achieved_per_s: achieved,
+        arrivals: rate * 10,
+        sent: (achieved * 10.0) as u64,
+        late: 0,
+        dropped: 0,
+        behind: 0,
+        service_time_us: r.transaction_time_us,
+        pacing_error_us: None,
+        transaction_time_ci_us: Default::default(),
+    });
+    r
+}
+
+/// The spec of the open-loop test `workload--users--RATE/s` (TCP, Poisson
+/// arrivals, one outstanding per connection).
+pub fn offered_spec(workload: &str, users: u32, rate: u64) -> TestSpec {
+    let mut spec = TestSpec::new(
+        workload.parse().expect("workload"),
+        Protocol::Tcp,
+        users,
+        Duration::from_secs(10),
+    );
+    spec.offered = Some(OfferedLoad::new(TransactionsPerSecond(rate)));
+    spec
+}
+
+/// Adds the open-loop test `workload--users--RATE/s` with one ok run per
+/// (p99 µs, achieved transactions/s) pair (see [`open_run`]).
+pub fn add_offered(
+    doc: &mut ResultsDocument,
+    workload: &str,
+    users: u32,
+    rate: u64,
+    runs: &[(f64, f64)],
+) {
+    let spec = offered_spec(workload, users, rate);
+    for (i, (p99, achieved)) in runs.iter().enumerate() {
+        let config = TestConfig::from_spec(
+            &spec,
+            "embedded".into(),
+            Placement::with_threads(1),
+            Placement::with_threads(1),
+        );
+        doc.push_run(&spec, config, open_run(i as u32 + 1, rate, *p99, *achieved));
     }
 }

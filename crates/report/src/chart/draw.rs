@@ -79,7 +79,7 @@ const CLIP_LABEL_SIZE: u32 = 16;
 
 /// Smallest width of the area left of the plot for the Y labels and
 /// description, pixels; wider when the tick labels are.
-const Y_AREA: u32 = 100;
+pub(super) const Y_AREA: u32 = 100;
 /// Margin around the plot, pixels.
 pub(super) const MARGIN: u32 = 18;
 /// Height of one legend row, pixels.
@@ -91,6 +91,7 @@ fn draw<DB: DrawingBackend>(chart: &Chart, root: &DrawingArea<DB, Shift>) -> Dra
         ChartKind::Bars(b) => bars(&chart.title, b, root),
         ChartKind::Lines(l) => lines(&chart.title, l, root),
         ChartKind::Panels(p) => super::draw_panels::panels(&chart.title, p, root),
+        ChartKind::Load(l) => super::draw_load::load(&chart.title, l, root),
     }
 }
 
@@ -100,6 +101,17 @@ pub(super) enum Swatch {
     Fill(RGBAColor),
     /// A line (lines).
     Line(RGBColor),
+    /// A line of the given width, dashed or not.
+    Stroke {
+        /// Its colour.
+        colour: RGBColor,
+        /// Its width, pixels.
+        width: u32,
+        /// Whether it is dashed.
+        dashed: bool,
+    },
+    /// A hollow circle (a marker).
+    Ring(RGBColor),
     /// Nothing: a note.
     None,
 }
@@ -153,6 +165,28 @@ pub(super) fn frame<DB: DrawingBackend>(
                 Swatch::Line(c) => {
                     let line = PathElement::new(vec![(*x, y), (*x + 24, y)], c.stroke_width(3));
                     legend.draw(&line)?;
+                    *x + 30
+                }
+                Swatch::Stroke {
+                    colour,
+                    width,
+                    dashed,
+                } => {
+                    let style = colour.stroke_width(width);
+                    if dashed {
+                        legend.draw(&DashedPathElement::new(
+                            vec![(*x, y), (*x + 24, y)],
+                            6,
+                            4,
+                            style,
+                        ))?;
+                    } else {
+                        legend.draw(&PathElement::new(vec![(*x, y), (*x + 24, y)], style))?;
+                    }
+                    *x + 30
+                }
+                Swatch::Ring(c) => {
+                    legend.draw(&Circle::new((*x + 12, y), 6, c.stroke_width(2)))?;
                     *x + 30
                 }
                 Swatch::None => *x,

@@ -1,13 +1,15 @@
 //! What each chart shows, as data: built from the report (and so from the
 //! results documents), never from engine state; drawn by `draw.rs` and
-//! `draw_panels.rs`. The builders are in `relative.rs` (relative
-//! differences), `absolute.rs` (values against users) and `timeseries.rs`
-//! (per-second samples).
+//! `draw_panels.rs` and `draw_load.rs`. The builders are in `relative.rs`
+//! (relative differences), `absolute.rs` (values against users),
+//! `timeseries.rs` (per-second samples) and `load.rs` (open-loop
+//! transaction time against offered load).
 
 use serde::Serialize;
 
 use super::axis::ValueUnit;
-use super::{absolute, relative, timeseries};
+use super::load::LoadChart;
+use super::{absolute, load, relative, timeseries};
 use crate::{Report, WorkloadKey};
 
 /// Width of every chart, pixels: readable on a 1200 px page.
@@ -57,6 +59,9 @@ pub enum Purpose {
     TransactionTime,
     /// One workload: per test, the per-second throughput of every ok run.
     TimeSeries,
+    /// One open-loop group (workload, protocol, users): transaction time
+    /// p50, p99 and p99.9 against the offered rate, a line per file.
+    LatencyLoad,
 }
 
 /// The forms of chart.
@@ -69,6 +74,9 @@ pub enum ChartKind {
     Lines(LineChart),
     /// Small multiples: a panel per test, lines over time.
     Panels(PanelChart),
+    /// Transaction time percentiles against offered load, both axes
+    /// logarithmic.
+    Load(LoadChart),
 }
 
 /// Grouped bars: at each category (a user count, or a test), one bar per
@@ -221,7 +229,8 @@ pub(super) fn file_colour(index: usize) -> &'static str {
 /// candidate its overview; per workload the candidates side by side (with
 /// more than one), its relative charts (one per candidate), then
 /// throughput and transaction time against users, and the per-second
-/// samples of every test.
+/// samples of every test; then per open-loop group its transaction time
+/// against the offered load.
 pub fn charts(report: &Report) -> Vec<Chart> {
     let mut out = Vec::new();
     for c in &report.comparisons {
@@ -235,6 +244,9 @@ pub fn charts(report: &Report) -> Vec<Chart> {
         out.extend(absolute::throughput(report, w));
         out.extend(absolute::transaction_time(report, w));
         out.extend(timeseries::per_second(report, w));
+    }
+    for g in &report.open_loop {
+        out.extend(load::latency_load(report, g));
     }
     // File names are unique even if two labels sanitise alike.
     let mut seen = std::collections::HashSet::new();

@@ -2,7 +2,8 @@
 //! asset) that opens from disk. On top the summary sentence and verdict
 //! counts, then the consistency notes and the overview; per workload its notes
 //! (break-even, saturation), charts and a table of absolute and relative values
-//! coloured better/worse; at the end the environments side by side with their
+//! coloured better/worse; per open-loop group its knees, its latency against
+//! load and its tables (html_open_loop.rs); at the end the environments side by side with their
 //! differences highlighted and the exact commands that produced each file.
 
 use std::fmt::Write as _;
@@ -200,6 +201,9 @@ impl Page<'_> {
         for w in &r.workloads {
             self.workload(w);
         }
+        for g in &r.open_loop {
+            self.open_loop(g);
+        }
         self.environments();
         self.commands();
         let _ = writeln!(
@@ -271,12 +275,20 @@ impl Page<'_> {
         for w in &self.report.workloads {
             let _ = write!(self.out, "<a href=\"#{}\">{}</a>", anchor(w), esc(&w.title));
         }
+        for g in &self.report.open_loop {
+            let _ = write!(
+                self.out,
+                "<a href=\"#{}\">{} (open loop)</a>",
+                super::html_open_loop::anchor(g),
+                esc(&g.title)
+            );
+        }
         self.w(
             "<a href=\"#environments\">environments</a><a href=\"#commands\">commands</a></nav>\n",
         );
     }
 
-    fn figure(&mut self, chart: Option<&Chart>) {
+    pub(super) fn figure(&mut self, chart: Option<&Chart>) {
         let Some(chart) = chart else { return };
         match chart.svg() {
             Ok(svg) => {

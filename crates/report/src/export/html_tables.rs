@@ -78,7 +78,7 @@ impl Page<'_> {
     }
 
     /// Base value, candidate value and coloured difference of one metric.
-    fn delta_cells(&mut self, t: &TestComparison, m: Metric) {
+    pub(super) fn delta_cells(&mut self, t: &TestComparison, m: Metric) {
         match t.metric(m) {
             Some(mc) => {
                 let j = &mc.judgement;

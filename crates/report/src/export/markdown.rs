@@ -56,6 +56,7 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
             d.side, d.base, d.base_label, d.candidate, d.candidate_label
         ));
     }
+    lines.extend(c.offered.iter().cloned());
     for t in &c.unstable {
         lines.push(format!("Unstable: {} {}: {}", t.label, t.test, t.reason));
     }
@@ -151,6 +152,7 @@ fn comparison(report: &Report, s: &mut String) {
             comparison_table(report, c, &tests, s);
         }
     }
+    open_loop(report, s);
     files(report, s);
 }
 
@@ -289,7 +291,130 @@ fn single(report: &Report, s: &mut String) {
             );
         }
     }
+    open_loop(report, s);
     files(report, s);
+}
+
+/// The metrics of an open-loop comparison table: the achieved rate and the
+/// transaction time's percentiles.
+pub(crate) const OPEN_LOOP_METRICS: [Metric; 4] = [
+    Metric::TransactionRate,
+    Metric::TimeP50,
+    Metric::TimeP99,
+    Metric::TimeP999,
+];
+
+/// A metric's heading in the open-loop tables: "achieved", "p50", ….
+pub(crate) fn open_loop_heading(m: Metric) -> &'static str {
+    match m {
+        Metric::TransactionRate => "achieved",
+        Metric::TimeP50 => "p50",
+        Metric::TimeP99 => "p99",
+        Metric::TimeP999 => "p99.9",
+        other => other.label(),
+    }
+}
+
+/// Per open-loop group: each file's knee, its figures per offered rate,
+/// and per candidate the differences at equal offered load.
+fn open_loop(report: &Report, s: &mut String) {
+    for g in &report.open_loop {
+        let _ = writeln!(s, "\n## {}, open loop\n", g.title);
+        for c in &g.curves {
+            let _ = writeln!(s, "- {}", c.text);
+        }
+        let _ = writeln!(
+            s,
+            "\nTransaction time from each transaction's due time (means over the ok runs); achieved: transactions answered per second.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| offered | file | ok runs | achieved | p50 | p99 | p99.9 | note |"
+        );
+        let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---:|---|");
+        for rate in &g.rates_per_s {
+            for c in &g.curves {
+                let Some(p) = c.points.iter().find(|p| p.offered_per_s == *rate) else {
+                    continue;
+                };
+                let time = |v: Option<f64>| v.map_or_else(|| "n/a".into(), crate::units::time_us);
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                    crate::figures::rate_label(*rate),
+                    c.label,
+                    p.ok_runs,
+                    p.achieved_per_s
+                        .map_or_else(|| "n/a".into(), crate::units::per_s),
+                    time(p.p50_us),
+                    time(p.p99_us),
+                    time(p.p999_us),
+                    point_note(p)
+                );
+            }
+        }
+        for c in &report.comparisons {
+            let tests: Vec<&TestComparison> = c
+                .workload(&g.key)
+                .into_iter()
+                .filter(|t| t.users == g.users)
+                .collect();
+            if tests.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "\n### {} against {}, at equal offered load\n",
+                c.candidate, c.base
+            );
+            let mut header = String::from("| offered |");
+            let mut rule = String::from("|---:|");
+            for m in OPEN_LOOP_METRICS {
+                let h = open_loop_heading(m);
+                let _ = write!(header, " {h} {} | {h} {} | Δ |", c.base, c.candidate);
+                rule.push_str("---:|---:|---:|");
+            }
+            let _ = writeln!(s, "{header} verdict |\n{rule}---|");
+            for t in tests {
+                let rate = t
+                    .offered_per_s
+                    .map_or_else(String::new, crate::figures::rate_label);
+                let mut row = format!("| {rate} |");
+                for m in OPEN_LOOP_METRICS {
+                    let (b, cand) = match t.metric(m) {
+                        Some(j) => (
+                            m.format(j.judgement.base_mean),
+                            m.format(j.judgement.candidate_mean),
+                        ),
+                        None => ("n/a".into(), "n/a".into()),
+                    };
+                    let _ = write!(row, " {b} | {cand} | {} |", delta(t, m));
+                }
+                let note = t
+                    .verdict_notes()
+                    .map_or_else(String::new, |n| format!(" ({n})"));
+                let _ = writeln!(s, "{row} {}{note} |", t.verdict.word());
+            }
+        }
+    }
+}
+
+/// What an open-loop point's row adds: the achieved rate short of the
+/// offered, suspect runs left out.
+pub(crate) fn point_note(p: &crate::LoadPoint) -> String {
+    let mut notes = Vec::new();
+    if p.falls_short() {
+        notes.push("achieved short of offered".to_string());
+    }
+    if p.suspect_runs > 0 {
+        notes.push(format!(
+            "{} suspect run{} left out ({})",
+            p.suspect_runs,
+            if p.suspect_runs == 1 { "" } else { "s" },
+            p.suspect_reasons.join(", ")
+        ));
+    }
+    notes.join("; ")
 }
 
 fn files(report: &Report, s: &mut String) {

@@ -4,6 +4,7 @@ mod csv;
 mod exporter;
 mod html;
 mod html_environment;
+mod html_open_loop;
 mod html_tables;
 mod json;
 mod markdown;
