@@ -19,6 +19,14 @@ pub trait Exchange {
     /// `n` bytes were read at `now`; the transaction this completed, if it
     /// completed one. With `stop`, no new transaction starts after it.
     fn arrived(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed>;
+    /// Whether the peer may send before this side's last message is
+    /// answered (requests pipelined, several outstanding): what it read may
+    /// have left more behind it, so a read follows a write however the
+    /// readiness edges fell. A request/response flow of one outstanding
+    /// transaction is not: its answer comes with a new edge.
+    fn pipelined(&self) -> bool {
+        false
+    }
 }
 
 /// The client: a transaction is its request written and its whole response
@@ -55,5 +63,9 @@ impl Exchange for RrServer {
     fn arrived(&mut self, n: usize, _now: Instant, _stop: bool) -> Option<Completed> {
         self.read(n);
         None
+    }
+
+    fn pipelined(&self) -> bool {
+        self.pipelined_requests()
     }
 }

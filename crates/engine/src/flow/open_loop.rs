@@ -368,6 +368,10 @@ impl OpenLoop {
 }
 
 impl Exchange for OpenLoop {
+    fn pipelined(&self) -> bool {
+        self.max_outstanding > 1
+    }
+
     fn want(&self) -> Want {
         if self.writing > 0 {
             return Want::Write(clamp(self.writing));

@@ -170,6 +170,9 @@ pub struct RrServer {
     request: u64,
     response: u64,
     state: RrServerState,
+    /// The client may send its next requests before their answers (an
+    /// open loop with several outstanding).
+    pipelined: bool,
 }
 
 impl RrServer {
@@ -189,7 +192,20 @@ impl RrServer {
             request,
             response,
             state: RrServerState::Receiving { left: request },
+            pipelined: false,
         }
+    }
+
+    /// The client may send requests before the answers to its last (an open
+    /// loop with several outstanding per connection).
+    pub fn pipelining(mut self, pipelined: bool) -> Self {
+        self.pipelined = pipelined;
+        self
+    }
+
+    /// Whether the client may send requests before their answers.
+    pub fn pipelined_requests(&self) -> bool {
+        self.pipelined
     }
 
     /// What to do next.

@@ -74,6 +74,12 @@ pub fn exchange(
                             }
                         }
                         if !matches!(flow.want(), Want::Write(_)) {
+                            if flow.pipelined() {
+                                // What the last read left behind it (a
+                                // pipelined message) raises no new edge:
+                                // read on until the socket is empty.
+                                continue;
+                            }
                             // The message is out. Edge-triggered readiness
                             // reports the answer when it arrives; reading now
                             // would only find nothing.
@@ -213,6 +219,31 @@ mod tests {
             cc.totals.tx_bytes, 400,
             "the next request went after the answer"
         );
+    }
+
+    /// Two requests pipelined in one arrival: a pipelined server answers
+    /// both in one turn (the second raises no edge of its own); one that
+    /// is not waits for the next edge after the first.
+    #[test]
+    fn a_pipelined_server_reads_on_past_its_answer() {
+        for (pipelined, answered) in [(true, 2), (false, 1)] {
+            let (a, b) = mio::net::UnixStream::pair().unwrap();
+            let (mut client, mut server) = (Conn::Unix(a), Conn::Unix(b));
+            std::io::Write::write_all(&mut client, &[0u8; 2]).unwrap();
+            let mut rs = RrServer::new(1, 1).pipelining(pipelined);
+            let mut cs = counters();
+            let mut scratch = vec![0u8; 64];
+            let mut now = Instant::now();
+            let moved = exchange(
+                &mut rs,
+                &mut server,
+                turn(&mut scratch, &mut cs, false),
+                &mut now,
+                |_| false,
+            );
+            assert!(matches!(moved, Exchanged::Blocked));
+            assert_eq!(cs.totals.transactions, answered, "pipelined: {pipelined}");
+        }
     }
 
     #[test]

@@ -142,8 +142,11 @@ pub(crate) struct Worker {
     udp: udp_stream::UdpStreams,
 }
 
-fn new_logic(w: &Workload, flow: u32) -> Logic {
-    match w {
+fn new_logic(spec: &TestSpec, flow: u32) -> Logic {
+    // An open loop with several outstanding sends requests ahead of their
+    // answers.
+    let pipelined = spec.offered.is_some_and(|l| l.max_outstanding > 1);
+    match &spec.workload {
         Workload::Stream { message, direction } => {
             Logic::Stream(StreamHalves::for_side(message.0, *direction, false))
         }
@@ -155,7 +158,7 @@ fn new_logic(w: &Workload, flow: u32) -> Logic {
                     request: 1,
                     response: 1,
                 });
-            Logic::Rr(RrServer::with_sizes(sizes, flow))
+            Logic::Rr(RrServer::with_sizes(sizes, flow).pipelining(pipelined))
         }
     }
 }

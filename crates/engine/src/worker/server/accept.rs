@@ -110,7 +110,7 @@ impl Worker {
         let Some(f) = self.flows.get_mut(k) else {
             return Io::Close;
         };
-        f.logic = new_logic(&self.spec.workload, p.flow);
+        f.logic = new_logic(&self.spec, p.flow);
         f.slot = slot;
         self.open[slot] = true;
         // A connection of the test: counted (junk and refused ones never are).
