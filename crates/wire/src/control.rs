@@ -44,7 +44,7 @@ use crate::{encode_frame, WireError};
 /// among the connection's connects in the transaction), and the server's
 /// n-th accept takes the n-th socket (5 paired them in the order their
 /// preambles completed, which a slow server could see reordered).
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// Bytes in a [`DataToken`].
 const TOKEN_LEN: usize = 16;
@@ -997,12 +997,12 @@ mod tests {
     #[test]
     fn golden_mutual_authentication_and_identity() {
         let hello = ClientMessage::Hello {
-            protocol_version: 6,
+            protocol_version: 7,
             client_version: "0.1.0".into(),
             challenge: Some("ab".repeat(32)),
         };
         let json = format!(
-            r#"{{"type":"hello","protocol_version":6,"client_version":"0.1.0","challenge":"{}"}}"#,
+            r#"{{"type":"hello","protocol_version":7,"client_version":"0.1.0","challenge":"{}"}}"#,
             "ab".repeat(32)
         );
         assert_eq!(
@@ -1010,7 +1010,7 @@ mod tests {
             json
         );
         let welcome = ServerMessage::Welcome {
-            protocol_version: 6,
+            protocol_version: 7,
             server_version: "0.1.0".into(),
             session: 9,
             challenge: Some("cd".repeat(32)),
@@ -1022,7 +1022,7 @@ mod tests {
             }),
         };
         let json = format!(
-            r#"{{"type":"welcome","protocol_version":6,"server_version":"0.1.0","session":9,"challenge":"{}","proof":"{}","agent":{{"node":"n1","network":"pod"}}}}"#,
+            r#"{{"type":"welcome","protocol_version":7,"server_version":"0.1.0","session":9,"challenge":"{}","proof":"{}","agent":{{"node":"n1","network":"pod"}}}}"#,
             "cd".repeat(32),
             "ef".repeat(32)
         );
@@ -1163,32 +1163,32 @@ mod tests {
         }
         let m = malformed_client(br#"{"type":"teleport"}"#);
         assert!(m.contains("unknown variant `teleport`"), "{m}");
-        let m = malformed_client(br#"{"type":"hello","protocol_version":6}"#);
+        let m = malformed_client(br#"{"type":"hello","protocol_version":7}"#);
         assert!(m.contains("client_version"), "{m}");
         // Each side's messages are foreign to the other's decoder.
         malformed_client(&unframe(&encode_server(&ServerMessage::Started)));
         malformed_server(&unframe(&encode_client(&ClientMessage::Start)));
-        malformed_client(br#"{"type":"welcome","protocol_version":6}"#);
-        malformed_server(br#"{"type":"hello","protocol_version":6}"#);
+        malformed_client(br#"{"type":"welcome","protocol_version":7}"#);
+        malformed_server(br#"{"type":"hello","protocol_version":7}"#);
         malformed_server(br#"{"type":"error","code":"exploded","message":"x"}"#);
     }
 
     #[test]
     fn other_protocol_versions_are_a_mismatch() {
-        let v7 = WireError::VersionMismatch {
+        let v8 = WireError::VersionMismatch {
             ours: PROTOCOL_VERSION,
-            theirs: 7,
+            theirs: 8,
         };
         for hello in [
-            r#"{"type":"hello","protocol_version":7,"client_version":"2.0.0"}"#,
-            r#"{"type":"hello","protocol_version":7}"#,
-            r#"{"protocol_version":7,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
+            r#"{"type":"hello","protocol_version":8,"client_version":"2.0.0"}"#,
+            r#"{"type":"hello","protocol_version":8}"#,
+            r#"{"protocol_version":8,"type":"hello","client_version":{"major":2},"caps":["x"]}"#,
         ] {
-            assert_eq!(decode_client(hello.as_bytes()), Err(v7.clone()), "{hello}");
+            assert_eq!(decode_client(hello.as_bytes()), Err(v8.clone()), "{hello}");
         }
         let welcome =
-            r#"{"type":"welcome","protocol_version":7,"server":{"name":"x"},"nonce":[1]}"#;
-        assert_eq!(decode_server(welcome.as_bytes()), Err(v7));
+            r#"{"type":"welcome","protocol_version":8,"server":{"name":"x"},"nonce":[1]}"#;
+        assert_eq!(decode_server(welcome.as_bytes()), Err(v8));
         let old = ServerMessage::Welcome {
             protocol_version: 0,
             server_version: "0.0.1".into(),
@@ -1209,11 +1209,11 @@ mod tests {
     #[test]
     fn unknown_extra_fields_are_ignored() {
         let hello =
-            br#"{"type":"hello","protocol_version":6,"client_version":"0.2.0","features":["x"]}"#;
+            br#"{"type":"hello","protocol_version":7,"client_version":"0.2.0","features":["x"]}"#;
         assert_eq!(
             decode_client(hello),
             Ok(ClientMessage::Hello {
-                protocol_version: 6,
+                protocol_version: 7,
                 client_version: "0.2.0".into(),
                 challenge: None
             })
@@ -1228,11 +1228,11 @@ mod tests {
         );
         // A missing optional field reads as None.
         let welcome =
-            br#"{"type":"welcome","protocol_version":6,"server_version":"0.1.0","session":3}"#;
+            br#"{"type":"welcome","protocol_version":7,"server_version":"0.1.0","session":3}"#;
         assert_eq!(
             decode_server(welcome),
             Ok(ServerMessage::Welcome {
-                protocol_version: 6,
+                protocol_version: 7,
                 server_version: "0.1.0".into(),
                 session: 3,
                 challenge: None,

@@ -34,6 +34,10 @@ const HISTORY: &[(u32, &str)] = &[
         6,
         "a98a50e0cbededb2c7b75cae150f467f948b1ecde9cd5cd3388d34a816079d60",
     ),
+    (
+        7,
+        "e878d54050d89b85b1dd8016b38df7b059d42723a4189c19e1ecca6d4694632d",
+    ),
 ];
 
 /// The client's messages, by their `type` on the wire: a new message needs
