@@ -13,12 +13,12 @@ use super::want::{Completed, Want};
 pub trait Exchange {
     /// What it wants next.
     fn want(&self) -> Want;
-    /// `n` bytes were written at `now`; the transaction this completed, if
-    /// it completed one.
-    fn written(&mut self, n: usize, now: Instant) -> Option<Completed>;
-    /// `n` bytes were read at `now`; the transaction this completed, if it
-    /// completed one. With `stop`, no new transaction starts after it.
-    fn arrived(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed>;
+    /// `n` bytes were written at `now`; `done` is told of each transaction
+    /// they completed (several when messages go pipelined).
+    fn written(&mut self, n: usize, now: Instant, done: &mut dyn FnMut(Completed));
+    /// `n` bytes were read at `now`; `done` is told of each transaction
+    /// they completed. With `stop`, no new transaction starts after one.
+    fn arrived(&mut self, n: usize, now: Instant, stop: bool, done: &mut dyn FnMut(Completed));
     /// Whether the peer may send before this side's last message is
     /// answered (requests pipelined, several outstanding): what it read may
     /// have left more behind it, so a read follows a write however the
@@ -36,13 +36,14 @@ impl Exchange for RrClient {
         RrClient::want(self)
     }
 
-    fn written(&mut self, n: usize, _now: Instant) -> Option<Completed> {
+    fn written(&mut self, n: usize, _now: Instant, _done: &mut dyn FnMut(Completed)) {
         self.wrote(n);
-        None
     }
 
-    fn arrived(&mut self, n: usize, now: Instant, stop: bool) -> Option<Completed> {
-        self.read(n, now, stop)
+    fn arrived(&mut self, n: usize, now: Instant, stop: bool, done: &mut dyn FnMut(Completed)) {
+        if let Some(c) = self.read(n, now, stop) {
+            done(c);
+        }
     }
 }
 
@@ -53,16 +54,17 @@ impl Exchange for RrServer {
         RrServer::want(self)
     }
 
-    fn written(&mut self, n: usize, _now: Instant) -> Option<Completed> {
-        self.wrote(n).then_some(Completed {
-            took: Duration::ZERO,
-            service: None,
-        })
+    fn written(&mut self, n: usize, _now: Instant, done: &mut dyn FnMut(Completed)) {
+        for _ in 0..self.wrote(n) {
+            done(Completed {
+                took: Duration::ZERO,
+                service: None,
+            });
+        }
     }
 
-    fn arrived(&mut self, n: usize, _now: Instant, _stop: bool) -> Option<Completed> {
+    fn arrived(&mut self, n: usize, _now: Instant, _stop: bool, _done: &mut dyn FnMut(Completed)) {
         self.read(n);
-        None
     }
 
     fn pipelined(&self) -> bool {

@@ -131,6 +131,8 @@ pub struct OpenLoop {
     writing: u64,
     /// Response bytes of the oldest outstanding one left to read.
     reading: u64,
+    /// Response bytes of all those outstanding left to read.
+    owed: u64,
     running: bool,
     /// No arrival after this comes due (the window closed).
     stopped: bool,
@@ -172,6 +174,7 @@ impl OpenLoop {
             outstanding: 0,
             writing: 0,
             reading: 0,
+            owed: 0,
             running: false,
             stopped: false,
             counts: OpenCounts::default(),
@@ -246,6 +249,14 @@ impl OpenLoop {
     /// once the schedule is over).
     pub fn next_arrival(&self, end: Instant) -> Option<Instant> {
         (self.running && !self.stopped).then_some(self.schedule.next.min(end))
+    }
+
+    /// Whether its next arrival would go the moment it is due (its
+    /// connection has room, none is waiting): only then does the time it
+    /// is looked at matter to the microsecond. One that must wait is timed
+    /// from when it was due whenever it is looked at.
+    pub fn next_goes_at_once(&self) -> bool {
+        self.queue.len() < self.max_outstanding
     }
 
     /// What it counted.
@@ -367,25 +378,31 @@ impl OpenLoop {
     }
 }
 
+/// Bytes of requests one write carries at most (the shared payload's size):
+/// the arrivals that have room go together, one system call for all.
+const WRITE_BATCH: u64 = 1 << 20;
+
 impl Exchange for OpenLoop {
     fn pipelined(&self) -> bool {
         self.max_outstanding > 1
     }
 
+    /// What is begun of a request and every arrival with room after it
+    /// go in one write; what all those outstanding owe is read in one.
     fn want(&self) -> Want {
-        if self.writing > 0 {
-            return Want::Write(clamp(self.writing));
+        let room = self.max_outstanding.saturating_sub(self.outstanding);
+        let mut write = self.writing;
+        for p in self.queue.iter().skip(self.outstanding).take(room) {
+            if write >= WRITE_BATCH {
+                break;
+            }
+            write += p.request;
         }
-        if let Some(p) = self.next_to_send() {
-            return Want::Write(clamp(p.request));
+        if write > 0 {
+            return Want::Write(clamp(write));
         }
         if self.outstanding > 0 {
-            let left = if self.reading > 0 {
-                self.reading
-            } else {
-                self.queue.front().map_or(0, |p| p.response)
-            };
-            return Want::Read(clamp(left));
+            return Want::Read(clamp(self.owed));
         }
         if self.stopped && self.queue.is_empty() {
             return Want::Done;
@@ -393,40 +410,50 @@ impl Exchange for OpenLoop {
         Want::Idle
     }
 
-    fn written(&mut self, n: usize, now: Instant) -> Option<Completed> {
-        if self.writing == 0 {
-            // The first byte of the next one.
-            let p = *self.queue.get(self.outstanding)?;
-            self.writing = p.request;
-            self.outstanding += 1;
-            if self.outstanding == 1 {
-                self.reading = p.response;
+    fn written(&mut self, n: usize, now: Instant, _done: &mut dyn FnMut(Completed)) {
+        let mut n = n as u64;
+        while n > 0 {
+            if self.writing == 0 {
+                // The first byte of the next one.
+                let Some(p) = self.next_to_send().copied() else {
+                    break;
+                };
+                self.outstanding += 1;
+                self.writing = p.request;
+                self.owed += p.response;
+                if self.outstanding == 1 {
+                    self.reading = p.response;
+                }
+                self.record_send(p, now);
             }
-            self.record_send(p, now);
+            let k = n.min(self.writing);
+            (self.writing, n) = (self.writing - k, n - k);
         }
-        self.writing = self.writing.saturating_sub(n as u64);
-        None
     }
 
-    fn arrived(&mut self, n: usize, now: Instant, _stop: bool) -> Option<Completed> {
-        if self.outstanding == 0 {
-            return None;
+    fn arrived(&mut self, n: usize, now: Instant, _stop: bool, done: &mut dyn FnMut(Completed)) {
+        let mut n = n as u64;
+        while n > 0 && self.outstanding > 0 {
+            let k = n.min(self.reading);
+            (self.reading, n) = (self.reading - k, n - k);
+            self.owed = self.owed.saturating_sub(k);
+            if self.reading > 0 {
+                break;
+            }
+            let Some(p) = self.queue.pop_front() else {
+                break;
+            };
+            self.outstanding -= 1;
+            self.reading = self
+                .queue
+                .front()
+                .filter(|_| self.outstanding > 0)
+                .map_or(0, |q| q.response);
+            done(Completed {
+                took: now.saturating_duration_since(p.due),
+                service: Some(now.saturating_duration_since(p.sent.unwrap_or(p.due))),
+            });
         }
-        self.reading = self.reading.saturating_sub(n as u64);
-        if self.reading > 0 {
-            return None;
-        }
-        let p = self.queue.pop_front()?;
-        self.outstanding -= 1;
-        self.reading = self
-            .queue
-            .front()
-            .filter(|_| self.outstanding > 0)
-            .map_or(0, |q| q.response);
-        Some(Completed {
-            took: now.saturating_duration_since(p.due),
-            service: Some(now.saturating_duration_since(p.sent.unwrap_or(p.due))),
-        })
     }
 }
 
@@ -453,6 +480,21 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    fn wrote(u: &mut OpenLoop, n: usize, at: Instant) {
+        u.written(n, at, &mut |_| panic!("a write completes nothing"));
+    }
+
+    fn came(u: &mut OpenLoop, n: usize, at: Instant) -> Vec<Completed> {
+        let mut done = Vec::new();
+        u.arrived(n, at, false, &mut |c| done.push(c));
+        done
+    }
+
+    fn one(mut done: Vec<Completed>) -> Completed {
+        assert_eq!(done.len(), 1, "{done:?}");
+        done.pop().unwrap()
+    }
+
     #[test]
     fn evenly_spaced_arrivals_are_timed_from_when_they_were_due() {
         let t0 = Instant::now();
@@ -461,7 +503,7 @@ mod tests {
         assert_eq!(u.want(), Want::Idle);
         u.arrivals(t0, t0 + Duration::from_secs(3600));
         assert_eq!(u.want(), Want::Write(10), "the first is due at once");
-        u.written(10, t0 + Duration::from_micros(3));
+        wrote(&mut u, 10, t0 + Duration::from_micros(3));
         assert_eq!(u.want(), Want::Read(20));
         assert_eq!(
             u.next_arrival(t0 + Duration::from_secs(3600)),
@@ -475,12 +517,12 @@ mod tests {
             "one outstanding at most: it waits"
         );
         assert_eq!(u.counts().late, 1);
-        let done = u.arrived(20, t0 + 3 * MS, false).unwrap();
+        let done = one(came(&mut u, 20, t0 + 3 * MS));
         assert_eq!(done.took, 3 * MS);
         assert_eq!(done.service, Some(3 * MS - Duration::from_micros(3)));
         assert_eq!(u.want(), Want::Write(10), "the waiting one goes");
-        u.written(10, t0 + 3 * MS);
-        let done = u.arrived(20, t0 + 4 * MS, false).unwrap();
+        wrote(&mut u, 10, t0 + 3 * MS);
+        let done = one(came(&mut u, 20, t0 + 4 * MS));
         assert_eq!(
             done.took,
             3 * MS,
@@ -495,20 +537,20 @@ mod tests {
         let mut u = user(&load(1000, Arrival::Fixed, 4), t0);
         u.start(t0, 1);
         u.arrivals(t0 + 2 * MS, t0 + Duration::from_secs(3600));
-        for _ in 0..3 {
-            assert_eq!(u.want(), Want::Write(10));
-            u.written(10, t0 + 2 * MS);
-        }
-        assert_eq!(u.outstanding(), 3);
-        assert_eq!(u.want(), Want::Read(20));
+        assert_eq!(u.want(), Want::Write(30), "the three due go in one write");
+        wrote(&mut u, 25, t0 + 2 * MS);
+        assert_eq!(u.outstanding(), 3, "the third is begun");
+        assert_eq!(u.want(), Want::Write(5), "the rest of it");
+        wrote(&mut u, 5, t0 + 2 * MS);
+        assert_eq!(u.want(), Want::Read(60), "all three answers in one read");
         // Answers in parts and across boundaries.
-        assert_eq!(u.arrived(15, t0 + 3 * MS, false), None);
-        let a = u.arrived(5, t0 + 3 * MS, false).unwrap();
+        assert!(came(&mut u, 15, t0 + 3 * MS).is_empty());
+        let a = one(came(&mut u, 5, t0 + 3 * MS));
         assert_eq!(a.took, 3 * MS);
-        let b = u.arrived(20, t0 + 3 * MS, false).unwrap();
-        assert_eq!(b.took, 2 * MS);
-        let c = u.arrived(20, t0 + 3 * MS, false).unwrap();
-        assert_eq!(c.took, MS);
+        assert_eq!(u.want(), Want::Read(40));
+        let bc = came(&mut u, 40, t0 + 3 * MS);
+        let took: Vec<Duration> = bc.iter().map(|c| c.took).collect();
+        assert_eq!(took, [2 * MS, MS], "two in one read, in order");
         assert_eq!(u.want(), Want::Idle);
         assert_eq!(u.counts().late, 0);
         assert_eq!(
@@ -525,7 +567,7 @@ mod tests {
         let mut u = user(&load(100, Arrival::Fixed, 1), t0);
         u.start(t0, 1);
         u.arrivals(t0, t0 + Duration::from_secs(3600));
-        u.written(10, t0);
+        wrote(&mut u, 10, t0);
         u.arrivals(t0 + Duration::from_secs(5), t0 + Duration::from_secs(3600));
         let c = u.counts();
         assert_eq!(c.arrivals, 501);
@@ -539,9 +581,9 @@ mod tests {
         assert_eq!(u.counts().arrivals, 501, "none due after the close came");
         // The ones due are still answered, then it is done.
         for _ in 0..201 {
-            assert!(u.arrived(20, t0 + Duration::from_secs(7), true).is_some());
+            assert_eq!(came(&mut u, 20, t0 + Duration::from_secs(7)).len(), 1);
             if u.want() == Want::Write(10) {
-                u.written(10, t0 + Duration::from_secs(7));
+                wrote(&mut u, 10, t0 + Duration::from_secs(7));
             }
         }
         assert_eq!(u.want(), Want::Done);

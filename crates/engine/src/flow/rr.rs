@@ -3,6 +3,7 @@
 //! request and answers it. Neither touches a socket or a clock: the worker
 //! does the I/O and passes the time in.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use linkperf_workload::TransactionSizes;
@@ -155,21 +156,23 @@ impl RrClient {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RrServerState {
-    Receiving { left: u64 },
-    Sending { left: u64 },
-}
-
-/// The server side of request/response: read a whole request, write the response.
+/// The server side of request/response: read whole requests, answer each.
+/// A client with several requests outstanding (an open loop's, pipelined)
+/// may send them back to back: the server reads what came, as many as it
+/// holds, and answers them all in one write.
 #[derive(Debug, Clone)]
 pub struct RrServer {
     sizes: TransactionSizes,
     flow: u32,
+    /// Number of the request being read.
     seq: u64,
+    /// Its size, and how much of it is still to read.
     request: u64,
-    response: u64,
-    state: RrServerState,
+    reading: u64,
+    /// The answers owed, bytes left of each, oldest first (the first
+    /// perhaps written in part), and their sum.
+    owed: VecDeque<u64>,
+    owed_bytes: u64,
     /// The client may send its next requests before their answers (an
     /// open loop with several outstanding).
     pipelined: bool,
@@ -184,14 +187,15 @@ impl RrServer {
     /// A flow whose transaction `n` has the sizes `sizes.at(flow, n)`, as the
     /// client of flow `flow` computes them.
     pub fn with_sizes(sizes: TransactionSizes, flow: u32) -> Self {
-        let (request, response) = sizes.at(flow, 0);
+        let (request, _) = sizes.at(flow, 0);
         RrServer {
             sizes,
             flow,
             seq: 0,
             request,
-            response,
-            state: RrServerState::Receiving { left: request },
+            reading: request,
+            owed: VecDeque::new(),
+            owed_bytes: 0,
             pipelined: false,
         }
     }
@@ -208,48 +212,67 @@ impl RrServer {
         self.pipelined
     }
 
-    /// What to do next.
+    /// What to do next: answer what is owed, all of it at once; else read
+    /// the rest of the request, or, pipelined, whatever came (requests
+    /// only: a read cannot take more than the client sent).
     pub fn want(&self) -> Want {
-        match self.state {
-            RrServerState::Receiving { left } => Want::Read(clamp(left)),
-            RrServerState::Sending { left } => Want::Write(clamp(left)),
+        if self.owed_bytes > 0 {
+            Want::Write(clamp(self.owed_bytes))
+        } else if self.pipelined {
+            Want::Read(usize::MAX)
+        } else {
+            Want::Read(clamp(self.reading))
         }
     }
 
-    /// `n` request bytes were read; true when the request is complete.
-    pub fn read(&mut self, n: usize) -> bool {
-        if let RrServerState::Receiving { left } = self.state {
-            let left = left.saturating_sub(n as u64);
-            if left == 0 {
-                self.state = RrServerState::Sending {
-                    left: self.response,
-                };
-                return true;
+    /// `n` request bytes were read; how many requests they completed (each
+    /// owes its answer from then on).
+    pub fn read(&mut self, n: usize) -> u64 {
+        let mut n = n as u64;
+        let mut completed = 0;
+        while n > 0 {
+            let k = n.min(self.reading);
+            (self.reading, n) = (self.reading - k, n - k);
+            if self.reading > 0 {
+                break;
             }
-            self.state = RrServerState::Receiving { left };
+            let (_, response) = self.sizes.at(self.flow, self.seq);
+            self.owed.push_back(response);
+            self.owed_bytes += response;
+            self.seq += 1;
+            // A request has a byte at least (a size of 0 would never end
+            // this loop).
+            self.request = self.sizes.at(self.flow, self.seq).0.max(1);
+            self.reading = self.request;
+            completed += 1;
         }
-        false
+        completed
     }
 
-    /// `n` response bytes were written; true when the response (and so the
-    /// transaction) is complete.
-    pub fn wrote(&mut self, n: usize) -> bool {
-        if let RrServerState::Sending { left } = self.state {
-            let left = left.saturating_sub(n as u64);
-            if left == 0 {
-                self.seq += 1;
-                (self.request, self.response) = self.sizes.at(self.flow, self.seq);
-                self.state = RrServerState::Receiving { left: self.request };
-                return true;
+    /// `n` response bytes were written; how many answers (and so
+    /// transactions) they completed.
+    pub fn wrote(&mut self, n: usize) -> u64 {
+        let mut n = (n as u64).min(self.owed_bytes);
+        self.owed_bytes -= n;
+        let mut completed = 0;
+        while n > 0 {
+            let Some(left) = self.owed.front_mut() else {
+                break;
+            };
+            let k = n.min(*left);
+            (*left, n) = (*left - k, n - k);
+            if *left == 0 {
+                self.owed.pop_front();
+                completed += 1;
             }
-            self.state = RrServerState::Sending { left };
         }
-        false
+        completed
     }
 
-    /// True between transactions (nothing of the next request read yet).
+    /// True between transactions (nothing of the next request read, no
+    /// answer owed).
     pub fn between_transactions(&self) -> bool {
-        self.state == RrServerState::Receiving { left: self.request }
+        self.owed_bytes == 0 && self.reading == self.request
     }
 }
 
@@ -288,9 +311,9 @@ mod tests {
         let mut s = RrServer::new(1, 1);
         assert!(s.between_transactions());
         assert_eq!(s.want(), Want::Read(1));
-        assert!(s.read(1));
+        assert_eq!(s.read(1), 1);
         assert_eq!(s.want(), Want::Write(1));
-        assert!(s.wrote(1));
+        assert_eq!(s.wrote(1), 1);
         assert!(s.between_transactions());
     }
 
@@ -312,7 +335,7 @@ mod tests {
             };
             c.wrote(req);
             assert_eq!(s.want(), Want::Read(req));
-            assert!(s.read(req));
+            assert_eq!(s.read(req), 1);
             let Want::Write(resp) = s.want() else {
                 panic!("server answers")
             };
@@ -321,10 +344,39 @@ mod tests {
                 Want::Read(resp),
                 "client expects what the server sends"
             );
-            assert!(s.wrote(resp));
+            assert_eq!(s.wrote(resp), 1);
             assert!(c.read(resp, t0, false).is_some());
             seen.insert(resp);
         }
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), vec![200, 8192]);
+    }
+
+    /// Pipelined requests read in chunks that fall anywhere: each completed
+    /// one owes its answer, all owed go in one write, and the answers count
+    /// as they complete, whatever the write's boundaries.
+    #[test]
+    fn a_pipelined_server_answers_every_request_read_in_one_write() {
+        let mut s = RrServer::new(3, 5).pipelining(true);
+        assert_eq!(s.want(), Want::Read(usize::MAX), "whatever came");
+        assert_eq!(s.read(2), 0);
+        assert_eq!(
+            s.read(8),
+            3,
+            "the 1st ends, the 2nd and 3rd whole, a byte of the 4th"
+        );
+        assert_eq!(s.want(), Want::Write(15), "three answers at once");
+        assert_eq!(s.wrote(7), 1);
+        assert_eq!(s.want(), Want::Write(8));
+        assert_eq!(s.read(1), 0, "another byte of the 4th");
+        assert_eq!(s.wrote(8), 2);
+        assert!(!s.between_transactions(), "the 4th is begun");
+        assert_eq!(s.read(1), 1);
+        assert_eq!(s.wrote(5), 1);
+        assert!(s.between_transactions());
+        // Not pipelined: a read never asks past the request.
+        let mut s = RrServer::new(3, 5);
+        assert_eq!(s.want(), Want::Read(3));
+        s.read(1);
+        assert_eq!(s.want(), Want::Read(2));
     }
 }

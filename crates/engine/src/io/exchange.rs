@@ -66,12 +66,15 @@ pub fn exchange(
                 match conn.write(&t.payload[..n]) {
                     Ok(0) => return Exchanged::Eof,
                     Ok(k) => {
-                        t.counters.tx(t.slot, k, *now);
-                        if let Some(done) = flow.written(k, *now) {
-                            t.counters.transactions(t.slot, 1, done.took, *now);
-                            if t.once {
-                                return Exchanged::Done;
-                            }
+                        let at = *now;
+                        t.counters.tx(t.slot, k, at);
+                        let mut completed = 0;
+                        flow.written(k, at, &mut |done| {
+                            t.counters.transactions(t.slot, 1, done.took, at);
+                            completed += 1;
+                        });
+                        if completed > 0 && t.once {
+                            return Exchanged::Done;
                         }
                         if !matches!(flow.want(), Want::Write(_)) {
                             if flow.pipelined() {
@@ -112,13 +115,18 @@ pub fn exchange(
                 match conn.read(&mut t.scratch[..n]) {
                     Ok(0) => return Exchanged::Eof,
                     Ok(k) => {
-                        *now = Instant::now();
-                        t.counters.rx(t.slot, k, *now);
-                        if let Some(done) = flow.arrived(k, *now, stop(*now)) {
-                            t.counters.transactions(t.slot, 1, done.took, *now);
+                        let at = Instant::now();
+                        *now = at;
+                        t.counters.rx(t.slot, k, at);
+                        let mut completed = 0;
+                        flow.arrived(k, at, stop(at), &mut |done| {
+                            t.counters.transactions(t.slot, 1, done.took, at);
                             if let Some(service) = done.service {
-                                t.counters.open_completed(done.took, service, *now);
+                                t.counters.open_completed(done.took, service, at);
                             }
+                            completed += 1;
+                        });
+                        if completed > 0 {
                             if t.once {
                                 return Exchanged::Done;
                             }

@@ -67,10 +67,11 @@ enum Logic {
     Stream(StreamHalves),
     /// Boxed: its receiver's bitmap makes it the largest by far.
     UdpStream(Box<UdpStreamHalves>),
-    /// An open-loop user, and the arrival its timer is armed for.
+    /// An open-loop user, and the time its timer is armed for (and
+    /// whether to the microsecond).
     Open {
         user: Box<OpenLoop>,
-        armed: Option<Instant>,
+        armed: Option<(Instant, bool)>,
     },
 }
 
@@ -412,7 +413,7 @@ impl Worker {
                 }
                 (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
                 (Logic::Open { armed, .. }, Stage::Open) => {
-                    if *armed == Some(at) {
+                    if armed.is_some_and(|(a, _)| a == at) {
                         *armed = None;
                     }
                     self.drive(i, schedule, now);

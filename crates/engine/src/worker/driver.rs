@@ -30,12 +30,21 @@ pub const WAKER: Token = Token(usize::MAX);
 /// Longest a worker sleeps before looking at its signals again.
 pub const MAX_SLEEP: Duration = Duration::from_millis(50);
 
+/// How far ahead of a timer's deadline a precise driver ([`Driver::precise`])
+/// ends its sleep, to poll the rest of the way: what a wake-up from the
+/// event wait takes on a busy host, well past its median (tens of
+/// microseconds on a virtual machine).
+pub const SPIN_AHEAD: Duration = Duration::from_micros(60);
+
 /// Timers by deadline: each names what it is for (a flow's key) and a
 /// generation, so that one armed before its flow moved on is told apart
-/// from a current one.
+/// from a current one. A precise timer (an arrival that goes the moment it
+/// is due) is kept apart: a precise driver polls the last stretch before
+/// it ([`SPIN_AHEAD`]), and before no other.
 #[derive(Debug, Default)]
 pub(crate) struct Timers {
     heap: BinaryHeap<Reverse<(Instant, usize, u64)>>,
+    precise: BinaryHeap<Reverse<(Instant, usize, u64)>>,
 }
 
 impl Timers {
@@ -44,20 +53,33 @@ impl Timers {
         self.heap.push(Reverse((at, key, seq)));
     }
 
+    /// Arms a timer that must fire on time to the microsecond (see
+    /// [`Driver::precise`]).
+    pub(crate) fn arm_precise(&mut self, at: Instant, key: usize, seq: u64) {
+        self.precise.push(Reverse((at, key, seq)));
+    }
+
     /// The next deadline.
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse((at, _, _))| *at)
+        [&self.heap, &self.precise]
+            .into_iter()
+            .filter_map(|h| h.peek().map(|Reverse((at, _, _))| *at))
+            .min()
+    }
+
+    /// The next precise deadline.
+    fn next_precise(&self) -> Option<Instant> {
+        self.precise.peek().map(|Reverse((at, _, _))| *at)
     }
 
     /// A timer due by `now` (deadline, key, generation), taken off. Call
     /// until `None`.
     pub(crate) fn due(&mut self, now: Instant) -> Option<(Instant, usize, u64)> {
-        let &Reverse(t) = self.heap.peek()?;
-        if t.0 > now {
-            return None;
-        }
-        self.heap.pop();
-        Some(t)
+        let heap = [&mut self.heap, &mut self.precise]
+            .into_iter()
+            .filter(|h| h.peek().is_some_and(|Reverse(t)| t.0 <= now))
+            .min_by_key(|h| h.peek().map(|Reverse(t)| t.0))?;
+        heap.pop().map(|Reverse(t)| t)
     }
 }
 
@@ -94,7 +116,9 @@ impl Driver {
     /// Makes the wait end at its timers' deadlines to the microsecond,
     /// rather than at epoll's next whole millisecond (plus the kernel's
     /// slack): for a worker that keeps a schedule (an open-loop generator).
-    /// One more system call per sleep.
+    /// It sleeps until [`SPIN_AHEAD`] before a deadline and polls the
+    /// rest: one more system call per sleep, and the CPU of the polling
+    /// (at most `SPIN_AHEAD` per deadline) counted as the worker's.
     pub fn precise(&mut self) -> io::Result<()> {
         if self.wake.is_none() {
             self.wake = Some(Wake::new(self.poll.registry())?);
@@ -137,7 +161,17 @@ impl Driver {
         if self.busy_poll || queued || !self.again.is_empty() {
             return Duration::ZERO;
         }
-        let timer = [self.timers.next(), deadline].into_iter().flatten().min();
+        let mut timer = [self.timers.next(), deadline].into_iter().flatten().min();
+        if let (Some(_), Some(at)) = (&self.wake, self.timers.next_precise()) {
+            // A schedule kept to the microsecond: the sleep ends short of
+            // the deadline by what a wake-up may take, and the wait is
+            // polled, without sleeping, for the rest.
+            if at.saturating_duration_since(now) <= SPIN_AHEAD {
+                return Duration::ZERO;
+            }
+            let ahead = at - SPIN_AHEAD;
+            timer = Some(timer.map_or(ahead, |t| t.min(ahead)));
+        }
         let edge = schedule.and_then(|s| s.next_boundary(now));
         [timer, edge]
             .into_iter()
@@ -337,6 +371,38 @@ mod tests {
             d.timeout(t0 + Duration::from_millis(40), None, None, false),
             Duration::ZERO
         );
+    }
+
+    /// A precise driver sleeps until `SPIN_AHEAD` before a precise timer
+    /// and polls the rest of the way; a plain timer it sleeps up to, as
+    /// any driver does. Both kinds come due in one deadline order.
+    #[test]
+    fn a_precise_driver_polls_the_last_stretch_before_a_precise_timer_only() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let mut d = driver(false);
+        d.precise().unwrap();
+        d.timers.arm(t0 + ms(10), 0, 0);
+        assert_eq!(d.timeout(t0, None, None, false), ms(10), "plain: no poll");
+        d.timers.arm_precise(t0 + ms(20), 1, 0);
+        assert_eq!(d.timeout(t0, None, None, false), ms(10));
+        let later = t0 + ms(15);
+        assert_eq!(d.timers.due(later), Some((t0 + ms(10), 0, 0)));
+        assert_eq!(
+            d.timeout(later, None, None, false),
+            ms(5) - SPIN_AHEAD,
+            "woken short of it"
+        );
+        let close = t0 + ms(20) - SPIN_AHEAD / 2;
+        assert_eq!(d.timeout(close, None, None, false), Duration::ZERO);
+        assert_eq!(d.timers.due(close), None, "polled until it is due");
+        d.timers.arm(t0 + ms(30), 2, 0);
+        assert_eq!(d.timers.due(t0 + ms(40)), Some((t0 + ms(20), 1, 0)));
+        assert_eq!(d.timers.due(t0 + ms(40)), Some((t0 + ms(30), 2, 0)));
+        // A driver that is not precise sleeps up to a precise timer too.
+        let mut plain = driver(false);
+        plain.timers.arm_precise(t0 + ms(20), 1, 0);
+        assert_eq!(plain.timeout(t0, None, None, false), ms(20));
     }
 
     #[test]

@@ -116,10 +116,8 @@ impl Worker {
             self.counters.open_event(&e);
         }
         if let Some(next) = user.next_arrival(schedule.measure_until) {
-            if *armed != Some(next) {
-                *armed = Some(next);
-                self.io.timers.arm(next, i, f.seq);
-            }
+            let precise = user.next_goes_at_once();
+            arm(&mut self.io.timers, armed, (next, precise), i, f.seq);
         }
         match moved {
             Exchanged::Blocked => Io::Blocked,
@@ -206,18 +204,15 @@ impl Worker {
         if user.finished() {
             return Io::Finished;
         }
-        let next = [
-            user.next_arrival(schedule.measure_until),
-            user.oldest_sent().map(|t| t + timeout),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
+        let arrival = user.next_arrival(schedule.measure_until);
+        let loss = user.oldest_sent().map(|t| t + timeout);
+        let next = match (arrival, loss) {
+            (Some(a), Some(l)) if l < a => Some((l, false)),
+            (Some(a), _) => Some((a, user.next_goes_at_once())),
+            (None, l) => l.map(|l| (l, false)),
+        };
         if let Some(next) = next {
-            if *armed != Some(next) {
-                *armed = Some(next);
-                self.io.timers.arm(next, i, f.seq);
-            }
+            arm(&mut self.io.timers, armed, next, i, f.seq);
         }
         Io::Blocked
     }
@@ -316,5 +311,26 @@ impl Worker {
             } => Io::Finished,
             StreamIo::Failed(e) => Io::Failed(e),
         }
+    }
+}
+
+/// Arms an open-loop user's timer for `next` (a time, and whether it must
+/// fire to the microsecond: an arrival that goes the moment it is due),
+/// unless it is armed so already.
+fn arm(
+    timers: &mut crate::worker::driver::Timers,
+    armed: &mut Option<(Instant, bool)>,
+    next: (Instant, bool),
+    i: usize,
+    seq: u64,
+) {
+    if *armed == Some(next) {
+        return;
+    }
+    *armed = Some(next);
+    if next.1 {
+        timers.arm_precise(next.0, i, seq);
+    } else {
+        timers.arm(next.0, i, seq);
     }
 }
