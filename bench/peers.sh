@@ -143,7 +143,7 @@ fail() { FAILED=1; echo "$1=failed" >>"$RES"; }
 py() { python3 "$WORK/figures.py" "$@"; }
 
 cat >"$WORK/figures.py" <<'PY'
-import json, math, re, statistics, sys
+import json, math, os, re, statistics, sys
 
 def emit(out, prefix, **kv):
     with open(out, "a") as f:
@@ -227,6 +227,40 @@ def sockperf(path, out, prefix):
     secs, received = float(m.group(1)), int(m.group(3))
     # Each received reply closes one round trip (one transaction).
     emit(out, prefix, tps=received / secs)
+
+def linkperf_open(path, out, prefix):
+    # An open-loop run: what was carried and sent of what was offered, and
+    # the generator's precision (pacing error: send after due, with room).
+    doc = json.load(open(path))
+    run = doc["tests"][0]["runs"][0]
+    if run["status"] == "suspect":
+        print(f"linkperf run suspect ({prefix}): " + "; ".join(run.get("status_reasons", [])),
+              file=sys.stderr)
+    elif run["status"] != "ok":
+        sys.exit(f"linkperf run {run['status']}: {run.get('error', '')}")
+    ol = run["open_loop"]
+    pe = ol.get("pacing_error_us") or {}
+    emit(out, prefix,
+         tps=run["throughput"]["transactions_per_s"],
+         sent=ol["achieved_per_s"],
+         offered=ol["offered_per_s"],
+         pacing_p50=pe.get("p50"),
+         pacing_p99=pe.get("p99"),
+         p99=run["transaction_time_us"]["p99"],
+         saturated=int(any(c["name"] == "client_saturated" and c["status"] != "ok"
+                           for c in run.get("checks", []))),
+         us_txn_client=run["efficiency"].get("client_cpu_us_per_txn"))
+
+def sockperf_ul(path, out, prefix):
+    # sockperf under-load: messages sent per second of its valid duration
+    # (it asks a reply of one message in --reply-every, 100 by default).
+    text = open(path, errors="replace").read()
+    m = re.search(r"\[Valid Duration\] RunTime=([0-9.]+) sec; SentMessages=(\d+); ReceivedMessages=(\d+)", text)
+    if not m:
+        sys.exit("sockperf: no '[Valid Duration]' line in its output")
+    secs, sent = float(m.group(1)), int(m.group(2))
+    p99 = re.search(r"percentile 99\.000 =\s*([0-9.]+)", text)
+    emit(out, prefix, sent=sent / secs, p99=float(p99.group(1)) if p99 else None)
 
 def floor(path, out, prefix):
     m = re.search(r"^transactions_per_s=([0-9.]+)$", open(path).read(), re.M)
@@ -360,6 +394,33 @@ def table(path, secs, ref):
             row(f"{label}: client peak RSS MiB", f"{p}.rss_client", None, mib)
             row(f"{label}: server peak RSS MiB", f"{p}.rss_server", None, mib)
 
+    if num("open.r1.lp.tps") is not None:
+        rate = num("open.r1.lp.offered")
+        label = f"open loop rr 1x1, {rate:,.0f}/s offered" if isinstance(rate, float) else "open loop rr 1x1"
+        paired("open", "tps", label, "txn/s carried", tps, ("open loop", "closed loop, 250 users"))
+        sent = [num(f"open.r{n}.lp.sent") for n in range(1, 100)]
+        sent = [v for v in sent if isinstance(v, float)]
+        if sent and isinstance(rate, float):
+            rows.append((f"{label}: sent of offered, lowest of {len(sent)} rounds", fmt(min(sent), tps),
+                         fmt(rate, tps), f"{min(sent) / rate:.3f}",
+                         ">= 0.99  " + ("met" if min(sent) / rate >= 0.99 else "MISSED")))
+        row(f"{label}: pacing error p99 us, median", med("open", "pacing_p99", "lp"), None, us, ratio="none")
+        row(f"{label}: client CPU-us/txn, median", med("open", "us_txn_client", "lp"), None, us, ratio="none")
+    if num("ul.r1.lp.sent") is not None:
+        rate = num("ul.r1.lp.offered")
+        label = f"open loop vs sockperf under-load, {rate:,.0f}/s asked" if isinstance(rate, float) else "open loop vs sockperf under-load"
+        paired("ul", "sent", label, "msg/s sent", tps, ("linkperf 1x1", "sockperf 14 B"))
+    if num("pace.r1.lp.pacing_p99") is not None:
+        vals = [num(f"pace.r{n}.lp.pacing_p99") for n in range(1, 100)]
+        vals = [v for v in vals if isinstance(v, float)]
+        sat = sum(1 for n in range(1, 100) if num(f"pace.r{n}.lp.saturated") == 1.0)
+        worst = max(vals) if vals else None
+        pace_rate = os.environ.get("BENCH_PACE_RATE", "20k")
+        rows.append((f"open loop pacing error p99 us, {pace_rate}/s offered, 4 users: median of {len(vals)}",
+                     fmt(statistics.median(vals), us) if vals else "failed", "-", "-",
+                     "< 50  " + ("met" if vals and statistics.median(vals) < 50 else "MISSED")
+                     + (f" (worst round {worst:.1f}; {sat} round(s) client_saturated)" if vals else "")))
+
     head = ("item", "linkperf", "peer", "ratio", "target")
     w = [max(len(x[i]) for x in rows + [head]) for i in range(5)]
     line = lambda x: "  ".join([x[0].ljust(w[0])] + [x[i].rjust(w[i]) for i in (1, 2, 3)] + [x[4]]).rstrip()
@@ -381,7 +442,8 @@ cmd = sys.argv[1]
 if cmd == "table":
     table(sys.argv[2], sys.argv[3], float(sys.argv[4]))
 else:
-    {"linkperf": linkperf, "linkperf_udp": linkperf_udp, "iperf3": iperf3, "iperf3_udp": iperf3_udp,
+    {"linkperf": linkperf, "linkperf_open": linkperf_open, "sockperf_ul": sockperf_ul,
+     "linkperf_udp": linkperf_udp, "iperf3": iperf3, "iperf3_udp": iperf3_udp,
      "sockperf": sockperf, "floor": floor, "rss": rss}[cmd](*sys.argv[2:])
 PY
 
@@ -549,6 +611,73 @@ floor_measure() {
   if ! ((ok)) || ! py floor "$WORK/$key.floor.log" "$RES" "$key.floor"; then fail "$key.floor.tps"; fi
 }
 
+# The open-loop rows: the offered rate of the capacity rows, and the (lower)
+# rate at which the generator's precision is read, where the client is not
+# saturated.
+OPEN_RATE=${BENCH_OPEN_RATE:-500k}
+PACE_RATE=${BENCH_PACE_RATE:-20k}
+export BENCH_PACE_RATE=$PACE_RATE
+for r in "$OPEN_RATE" "$PACE_RATE"; do
+  [[ $r =~ ^[1-9][0-9]*[km]?$ ]] || { echo "BENCH_OPEN_RATE and BENCH_PACE_RATE are rates like 500k or 20000" >&2; exit 2; }
+done
+# rate_num 500k -> 500000
+rate_num() {
+  local r=$1
+  case $r in
+    *k) echo $((${r%k} * 1000)) ;;
+    *m) echo $((${r%m} * 1000000)) ;;
+    *) echo "$r" ;;
+  esac
+}
+
+# lp_open KEY USERS [RUN_ARGS...]
+#   One linkperf run of rr1c-1x1 against the embedded server (the whole test
+#   in one process, as `linkperf run` without --server runs it), parsed by
+#   PARSER (linkperf_open or linkperf) into KEY.
+lp_open() {
+  local key=$1 users=$2 parser=$3; shift 3
+  local json=$WORK/$key.json ok=1
+  rm -f "$json"
+  echo "linkperf: $key (rr1c-1x1, $users users, embedded server, ${SECS}s $*)" >&2
+  run_client $((SECS + 60)) "$WORK/$key.run.log" \
+    "$LP" run --workload rr1c-1x1 --users "$users" --duration "${SECS}s" --json "$json" --quiet "$@" || ok=0
+  if ! ((ok)) || ! py "$parser" "$json" "$RES" "$key"; then fail "$key.tps"; return 1; fi
+}
+
+# open_measure KEY SIDE
+#   open.rN lp: an open loop at OPEN_RATE offered, 2 users of up to 256
+#   outstanding (its figures also the linkperf side of ul.rN); peer: the
+#   closed loop's maximum on the same path (250 users); sockperf: sockperf
+#   under-load at the same rate (14-byte messages, its smallest; it asks a
+#   reply of one in 100), the peer side of ul.rN.
+open_measure() {
+  local key=$1 side=$2 r=${1#*.}
+  case $side in
+    lp)
+      if lp_open "$key.lp" 2 linkperf_open --offered "$OPEN_RATE" --max-outstanding 256; then
+        py linkperf_open "$WORK/$key.lp.json" "$RES" "ul.$r.lp" || true
+      fi ;;
+    peer) lp_open "$key.peer" 250 linkperf || true ;;
+    sockperf)
+      if ((!HAVE_SOCKPERF)); then
+        echo "sockperf: not installed - skipping the sockperf side of ul.$r" >&2
+        echo "ul.$r.peer.sent=skipped" >>"$RES"
+        return 0
+      fi
+      local port srv ok=1
+      port=$(free_port)
+      echo "sockperf: ul.$r (under-load, --mps $(rate_num "$OPEN_RATE"), 14 bytes, tcp, ${SECS}s)" >&2
+      if ! start_server "$WORK/ul.$r.sockperf-server.log" "$port" sockperf server --tcp -i "$HOST" -p "$port"; then
+        stop_server "$SERVER_PID"; fail "ul.$r.peer.sent"; return 0
+      fi
+      srv=$SERVER_PID
+      run_client $((SECS + 60)) "$WORK/ul.$r.sockperf.log" \
+        sockperf under-load --tcp -i "$HOST" -p "$port" -m 14 --mps "$(rate_num "$OPEN_RATE")" -t "$SECS" || ok=0
+      stop_server "$srv"
+      if ! ((ok)) || ! py sockperf_ul "$WORK/ul.$r.sockperf.log" "$RES" "ul.$r.peer"; then fail "ul.$r.peer.sent"; fi ;;
+  esac
+}
+
 # in_turn KEY MEASURE
 #   ROUNDS rounds of `MEASURE KEY.rN lp` and `MEASURE KEY.rN peer`, odd rounds
 #   linkperf first, even rounds the peer first: drift on the machine hits both alike.
@@ -565,8 +694,8 @@ in_turn() {
   done
 }
 
-# BENCH_ONLY=rr14,streams,udp,users,iperf3srv runs only those parts (default: all).
-ONLY=${BENCH_ONLY:-rr14,streams,udp,users,iperf3srv}
+# BENCH_ONLY=rr14,streams,udp,users,iperf3srv,open runs only those parts (default: all).
+ONLY=${BENCH_ONLY:-rr14,streams,udp,users,iperf3srv,open}
 part() { [[ ",$ONLY," == *",$1,"* ]]; }
 
 # a. request/response 14x14, one user, free and pinned to CPU 0, ROUNDS times
@@ -620,6 +749,19 @@ if part users; then
         floor_measure "rr$w.$n" "$n" "${w%x*}" "${w#*x}"
       fi
     done
+  done
+fi
+
+# e. open loop: rr 1x1 at OPEN_RATE offered against the closed loop's maximum
+#    and sockperf under-load at the same rate, ROUNDS times, the order turned
+#    each round; then the generator's pacing error at PACE_RATE, 4 users
+if part open; then
+  for r in $(seq "$ROUNDS"); do
+    if ((r % 2)); then order=(lp peer sockperf); else order=(sockperf peer lp); fi
+    for side in "${order[@]}"; do open_measure "open.r$r" "$side"; done
+  done
+  for r in $(seq "$ROUNDS"); do
+    lp_open "pace.r$r.lp" 4 linkperf_open --offered "$PACE_RATE" || true
   done
 fi
 
