@@ -50,7 +50,12 @@ fn an_offered_rate_is_sent_as_asked_and_each_transaction_timed_from_when_it_was_
         (achieved / 10_000.0 - 1.0).abs() <= 0.019 + missed / arrivals,
         "achieved {achieved}/s: {o}"
     );
-    assert!(sent <= arrivals + 4.0, "sent no more than came due: {o}");
+    // What still waited for room when the window opened is sent in it: a
+    // user or two of them, more when a busy host held the client up.
+    assert!(
+        sent <= arrivals * 1.01 + 4.0,
+        "sent no more than came due: {o}"
+    );
     // Little's law is not asked of an open loop; its own checks are there.
     assert_eq!(check(r, "littles_law")["status"], "not_applicable");
     for name in ["arrival_fidelity", "client_saturated", "stationarity"] {

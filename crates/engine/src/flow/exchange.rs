@@ -27,6 +27,15 @@ pub trait Exchange {
     fn pipelined(&self) -> bool {
         false
     }
+    /// Bytes it would read while a write of its waits for room (0: none).
+    /// A pipelined flow must: the peer may be blocked writing what this
+    /// side owes it, and read nothing more of this side's until it can,
+    /// so each waits on the other unless one reads aside. The client reads
+    /// the answers it is owed; the server the requests that came, each
+    /// owing one more answer (as many as the client may have outstanding).
+    fn read_aside(&self) -> usize {
+        0
+    }
 }
 
 /// The client: a transaction is its request written and its whole response
@@ -69,5 +78,13 @@ impl Exchange for RrServer {
 
     fn pipelined(&self) -> bool {
         self.pipelined_requests()
+    }
+
+    fn read_aside(&self) -> usize {
+        if self.pipelined_requests() {
+            usize::MAX
+        } else {
+            0
+        }
     }
 }

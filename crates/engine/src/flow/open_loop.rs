@@ -387,6 +387,14 @@ impl Exchange for OpenLoop {
         self.max_outstanding > 1
     }
 
+    fn read_aside(&self) -> usize {
+        if self.pipelined() {
+            clamp(self.owed)
+        } else {
+            0
+        }
+    }
+
     /// What is begun of a request and every arrival with room after it
     /// go in one write; what all those outstanding owe is read in one.
     fn want(&self) -> Want {

@@ -166,8 +166,9 @@ pub struct RrServer {
     flow: u32,
     /// Number of the request being read.
     seq: u64,
-    /// Its size, and how much of it is still to read.
+    /// Its size and its answer's, and how much of it is still to read.
     request: u64,
+    response: u64,
     reading: u64,
     /// The answers owed, bytes left of each, oldest first (the first
     /// perhaps written in part), and their sum.
@@ -187,12 +188,16 @@ impl RrServer {
     /// A flow whose transaction `n` has the sizes `sizes.at(flow, n)`, as the
     /// client of flow `flow` computes them.
     pub fn with_sizes(sizes: TransactionSizes, flow: u32) -> Self {
-        let (request, _) = sizes.at(flow, 0);
+        let (request, response) = sizes.at(flow, 0);
+        // A request has a byte at least (a size of 0 would never end a
+        // read).
+        let request = request.max(1);
         RrServer {
             sizes,
             flow,
             seq: 0,
             request,
+            response,
             reading: request,
             owed: VecDeque::new(),
             owed_bytes: 0,
@@ -236,13 +241,11 @@ impl RrServer {
             if self.reading > 0 {
                 break;
             }
-            let (_, response) = self.sizes.at(self.flow, self.seq);
-            self.owed.push_back(response);
-            self.owed_bytes += response;
+            self.owed.push_back(self.response);
+            self.owed_bytes += self.response;
             self.seq += 1;
-            // A request has a byte at least (a size of 0 would never end
-            // this loop).
-            self.request = self.sizes.at(self.flow, self.seq).0.max(1);
+            let (request, response) = self.sizes.at(self.flow, self.seq);
+            (self.request, self.response) = (request.max(1), response);
             self.reading = self.request;
             completed += 1;
         }

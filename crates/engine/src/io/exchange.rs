@@ -55,7 +55,7 @@ pub struct Turn<'a> {
 pub fn exchange(
     flow: &mut impl Exchange,
     conn: &mut Conn,
-    t: Turn<'_>,
+    mut t: Turn<'_>,
     now: &mut Instant,
     stop: impl Fn(Instant) -> bool,
 ) -> Exchanged {
@@ -103,47 +103,90 @@ pub fn exchange(
                             // A blocking write waited its 50 ms for room and
                             // none came: the loop goes on from now.
                             *now = Instant::now();
-                        }
-                        return Exchanged::Blocked;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Exchanged::Failed(e),
-                }
-            }
-            Want::Read(n) => {
-                let n = n.min(t.scratch.len());
-                match conn.read(&mut t.scratch[..n]) {
-                    Ok(0) => return Exchanged::Eof,
-                    Ok(k) => {
-                        let at = Instant::now();
-                        *now = at;
-                        t.counters.rx(t.slot, k, at);
-                        let mut completed = 0;
-                        flow.arrived(k, at, stop(at), &mut |done| {
-                            t.counters.transactions(t.slot, 1, done.took, at);
-                            if let Some(service) = done.service {
-                                t.counters.open_completed(done.took, service, at);
-                            }
-                            completed += 1;
-                        });
-                        if completed > 0 {
-                            if t.once {
-                                return Exchanged::Done;
-                            }
-                        } else if t.blocking && matches!(flow.want(), Want::Read(_)) {
-                            // Part of a message: back to the loop before
-                            // waiting for the rest.
                             return Exchanged::Blocked;
                         }
+                        // A pipelined flow reads aside while its write
+                        // waits, or each end could wait on the other.
+                        loop {
+                            let n = flow.read_aside();
+                            if n == 0 {
+                                return Exchanged::Blocked;
+                            }
+                            match read_some(flow, conn, &mut t, n, now, &stop) {
+                                ReadOutcome::Got(_) | ReadOutcome::Again => {}
+                                ReadOutcome::Empty => return Exchanged::Blocked,
+                                ReadOutcome::Ended(end) => return end,
+                            }
+                        }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Exchanged::Blocked,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Exchanged::Failed(e),
                 }
             }
+            Want::Read(n) => match read_some(flow, conn, &mut t, n, now, &stop) {
+                ReadOutcome::Got(completed) => {
+                    if completed > 0 {
+                        if t.once {
+                            return Exchanged::Done;
+                        }
+                    } else if t.blocking && matches!(flow.want(), Want::Read(_)) {
+                        // Part of a message: back to the loop before
+                        // waiting for the rest.
+                        return Exchanged::Blocked;
+                    }
+                }
+                ReadOutcome::Again => {}
+                ReadOutcome::Empty => return Exchanged::Blocked,
+                ReadOutcome::Ended(end) => return end,
+            },
             Want::Idle => return Exchanged::Blocked,
             Want::Done => return Exchanged::Done,
         }
+    }
+}
+
+/// What one read came to.
+enum ReadOutcome {
+    /// Bytes came; this many transactions completed.
+    Got(u64),
+    /// Interrupted by a signal: try again.
+    Again,
+    /// Nothing to read.
+    Empty,
+    /// The turn ends so.
+    Ended(Exchanged),
+}
+
+/// Reads at most `n` of what `flow` is owed into the scratch, counts it and
+/// the transactions it completed, at the time the read ended.
+fn read_some(
+    flow: &mut impl Exchange,
+    conn: &mut Conn,
+    t: &mut Turn<'_>,
+    n: usize,
+    now: &mut Instant,
+    stop: &impl Fn(Instant) -> bool,
+) -> ReadOutcome {
+    let n = n.min(t.scratch.len());
+    match conn.read(&mut t.scratch[..n]) {
+        Ok(0) => ReadOutcome::Ended(Exchanged::Eof),
+        Ok(k) => {
+            let at = Instant::now();
+            *now = at;
+            t.counters.rx(t.slot, k, at);
+            let mut completed = 0;
+            flow.arrived(k, at, stop(at), &mut |done| {
+                t.counters.transactions(t.slot, 1, done.took, at);
+                if let Some(service) = done.service {
+                    t.counters.open_completed(done.took, service, at);
+                }
+                completed += 1;
+            });
+            ReadOutcome::Got(completed)
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => ReadOutcome::Empty,
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => ReadOutcome::Again,
+        Err(e) => ReadOutcome::Ended(Exchanged::Failed(e)),
     }
 }
 
@@ -152,6 +195,7 @@ mod tests {
     use super::*;
     use crate::flow::{RrClient, RrServer};
     use crate::worker::payload;
+    use std::time::Duration;
 
     fn counters() -> Counters {
         let mut c = Counters::new(true);
@@ -303,5 +347,63 @@ mod tests {
             always,
         );
         assert!(matches!(moved, Exchanged::Eof));
+    }
+
+    /// Requests and answers larger than the sockets' buffers, several
+    /// outstanding: each end's write waits for room while the other's does
+    /// too, and neither would read unless it reads aside. Both move to the
+    /// end of the schedule, every transaction answered.
+    #[test]
+    fn pipelined_ends_read_aside_while_their_writes_wait() {
+        use crate::flow::OpenLoop;
+        use linkperf_workload::{Arrival, OfferedLoad, TransactionSizes, TransactionsPerSecond};
+        let (a, b) = mio::net::UnixStream::pair().unwrap();
+        let (mut client, mut server) = (Conn::Unix(a), Conn::Unix(b));
+        let big = 256 * 1024;
+        let sizes = TransactionSizes::Fixed {
+            request: big,
+            response: big,
+        };
+        let load = OfferedLoad {
+            rate: TransactionsPerSecond(1_000_000),
+            arrival: Arrival::Fixed,
+            max_outstanding: 8,
+        };
+        let t0 = Instant::now();
+        let mut user = OpenLoop::new(sizes.clone(), 0, 1, &load, 1, t0);
+        user.start(t0, 1);
+        // 40 arrivals due at once, none after.
+        user.arrivals(
+            t0 + Duration::from_micros(39),
+            t0 + Duration::from_micros(40),
+        );
+        user.arrivals(t0 + Duration::from_secs(1), t0 + Duration::from_micros(40));
+        let mut rs = RrServer::with_sizes(sizes, 0).pipelining(true);
+        let (mut cc, mut cs) = (counters(), counters());
+        let mut scratch = vec![0u8; 64 * 1024];
+        let mut now = t0;
+        for _ in 0..10_000 {
+            let moved = exchange(
+                &mut user,
+                &mut client,
+                turn(&mut scratch, &mut cc, false),
+                &mut now,
+                |_| false,
+            );
+            if matches!(moved, Exchanged::Done) {
+                break;
+            }
+            exchange(
+                &mut rs,
+                &mut server,
+                turn(&mut scratch, &mut cs, false),
+                &mut now,
+                |_| false,
+            );
+        }
+        assert!(user.finished(), "stalled: {:?}", user.counts());
+        assert_eq!(cc.totals.transactions, 40);
+        assert_eq!(cs.totals.transactions, 40);
+        assert_eq!(cc.totals.rx_bytes, 40 * big);
     }
 }

@@ -412,10 +412,11 @@ impl Worker {
                     }
                 }
                 (Logic::Crr(_), Stage::Waiting) => self.reconnect(i, now, schedule),
-                (Logic::Open { armed, .. }, Stage::Open) => {
-                    if armed.is_some_and(|(a, _)| a == at) {
-                        *armed = None;
-                    }
+                // Only the timer armed last: one left behind when the same
+                // time was armed again, precise or not, would drive the
+                // flow for nothing (a read that finds nothing).
+                (Logic::Open { armed, .. }, Stage::Open) if armed.is_some_and(|(a, _)| a == at) => {
+                    *armed = None;
                     self.drive(i, schedule, now);
                 }
                 (Logic::UdpStream(h), Stage::Open) => {
