@@ -246,7 +246,7 @@ impl WorkerReport {
                 user_s: 0.0,
                 system_s: 0.0,
             },
-            placement: linkperf_metrics::WorkerPlacement {
+            placement: linkperf_records::WorkerPlacement {
                 worker: id,
                 pinned: None,
                 allowed_cpus: vec![],

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use linkperf_metrics::{ProcessCpu, ProfileReport, SideReport, Totals, WorkerPlacement};
+use linkperf_metrics::ProcessCpu;
+use linkperf_records::{ProfileReport, SideReport, Totals, WorkerPlacement};
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
 use mio::net::TcpListener;
@@ -144,9 +145,9 @@ impl ProgramOutcome {
     pub fn side_report(
         &self,
         window: Option<&crate::WindowCpu>,
-        asked: linkperf_metrics::ProcessMethod,
+        asked: linkperf_records::ProcessMethod,
         busy_poll: bool,
-        env: &mut linkperf_metrics::Environment,
+        env: &mut linkperf_records::Environment,
     ) -> SideReport {
         let cpu = crate::aggregate::window_cpu(window, asked, self.worker_cpu);
         if let Some(s) = &self.socket {

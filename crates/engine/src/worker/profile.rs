@@ -11,7 +11,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{ProcessCpu, WorkerPlacement};
+use linkperf_metrics::ProcessCpu;
+use linkperf_records::WorkerPlacement;
 use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};
