@@ -1,7 +1,7 @@
 //! The event-loop workers and what every one of them is made of: the loop
 //! it turns and its event wait (driver.rs), what the coordinating thread
 //! tells it (signals.rs), its window clock and placement (clock.rs), its
-//! payload buffers (buffers.rs) and the report it hands back (report.rs).
+//! payload buffers (buffers.rs) and what it hands over at its end (handover.rs).
 //! The workers: a test's client (client.rs, client/) and server (server.rs,
 //! server/) sides, and a profile's on either side (profile.rs, profile/).
 
