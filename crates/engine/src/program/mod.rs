@@ -33,6 +33,7 @@ pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
 use crate::worker::profile::{self as worker, ProgramWorkerReport, WorkerSetup};
+use crate::worker::spawn::spawn_worker;
 use crate::worker::{cpus_for, Driver, SocketFacts};
 use crate::EngineError;
 use coord::Coord;
@@ -255,7 +256,6 @@ impl ProgramRun {
                 token: cfg.token,
                 coord: coord.clone(),
                 driver,
-                cpus: cpus_for(w, cfg.affinity.as_ref()),
                 largest,
                 live: cfg.live.clone(),
             };
@@ -263,10 +263,12 @@ impl ProgramRun {
                 Role::Client => "client",
                 Role::Server => "server",
             };
-            let h = std::thread::Builder::new()
-                .name(format!("lp-profile-{side}-{w}"))
-                .spawn(move || worker::run(setup))
-                .map_err(|e| EngineError::Worker(e.to_string()));
+            let h = spawn_worker(
+                format!("lp-profile-{side}-{w}"),
+                w as u32,
+                cpus_for(w, cfg.affinity.as_ref()),
+                move |clock| worker::run(setup, clock),
+            );
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {
