@@ -108,7 +108,7 @@ fn daemon_config(a: &ServeArgs, command_line: Vec<String>) -> anyhow::Result<Dae
     cfg.setting_name = Some(setting_flag);
     // An agent of a mesh says who it is (LINKPERF_NODE, LINKPERF_NETWORK,
     // LINKPERF_ZONE), whatever else it serves.
-    let identity = linkperf_metrics::AgentIdentity::from_env();
+    let identity = linkperf_records::AgentIdentity::from_env();
     cfg.identity = (!identity.is_empty()).then_some(identity);
 
     Ok(cfg)
@@ -224,7 +224,7 @@ pub fn limit_flag(kind: linkperf_wire::LimitKind) -> &'static str {
 }
 
 /// `, agent n1 (pod network, zone z1)`, or nothing for a daemon that is no agent.
-fn agent_words(id: &linkperf_metrics::AgentIdentity) -> String {
+fn agent_words(id: &linkperf_records::AgentIdentity) -> String {
     if id.is_empty() {
         return String::new();
     }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use linkperf_engine::live::LiveInterval;
 use linkperf_engine::LiveStats;
-use linkperf_metrics::Interval;
+use linkperf_records::Interval;
 use linkperf_results::{Run, RunStatus, StreamError, StreamEvent, StreamInterval, StreamStart};
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 

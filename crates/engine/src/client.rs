@@ -16,7 +16,8 @@ use crate::io::socket::{DataEndpoints, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::worker::signals::Signals;
-use crate::worker::{cpus_for, Driver, WindowClock, WorkerReport};
+use crate::worker::spawn::spawn_worker;
+use crate::worker::{cpus_for, Driver, WorkerReport};
 
 use crate::worker::client::{SetupEvent, Worker};
 
@@ -96,24 +97,21 @@ impl ClientTest {
             let live = cfg.live.clone();
             let greeting = cfg.greeting.clone();
             let done_tx = done_tx.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("lp-client-{w}"))
-                .spawn(move || {
-                    let _done = done_tx;
-                    let clock = match WindowClock::start(w as u32, cpus) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            let _ = setup_tx.send(SetupEvent::Failed(e));
-                            return WorkerReport::empty(w as u32);
-                        }
-                    };
-                    let worker = Worker::new(
-                        w as u32, spec, opts, endpoints, token, signals, driver, clock, &ids, live,
-                        greeting,
-                    );
-                    worker.run(setup_tx)
-                })
-                .map_err(|e| crate::EngineError::Worker(e.to_string()))?;
+            let h = spawn_worker(format!("lp-client-{w}"), w as u32, cpus, move |clock| {
+                let _done = done_tx;
+                let clock = match clock {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = setup_tx.send(SetupEvent::Failed(e));
+                        return WorkerReport::empty(w as u32);
+                    }
+                };
+                let worker = Worker::new(
+                    w as u32, spec, opts, endpoints, token, signals, driver, clock, &ids, live,
+                    greeting,
+                );
+                worker.run(setup_tx)
+            })?;
             handles.push(h);
         }
         drop(setup_tx);
@@ -246,7 +244,7 @@ impl WorkerReport {
                 user_s: 0.0,
                 system_s: 0.0,
             },
-            placement: linkperf_metrics::WorkerPlacement {
+            placement: linkperf_records::WorkerPlacement {
                 worker: id,
                 pinned: None,
                 allowed_cpus: vec![],

@@ -12,7 +12,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{FlowCount, FlowCounts, Interval, LatencyRecorder, Totals};
+use linkperf_metrics::LatencyRecorder;
+use linkperf_records::{FlowCount, FlowCounts, Interval, Totals};
 
 use crate::datagram_counts::DatagramCounters;
 use crate::flow::open_loop::Event as OpenEvent;

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{LatencyRecorder, Totals};
+use linkperf_metrics::LatencyRecorder;
+use linkperf_records::Totals;
 
 use crate::counters::Counters;
 use crate::datagram_counts::SecondDatagrams;

@@ -9,7 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{LatencyRecorder, OpenLoopRecord};
+use linkperf_metrics::LatencyRecorder;
+use linkperf_records::OpenLoopRecord;
 
 /// Gaps between sends kept per worker: enough for a goodness-of-fit test
 /// (one is run on a few thousand at most), bounded whatever the rate.

@@ -19,7 +19,8 @@ use crate::schedule::Schedule;
 use crate::worker::driver::Driver;
 use crate::worker::server::{Setup, Source, Worker, LISTENER};
 use crate::worker::signals::Signals;
-use crate::worker::{cpus_for, WindowClock, WorkerReport};
+use crate::worker::spawn::spawn_worker;
+use crate::worker::{cpus_for, WorkerReport};
 use crate::EngineError;
 
 /// Everything needed to run the server side.
@@ -101,36 +102,33 @@ impl ServerTest {
             let live = cfg.live.clone();
             let udp_peer = cfg.udp_peer;
             let users = cfg.spec.users as usize;
-            let h = std::thread::Builder::new()
-                .name(format!("lp-server-{w}"))
-                .spawn(move || {
-                    let clock = match WindowClock::start(w as u32, cpus) {
-                        Ok(c) => c,
-                        Err(e) => {
-                            let _ = ready_tx.send(Err(e));
-                            return WorkerReport::empty(w as u32);
-                        }
-                    };
-                    let _ = ready_tx.send(Ok(()));
-                    drop(ready_tx);
-                    let worker = Worker::new(Setup {
-                        index: w,
-                        workers: threads,
-                        users,
-                        spec,
-                        opts,
-                        token,
-                        signals,
-                        driver,
-                        source,
-                        clock,
-                        preamble_timeout,
-                        live,
-                        udp_peer,
-                    });
-                    worker.run()
-                })
-                .map_err(|e| EngineError::Worker(e.to_string()))?;
+            let h = spawn_worker(format!("lp-server-{w}"), w as u32, cpus, move |clock| {
+                let clock = match clock {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return WorkerReport::empty(w as u32);
+                    }
+                };
+                let _ = ready_tx.send(Ok(()));
+                drop(ready_tx);
+                let worker = Worker::new(Setup {
+                    index: w,
+                    workers: threads,
+                    users,
+                    spec,
+                    opts,
+                    token,
+                    signals,
+                    driver,
+                    source,
+                    clock,
+                    preamble_timeout,
+                    live,
+                    udp_peer,
+                });
+                worker.run()
+            })?;
             handles.push(h);
         }
         drop(ready_tx);

@@ -218,11 +218,16 @@ mod tests {
         let mut buf = [0u8; 5];
         s.read_exact(&mut buf).unwrap();
         c.shutdown(std::net::Shutdown::Write).unwrap();
-        let t0 = std::time::Instant::now();
-        while !fin_acked(tcp_state(c.as_raw_fd()).unwrap()) {
-            assert!(t0.elapsed().as_secs() < 5, "the FIN is never acknowledged");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // The peer reads the end of the stream, then writes a byte: that
+        // segment acknowledges the FIN, and `c` has taken it in once it has
+        // read the byte (half-closed, it still receives).
+        let timeout = Some(std::time::Duration::from_secs(5));
+        s.set_read_timeout(timeout).unwrap();
+        assert_eq!(s.read(&mut buf).unwrap(), 0, "the FIN did not arrive");
+        s.write_all(b"!").unwrap();
+        c.set_read_timeout(timeout).unwrap();
+        c.read_exact(&mut buf[..1]).unwrap();
+        assert!(fin_acked(tcp_state(c.as_raw_fd()).unwrap()));
         assert_eq!(unacked_bytes(c.as_raw_fd()), Some(0));
         assert!(peer_window(c.as_raw_fd()).is_some_and(|w| w > 0));
         assert_eq!(unacked_bytes(-1), None);
@@ -238,12 +243,13 @@ mod tests {
         let me = [c.local_addr().unwrap()];
         assert_eq!(local_peer_unread(addr, &me), Some(0));
         c.write_all(&[7u8; 1000]).unwrap();
-        let t0 = std::time::Instant::now();
-        while local_peer_unread(addr, &me) != Some(1000) {
-            assert!(t0.elapsed().as_secs() < 5, "the bytes never show");
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        // One segment on loopback: once the peer can see its bytes, all of
+        // them are in its receive queue.
         let mut buf = [0u8; 1000];
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(s.peek(&mut buf).unwrap(), 1000, "the bytes never arrive");
+        assert_eq!(local_peer_unread(addr, &me), Some(1000));
         s.read_exact(&mut buf).unwrap();
         assert_eq!(local_peer_unread(addr, &me), Some(0));
         let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
@@ -257,8 +263,11 @@ mod tests {
 
     #[test]
     fn the_monotonic_clock_moves_forward() {
+        // Microseconds: it moves on within a few reads.
         let a = monotonic_secs();
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        assert!(monotonic_secs() > a);
+        let t0 = std::time::Instant::now();
+        while monotonic_secs() <= a {
+            assert!(t0.elapsed().as_secs() < 1, "CLOCK_MONOTONIC stands still");
+        }
     }
 }

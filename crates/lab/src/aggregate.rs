@@ -36,9 +36,10 @@
 //! are not synchronised test by test, so over a long suite they can drift
 //! apart by the differences in per-test setup time (milliseconds per test).
 
-use linkperf_metrics::{
-    Environment, FlowCounts, Interval, LatencyRecorder, LatencySummary, ProcStatBreakdown, SideCpu,
-    SideReport, TcpInfoSummary, Totals,
+use linkperf_metrics::LatencyRecorder;
+use linkperf_records::{
+    Environment, FlowCounts, Interval, LatencySummary, ProcStatBreakdown, SideCpu, SideReport,
+    TcpInfoSummary, Totals,
 };
 use linkperf_results::{
     derive_run, failed_run, host_cpus, judge_run, Judge, Part, ResultsDocument, Run, RunStatus,
@@ -323,7 +324,7 @@ fn merge_sides(sides: &[(&SideReport, u32)]) -> SideReport {
         // names); a CPU several parts pinned to is one CPU, counted once.
         links: reports.iter().flat_map(|s| s.links.clone()).collect(),
         pinned_cpus: {
-            let mut cpus: Vec<linkperf_metrics::CpuShare> = Vec::new();
+            let mut cpus: Vec<linkperf_records::CpuShare> = Vec::new();
             for c in reports.iter().flat_map(|s| &s.pinned_cpus) {
                 if !cpus.iter().any(|k| k.cpu == c.cpu) {
                     cpus.push(*c);

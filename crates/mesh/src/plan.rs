@@ -280,7 +280,7 @@ fn path_classes(agents: &[Agent], k: usize, seed: u64) -> Vec<Pair> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_metrics::AgentIdentity;
+    use linkperf_records::AgentIdentity;
 
     use super::*;
 

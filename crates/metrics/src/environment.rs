@@ -2,8 +2,9 @@
 
 use std::net::IpAddr;
 
+use crate::online_cpus;
 use crate::sys::{host, procfs};
-use crate::{online_cpus, Environment};
+use linkperf_records::Environment;
 
 /// The loopback interface's name on Linux.
 const LOOPBACK: &str = "lo";

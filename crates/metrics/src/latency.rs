@@ -4,7 +4,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-use crate::LatencySummary;
+use linkperf_records::LatencySummary;
 
 /// Largest encoded histogram a report may carry (a histogram of 3 significant
 /// figures spanning 1 ns to 13 days is a few tens of KiB).

@@ -1,16 +1,16 @@
-//! linkperf's measurements: what one side of a test recorded (the record types,
-//! serialisable, shared by the control protocol and the results document), and
-//! the means of taking them: latency histograms, CPU accounting from getrusage,
-//! /proc/stat and cgroup counters, TCP_INFO, CPU placement, and the environment
-//! of a host; and the statistics of repeated runs (mean, spread, confidence
-//! interval, Welch's t-test).
-//! Within one open-loop run: the fidelity of its arrivals, confidence
-//! intervals of its quantiles, the stationarity of its per-second series.
+//! linkperf's means of measuring: latency histograms, CPU accounting from
+//! getrusage, /proc/stat and cgroup counters, TCP_INFO, interface and queue
+//! counters, CPU placement, fd and memory limits, the environment of a host;
+//! and the statistics of repeated runs (mean, spread, confidence interval,
+//! Welch's t-test) and of one open-loop run (the fidelity of its arrivals,
+//! intervals of its quantiles, the stationarity of its per-second series).
+//! Operating-system calls live in `sys/`.
+//!
+//! What these measurements produce, the serialisable types that cross the
+//! control connection and land in the results document (`SideReport`,
+//! `SideCpu`, `Environment`, ...), is not here: it is `linkperf-records`,
+//! which this crate fills in but does not re-export.
 #![warn(missing_docs)]
-
-/// The record types (in `linkperf-records`, free of operating-system code so
-/// that the wire's contract can depend on them), under their usual paths.
-pub use linkperf_records::*;
 
 mod arrivals;
 mod congestion;

@@ -4,7 +4,7 @@
 use std::os::fd::RawFd;
 
 use crate::sys::socket;
-use crate::TcpInfoSummary;
+use linkperf_records::TcpInfoSummary;
 
 /// The TCP_INFO fields linkperf keeps for one connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,8 +4,9 @@
 //! connection and land in the results document. Plain serialisable data: no
 //! operating-system code and no system crate, so the wire's contract
 //! (`linkperf-wire`) depends on nothing that touches the host. The means of
-//! taking these measurements are in `linkperf-metrics`, which re-exports
-//! every type here.
+//! taking these measurements (histograms, CPU accounting, TCP_INFO, placement,
+//! environment capture, statistics) are in `linkperf-metrics`, which fills
+//! these types in but does not re-export them.
 #![warn(missing_docs)]
 
 mod flows;

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{Environment, SideCpu, SideReport};
+use linkperf_records::{Environment, SideCpu, SideReport};
 use linkperf_workload::{Protocol, TestSpec, Workload};
 
 use crate::{Run, RunStatus};
@@ -629,7 +629,7 @@ pub(crate) fn udp_loss_of(client: &SideReport) -> crate::Loss {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_metrics::{
+    use linkperf_records::{
         BusyMethod, FlowCount, FlowCounts, Interval, LatencySummary, ProcStatBreakdown,
         ProcessMethod, Totals,
     };

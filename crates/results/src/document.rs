@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{
+use linkperf_records::{
     Environment, FlowStats, LatencySummary, SideCpu, SideReport, TcpInfoSummary,
 };
 use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};

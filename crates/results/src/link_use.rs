@@ -13,7 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{sending_link, LinkCounters, SideReport};
+use linkperf_metrics::sending_link;
+use linkperf_records::{LinkCounters, SideReport};
 
 /// The link's use in each direction of one run; a direction is absent when
 /// its sender recorded no interface other than the loopback.
@@ -113,7 +114,7 @@ fn direction((links, window_s): (&[LinkCounters], f64)) -> Option<LinkDirection>
 
 #[cfg(test)]
 mod tests {
-    use linkperf_metrics::QdiscCounters;
+    use linkperf_records::QdiscCounters;
 
     use super::*;
 

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{
     arrival_fidelity as fidelity, quantile_interval, stationarity, ArrivalProcess, ArrivalShape,
-    LatencyRecorder, LatencySummary, OpenLoopRecord, SideReport, MIN_TREND_POINTS, RATE_NOISE_Z,
+    LatencyRecorder, MIN_TREND_POINTS, RATE_NOISE_Z,
 };
+use linkperf_records::{LatencySummary, OpenLoopRecord, SideReport};
 use linkperf_workload::{Arrival, TestSpec};
 
 use crate::checks::{Check, CheckName};

@@ -295,7 +295,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use linkperf_metrics::{
+    use linkperf_records::{
         BusyMethod, Environment, Interval, LatencySummary, ProcStatBreakdown, ProcessMethod,
         SideCpu, SideReport, TcpInfoSummary, Totals,
     };

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{describe, SideCpu, Stats};
+use linkperf_metrics::{describe, Stats};
+use linkperf_records::SideCpu;
 
 use crate::{Run, RunStatus, TestResult};
 
@@ -194,7 +195,7 @@ pub fn summarize(test: &TestResult) -> Option<TestSummary> {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_metrics::{BusyMethod, LatencySummary, ProcStatBreakdown, ProcessMethod};
+    use linkperf_records::{BusyMethod, LatencySummary, ProcStatBreakdown, ProcessMethod};
     use linkperf_workload::{Placement, Protocol, TestSpec};
 
     use super::*;

@@ -175,8 +175,8 @@ pub(super) fn closing(
 }
 
 pub(super) type Environments = (
-    linkperf_metrics::Environment,
-    Option<linkperf_metrics::Environment>,
+    linkperf_records::Environment,
+    Option<linkperf_records::Environment>,
 );
 
 /// How the runs of a test are judged beyond their own figures.

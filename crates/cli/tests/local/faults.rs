@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use crate::util::control::{expect_error, key_file, Control};
 use crate::util::{
-    exclusive, fds_and_threads, first_run, poll_until, run, run_against, run_json, shared, text,
-    Client, ServeSpec, Server, BIN, TIMING,
+    cpu_ticks, exclusive, fds_and_threads, first_run, poll_until, run, run_against, run_json,
+    shared, text, Client, ServeSpec, Server, BIN, TIMING,
 };
 use linkperf_session::AuthKey;
 use linkperf_wire::{

@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::util::control::{expect_error, key_file, Control};
 use crate::util::mesh::{one_test_suite, Agent, AgentSpec};
 use crate::util::{run, shared, text};
-use linkperf_metrics::AgentIdentity;
+use linkperf_records::AgentIdentity;
 use linkperf_session::{delegate, AuthKey, DelegateRequest, Target};
 use linkperf_wire::{decode_client, ClientMessage, FrameDecoder, ServerMessage, PROTOCOL_VERSION};
 use linkperf_workload::{Placement, Protocol, TestSpec};

@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::util::{at, int, num, poll_until, run, shared, spawn, text, Proc, Server, BIN};
+use crate::util::{
+    at, cpu_ticks, int, num, poll_until, run, shared, spawn, text, Proc, Server, BIN,
+};
 use linkperf_results::ResultsDocument;
 use serde_json::Value;
 

@@ -164,6 +164,25 @@ pub fn fds_and_threads(pid: u32) -> (usize, usize) {
     (count("fd"), count("task"))
 }
 
+/// CPU time (user + system, in clock ticks) process `pid` has used so far.
+pub fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The command may hold spaces: the fields count from after its ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let at = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
+    at(11) + at(12)
+}
+
 /// True where a process may get a network namespace of its own (`unshare
 /// --net`, which needs root). Elsewhere the caller skips, saying so; with
 /// LINKPERF_LAB_REQUIRED=1 (set by scripts/test.sh as root) that is a failure.

@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use linkperf_metrics::{ProcessCpu, ProfileReport, SideReport, Totals, WorkerPlacement};
+use linkperf_metrics::ProcessCpu;
+use linkperf_records::{ProfileReport, SideReport, Totals, WorkerPlacement};
 use linkperf_wire::DataToken;
 use linkperf_workload::profile::Profile;
 use mio::net::TcpListener;
@@ -32,6 +33,7 @@ pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
 use crate::worker::profile::{self as worker, ProgramWorkerReport, WorkerSetup};
+use crate::worker::spawn::spawn_worker;
 use crate::worker::{cpus_for, Driver, SocketFacts};
 use crate::EngineError;
 use coord::Coord;
@@ -144,9 +146,9 @@ impl ProgramOutcome {
     pub fn side_report(
         &self,
         window: Option<&crate::WindowCpu>,
-        asked: linkperf_metrics::ProcessMethod,
+        asked: linkperf_records::ProcessMethod,
         busy_poll: bool,
-        env: &mut linkperf_metrics::Environment,
+        env: &mut linkperf_records::Environment,
     ) -> SideReport {
         let cpu = crate::aggregate::window_cpu(window, asked, self.worker_cpu);
         if let Some(s) = &self.socket {
@@ -254,7 +256,6 @@ impl ProgramRun {
                 token: cfg.token,
                 coord: coord.clone(),
                 driver,
-                cpus: cpus_for(w, cfg.affinity.as_ref()),
                 largest,
                 live: cfg.live.clone(),
             };
@@ -262,10 +263,12 @@ impl ProgramRun {
                 Role::Client => "client",
                 Role::Server => "server",
             };
-            let h = std::thread::Builder::new()
-                .name(format!("lp-profile-{side}-{w}"))
-                .spawn(move || worker::run(setup))
-                .map_err(|e| EngineError::Worker(e.to_string()));
+            let h = spawn_worker(
+                format!("lp-profile-{side}-{w}"),
+                w as u32,
+                cpus_for(w, cfg.affinity.as_ref()),
+                move |clock| worker::run(setup, clock),
+            );
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {

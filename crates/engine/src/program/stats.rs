@@ -3,9 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{
-    Interval, LatencyRecorder, ProfileFlowop, ProfileReport, ProfileTransaction, Totals,
-};
+use linkperf_metrics::LatencyRecorder;
+use linkperf_records::{Interval, ProfileFlowop, ProfileReport, ProfileTransaction, Totals};
 
 use super::script::{SlotInfo, TYPES, TYPE_NAMES};
 

@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use linkperf_metrics::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, thread_cpu_now, ProcessCpu,
-    WorkerPlacement,
 };
+use linkperf_records::WorkerPlacement;
 
 use crate::schedule::Schedule;
 

@@ -5,9 +5,10 @@ use std::net::IpAddr;
 use std::os::fd::RawFd;
 
 use linkperf_metrics::{
-    read_tcp_info, socket_buffers, socket_congestion_control, socket_nodelay, Environment,
-    ProcessCpu, TcpInfoAggregator, Totals, WorkerPlacement,
+    read_tcp_info, socket_buffers, socket_congestion_control, socket_nodelay, ProcessCpu,
+    TcpInfoAggregator,
 };
+use linkperf_records::{Environment, Totals, WorkerPlacement};
 
 use crate::counters::Counters;
 

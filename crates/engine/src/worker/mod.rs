@@ -1,7 +1,8 @@
 //! The event-loop workers and what every one of them is made of: the loop
 //! it turns and its event wait (driver.rs), what the coordinating thread
 //! tells it (signals.rs), its window clock and placement (clock.rs), its
-//! payload buffers (buffers.rs) and the report it hands back (report.rs).
+//! payload buffers (buffers.rs), what it hands over at its end (handover.rs)
+//! and how its thread starts (spawn.rs).
 //! The workers: a test's client (client.rs, client/) and server (server.rs,
 //! server/) sides, and a profile's on either side (profile.rs, profile/).
 
@@ -13,6 +14,7 @@ pub(crate) mod handover;
 pub(crate) mod profile;
 pub(crate) mod server;
 pub(crate) mod signals;
+pub(crate) mod spawn;
 pub(crate) mod wake;
 pub(crate) mod window;
 

@@ -11,7 +11,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{ProcessCpu, WorkerPlacement};
+use linkperf_metrics::ProcessCpu;
+use linkperf_records::WorkerPlacement;
 use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};
@@ -115,8 +116,6 @@ pub struct WorkerSetup {
     pub coord: Arc<Coord>,
     /// Its event wait (its waker with the coordinator).
     pub driver: Driver,
-    /// Pinning.
-    pub cpus: Option<Vec<usize>>,
     /// Largest single operation in the profile.
     pub largest: u64,
     /// Where it publishes its totals (slot `id`), if anyone watches.
@@ -172,9 +171,10 @@ struct Worker {
     publisher: crate::live::Publisher,
 }
 
-/// Runs a worker to the end of its users' scripts (or the abort).
-pub fn run(setup: WorkerSetup) -> ProgramWorkerReport {
-    let mut clock = match WindowClock::start(setup.id, setup.cpus.clone()) {
+/// Runs a worker to the end of its users' scripts (or the abort), with
+/// its clock (the thread pinned) or why the pin failed.
+pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWorkerReport {
+    let mut clock = match clock {
         Ok(c) => c,
         Err(e) => {
             setup.coord.fail(e);

@@ -11,7 +11,8 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
-use linkperf_metrics::{ProcessCpu, TcpInfoAggregator, WorkerPlacement};
+use linkperf_metrics::{ProcessCpu, TcpInfoAggregator};
+use linkperf_records::WorkerPlacement;
 
 use crate::counters::Counters;
 use crate::io::Conn;

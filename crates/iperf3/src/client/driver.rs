@@ -33,7 +33,8 @@ use linkperf_engine::{
     aggregate, Aborter, ClientConfig, ClientTest, DataEndpoints, EngineError, Sampler, Schedule,
     WindowCpu, WorkerReport,
 };
-use linkperf_metrics::{capture_environment, Environment, ProcessMethod, SideReport, Totals};
+use linkperf_metrics::capture_environment;
+use linkperf_records::{Environment, ProcessMethod, SideReport, Totals};
 use linkperf_wire::DataToken;
 use linkperf_workload::{Bytes, StreamDirection, Workload};
 use mio::unix::SourceFd;

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use linkperf_metrics::{Environment, SideReport};
+use linkperf_records::{Environment, SideReport};
 use linkperf_workload::{Placement, Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::client::RemoteReport;

@@ -15,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::AgentIdentity;
+use linkperf_records::AgentIdentity;
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
 
 use crate::proto::auth::{AuthKey, CHALLENGE_LEN};

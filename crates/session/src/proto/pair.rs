@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::aggregate;
 use linkperf_engine::program::{compile, Compiled};
-use linkperf_metrics::{Environment, ProcessMethod};
+use linkperf_records::{Environment, ProcessMethod};
 use linkperf_wire::{
     decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode,
     ServerMessage, WireError,

@@ -32,7 +32,7 @@ use mio::net::TcpListener;
 use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use linkperf_metrics::{AgentIdentity, ProcessMethod};
+use linkperf_records::{AgentIdentity, ProcessMethod};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::budget::{Budget, Ledger};

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
-use linkperf_metrics::{capture_environment, Environment, SideReport};
+use linkperf_metrics::capture_environment;
+use linkperf_records::{Environment, SideReport};
 use linkperf_wire::{
     encode_server, ClientMessage, DataToken, ErrorCode, FrameDecoder, ServerMessage,
 };

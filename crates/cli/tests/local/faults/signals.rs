@@ -94,11 +94,6 @@ fn sigint_on_serve_aborts_the_running_test_and_exits_within_5s() {
 // 5. A server killed mid-suite, then resumed against a restarted one.
 // ---------------------------------------------------------------------------
 
-/// How far into the second test of its suite the server is killed: its
-/// users connected, its window open (the suite says nothing while a test
-/// runs; killed as it sets the test up, the client could fail another way).
-const INTO_THE_SECOND_TEST: Duration = Duration::from_millis(500);
-
 #[test]
 fn server_killed_mid_suite_keeps_completed_runs_and_resume_completes() {
     let _g = shared();
@@ -156,12 +151,21 @@ users = 3
     };
     let args = suite_args(false);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let client = util::spawn(&args);
+    let mut client = util::spawn(&args);
     // Kill the server while the second test runs: it has taken the test on,
-    // and its traffic flows well into the second of its window (a suite
-    // says nothing while a test runs).
+    // and its users' traffic flows (killed as it sets the test up, the
+    // client could fail another way). A suite says nothing while a test
+    // runs, and the server nothing once it has taken the test on: its CPU
+    // time is what shows traffic.
     serve.wait_for_line("running rr1c-1x1--2", Duration::from_secs(30));
-    std::thread::sleep(INTO_THE_SECOND_TEST);
+    let pid = serve.pid();
+    let before = cpu_ticks(pid);
+    poll_until(Duration::from_secs(30), || {
+        assert!(client.is_running(), "the suite ended early");
+        (cpu_ticks(pid) >= before + 5)
+            .then_some(())
+            .ok_or_else(|| "no traffic of the second test reached the server".to_string())
+    });
     serve.kill();
     let (status, stdout, stderr) = client.finish(util::RUN_DEADLINE);
     let code = status.code().unwrap_or(-1);

@@ -7,25 +7,6 @@ use super::*;
 // Every run checked before it is believed.
 // ---------------------------------------------------------------------------
 
-/// CPU time (user + system, in clock ticks) process `pid` has used so far.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // The command may hold spaces: the fields count from after its ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or("", |(_, rest)| rest)
-        .split_whitespace()
-        .collect();
-    let at = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime and stime are fields 14 and 15 of stat; 12 and 13 after the name.
-    at(11) + at(12)
-}
-
 /// The check `name` of a run.
 fn check<'a>(run: &'a Value, name: &str) -> &'a Value {
     at(run, "/checks")

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::Environment;
+use linkperf_records::Environment;
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol};
 

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use linkperf_metrics::{Environment, SideReport};
+use linkperf_records::{Environment, SideReport};
 use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
 
 use crate::proto::heard::{Received, RecvError};

@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::Environment;
+use linkperf_records::Environment;
 use linkperf_wire::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};

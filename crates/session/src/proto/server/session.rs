@@ -13,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::{Environment, SideReport};
+use linkperf_records::{Environment, SideReport};
 use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::fail::{fail, Fail};

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use linkperf_metrics::AgentIdentity;
+use linkperf_records::AgentIdentity;
 use linkperf_wire::{encode_server, ErrorCode, FrameDecoder};
 
 use crate::proto::auth::AuthKey;

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use linkperf_metrics::AgentIdentity;
+use linkperf_records::AgentIdentity;
 use linkperf_wire::{ClientMessage, DelegatedOutcome};
 use linkperf_workload::{Placement, TestSpec};
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use linkperf_metrics::ProcessMethod;
+use linkperf_records::ProcessMethod;
 use linkperf_wire::ErrorCode;
 use linkperf_workload::{Placement, TestSpec};
 
