@@ -20,12 +20,11 @@ impl Worker {
             } else if let Some(o) = self.open.get_mut(f.slot) {
                 *o = false;
             }
-            // A flow that ends as the window closes (a single flow's client
-            // closes right after its last transaction) is sampled now, before
-            // its socket goes.
+            // A flow that ends in the window, or as it closes (a single
+            // flow's client closes right after its last transaction), is
+            // sampled now, before its socket goes.
             if !matches!(f.logic, Logic::Preamble) {
-                self.window
-                    .closing(&f.conn, f.retrans_before, self.schedule.as_ref());
+                self.window.closing(&f.conn, f.retrans_before);
             }
             let _ = self.io.registry().deregister(f.conn.source());
         }
