@@ -119,34 +119,22 @@ pub struct LinkFigures {
 
 impl LinkFigures {
     /// The link use of `runs` (those that recorded it); `None` when none did.
+    /// Each run's figures are its [`LinkUse`](linkperf_results::LinkUse)'s
+    /// own (its drops, worst drop ratio and backlog): this only takes them
+    /// over the runs.
     fn of(runs: &[&linkperf_results::Run]) -> Option<Self> {
         let wires: Vec<&linkperf_results::LinkUse> =
             runs.iter().filter_map(|r| r.wire.as_ref()).collect();
         let busier: Vec<_> = wires.iter().filter_map(|w| w.busier()).collect();
         let first = busier.first()?;
         let n = busier.len() as f64;
-        let directions = || {
-            wires
-                .iter()
-                .flat_map(|w| [&w.client_to_server, &w.server_to_client])
-                .flatten()
-        };
         Some(LinkFigures {
             interface: first.interface.clone(),
             bits_per_s: busier.iter().map(|d| d.bits_per_s).sum::<f64>() / n,
-            drops: directions().map(|d| d.drops).sum(),
-            drop_ratio: wires
-                .iter()
-                .map(|w| {
-                    [&w.client_to_server, &w.server_to_client]
-                        .into_iter()
-                        .flatten()
-                        .map(|d| d.drop_ratio)
-                        .fold(0.0, f64::max)
-                })
-                .sum::<f64>()
+            drops: wires.iter().map(|w| w.drops()).sum(),
+            drop_ratio: wires.iter().map(|w| w.worst_drop_ratio()).sum::<f64>()
                 / wires.len() as f64,
-            backlog_bytes: directions().map(|d| d.backlog_bytes).max().unwrap_or(0),
+            backlog_bytes: wires.iter().map(|w| w.backlog_bytes()).max().unwrap_or(0),
             runs: u32::try_from(busier.len()).unwrap_or(u32::MAX),
         })
     }
