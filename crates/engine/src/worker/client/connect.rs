@@ -211,7 +211,10 @@ impl Worker {
             // A flow that ends in the window, or as it closes, is sampled now, before its socket goes.
             let f = &self.flows[i];
             if let Some(c) = &f.conn {
-                self.window.closing(c, f.retrans_before);
+                let crr = matches!(f.logic, Logic::Crr(_));
+                let schedule = self.signals.schedule();
+                self.window
+                    .closing(c, f.retrans_before, crr, schedule.as_ref());
             }
             if self.window.watched() {
                 // Its last second's retransmits are read after it is gone.

@@ -24,7 +24,9 @@ impl Worker {
             // flow's client closes right after its last transaction), is
             // sampled now, before its socket goes.
             if !matches!(f.logic, Logic::Preamble) {
-                self.window.closing(&f.conn, f.retrans_before);
+                let crr = matches!(f.logic, Logic::Crr(_));
+                self.window
+                    .closing(&f.conn, f.retrans_before, crr, self.schedule.as_ref());
             }
             let _ = self.io.registry().deregister(f.conn.source());
         }
