@@ -20,6 +20,11 @@ pub const STATE_DIR: &str = "/run/linkperf-lab";
 /// configuration is taken down (never while a configuration runs).
 const LOCK_FILE: &str = ".lock";
 
+/// The lock a `lab run` holds from before its first configuration comes up
+/// until its last is down: two runs at once on one host would bring up the
+/// same namespace names, and measure each other's load besides.
+const RUNS_LOCK_FILE: &str = ".runs.lock";
+
 /// The lab on one host.
 #[derive(Debug)]
 pub struct Lab<S: System> {
@@ -124,6 +129,22 @@ impl<S: System> Lab<S> {
             what: format!("lock {}", path.display()),
             source: e,
         })
+    }
+
+    /// The lock of a `lab run`, held until the value is dropped: taken at
+    /// once when no other run holds it, else after `waiting` was called,
+    /// when the other run ends (or dies: the kernel releases it).
+    pub fn hold_for_run(&self, waiting: impl FnOnce()) -> Result<S::Lock, LabError> {
+        let path = self.state_dir.join(RUNS_LOCK_FILE);
+        let io = |e| LabError::Io {
+            what: format!("lock {}", path.display()),
+            source: e,
+        };
+        if let Some(held) = self.sys.try_lock(&path).map_err(io)? {
+            return Ok(held);
+        }
+        waiting();
+        self.sys.lock(&path).map_err(io)
     }
 
     fn record_path(&self, name: &str) -> PathBuf {

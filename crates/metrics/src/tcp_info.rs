@@ -101,6 +101,13 @@ impl TcpInfoAggregator {
         self.snd_mss_sum += f64::from(s.snd_mss);
     }
 
+    /// Adds the retransmits of a connection that is not a flow of its own
+    /// (one of a connect-per-transaction flow's, closed within the window):
+    /// its segments count, its RTT and window are not a flow's.
+    pub fn add_retransmits(&mut self, n: u32) {
+        self.retransmits += u64::from(n);
+    }
+
     /// Adds another aggregator's flows.
     pub fn merge(&mut self, other: &TcpInfoAggregator) {
         self.flows = self.flows.saturating_add(other.flows);

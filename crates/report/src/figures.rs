@@ -100,6 +100,11 @@ pub(crate) fn rate_label(rate_per_s: u64) -> String {
     format!("{}/s", offered_label(TransactionsPerSecond(rate_per_s)))
 }
 
+/// A mean's 95 % interval, when its runs give one.
+fn interval(s: Stats) -> Option<(f64, f64)> {
+    Some((s.ci95_low?, s.ci95_high?))
+}
+
 /// The link's use in one test, over its ok runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LinkFigures {
@@ -107,6 +112,9 @@ pub struct LinkFigures {
     pub interface: String,
     /// Mean over the runs of the busier direction's bits per second.
     pub bits_per_s: f64,
+    /// The 95 % interval of that mean over the runs (Student t), low and
+    /// high; `None` for a single run.
+    pub bits_per_s_interval: Option<(f64, f64)>,
     /// Packets dropped on the way out, both directions, all runs.
     pub drops: u64,
     /// Mean over the runs of the larger direction's share of packets dropped.
@@ -119,34 +127,24 @@ pub struct LinkFigures {
 
 impl LinkFigures {
     /// The link use of `runs` (those that recorded it); `None` when none did.
+    /// Each run's figures are its [`LinkUse`](linkperf_results::LinkUse)'s
+    /// own (its drops, worst drop ratio and backlog): this only takes them
+    /// over the runs.
     fn of(runs: &[&linkperf_results::Run]) -> Option<Self> {
         let wires: Vec<&linkperf_results::LinkUse> =
             runs.iter().filter_map(|r| r.wire.as_ref()).collect();
         let busier: Vec<_> = wires.iter().filter_map(|w| w.busier()).collect();
         let first = busier.first()?;
         let n = busier.len() as f64;
-        let directions = || {
-            wires
-                .iter()
-                .flat_map(|w| [&w.client_to_server, &w.server_to_client])
-                .flatten()
-        };
+        let rates: Vec<f64> = busier.iter().map(|d| d.bits_per_s).collect();
         Some(LinkFigures {
             interface: first.interface.clone(),
-            bits_per_s: busier.iter().map(|d| d.bits_per_s).sum::<f64>() / n,
-            drops: directions().map(|d| d.drops).sum(),
-            drop_ratio: wires
-                .iter()
-                .map(|w| {
-                    [&w.client_to_server, &w.server_to_client]
-                        .into_iter()
-                        .flatten()
-                        .map(|d| d.drop_ratio)
-                        .fold(0.0, f64::max)
-                })
-                .sum::<f64>()
+            bits_per_s: rates.iter().sum::<f64>() / n,
+            bits_per_s_interval: describe(&rates).and_then(interval),
+            drops: wires.iter().map(|w| w.drops()).sum(),
+            drop_ratio: wires.iter().map(|w| w.worst_drop_ratio()).sum::<f64>()
                 / wires.len() as f64,
-            backlog_bytes: directions().map(|d| d.backlog_bytes).max().unwrap_or(0),
+            backlog_bytes: wires.iter().map(|w| w.backlog_bytes()).max().unwrap_or(0),
             runs: u32::try_from(busier.len()).unwrap_or(u32::MAX),
         })
     }
@@ -201,6 +199,9 @@ pub struct TestFigures {
     /// Mean over the ok runs of the busier direction's payload rate
     /// (`max(tx, rx)`), bytes/s: what a full-duplex link's capacity limits.
     pub busiest_direction_bytes_per_s: Option<f64>,
+    /// The 95 % interval of that mean over the ok runs (Student t), low and
+    /// high, bytes/s; `None` with fewer than two.
+    pub busiest_direction_interval: Option<(f64, f64)>,
     /// What the wire carried in the busier direction (from the sender's own
     /// interface, headers included), over the ok runs that recorded it.
     pub wire: Option<LinkFigures>,
@@ -292,7 +293,14 @@ impl TestFigures {
             throughput_cv,
             metrics,
             missing_runs,
-            busiest_direction_bytes_per_s: busiest.and_then(|v| describe(&v)).map(|s| s.mean),
+            busiest_direction_bytes_per_s: busiest
+                .as_ref()
+                .and_then(|v| describe(v))
+                .map(|s| s.mean),
+            busiest_direction_interval: busiest
+                .as_ref()
+                .and_then(|v| describe(v))
+                .and_then(interval),
             wire: LinkFigures::of(&ok),
             lost_transactions: {
                 let lost: Vec<u64> = ok.iter().filter_map(|r| r.loss.map(|l| l.lost)).collect();

@@ -495,6 +495,12 @@ fn workload_report(
                             .as_ref()
                             .map(|w| w.bits_per_s)
                             .or(t.busiest_direction_bytes_per_s.map(|b| b * 8.0)),
+                        bits_per_s_interval: match &t.wire {
+                            Some(w) => w.bits_per_s_interval,
+                            None => t
+                                .busiest_direction_interval
+                                .map(|(low, high)| (low * 8.0, high * 8.0)),
+                        },
                         wire: t.wire.is_some(),
                         interface: t.wire.as_ref().map(|w| w.interface.clone()),
                         drop_ratio: t.wire.as_ref().map_or(0.0, |w| w.drop_ratio),

@@ -14,6 +14,13 @@
 //!   application's retries, as the study's "request retries");
 //! * the link's queues dropped [`DROP_SHARE`] (0.1%) of the packets or more.
 //!
+//! The wire rule is held against the runs' spread: where the 95 % interval
+//! of the mean rate over a user count's runs straddles [`WIRE_SHARE`] (a
+//! link at 94–96 % of the wire), the runs cannot tell which side of the rule
+//! the link is on, and the answer from there is **inconclusive**, not a
+//! verdict that the next run's noise would flip. A single run has no spread
+//! and is judged on its figure.
+//!
 //! The finding names what was seen at that user count, and the p99
 //! transaction time against the base's at the same test ("6.1× veth's"), the
 //! cost a user of the link pays. A file whose every user count is clean is
@@ -42,6 +49,10 @@ pub struct SufficiencyPoint {
     /// The busier direction's rate, bits/s, and whether it is the wire's
     /// (headers included) or only the payload's.
     pub bits_per_s: Option<f64>,
+    /// The 95 % interval of `bits_per_s` over the runs, low and high;
+    /// `None` for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bits_per_s_interval: Option<(f64, f64)>,
     /// Whether `bits_per_s` was read from the interface (else the payload).
     pub wire: bool,
     /// The interface that carried the busier direction.
@@ -74,6 +85,16 @@ pub enum Sufficiency {
         /// The base's label, when `at` has the base's p99.
         base: Option<String>,
     },
+    /// From `from_users` on, the runs' spread straddles the wire rule: they
+    /// cannot tell whether the link carries the workload cleanly.
+    Inconclusive {
+        /// The first user count that cannot be told.
+        from_users: u32,
+        /// Its figures.
+        at: SufficiencyPoint,
+        /// The link's capacity, bits/s.
+        capacity_bits_per_s: f64,
+    },
     /// Every user count measured was carried cleanly.
     Sufficient {
         /// The largest user count measured.
@@ -87,11 +108,32 @@ pub enum Sufficiency {
     },
 }
 
+/// Where a rate falls against the wire rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    Below,
+    /// The runs' interval straddles it.
+    Across,
+    AtOrAbove,
+}
+
 impl SufficiencyPoint {
-    /// Why this point is not sufficient, in words; empty when it is.
+    /// The rate against the wire rule, its runs' spread considered.
+    fn wire_rule(&self, cap: f64) -> Option<Rule> {
+        let limit = cap * WIRE_SHARE;
+        let b = self.bits_per_s?;
+        Some(match self.bits_per_s_interval {
+            Some((low, high)) if low < limit && high >= limit => Rule::Across,
+            _ if b >= limit => Rule::AtOrAbove,
+            _ => Rule::Below,
+        })
+    }
+
+    /// Why this point is not sufficient, in words; empty when it is (or
+    /// when its runs cannot tell: [`Rule::Across`]).
     fn failures(&self, cap: f64) -> Vec<String> {
         let mut why = Vec::new();
-        if let Some(b) = self.bits_per_s.filter(|b| *b >= cap * WIRE_SHARE) {
+        if let (Some(b), Some(Rule::AtOrAbove)) = (self.bits_per_s, self.wire_rule(cap)) {
             why.push(self.share_words(b / cap));
         }
         if self.lost > 0 {
@@ -137,7 +179,17 @@ pub fn sufficiency(
     if c <= 0.0 || pts.iter().all(|p| p.bits_per_s.is_none() && p.lost == 0) {
         return None;
     }
-    if let Some(p) = pts.iter().find(|p| !p.failures(c).is_empty()) {
+    let first = pts
+        .iter()
+        .find(|p| !p.failures(c).is_empty() || p.wire_rule(c) == Some(Rule::Across));
+    if let Some(p) = first.filter(|p| p.failures(c).is_empty()) {
+        return Some(Sufficiency::Inconclusive {
+            from_users: p.users,
+            at: (*p).clone(),
+            capacity_bits_per_s: c,
+        });
+    }
+    if let Some(p) = first {
         return Some(Sufficiency::NotSufficient {
             from_users: p.users,
             at: (*p).clone(),
@@ -201,6 +253,27 @@ impl Sufficiency {
                     capacity(cap)
                 )
             }
+            Sufficiency::Inconclusive {
+                from_users,
+                at,
+                capacity_bits_per_s,
+            } => {
+                let cap = *capacity_bits_per_s;
+                let what = if at.wire {
+                    "the wire"
+                } else {
+                    "the link (payload)"
+                };
+                let (low, high) = at.bits_per_s_interval.unwrap_or_default();
+                format!(
+                    "whether {label} is sufficient for {workload} from {} cannot be told: its runs put it at {:.1}–{:.1}% of {what} (95% interval), across the {:.0}% rule; more runs would say (its capacity {})",
+                    users(*from_users),
+                    low / cap * 100.0,
+                    high / cap * 100.0,
+                    WIRE_SHARE * 100.0,
+                    capacity(cap)
+                )
+            }
             Sufficiency::Sufficient {
                 up_to_users,
                 max_share,
@@ -242,6 +315,7 @@ mod tests {
         SufficiencyPoint {
             users,
             bits_per_s: Some(gbit * 1e9),
+            bits_per_s_interval: None,
             wire: true,
             interface: Some("lp-s1".into()),
             drop_ratio: 0.0,
@@ -302,5 +376,45 @@ mod tests {
         let mut blind = p(1, 0.0);
         blind.bits_per_s = None;
         assert_eq!(sufficiency(&[blind], GIG, None), None);
+    }
+
+    /// Issue 32, point 3: a link at 94–96 % of the wire must not flip
+    /// between sufficient and not on its runs' noise.
+    #[test]
+    fn a_link_whose_runs_straddle_the_rule_is_inconclusive() {
+        let spread = |gbit: f64, low: f64, high: f64| {
+            let mut q = p(40, gbit);
+            q.bits_per_s_interval = Some((low * 1e9, high * 1e9));
+            q
+        };
+        // Means of 0.945 and 0.955: either side of the rule, the same answer.
+        for mean in [0.945, 0.955] {
+            let s =
+                sufficiency(&[p(10, 0.5), spread(mean, 0.94, 0.96)], GIG, Some("veth")).unwrap();
+            assert!(
+                matches!(s, Sufficiency::Inconclusive { from_users: 40, .. }),
+                "{s:?}"
+            );
+            assert!(!s.is_insufficient());
+            assert_eq!(
+                s.describe("veth-1g", "str-readx30k"),
+                "whether veth-1g is sufficient for str-readx30k from 40 users cannot be told: its runs put it at 94.0–96.0% of the wire (95% interval), across the 95% rule; more runs would say (its capacity 1 Gbit/s)"
+            );
+        }
+        // Clear of the rule either way: a verdict.
+        let above = sufficiency(&[spread(0.975, 0.96, 0.99)], GIG, None).unwrap();
+        assert!(above.is_insufficient());
+        let below = sufficiency(&[spread(0.90, 0.88, 0.92)], GIG, None).unwrap();
+        assert!(matches!(below, Sufficiency::Sufficient { .. }), "{below:?}");
+        // Losses are counted, not estimated: they decide whatever the spread.
+        let mut lossy = spread(0.95, 0.94, 0.96);
+        lossy.lost = 12;
+        assert!(sufficiency(&[lossy], GIG, None).unwrap().is_insufficient());
+        // A clear failure at fewer users comes first.
+        let s = sufficiency(&[p(10, 0.97), spread(0.95, 0.94, 0.96)], GIG, None).unwrap();
+        assert!(matches!(
+            s,
+            Sufficiency::NotSufficient { from_users: 10, .. }
+        ));
     }
 }

@@ -6,11 +6,12 @@
 //! interrupted run) from a finding about the path (loss, retransmits, a
 //! saturated link), which is reported as a figure and never makes a run
 //! suspect unless the user set a bound (`--max-loss`). Each bound and its
-//! reasoning is in `docs/results-schema.md`.
+//! reasoning is in `docs/results-schema.md`; `host_noise` has a module of
+//! its own (host_noise.rs).
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_records::{Environment, SideCpu, SideReport};
+use linkperf_records::{CpuShare, Environment, SideCpu, SideReport};
 use linkperf_workload::{Protocol, TestSpec, Workload};
 
 use crate::{Run, RunStatus};
@@ -32,20 +33,6 @@ pub const CPU_WINDOW_SHARE: f64 = 0.01;
 /// ... or within this many seconds, whichever is larger (a sample takes a few
 /// hundred microseconds; a scheduler's tick is up to 10 ms).
 pub const CPU_WINDOW_FLOOR_S: f64 = 0.010;
-
-/// Busy CPU time on a host that neither side of the test accounts for (nor
-/// the network stack's softirq work), plus the time the hypervisor stole, as
-/// a share of the host's CPU time over the window. Above it, other work
-/// competed with the test for the CPUs it measured.
-pub const HOST_NOISE_MAX: f64 = 0.10;
-
-/// `/proc/stat` counts in ticks of 1/100 s (USER_HZ, 100 on every Linux ABI):
-/// each of a window's two samples may be off by up to a tick per CPU.
-const PROC_STAT_TICK_S: f64 = 0.01;
-
-/// Shortest window whose host noise is judged: below it the ticks' own
-/// uncertainty is a tenth of the host's time on two CPUs.
-pub const HOST_NOISE_MIN_WINDOW_S: f64 = 1.0;
 
 /// The checks, in the order a run lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -190,8 +177,14 @@ pub struct HostCpu {
     pub cpu: SideCpu,
     /// The sides' process CPU on it, summed, seconds.
     pub processes_s: f64,
+    /// Of it, user time, seconds.
+    pub processes_user_s: f64,
     /// The window its counters cover, seconds.
     pub window_s: f64,
+    /// The time of each CPU the test's workers on it were pinned to (both
+    /// sides' together); empty when a side on it ran free: the test's CPUs
+    /// are then the whole host.
+    pub pinned: Vec<CpuShare>,
 }
 
 /// The hosts of one run's two sides.
@@ -210,18 +203,34 @@ pub fn hosts_of_run(
     host_cpus(&sides)
 }
 
+/// Whether every worker of a side was pinned, and its CPUs' time recorded.
+fn pinned_all(report: &SideReport) -> bool {
+    !report.pinned_cpus.is_empty()
+        && !report.workers.is_empty()
+        && report.workers.iter().all(|w| w.pinned.is_some())
+}
+
 /// The hosts of a test's sides (`(role, report, environment)`, role `client`
 /// or `server`), those with the same boot id taken as one host. A side whose
 /// host does not say its boot id is a host of its own.
 pub fn host_cpus(sides: &[(&str, &SideReport, Option<&Environment>)]) -> Vec<HostCpu> {
-    let mut hosts: Vec<(Option<String>, Vec<&str>, HostCpu)> = Vec::new();
+    // Per host: its boot id, the roles on it, its CPU, and whether every
+    // side on it was pinned.
+    let mut hosts: Vec<(Option<String>, Vec<&str>, HostCpu, bool)> = Vec::new();
     for (role, report, env) in sides {
         let boot = env.and_then(|e| e.boot_id.clone());
         match hosts.iter_mut().find(|h| boot.is_some() && h.0 == boot) {
             Some(h) => {
                 h.2.processes_s += report.cpu.process_s;
+                h.2.processes_user_s += report.cpu.process_user_s;
                 if !h.1.contains(role) {
                     h.1.push(role);
+                }
+                h.3 &= pinned_all(report);
+                for c in &report.pinned_cpus {
+                    if !h.2.pinned.iter().any(|p| p.cpu == c.cpu) {
+                        h.2.pinned.push(*c);
+                    }
                 }
             }
             None => hosts.push((
@@ -231,15 +240,22 @@ pub fn host_cpus(sides: &[(&str, &SideReport, Option<&Environment>)]) -> Vec<Hos
                     label: String::new(),
                     cpu: report.cpu,
                     processes_s: report.cpu.process_s,
+                    processes_user_s: report.cpu.process_user_s,
                     window_s: report.window_s,
+                    pinned: report.pinned_cpus.clone(),
                 },
+                pinned_all(report),
             )),
         }
     }
     let single = hosts.len() == 1;
     hosts
         .into_iter()
-        .map(|(_, roles, mut h)| {
+        .map(|(_, roles, mut h, pinned)| {
+            if !pinned {
+                h.pinned.clear();
+            }
+            h.pinned.sort_by_key(|c| c.cpu);
             h.label = if single || roles.len() > 1 {
                 "this host".to_string()
             } else {
@@ -287,7 +303,7 @@ pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
         stalled_interval(run),
         cpu_window(run),
         flow_progress(run),
-        host_noise(run, j),
+        crate::host_noise::host_noise(run, j),
         interrupted(run, j),
         udp_loss(run, j),
     ];
@@ -464,62 +480,6 @@ fn flow_progress(run: &Run) -> Check {
         format!(
             "{} of {} flows moved nothing in the window ({})",
             f.no_progress, f.flows, f.measure
-        ),
-    )
-}
-
-/// One host's busy time outside the test's processes and softirq, and its
-/// stolen time, as a share of its CPU time; with the two figures behind it.
-fn noise_of(h: &HostCpu) -> Option<(f64, f64, f64)> {
-    let cpus = f64::from(h.cpu.cpus.max(1));
-    let capacity = cpus * h.window_s;
-    if capacity <= 0.0 {
-        return None;
-    }
-    let p = &h.cpu.proc_stat;
-    // What the ticks cannot tell apart is not counted against the host.
-    let uncertainty = 2.0 * PROC_STAT_TICK_S * cpus;
-    let other = (p.busy_s() - p.softirq_s - h.processes_s - uncertainty).max(0.0);
-    Some(((other + p.steal_s) / capacity, other, p.steal_s))
-}
-
-fn host_noise(run: &Run, j: &Judge<'_>) -> Check {
-    let name = CheckName::HostNoise;
-    let Some(hosts) = &j.hosts else {
-        return Check::na(
-            name,
-            "the host's other work cannot be told from the test's (other tests share it by design and are judged on their aggregate, or a foreign server runs on it)",
-        );
-    };
-    if run.cpu.is_none() {
-        return Check::na(name, "no CPU was measured");
-    }
-    let window = run.client.as_ref().map_or(0.0, |c| c.window_s);
-    if window < HOST_NOISE_MIN_WINDOW_S {
-        return Check::na(
-            name,
-            format!(
-                "a window of {window:.3} s is too short for /proc/stat's 10 ms ticks (at least {HOST_NOISE_MIN_WINDOW_S} s)"
-            ),
-        );
-    }
-    let worst = hosts
-        .iter()
-        .filter_map(|h| noise_of(h).map(|n| (h, n)))
-        .max_by(|a, b| a.1 .0.total_cmp(&b.1 .0));
-    let Some((host, (share, other, steal))) = worst else {
-        return Check::na(name, "no host's CPU could be judged");
-    };
-    Check::judged(
-        name,
-        share <= HOST_NOISE_MAX,
-        share,
-        HOST_NOISE_MAX,
-        format!(
-            "on {}, {other:.2} CPU-s busy outside the test's processes and softirq and {steal:.2} s stolen: {:.1} % of its CPU time (at most {:.0} %)",
-            host.label,
-            share * 100.0,
-            HOST_NOISE_MAX * 100.0
         ),
     )
 }

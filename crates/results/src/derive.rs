@@ -9,7 +9,9 @@
 //! or zero transactions is `None`. No figure is ever NaN or infinite (JSON
 //! cannot carry them).
 
-use linkperf_records::{FlowCounts, FlowMeasure, FlowStats, Interval, SideCpu, SideReport};
+use linkperf_records::{
+    FlowCounts, FlowMeasure, FlowStats, Interval, SideCpu, SideReport, TcpInfoSummary,
+};
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::{
@@ -61,10 +63,42 @@ pub fn derive_run(
         errors: client
             .errors
             .saturating_add(server.as_ref().map_or(0, |s| s.errors)),
-        tcp_info: client.tcp_info,
+        tcp_info: both_ends_tcp(client.tcp_info, server.as_ref().and_then(|s| s.tcp_info)),
         client: Some(client),
         server,
     }
+}
+
+/// A run's TCP_INFO from both ends' connections: each side reads its own
+/// sockets, and a segment is retransmitted by its sender (a download's by
+/// the server), so the retransmits are both sides' sum; `flows` the flows
+/// of the side that read more of them (each flow has a socket at each
+/// end); the RTT, its variance, the window and the MSS means over every
+/// socket read, the largest RTT of all.
+pub(crate) fn both_ends_tcp(
+    client: Option<TcpInfoSummary>,
+    server: Option<TcpInfoSummary>,
+) -> Option<TcpInfoSummary> {
+    let (c, s) = match (client, server) {
+        (Some(c), Some(s)) if c.flows > 0 && s.flows > 0 => (c, s),
+        (c, s) => {
+            return c
+                .filter(|c| c.flows > 0)
+                .or(s.filter(|s| s.flows > 0))
+                .or(c)
+        }
+    };
+    let (wc, ws) = (f64::from(c.flows), f64::from(s.flows));
+    let mean = |a: f64, b: f64| (a * wc + b * ws) / (wc + ws);
+    Some(TcpInfoSummary {
+        flows: c.flows.max(s.flows),
+        retransmits: c.retransmits.saturating_add(s.retransmits),
+        rtt_us_mean: mean(c.rtt_us_mean, s.rtt_us_mean),
+        rtt_us_max: c.rtt_us_max.max(s.rtt_us_max),
+        rttvar_us_mean: mean(c.rttvar_us_mean, s.rttvar_us_mean),
+        snd_cwnd_mean: mean(c.snd_cwnd_mean, s.snd_cwnd_mean),
+        snd_mss_mean: mean(c.snd_mss_mean, s.snd_mss_mean),
+    })
 }
 
 /// A run that measured nothing: its status (`failed` or `aborted`), why, and no
@@ -526,7 +560,8 @@ mod tests {
 
         assert_eq!(run.errors, 2, "client and server errors are summed");
         assert_eq!(run.transaction_time_us, client.latency);
-        assert_eq!(run.tcp_info, client.tcp_info);
+        // Both ends' sockets: each side read its one flow's.
+        assert_eq!(run.tcp_info.map(|t| t.flows), Some(1));
         assert_eq!(
             run.cpu,
             Some(CpuPair {
@@ -805,5 +840,30 @@ mod tests {
         assert!(close(t.tx_bytes_per_s, 443e6 / 3.0));
         assert_eq!(t.counted_at.client_to_server, crate::Counter::Sender);
         assert!(run.flows.is_none(), "no per-flow counts of the receiver");
+    }
+
+    /// Regression (issue 32): a 2-user download showed "0 retransmits over
+    /// 1 flow": only the client's sockets were read, and one of them had
+    /// closed before its window did; the server, the sender, retransmitted.
+    #[test]
+    fn a_runs_tcp_info_is_both_ends_sockets() {
+        let t = |flows, retransmits, rtt| TcpInfoSummary {
+            flows,
+            retransmits,
+            rtt_us_mean: rtt,
+            rtt_us_max: rtt,
+            rttvar_us_mean: 1.0,
+            snd_cwnd_mean: 10.0,
+            snd_mss_mean: 1448.0,
+        };
+        let both = both_ends_tcp(Some(t(2, 0, 10.0)), Some(t(2, 11, 30.0))).unwrap();
+        assert_eq!(both.flows, 2);
+        assert_eq!(both.retransmits, 11, "the sender's retransmits count");
+        assert!((both.rtt_us_mean - 20.0).abs() < 1e-9);
+        assert_eq!(both.rtt_us_max, 30.0);
+        // One side alone (a foreign server, or UDP on one side): as it read.
+        assert_eq!(both_ends_tcp(Some(t(2, 3, 5.0)), None), Some(t(2, 3, 5.0)));
+        assert_eq!(both_ends_tcp(None, Some(t(1, 3, 5.0))), Some(t(1, 3, 5.0)));
+        assert_eq!(both_ends_tcp(None, None), None);
     }
 }

@@ -15,6 +15,7 @@ mod checks;
 mod derive;
 mod document;
 mod error;
+mod host_noise;
 mod link_use;
 mod mesh;
 mod open_loop;
@@ -29,8 +30,7 @@ mod udp;
 
 pub use checks::{
     checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
-    CPU_WINDOW_FLOOR_S, CPU_WINDOW_SHARE, HOST_NOISE_MAX, HOST_NOISE_MIN_WINDOW_S,
-    LITTLE_TOLERANCE, STALL_SHARE,
+    CPU_WINDOW_FLOOR_S, CPU_WINDOW_SHARE, LITTLE_TOLERANCE, STALL_SHARE,
 };
 pub use derive::{derive_run, failed_run, flow_stats};
 pub use document::{
@@ -39,6 +39,7 @@ pub use document::{
     TestConfig, TestResult, Throughput, WorkloadInfo, SCHEMA, SCHEMA_V1,
 };
 pub use error::ResultsError;
+pub use host_noise::{HOST_NOISE_MAX, HOST_NOISE_MIN_WINDOW_S};
 pub use link_use::{LinkDirection, LinkUse};
 pub use mesh::{MeshRecord, RunAgent, RunAgents};
 pub use open_loop::{open_loop, OpenLoop, BEHIND_BOUND, RATE_TOLERANCE};

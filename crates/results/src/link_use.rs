@@ -78,12 +78,29 @@ impl LinkUse {
         }
     }
 
-    /// Drops and packets of both directions together.
-    pub fn drops_and_packets(&self) -> (u64, f64) {
+    /// The directions known, client to server first.
+    pub fn directions(&self) -> impl Iterator<Item = &LinkDirection> {
         [&self.client_to_server, &self.server_to_client]
             .into_iter()
             .flatten()
-            .fold((0, 0.0), |(d, p), w| (d + w.drops, p + w.packets_per_s))
+    }
+
+    /// Packets dropped on the way out, both directions.
+    pub fn drops(&self) -> u64 {
+        self.directions().map(|d| d.drops).sum()
+    }
+
+    /// The larger direction's share of packets dropped, 0 to 1.
+    pub fn worst_drop_ratio(&self) -> f64 {
+        self.directions().map(|d| d.drop_ratio).fold(0.0, f64::max)
+    }
+
+    /// The most bytes either direction's queue held when the window closed.
+    pub fn backlog_bytes(&self) -> u64 {
+        self.directions()
+            .map(|d| d.backlog_bytes)
+            .max()
+            .unwrap_or(0)
     }
 }
 
@@ -158,7 +175,9 @@ mod tests {
         assert_eq!(down.bits_per_s, 16e6);
         assert_eq!(down.queue, None);
         assert_eq!(w.busier().unwrap().interface, "lp-c1");
-        assert_eq!(w.drops_and_packets(), (1_000, 88_000.0));
+        assert_eq!(w.drops(), 1_000);
+        assert!((w.worst_drop_ratio() - 1_000.0 / 87_000.0).abs() < 1e-12);
+        assert_eq!(w.backlog_bytes(), 4096);
     }
 
     #[test]

@@ -105,6 +105,16 @@ pub(super) fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<Ex
             )));
         }
     }
+    // One lab run at a time on a host: a second waits for the first to take
+    // its configurations down (their namespace names are the same, and
+    // the first's load would be in the second's figures).
+    let _one_run = lab
+        .hold_for_run(|| {
+            eprintln!(
+                "linkperf lab: another lab run is measuring on this host; waiting for it to end"
+            )
+        })
+        .map_err(lab_error)?;
     let Opened { lab, up, .. } = clean_stale(lab)?;
     if let Some(r) = up.iter().find(|r| configs.iter().any(|c| c.name == r.name)) {
         return Err(lab_error(LabError::AlreadyUp {

@@ -14,6 +14,7 @@ mod e2e;
 mod faults;
 mod iperf3;
 mod mesh;
+mod noise;
 mod open_loop;
 mod profile;
 mod report;

@@ -45,6 +45,11 @@ impl WindowClock {
         self.cpu_start.is_none() && now >= schedule.measure_from
     }
 
+    /// Whether the window has opened (its CPU sampled at the opening).
+    pub fn opened(&self) -> bool {
+        self.cpu_start.is_some()
+    }
+
     /// Samples thread CPU when `now` crosses the window's edges. Returns true
     /// exactly once, when the window has just closed.
     pub fn tick(&mut self, schedule: &Schedule, now: Instant) -> bool {

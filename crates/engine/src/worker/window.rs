@@ -4,8 +4,8 @@
 //! each second too, with its connections' retransmits), samples its
 //! thread's CPU at the measurement window's edges, notes each TCP
 //! connection's retransmits as the window opens and reads TCP_INFO of each
-//! as it closes (of a connection that closes as the window does, just
-//! before it goes).
+//! as it closes (of a connection that closes in the window, or as it
+//! closes, just before it goes).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -111,15 +111,32 @@ impl Window {
         }
     }
 
-    /// A connection of the test is about to close: if the window closes by
-    /// `now` and has not yet been read, its TCP_INFO is read now, before
-    /// its socket goes (a single flow's client closes right after its last
-    /// transaction).
-    pub fn closing(&mut self, conn: &Conn, retrans_before: u32, schedule: Option<&Schedule>) {
-        if !self.clock.closed
-            && conn.is_tcp()
-            && schedule.is_some_and(|s| Instant::now() >= s.measure_until)
-        {
+    /// A connection of the test is about to close: if the window has opened
+    /// and its connections have not yet been read, its TCP_INFO is read now,
+    /// before its socket goes. A connection that ends before the worker's
+    /// window closes (a single flow's client closes right after its last
+    /// transaction; a stream's receiver closes when its sender, on the other
+    /// side's clock, has stopped) is read as it goes, or its segments would
+    /// be in no side's figures. One of a connect-per-transaction flow's
+    /// (`per_transaction`) closed inside the window adds its retransmits
+    /// only: it is one of the flow's many connections, not a flow.
+    pub fn closing(
+        &mut self,
+        conn: &Conn,
+        retrans_before: u32,
+        per_transaction: bool,
+        schedule: Option<&Schedule>,
+    ) {
+        // Opened: its retransmits at the opening were noted.
+        if self.clock.closed || !conn.is_tcp() || !self.clock.opened() {
+            return;
+        }
+        let window_over = schedule.is_some_and(|s| Instant::now() >= s.measure_until);
+        if per_transaction && !window_over {
+            let so_far = retransmits_so_far(conn.as_raw_fd());
+            self.tcp
+                .add_retransmits(so_far.saturating_sub(retrans_before));
+        } else {
             sample_tcp_info(conn.as_raw_fd(), retrans_before, &mut self.tcp);
         }
     }

@@ -178,11 +178,14 @@ fn throughput_and_transactions_are_summed_across_pairs() {
     let e = r.efficiency.unwrap();
     assert_eq!(e.client_bytes_per_cpu_s, Some(160e6));
 
-    // Intervals second by second; TCP_INFO over all flows.
+    // Intervals second by second; TCP_INFO over all flows, each side's
+    // and the run's over both ends.
     assert_eq!(r.intervals.len(), 2);
     assert_eq!(r.intervals[0].rx_bytes, 80_000_000);
-    let tcp = r.tcp_info.unwrap();
+    let tcp = r.client.as_ref().unwrap().tcp_info.unwrap();
     assert_eq!((tcp.flows, tcp.retransmits, tcp.rtt_us_mean), (2, 6, 15.0));
+    let tcp = r.tcp_info.unwrap();
+    assert_eq!((tcp.flows, tcp.retransmits, tcp.rtt_us_mean), (2, 12, 15.0));
     assert_eq!(r.client.as_ref().unwrap().workers.len(), 2);
     assert!(t.summary.is_some());
 }

@@ -274,6 +274,21 @@ impl<'a> System for &'a Fake {
         Ok(FakeLock(self))
     }
 
+    fn try_lock(&self, path: &Path) -> io::Result<Option<FakeLock<'a>>> {
+        let free = self
+            .holder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_none();
+        // Between the look and the lock another thread may take it: then
+        // this waits, as a lock would.
+        if free {
+            self.lock(path).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
     fn kill(&self, pid: u32) -> io::Result<()> {
         let mut s = self.s();
         s.killed.push(pid);
@@ -655,4 +670,30 @@ fn removing_stale_objects_reports_them_first_and_leaves_what_is_up() {
     // Nothing stale: nothing to report.
     let survey = l.remove_stale(|_| panic!("nothing is stale")).unwrap();
     assert!(survey.stale.is_empty());
+}
+
+/// Issue 32: two `lab run`s at once brought up the same namespace names
+/// (`lp-veth-s1`), and the second was refused in the middle of its study.
+/// A run holds the runs' lock: a second is told it waits, and goes on when
+/// the first lets go.
+#[test]
+fn a_second_lab_run_waits_for_the_first_and_is_told_so() {
+    let f = fake();
+    let lab = lab(&f);
+    let mut told = false;
+    let first = lab.hold_for_run(|| told = true).unwrap();
+    assert!(!told, "a free lab waits for no one");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| {
+            let held = lab.hold_for_run(|| tx.send("waiting").unwrap()).unwrap();
+            drop(held);
+        });
+        // The second says it waits while the first holds the lock...
+        assert_eq!(rx.recv().unwrap(), "waiting");
+        // ... and gets it once the first lets go.
+        drop(first);
+        second.join().unwrap();
+    });
+    assert!(lab.hold_for_run(|| panic!("nobody holds it")).is_ok());
 }

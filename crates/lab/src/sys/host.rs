@@ -76,25 +76,17 @@ impl System for Host {
     }
 
     fn lock(&self, path: &Path) -> io::Result<File> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)?;
-        loop {
-            // SAFETY: flock(2) on a descriptor this function owns; no memory is involved.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(file);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+        let file = lock_file(path)?;
+        flock(&file, libc::LOCK_EX)?;
+        Ok(file)
+    }
+
+    fn try_lock(&self, path: &Path) -> io::Result<Option<File>> {
+        let file = lock_file(path)?;
+        match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => Ok(Some(file)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -104,6 +96,34 @@ impl System for Host {
 
     fn pid(&self) -> u32 {
         std::process::id()
+    }
+}
+
+/// The lock file at `path`, created with its directory if missing.
+fn lock_file(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
+/// flock(2) with `op` on `file`, again when a signal interrupts it.
+fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
+    loop {
+        // SAFETY: flock(2) on a descriptor `file` owns; no memory is involved.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 
@@ -184,6 +204,21 @@ mod tests {
         let got = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert!(got >= released);
         waiter.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn trying_the_lock_does_not_wait_for_its_holder() {
+        let dir = std::env::temp_dir().join(format!("linkperf-lab-try-{}", std::process::id()));
+        let path = dir.join(".runs.lock");
+        let first = Host.try_lock(&path).unwrap().expect("a free lock is taken");
+        // Another open of the file: flock excludes it like another process.
+        assert!(Host.try_lock(&path).unwrap().is_none(), "taken twice");
+        drop(first);
+        assert!(
+            Host.try_lock(&path).unwrap().is_some(),
+            "released with its holder"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

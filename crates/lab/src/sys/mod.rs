@@ -17,7 +17,8 @@
 //! - [`System::lock`] waits for an exclusive lock on a file, shared by every
 //!   process and thread of the host, held until the returned value is dropped
 //!   and released by the kernel if its holder dies. It is not re-entrant:
-//!   taking it again while holding it waits forever.
+//!   taking it again while holding it waits forever. [`System::try_lock`]
+//!   is the same lock taken only if nobody holds it, without waiting.
 //! - Nothing here panics on what the OS returns.
 //!
 //! Besides the trait, two functions for the binary: [`netns_command`] builds
@@ -63,6 +64,8 @@ pub trait System {
     /// Takes the exclusive lock of file `path` (created, with its directory,
     /// if missing), waiting while anyone else holds it.
     fn lock(&self, path: &Path) -> io::Result<Self::Lock>;
+    /// [`System::lock`] without waiting: `None` while anyone else holds it.
+    fn try_lock(&self, path: &Path) -> io::Result<Option<Self::Lock>>;
     /// Sends SIGKILL to process `pid`.
     fn kill(&self, pid: u32) -> io::Result<()>;
     /// This process's id.

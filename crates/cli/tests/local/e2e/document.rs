@@ -463,3 +463,26 @@ fn mss_is_applied() {
     let mss = num(&doc, "/tests/0/runs/0/tcp_info/snd_mss_mean");
     assert!(mss > 0.0 && mss <= 1000.0, "send MSS {mss} with --mss 1000");
 }
+
+/// Regression (issue 32): a 2-user download showed "0 retransmits over 1
+/// flow". The run's TCP_INFO was the client's alone (a download's
+/// retransmits are the server's, its sender's), and a client flow that
+/// closed before its window did (the server's sender stops on its own
+/// clock) was read by no one. Every flow's socket is read on both ends.
+#[test]
+fn tcp_info_is_read_from_every_flows_sockets_on_both_ends() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    for _ in 0..3 {
+        let doc = load(&server, "stream-down:30k", "tcp", 2, &[]);
+        let r = util::first_run(&doc);
+        assert_eq!(int(r, "/client/tcp_info/flows"), 2, "client: {r}");
+        assert_eq!(int(r, "/server/tcp_info/flows"), 2, "server: {r}");
+        assert_eq!(int(r, "/tcp_info/flows"), 2, "run: {r}");
+        assert_eq!(
+            int(r, "/tcp_info/retransmits"),
+            int(r, "/client/tcp_info/retransmits") + int(r, "/server/tcp_info/retransmits"),
+            "the run's retransmits are both ends': {r}"
+        );
+    }
+}

@@ -208,11 +208,13 @@ impl Worker {
 
     pub(super) fn close(&mut self, i: usize) {
         if self.flows[i].stage != Stage::Closed {
-            // A flow that ends as the window closes is sampled now, before its socket goes.
+            // A flow that ends in the window, or as it closes, is sampled now, before its socket goes.
             let f = &self.flows[i];
             if let Some(c) = &f.conn {
+                let crr = matches!(f.logic, Logic::Crr(_));
                 let schedule = self.signals.schedule();
-                self.window.closing(c, f.retrans_before, schedule.as_ref());
+                self.window
+                    .closing(c, f.retrans_before, crr, schedule.as_ref());
             }
             if self.window.watched() {
                 // Its last second's retransmits are read after it is gone.

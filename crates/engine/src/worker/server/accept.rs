@@ -20,12 +20,13 @@ impl Worker {
             } else if let Some(o) = self.open.get_mut(f.slot) {
                 *o = false;
             }
-            // A flow that ends as the window closes (a single flow's client
-            // closes right after its last transaction) is sampled now, before
-            // its socket goes.
+            // A flow that ends in the window, or as it closes (a single
+            // flow's client closes right after its last transaction), is
+            // sampled now, before its socket goes.
             if !matches!(f.logic, Logic::Preamble) {
+                let crr = matches!(f.logic, Logic::Crr(_));
                 self.window
-                    .closing(&f.conn, f.retrans_before, self.schedule.as_ref());
+                    .closing(&f.conn, f.retrans_before, crr, self.schedule.as_ref());
             }
             let _ = self.io.registry().deregister(f.conn.source());
         }
