@@ -17,8 +17,8 @@ fn cpu(process_s: f64, system_busy_s: f64) -> SideCpu {
         softirq_s: system_busy_s / 4.0,
         // The host busy with the test's processes but for a little.
         proc_stat: ProcStatBreakdown {
-            user_s: 0.1,
-            system_s: process_s,
+            user_s: process_s / 2.0 + 0.05,
+            system_s: process_s / 2.0,
             ..Default::default()
         },
         cpus: 2,
