@@ -372,7 +372,7 @@ fn a_mesh_of_three_agents_runs_every_pair_and_reports() {
         .map(|a| a.addr().to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let suite = one_test_suite(dir.path(), "rr1c-1x1", "300ms");
+    let suite = one_test_suite(dir.path(), "rr1c-1x1", "1s");
     let out = dir.path().join("out");
     let (code, stdout, err) = run(&[
         "mesh",
