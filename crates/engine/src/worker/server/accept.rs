@@ -46,9 +46,13 @@ impl Worker {
             };
             let mut conn = match accept_next(listener) {
                 Accept::Conn(conn) => conn,
-                // Out of descriptors or a connection reset before accept:
-                // keep serving; the rest wait for the next round.
-                Accept::Drained | Accept::Stopped(_) => return,
+                Accept::Drained => return,
+                // Out of descriptors: keep serving; the rest wait in the
+                // backlog for the retry.
+                Accept::Stopped(_) => {
+                    self.accept_retry.stopped(Instant::now());
+                    return;
+                }
             };
             if conn.apply(&self.opts).is_err() {
                 continue;
