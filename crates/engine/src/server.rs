@@ -71,7 +71,7 @@ impl ServerTest {
             ));
         }
         let threads = cfg.threads.clamp(1, cfg.spec.users.max(1)) as usize;
-        let opts = Settings::for_test(&cfg.spec);
+        let opts = Settings::for_server(&cfg.spec);
         let setup = |e: io::Error| EngineError::Setup(e.to_string());
         let (sources, endpoints) = bind_sources(&cfg, threads, &opts)?;
         let signals = Arc::new(Signals::default());

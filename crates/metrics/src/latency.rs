@@ -22,29 +22,68 @@ const MAX_HISTOGRAM_NS: u64 = 1 << 50;
 /// resolution) and summarises them in microseconds.
 ///
 /// The mean, minimum and maximum are kept exactly beside the histogram;
-/// percentiles come from the histogram, within 0.1%.
+/// percentiles come from the histogram, within 0.1%. An empty recorder holds
+/// no histogram: it is allocated with the first value (16 KiB), and grows
+/// with the values to at most [`MAX_HISTOGRAM_BYTES`], so that a profile's
+/// statistics for transactions a worker never runs cost nothing.
 #[derive(Debug, Clone)]
 pub struct LatencyRecorder {
-    hist: Histogram<u64>,
+    hist: Option<Histogram<u64>>,
     sum_ns: u128,
     min_ns: u64,
     max_ns: u64,
 }
 
+/// The most memory one recorder's histogram takes, bytes: its counts once
+/// it has grown to [`MAX_HISTOGRAM_NS`] (a value of about 13 days), 3
+/// significant figures from 1 ns: 42 half-buckets of 1,024 counts of 8
+/// bytes (336 KiB).
+pub const MAX_HISTOGRAM_BYTES: u64 = histogram_bytes(MAX_HISTOGRAM_NS);
+
+/// The memory of a histogram of 3 significant figures from 1 ns that has
+/// grown to hold `max_ns`: hdrhistogram's bucket count for it, plus one,
+/// times half a bucket's 2,048 sub-buckets, times 8 bytes a count.
+const fn histogram_bytes(max_ns: u64) -> u64 {
+    const SUB_BUCKETS: u64 = 2048;
+    let mut untrackable = SUB_BUCKETS;
+    let mut buckets = 1;
+    while untrackable <= max_ns {
+        untrackable <<= 1;
+        buckets += 1;
+    }
+    (buckets + 1) * (SUB_BUCKETS / 2) * 8
+}
+
+/// An empty histogram that grows as values come.
+fn empty_histogram() -> Histogram<u64> {
+    match Histogram::new(SIGFIG) {
+        Ok(h) => h,
+        // 3 significant figures is within hdrhistogram's 0..=5; this cannot fail.
+        Err(e) => unreachable!("hdrhistogram refused {SIGFIG} significant figures: {e}"),
+    }
+}
+
 impl LatencyRecorder {
-    /// An empty recorder.
+    /// An empty recorder (it holds no histogram until its first value).
     pub fn new() -> Self {
-        let hist = match Histogram::new(SIGFIG) {
-            Ok(h) => h,
-            // 3 significant figures is within hdrhistogram's 0..=5; this cannot fail.
-            Err(e) => unreachable!("hdrhistogram refused {SIGFIG} significant figures: {e}"),
-        };
         LatencyRecorder {
-            hist,
+            hist: None,
             sum_ns: 0,
             min_ns: u64::MAX,
             max_ns: 0,
         }
+    }
+
+    /// The histogram, allocated now if it was not.
+    fn hist_mut(&mut self) -> &mut Histogram<u64> {
+        self.hist.get_or_insert_with(empty_histogram)
+    }
+
+    /// The memory its histogram holds now, bytes (0 while empty).
+    pub fn histogram_bytes(&self) -> u64 {
+        self.hist
+            .as_ref()
+            .map_or(0, |h| h.distinct_values() as u64 * 8)
     }
 
     /// Records one transaction time in nanoseconds. 0 is recorded as 1 ns (the
@@ -63,21 +102,22 @@ impl LatencyRecorder {
         self.min_ns = self.min_ns.min(ns);
         self.max_ns = self.max_ns.max(ns);
         let v = ns.min(MAX_HISTOGRAM_NS);
-        if self.hist.record_n(v, count).is_err() {
-            self.hist.saturating_record_n(v, count);
+        let hist = self.hist_mut();
+        if hist.record_n(v, count).is_err() {
+            hist.saturating_record_n(v, count);
         }
     }
 
     /// Adds another recorder's values to this one.
     pub fn merge(&mut self, other: &LatencyRecorder) {
-        if other.count() == 0 {
+        let Some(theirs) = other.hist.as_ref().filter(|h| !h.is_empty()) else {
             return;
-        }
-        if self.hist.add(&other.hist).is_err() {
+        };
+        let hist = self.hist_mut();
+        if hist.add(theirs).is_err() {
             // Only if resizing failed: add value by value, clamped.
-            for v in other.hist.iter_recorded() {
-                self.hist
-                    .saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            for v in theirs.iter_recorded() {
+                hist.saturating_record_n(v.value_iterated_to(), v.count_at_value());
             }
         }
         self.sum_ns += other.sum_ns;
@@ -87,7 +127,7 @@ impl LatencyRecorder {
 
     /// Transactions recorded.
     pub fn count(&self) -> u64 {
-        self.hist.len()
+        self.hist.as_ref().map_or(0, |h| h.len())
     }
 
     /// The histogram in a compact text form for a side's report: standard
@@ -99,7 +139,9 @@ impl LatencyRecorder {
             return None;
         }
         let mut bytes = Vec::new();
-        V2Serializer::new().serialize(&self.hist, &mut bytes).ok()?;
+        V2Serializer::new()
+            .serialize(self.hist.as_ref()?, &mut bytes)
+            .ok()?;
         Some(base64::engine::general_purpose::STANDARD.encode(bytes))
     }
 
@@ -121,7 +163,7 @@ impl LatencyRecorder {
             .map_err(|e| format!("the histogram does not decode: {e:?}"))?;
         // A decoded histogram keeps the range it was sent with; one that
         // grows as values come keeps merges with wider ones exact.
-        let mut hist = LatencyRecorder::new().hist;
+        let mut hist = empty_histogram();
         hist.add(&decoded)
             .map_err(|e| format!("the histogram does not merge: {e:?}"))?;
         if hist.len() != summary.count {
@@ -133,7 +175,7 @@ impl LatencyRecorder {
         }
         let ns = |us: f64| (us * 1e3).round().clamp(0.0, u64::MAX as f64) as u64;
         Ok(LatencyRecorder {
-            hist,
+            hist: Some(hist),
             sum_ns: (summary.mean * 1e3 * summary.count as f64).round().max(0.0) as u128,
             min_ns: ns(summary.min),
             max_ns: ns(summary.max),
@@ -149,7 +191,8 @@ impl LatencyRecorder {
         }
         let us = |ns: u64| ns as f64 / 1e3;
         let (min, max) = (us(self.min_ns), us(self.max_ns));
-        let q = |quantile: f64| us(self.hist.value_at_quantile(quantile)).clamp(min, max);
+        let hist = self.hist.as_ref()?;
+        let q = |quantile: f64| us(hist.value_at_quantile(quantile)).clamp(min, max);
         Some(LatencySummary {
             count,
             mean: self.sum_ns as f64 / count as f64 / 1e3,
@@ -174,12 +217,13 @@ impl LatencyRecorder {
         if rank == 0 || rank > self.count() {
             return None;
         }
+        let hist = self.hist.as_ref()?;
         let mut below = 0u64;
-        for bucket in self.hist.iter_recorded() {
+        for bucket in hist.iter_recorded() {
             below = below.saturating_add(bucket.count_at_value());
             if below >= rank {
                 let top = bucket.value_iterated_to();
-                let low = self.hist.lowest_equivalent(top).max(self.min_ns);
+                let low = hist.lowest_equivalent(top).max(self.min_ns);
                 let high = if top >= MAX_HISTOGRAM_NS {
                     self.max_ns
                 } else {
@@ -218,6 +262,28 @@ mod tests {
 
     fn close(got: f64, want: f64, rel: f64) -> bool {
         (got - want).abs() <= want.abs() * rel
+    }
+
+    #[test]
+    fn an_empty_recorder_holds_no_histogram_and_a_full_one_is_within_its_bound() {
+        let mut r = LatencyRecorder::new();
+        assert_eq!(r.histogram_bytes(), 0);
+        let mut other = LatencyRecorder::new();
+        r.merge(&other);
+        assert_eq!(r.histogram_bytes(), 0, "merging nothing allocates nothing");
+        other.record_ns(1);
+        r.merge(&other);
+        assert_eq!(r.histogram_bytes(), 16 * 1024, "the first value: 16 KiB");
+        r.record_ns(u64::MAX);
+        assert_eq!(r.histogram_bytes(), MAX_HISTOGRAM_BYTES);
+        assert_eq!(MAX_HISTOGRAM_BYTES, 42 * 1024 * 8);
+        // What the bound says of other values is what the histogram takes.
+        for ns in [1, 1_000, 1_000_000, 3_600_000_000_000] {
+            let mut one = LatencyRecorder::new();
+            one.record_ns(ns);
+            assert_eq!(one.histogram_bytes(), histogram_bytes(ns), "{ns} ns");
+        }
+        assert_eq!(r.count(), 2);
     }
 
     #[test]

@@ -46,8 +46,10 @@ pub use error::MetricsError;
 pub use goodness_of_fit::{
     anderson_darling, anderson_darling_p_value, kolmogorov_smirnov, kolmogorov_smirnov_p_value,
 };
-pub use latency::LatencyRecorder;
-pub use limits::{fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit};
+pub use latency::{LatencyRecorder, MAX_HISTOGRAM_BYTES};
+pub use limits::{
+    fd_limit, memory_available_bytes, peak_rss_bytes, raise_fd_limit, return_freed_memory,
+};
 pub use link::{
     interfaces_now, links_between, sending_link, InterfaceSample, QdiscSample, MAX_INTERFACES,
 };

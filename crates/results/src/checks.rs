@@ -267,10 +267,20 @@ pub fn host_cpus(sides: &[(&str, &SideReport, Option<&Environment>)]) -> Vec<Hos
 }
 
 /// Checks `run` and sets its status: an `ok` run with a failed check becomes
-/// `suspect`; `failed` and `aborted` runs keep their status. The reasons of
-/// every failed check go in `status_reasons`, after the error if there is one.
+/// `suspect`; `failed` and `aborted` runs keep their status. A run some of
+/// whose users the server never carried ([`unserved_users`]) is `failed`:
+/// its figures are those of fewer users than asked. The reasons of every
+/// failed check go in `status_reasons`, after the error if there is one.
 pub fn judge_run(run: &mut Run, j: &Judge<'_>) {
     run.checks = checks(run, j);
+    if let Some(u) = unserved_users(run, j.spec) {
+        run.status = RunStatus::Failed;
+        let said = u.to_string();
+        run.error = Some(match run.error.take() {
+            Some(e) => format!("{said}; {e}"),
+            None => said,
+        });
+    }
     let failed: Vec<String> = run
         .checks
         .iter()
@@ -312,6 +322,52 @@ pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
         checks.extend(crate::open_loop::checks(run, j.spec));
     }
     checks
+}
+
+/// Users of a run that the server never carried: it accepted no connection
+/// of theirs (a server out of descriptors, say, that left them waiting in
+/// its backlog), so the run measured fewer users than it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unserved {
+    /// Users the server carried no flow of.
+    pub unserved: u32,
+    /// Users asked for.
+    pub users: u32,
+}
+
+impl std::fmt::Display for Unserved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} users were never served: the server carried no connection of theirs, so \
+             the figures are not those of {} users",
+            self.unserved, self.users, self.users
+        )
+    }
+}
+
+/// How many of the run's users its server never carried, where it can be
+/// told: a TCP or Unix workload (not a profile, not UDP, whose flows the
+/// server knows only by their datagrams) whose server reported its flows.
+/// `None` when every user was carried or it cannot be told.
+pub fn unserved_users(run: &Run, spec: &TestSpec) -> Option<Unserved> {
+    if spec.protocol == Protocol::Udp || is_profile(spec) || spec.users == 0 {
+        return None;
+    }
+    let server = run.server.as_ref()?;
+    let carried = server
+        .flows
+        .as_slice()
+        .iter()
+        .filter(|f| f.flow < spec.users)
+        .count();
+    let unserved = spec
+        .users
+        .saturating_sub(u32::try_from(carried).unwrap_or(u32::MAX));
+    (unserved > 0).then_some(Unserved {
+        unserved,
+        users: spec.users,
+    })
 }
 
 fn is_profile(spec: &TestSpec) -> bool {
@@ -412,17 +468,23 @@ fn stalled_interval(run: &Run) -> Check {
         0.0
     };
     let pass = worst > 0 && share >= STALL_SHARE;
-    Check::judged(
-        name,
-        pass,
-        share,
-        STALL_SHARE,
+    let detail = if median > 0.0 {
         format!(
             "the slowest second (from {worst_at:.0} s) moved {worst} payload bytes, {:.0} % of the median second's {median:.0}; each must reach {:.0} % and none may be empty",
             share * 100.0,
             STALL_SHARE * 100.0
-        ),
-    )
+        )
+    } else {
+        // At least half of the seconds moved nothing: there is no median
+        // second to compare with, only how much of the window stalled.
+        let empty = seconds.iter().filter(|s| s.1 == 0).count();
+        let first = seconds.iter().find(|s| s.1 == 0).map_or(0.0, |s| s.0);
+        format!(
+            "{empty} of the window's {} whole seconds moved no payload (the first from {first:.0} s): most of the window stalled; none may be empty",
+            seconds.len()
+        )
+    };
+    Check::judged(name, pass, share, STALL_SHARE, detail)
 }
 
 /// How far a side's CPU samples were from the traffic window's edges,
@@ -937,6 +999,56 @@ mod tests {
             check(&run, CheckName::Interrupted).status,
             CheckStatus::Fail
         );
+    }
+
+    #[test]
+    fn users_the_server_never_carried_fail_the_run_whatever_the_checks_say() {
+        // 300 users asked for; the server carried 101 of them (the others
+        // waited in its backlog while it was out of descriptors).
+        let s = spec("rr1c-1x1", Protocol::Tcp, 300);
+        let per = [300_000, 300_000, 300_000];
+        let client = side(per, 300, 3.0 / 300_000.0 * 1e6, cpu(0.5, 1.2));
+        let mut server = side(per, 300, 0.0, cpu(0.5, 1.2));
+        let carried: Vec<FlowCount> = server.flows.as_slice()[..101].to_vec();
+        server.flows = FlowCounts::from_counts(carried);
+        let run = judged(&s, client, server, false);
+        assert_eq!(run.status, RunStatus::Failed, "{:?}", run.status_reasons);
+        let e = run.error.as_deref().unwrap();
+        assert!(e.starts_with("199 of 300 users were never served"), "{e}");
+        assert_eq!(run.status_reasons[0], e);
+        // All carried: nothing to say.
+        let all = side(per, 300, 0.0, cpu(0.5, 1.2));
+        let ok = judged(&s, side(per, 300, 10.0, cpu(0.5, 1.2)), all, false);
+        assert_ne!(ok.status, RunStatus::Failed);
+        assert_eq!(unserved_users(&ok, &s), None);
+        // UDP's flows are known by their datagrams only: not told.
+        let u = spec("rr1c-1x1", Protocol::Udp, 300);
+        let mut none = side(per, 300, 0.0, cpu(0.5, 1.2));
+        none.flows = FlowCounts::default();
+        let r = judged(&u, side(per, 300, 10.0, cpu(0.5, 1.2)), none, false);
+        assert_eq!(unserved_users(&r, &u), None);
+    }
+
+    #[test]
+    fn a_window_that_mostly_stalled_says_so_not_a_share_of_nothing() {
+        let s = spec("rr1c-1x1", Protocol::Tcp, 1);
+        let per = [0, 0, 30_000];
+        let run = judged(
+            &s,
+            side(per, 1, 100.0, cpu(0.5, 1.2)),
+            side(per, 1, 0.0, cpu(0.5, 1.2)),
+            false,
+        );
+        let c = check(&run, CheckName::StalledInterval);
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(
+            c.detail.starts_with(
+                "2 of the window's 3 whole seconds moved no payload (the first from 0 s)"
+            ),
+            "{}",
+            c.detail
+        );
+        assert!(!c.detail.contains("median second's 0"), "{}", c.detail);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 #[path = "../util/mod.rs"]
 mod util;
 
+mod budgets;
 mod deploy;
 mod e2e;
 mod faults;

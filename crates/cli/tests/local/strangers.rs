@@ -130,7 +130,7 @@ mod from_source {
     }
 }
 
-use from_source::connect_from;
+pub(crate) use from_source::connect_from;
 
 /// The first bytes of a hello, as a client would send them.
 fn hello() -> Vec<u8> {

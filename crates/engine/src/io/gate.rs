@@ -52,6 +52,22 @@ pub(crate) fn preamble_cap(conns: usize) -> usize {
     conns.saturating_mul(2).saturating_add(64)
 }
 
+/// How many accepted data connections may wait for their preamble at once
+/// on all of a side's `workers` together, carrying `conns` connections
+/// between them (worker `i` carries connection `j` when `j % workers ==
+/// i`): the sum of each worker's [`preamble_cap`], `2 × conns + 64 ×
+/// workers`. The daemon's budget charges this many descriptors beside the
+/// connections themselves.
+pub fn waiting_cap(conns: u64, workers: u64) -> u64 {
+    let workers = workers.max(1);
+    (0..workers)
+        .map(|i| {
+            let mine = conns / workers + u64::from(i < conns % workers);
+            preamble_cap(usize::try_from(mine).unwrap_or(usize::MAX)) as u64
+        })
+        .fold(0u64, u64::saturating_add)
+}
+
 /// A gate for linkperf's data connections.
 pub type PreambleGate = Gate<SessionPreamble>;
 
@@ -352,6 +368,20 @@ mod tests {
         assert_eq!(gate.expired(t0 + T + Duration::from_secs(1)), None);
         assert_eq!(gate.expired(t0 + T + Duration::from_secs(3)), Some(1));
         assert_eq!(gate.next_deadline(), None);
+    }
+
+    #[test]
+    fn the_waiting_cap_is_the_sum_of_each_workers_cap() {
+        for (conns, workers) in [(300u64, 1u64), (300, 7), (5, 8), (20_000, 16), (0, 2)] {
+            let sum: u64 = (0..workers)
+                .map(|i| {
+                    let mine = conns / workers + u64::from(i < conns % workers);
+                    preamble_cap(mine as usize) as u64
+                })
+                .sum();
+            assert_eq!(waiting_cap(conns, workers), sum, "{conns} on {workers}");
+            assert_eq!(sum, 2 * conns + 64 * workers);
+        }
     }
 
     #[test]

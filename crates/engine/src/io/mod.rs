@@ -15,9 +15,10 @@ pub(crate) mod socket;
 pub(crate) mod stream;
 pub(crate) mod udp_stream;
 
-pub use accept::{accept_next, Accept};
+pub use accept::{accept_next, Accept, AcceptRetry, ACCEPT_RETRY};
 pub use dial::{Dial, DialError};
+pub use gate::waiting_cap;
 pub use socket::{
-    apply, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn, DataEndpoints, Kind, Listener,
-    Settings,
+    apply, server_sndbuf, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn, DataEndpoints,
+    Kind, Listener, Settings,
 };

@@ -8,11 +8,55 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::SocketAddr as UnixAddr;
 use std::time::Duration;
 
-use linkperf_workload::{SocketOptions, TestSpec};
+use linkperf_workload::{Protocol, SocketOptions, StreamDirection, TestSpec, Workload};
 use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
 
 /// Listen backlog for data listeners: enough for thousands of users connecting at once.
 const LISTEN_BACKLOG: i32 = 8192;
+
+/// The send buffer (SO_SNDBUF as asked: the kernel doubles it and no longer
+/// grows it) of a server's TCP data socket that carries a stream to its
+/// client, when the test asks for none: the kernel would otherwise grow it
+/// up to `tcp_wmem`'s maximum (4 MiB by default) for a client that does
+/// not read, for every user. 512 KiB in flight carries about 4 Gbit/s at
+/// 1 ms of round trip (a client asks `--sndbuf` for more, and is charged
+/// for it).
+pub const SERVER_STREAM_SNDBUF: usize = 256 * 1024;
+/// The least send buffer a server's TCP data socket is locked at (16 KiB,
+/// `tcp_wmem`'s default start): a request/response server's holds its
+/// largest response, as many as may be outstanding, within
+/// [`SERVER_STREAM_SNDBUF`].
+pub const SERVER_MIN_SNDBUF: usize = 16 * 1024;
+
+/// The send buffer a server's TCP data sockets are locked at for `spec`
+/// (SO_SNDBUF as asked), `None` where the server leaves it to the kernel:
+/// what the client asked (`--sndbuf`), else what the server sends at
+/// most at once, between [`SERVER_MIN_SNDBUF`] and
+/// [`SERVER_STREAM_SNDBUF`]. UDP and Unix sockets' buffers do not grow,
+/// so they are left as they are. The budget charges twice this (the
+/// kernel's doubling) for every data connection.
+pub fn server_sndbuf(spec: &TestSpec) -> Option<usize> {
+    if spec.protocol != Protocol::Tcp {
+        return spec.socket.sndbuf.map(|n| n as usize);
+    }
+    if let Some(n) = spec.socket.sndbuf {
+        return Some(usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    let at_once = match &spec.workload {
+        Workload::Stream { direction, .. } => match direction {
+            StreamDirection::Up => SERVER_MIN_SNDBUF,
+            StreamDirection::Down | StreamDirection::Bidir => SERVER_STREAM_SNDBUF,
+        },
+        other => {
+            let outstanding = spec.offered.map_or(1, |o| o.max_outstanding.max(1));
+            other
+                .largest_message()
+                .as_usize()
+                .saturating_mul(outstanding as usize)
+        }
+    };
+    Some(at_once.clamp(SERVER_MIN_SNDBUF, SERVER_STREAM_SNDBUF))
+}
 
 /// The options a data socket is set up with: a test side's sockets, a
 /// profile connection's, an iperf3 stream's. Every socket the engine makes
@@ -42,6 +86,15 @@ impl Settings {
     /// workload has it unless asked otherwise.
     pub fn for_test(spec: &TestSpec) -> Self {
         Settings::from_options(spec.socket.nodelay_for(&spec.workload), &spec.socket)
+    }
+
+    /// A test's server side's settings: [`Settings::for_test`] with the
+    /// send buffer locked at [`server_sndbuf`].
+    pub fn for_server(spec: &TestSpec) -> Self {
+        Settings {
+            sndbuf: server_sndbuf(spec),
+            ..Settings::for_test(spec)
+        }
     }
 
     /// `options` with TCP_NODELAY `nodelay`.

@@ -28,7 +28,7 @@ use mio::net::TcpListener;
 
 pub use coord::Arrival;
 pub use script::{compile, CompileError, Compiled};
-pub use stats::Stats;
+pub use stats::{most_stats_bytes, Stats};
 pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};

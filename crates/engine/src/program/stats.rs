@@ -42,6 +42,19 @@ impl Tally {
     }
 }
 
+/// The most memory a profile's statistics take on one side: each of its
+/// `workers`, and the merge of theirs when the run ends, keeps a histogram
+/// for each of its `transactions` (transaction elements of all groups), for
+/// each flowop type and for every iteration, each allocated with its first
+/// value and at most [`linkperf_metrics::MAX_HISTOGRAM_BYTES`].
+pub fn most_stats_bytes(transactions: usize, workers: usize) -> u64 {
+    let histograms = (transactions as u64).saturating_add(TYPES as u64 + 1);
+    let sets = (workers as u64).saturating_add(1);
+    histograms
+        .saturating_mul(sets)
+        .saturating_mul(linkperf_metrics::MAX_HISTOGRAM_BYTES)
+}
+
 /// One worker's counts for a profile run.
 #[derive(Debug)]
 pub struct Stats {

@@ -18,7 +18,7 @@ use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};
 
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
-use crate::io::{accept_next, Accept, Dial, DialError, Listener};
+use crate::io::{accept_next, Accept, AcceptRetry, Dial, DialError, Listener};
 use crate::program::coord::{Arrival, Coord};
 use crate::program::script::{ConnOptions, MAX_CONNS};
 use crate::program::stats::Stats;
@@ -147,6 +147,8 @@ struct Worker {
     /// Accepted connections that have not presented their preamble yet.
     pending: slab::Slab<Conn>,
     gate: PreambleGate,
+    /// When to take again what an accept stopped at (out of descriptors).
+    accept_retry: AcceptRetry,
     accepted: HashMap<(usize, usize), Accepted<Conn>>,
     /// Per user, per connection: the transaction and how many TCP
     /// connections were established on it in that transaction (the
@@ -239,6 +241,7 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         udp_blocked: Vec::new(),
         pending: slab::Slab::new(),
         gate,
+        accept_retry: AcceptRetry::default(),
         accepted: HashMap::new(),
         token: setup.token,
         coord: setup.coord,
@@ -580,8 +583,12 @@ impl Flows for Worker {
             return Turn::Stop;
         }
         self.expire_pending(now);
+        if self.accept_retry.due(now) {
+            self.accept_all();
+        }
         let queued = !self.ready.is_empty() || !self.spinning.is_empty();
-        Turn::Wait(self.io.timeout(Instant::now(), None, None, queued))
+        let retry = self.accept_retry.deadline();
+        Turn::Wait(self.io.timeout(Instant::now(), None, retry, queued))
     }
 
     fn event(&mut self, event: &mio::event::Event, _now: Instant) {

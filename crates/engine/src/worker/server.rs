@@ -23,7 +23,7 @@ use crate::flow::RrServer;
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{Conn, Listener, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
-use crate::io::{accept_next, Accept};
+use crate::io::{accept_next, Accept, AcceptRetry};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::worker::driver::{self, Driver, Flows, Turn};
@@ -117,6 +117,8 @@ pub(crate) struct Worker {
     flows: Slab<ServerFlow>,
     /// Connections accepted that have not presented their preamble yet.
     gate: PreambleGate,
+    /// When to take again what an accept stopped at (out of descriptors).
+    accept_retry: AcceptRetry,
     bufs: Buffers,
     counters: Counters,
     window: Window,
@@ -179,6 +181,7 @@ impl Worker {
         let cap = crate::io::gate::preamble_cap(expected);
         Worker {
             gate: PreambleGate::new(SessionPreamble(s.token), cap, s.preamble_timeout),
+            accept_retry: AcceptRetry::default(),
             spec: s.spec,
             opts: s.opts,
             token: s.token,
@@ -293,18 +296,20 @@ impl Flows for Serving<'_> {
             return Turn::Stop;
         }
         w.expire_preambles(now);
+        if w.accept_retry.due(now) {
+            w.accept_all();
+        }
         if let Some(k) = w.single_flow() {
             w.drive(k, now);
             // The next turn reuses the time the request's read ended at.
             return Turn::Again(w.last_read.take());
         }
         w.fire_udp_timers(now);
-        Turn::Wait(w.io.timeout(
-            now,
-            w.schedule.as_ref(),
-            w.gate.next_deadline(),
-            !w.udp.again.is_empty(),
-        ))
+        let deadline = [w.gate.next_deadline(), w.accept_retry.deadline()]
+            .into_iter()
+            .flatten()
+            .min();
+        Turn::Wait(w.io.timeout(now, w.schedule.as_ref(), deadline, !w.udp.again.is_empty()))
     }
 
     fn event(&mut self, event: &mio::event::Event, now: Instant) {

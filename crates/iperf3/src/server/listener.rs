@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
 use linkperf_engine::io::gate::{Gate, Greeting, Presented};
-use linkperf_engine::io::{accept_next, Accept, Conn, Listener};
+use linkperf_engine::io::{accept_next, Accept, AcceptRetry, Conn, Listener};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -28,8 +28,6 @@ use crate::ServerError;
 
 const LISTENER: Token = Token(0);
 const FIRST_CONN: usize = 1;
-/// After a failed accept (out of descriptors), when to try again.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// A bound iperf3 server, not yet serving.
 pub struct Iperf3Server {
@@ -180,7 +178,7 @@ impl Iperf3Server {
             gate,
             next_token: FIRST_CONN,
             seq: 0,
-            retry_accept: None,
+            retry_accept: AcceptRetry::default(),
         };
         let mut events = Events::with_capacity(256);
         if let Err(e) = driver::run(&mut acceptor, &mut events) {
@@ -220,7 +218,7 @@ struct Acceptor {
     gate: Gate<CookieGreeting>,
     next_token: usize,
     seq: u64,
-    retry_accept: Option<Instant>,
+    retry_accept: AcceptRetry,
 }
 
 impl Flows for Acceptor {
@@ -232,14 +230,13 @@ impl Flows for Acceptor {
         if self.stop.load(Ordering::Acquire) {
             return Turn::Stop;
         }
-        if self.retry_accept.is_some_and(|r| now >= r) {
-            self.retry_accept = None;
+        if self.retry_accept.due(now) {
             self.accept();
         }
         while let Some(k) = self.gate.expired(now) {
             self.close(k);
         }
-        let wake = [self.gate.next_deadline(), self.retry_accept]
+        let wake = [self.gate.next_deadline(), self.retry_accept.deadline()]
             .into_iter()
             .flatten()
             .fold(now + Duration::from_secs(1), Instant::min);
@@ -263,7 +260,7 @@ impl Acceptor {
                 Accept::Drained => return,
                 Accept::Stopped(_) => {
                     // Out of descriptors or similar: the backlog waits a moment.
-                    self.retry_accept = Some(Instant::now() + ACCEPT_RETRY);
+                    self.retry_accept.stopped(Instant::now());
                     return;
                 }
             };

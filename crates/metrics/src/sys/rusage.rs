@@ -92,3 +92,16 @@ pub(crate) fn online_processors() -> Option<u32> {
     let v = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u32::try_from(v).ok().filter(|&v| v > 0)
 }
+
+/// Gives the memory the allocator holds free back to the system (glibc's
+/// `malloc_trim(0)`, over every arena: worker threads allocate in arenas of
+/// their own, whose freed pages glibc otherwise keeps). Other allocators
+/// (musl's) return what they free by themselves: nothing to do there.
+pub(crate) fn trim_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes a plain size and only walks the allocator's
+    // own free lists, under its locks; it is safe from any thread.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

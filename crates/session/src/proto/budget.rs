@@ -23,24 +23,29 @@ const WORKER_DESCRIPTORS: u64 = 3;
 const SESSION_DESCRIPTORS: u64 = 4;
 /// Threads a session holds besides its workers: its own and its CPU sampler.
 const SESSION_THREADS: u64 = 2;
-/// Connections waiting for their preamble a worker lets in beyond what it
-/// expects (the engine's bound; see `engine::server`).
-const PREAMBLE_SLACK: u64 = 64;
-/// Most connections waiting for their preamble per worker counted from its
-/// users (a real user's preamble arrives with its connection).
-const PREAMBLE_PER_WORKER: u64 = 256;
+/// Threads a delegated test holds besides a test's: the one that runs it as
+/// a client (`run_test`) and the one that waits for its client workers.
+const DELEGATE_THREADS: u64 = 2;
+/// Descriptors a delegated test holds besides a test's: its control
+/// connection to the target.
+const DELEGATE_DESCRIPTORS: u64 = 1;
 /// A worker's own memory: its read scratch and datagram room, and its
-/// histogram and counters (an HDR histogram of 3 significant figures over
-/// 1 ns to an hour is under 128 KiB).
-const WORKER_MEMORY: u64 = linkperf_engine::BUFFER_BYTES_PER_WORKER as u64 + 128 * 1024;
+/// histogram and counters (an HDR histogram of 3 significant figures,
+/// allocated with its first value and grown with the values, takes at most
+/// [`linkperf_metrics::MAX_HISTOGRAM_BYTES`]).
+const WORKER_MEMORY: u64 =
+    linkperf_engine::BUFFER_BYTES_PER_WORKER as u64 + linkperf_metrics::MAX_HISTOGRAM_BYTES;
 /// A data connection's user-space state: its flow, its slab entry, its
 /// per-flow counts.
 const CONNECTION_MEMORY: u64 = 1024;
-/// The kernel's socket buffers of a connection, counted at the sizes a socket
-/// starts with (the kernel grows them within `net.ipv4.tcp_mem`, which bounds
-/// all TCP memory of the host): SO_SNDBUF and SO_RCVBUF as asked (the
-/// kernel doubles what is asked), else the defaults of `tcp_wmem`/`tcp_rmem`.
-const DEFAULT_SOCKET_BUFFERS: u64 = 16 * 1024 + 128 * 1024;
+/// The kernel's receive buffer of a TCP connection, counted at the size it
+/// starts with (`tcp_rmem`'s default; the kernel grows it within
+/// `net.ipv4.tcp_mem`, which bounds all TCP memory of the host).
+const DEFAULT_RCVBUF: u64 = 128 * 1024;
+/// The socket buffers of a connection nobody sized: `tcp_wmem`'s and
+/// `tcp_rmem`'s defaults (a connection still waiting for its preamble, a
+/// profile's).
+const DEFAULT_SOCKET_BUFFERS: u64 = 16 * 1024 + DEFAULT_RCVBUF;
 
 /// What the daemon may hold for all its tests together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,21 +86,45 @@ impl Cost {
         )
     }
 
+    /// A delegated test of `spec` run by this daemon as the client, on
+    /// `workers` client workers: what a server side of the same test holds
+    /// (its workers hold as many connections and buffers), and the threads
+    /// and the control connection of a client.
+    pub fn delegated(spec: &TestSpec, workers: u32) -> Cost {
+        let mut c = Cost::workload(spec, workers);
+        c.threads += DELEGATE_THREADS;
+        c.descriptors += DELEGATE_DESCRIPTORS;
+        c
+    }
+
     /// A profile whose server side holds `connections` data connections at
-    /// most, carried by `workers` workers.
-    pub fn profile(connections: u64, workers: u32) -> Cost {
-        Cost::of(connections, workers.max(1), DEFAULT_SOCKET_BUFFERS)
+    /// most, carried by `workers` workers, with `transactions` transaction
+    /// elements in all its groups: each worker, and the merge of theirs,
+    /// keeps a histogram for each of them and for each flowop type
+    /// ([`linkperf_engine::program::most_stats_bytes`]).
+    pub fn profile(connections: u64, workers: u32, transactions: usize) -> Cost {
+        let mut c = Cost::of(connections, workers.max(1), DEFAULT_SOCKET_BUFFERS);
+        let stats =
+            linkperf_engine::program::most_stats_bytes(transactions, workers.max(1) as usize);
+        c.memory_bytes = c.memory_bytes.saturating_add(stats);
+        c
     }
 
     fn of(connections: u64, workers: u32, per_socket: u64) -> Cost {
         let workers = u64::from(workers);
-        // The connections waiting for their preamble that the engine lets in.
-        let waiting = connections.min(PREAMBLE_PER_WORKER * workers) + PREAMBLE_SLACK * workers;
+        // The connections waiting for their preamble that the workers let in
+        // (the engine's own bound).
+        let waiting = linkperf_engine::io::waiting_cap(connections, workers);
+        let memory = workers
+            .saturating_mul(WORKER_MEMORY)
+            .saturating_add(connections.saturating_mul(CONNECTION_MEMORY + per_socket))
+            .saturating_add(waiting.saturating_mul(CONNECTION_MEMORY + DEFAULT_SOCKET_BUFFERS));
         Cost {
             threads: workers + SESSION_THREADS,
-            descriptors: connections + waiting + WORKER_DESCRIPTORS * workers + SESSION_DESCRIPTORS,
-            memory_bytes: workers * WORKER_MEMORY
-                + (connections + waiting) * (CONNECTION_MEMORY + per_socket),
+            descriptors: connections
+                .saturating_add(waiting)
+                .saturating_add(WORKER_DESCRIPTORS * workers + SESSION_DESCRIPTORS),
+            memory_bytes: memory,
             connections,
         }
     }
@@ -119,17 +148,23 @@ impl Cost {
     }
 }
 
-/// The socket buffers one connection of `spec` starts with.
+/// The socket buffers one data connection of `spec` may hold on the server:
+/// its send buffer as the server locks it (twice
+/// [`linkperf_engine::io::server_sndbuf`]: the kernel doubles what is asked
+/// and, the size set, no longer grows it, whatever the client reads), and
+/// its receive buffer at the size it starts with (twice SO_RCVBUF as asked,
+/// else `tcp_rmem`'s default); for UDP, 208 KiB each unless asked.
 fn socket_buffers(spec: &TestSpec) -> u64 {
     let asked = |b: Option<u32>, default: u64| b.map_or(default, |b| 2 * u64::from(b));
+    let locked = linkperf_engine::io::server_sndbuf(spec).map(|n| n as u64);
     let (snd, rcv) = match spec.protocol {
         Protocol::Udp => (
             asked(spec.socket.sndbuf, 208 * 1024),
             asked(spec.socket.rcvbuf, 208 * 1024),
         ),
         _ => (
-            asked(spec.socket.sndbuf, 16 * 1024),
-            asked(spec.socket.rcvbuf, 128 * 1024),
+            locked.map_or(16 * 1024, |n| 2 * n),
+            asked(spec.socket.rcvbuf, DEFAULT_RCVBUF),
         ),
     };
     snd + rcv
@@ -312,16 +347,19 @@ mod tests {
 
     #[test]
     fn a_tests_cost_grows_with_its_users_not_with_its_messages() {
-        let small = Cost::workload(&spec("rr:1x64k", 1024), 16);
+        // Past the largest send buffer the server locks (256 KiB), the
+        // message size changes nothing.
+        let small = Cost::workload(&spec("rr:1x256k", 1024), 16);
         let huge = Cost::workload(&spec("rr:1x64m", 1024), 16);
         assert_eq!(
             small, huge,
-            "a 64 MiB response costs what a 64 KiB one does"
+            "a 64 MiB response costs what a 256 KiB one does"
         );
         assert_eq!(small.threads, 18);
         assert_eq!(small.connections, 1024);
-        // 1024 connections, 1024 waiting at most (256 per worker), 64 more per worker.
-        assert_eq!(small.descriptors, 1024 + 1024 + 64 * 16 + 3 * 16 + 4);
+        // 1024 connections, twice as many waiting at most and 64 more per
+        // worker (the engine's gate), each worker's own 3, the session's 4.
+        assert_eq!(small.descriptors, 1024 + 2 * 1024 + 64 * 16 + 3 * 16 + 4);
         // The server runs at most one worker per user.
         assert_eq!(Cost::workload(&spec("rr1c-1x1", 1), 64).threads, 3);
     }
@@ -369,7 +407,7 @@ mod tests {
         assert_eq!(e.kind, LimitKind::Descriptors);
         assert!(
             e.to_string()
-                .starts_with("needs 3,150 descriptors, this server may use 2,048"),
+                .starts_with("needs 7,638 descriptors, this server may use 2,048"),
             "{e}"
         );
         assert_eq!(
@@ -377,6 +415,66 @@ mod tests {
             Cost::default(),
             "nothing charged for a refusal"
         );
+    }
+
+    #[test]
+    fn a_stream_servers_send_buffers_are_charged_as_locked() {
+        let kib = 1024;
+        let per_conn = |w: &str| {
+            let one = Cost::workload(&spec(w, 1), 1).memory_bytes;
+            let two = Cost::workload(&spec(w, 2), 1).memory_bytes;
+            // One connection more, two more that may wait for a preamble.
+            two - one - 2 * (kib + 16 * kib + 128 * kib)
+        };
+        // A download's sender: 2 x 256 KiB, and the receive buffer's 128 KiB.
+        assert_eq!(per_conn("str-writex30k"), kib + 512 * kib + 128 * kib);
+        // An upload's server sends nothing: the least, 2 x 16 KiB.
+        assert_eq!(per_conn("str-readx30k"), kib + 32 * kib + 128 * kib);
+        // A response of 30 KiB at a time: 2 x 30 KiB.
+        assert_eq!(per_conn("rr1c-200x30k"), kib + 60 * kib + 128 * kib);
+        // Asked for: as asked, doubled.
+        let mut asked = spec("str-writex30k", 1);
+        asked.socket.sndbuf = Some(1 << 20);
+        let mut asked2 = asked.clone();
+        asked2.users = 2;
+        let d = Cost::workload(&asked2, 1).memory_bytes - Cost::workload(&asked, 1).memory_bytes;
+        assert_eq!(d - 2 * (kib + 144 * kib), kib + 2048 * kib + 128 * kib);
+    }
+
+    #[test]
+    fn a_profiles_statistics_are_charged_per_transaction_and_worker() {
+        let few = Cost::profile(16, 2, 4);
+        let many = Cost::profile(16, 2, 8 * 1024);
+        let per = linkperf_metrics::MAX_HISTOGRAM_BYTES;
+        // Two workers and their merge, each a histogram per transaction more.
+        assert_eq!(
+            many.memory_bytes - few.memory_bytes,
+            3 * (8 * 1024 - 4) * per
+        );
+        // 8 groups of 1,024 transactions on 2 workers: 7.9 GiB at most,
+        // refused by a budget of 200 MiB.
+        assert_eq!(many.memory_bytes >> 20, 8_101, "{}", many.memory_bytes);
+        let ledger = Ledger::default();
+        let budget = Budget {
+            threads: 64,
+            descriptors: 1 << 20,
+            memory_bytes: 200 << 20,
+            connections: 50_000,
+        };
+        let e = ledger.charge(many, &budget).unwrap_err();
+        assert_eq!(e.kind, LimitKind::MemoryBytes);
+        assert!(ledger.charge(few, &budget).is_ok());
+    }
+
+    #[test]
+    fn a_delegated_test_charges_a_clients_threads_too() {
+        let s = spec("rr1c-1x1", 64);
+        let (w, d) = (Cost::workload(&s, 14), Cost::delegated(&s, 14));
+        // 14 client workers, the session, its sampler, the test's runner and
+        // its waiter: 18.
+        assert_eq!(d.threads, 18);
+        assert_eq!(d.threads - w.threads, 2);
+        assert_eq!(d.descriptors - w.descriptors, 1);
     }
 
     #[test]

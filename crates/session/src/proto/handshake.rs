@@ -49,6 +49,11 @@ pub(crate) struct Welcomed {
     pub auth: Option<ClientMessage>,
 }
 
+/// The reason of the `abort` a client sends to a peer that did not welcome
+/// it in time: it may be a linkperf daemon that is only slow (or a plain
+/// listener that reads and says nothing), told that the client has gone.
+const GAVE_UP: &str = "no welcome in time: the client gave up";
+
 /// The handshake failed; `abort`: the reason of the `abort` to send last, if
 /// one is sent.
 #[derive(Debug)]
@@ -88,26 +93,30 @@ impl<'k> ClientHandshake<'k> {
     /// How the peer began to answer the hello, at `now`: `Ok` when it may
     /// be a linkperf server (its welcome is awaited from now on), else what
     /// it is (a foreign server, or none that answers at once).
-    pub(crate) fn first_answer(
-        &mut self,
-        answer: Answer,
-        now: Instant,
-    ) -> Result<(), SessionError> {
+    /// A silent peer is sent an `abort` (see [`Refused`]); a foreign one,
+    /// which speaks another protocol, nothing more.
+    pub(crate) fn first_answer(&mut self, answer: Answer, now: Instant) -> Result<(), Refused> {
         match answer {
             Answer::MayBeLinkperf => {
                 self.welcome = Awaited::new("welcome", ANSWER_TIMEOUT, now);
                 Ok(())
             }
-            Answer::Foreign(f) => Err(SessionError::NotLinkperf {
-                what: f.explain(),
-                iperf3: matches!(f, Foreign::Iperf3),
-                addr: self.shown.clone(),
+            Answer::Foreign(f) => Err(Refused {
+                error: SessionError::NotLinkperf {
+                    what: f.explain(),
+                    iperf3: matches!(f, Foreign::Iperf3),
+                    addr: self.shown.clone(),
+                },
+                abort: None,
             }),
-            Answer::Silent => Err(SessionError::Control(format!(
-                "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
-                 answers at once: is {} a linkperf server?)",
-                self.shown
-            ))),
+            Answer::Silent => Err(Refused {
+                error: SessionError::Control(format!(
+                    "no welcome from the server within {ANSWER_TIMEOUT:?} (a linkperf server \
+                     answers at once: is {} a linkperf server?)",
+                    self.shown
+                )),
+                abort: Some(GAVE_UP),
+            }),
         }
     }
 
@@ -121,10 +130,12 @@ impl<'k> ClientHandshake<'k> {
         now: Instant,
     ) -> Result<Option<Welcomed>, Refused> {
         let refuse = |error, abort| Refused { error, abort };
+        // Given up on a peer that said nothing in time: it is told so.
+        let late = now >= self.welcome.until;
         let Some(answer) = self.welcome.answer(heard, now) else {
             return Ok(None);
         };
-        let answer = answer.map_err(|e| refuse(e, None))?;
+        let answer = answer.map_err(|e| refuse(e, late.then_some(GAVE_UP)))?;
         let (session, challenge, proof, agent) = match answer {
             ServerMessage::Welcome {
                 session,
@@ -487,7 +498,10 @@ mod tests {
         let (mut client, _) = ClientHandshake::start(None, None, "far:5201".into(), t0);
         assert_eq!(client.wait(t0), ANSWER_TIMEOUT);
         match client.first_answer(Answer::Foreign(Foreign::Iperf3), t0) {
-            Err(SessionError::NotLinkperf { addr, what, iperf3 }) => {
+            Err(Refused {
+                error: SessionError::NotLinkperf { addr, what, iperf3 },
+                abort: None,
+            }) => {
                 assert_eq!(addr, "far:5201");
                 assert_eq!(what, "this port speaks iperf3, not linkperf");
                 assert!(iperf3);
@@ -497,12 +511,15 @@ mod tests {
         let http = Foreign::Http("HTTP/1.1 400 Bad Request".into());
         let e = client.first_answer(Answer::Foreign(http), t0).unwrap_err();
         assert!(
-            matches!(&e, SessionError::NotLinkperf { iperf3: false, .. }),
-            "{e}"
+            matches!(&e.error, SessionError::NotLinkperf { iperf3: false, .. }),
+            "{}",
+            e.error
         );
-        let e = client.first_answer(Answer::Silent, t0).unwrap_err();
+        let silent = client.first_answer(Answer::Silent, t0).unwrap_err();
+        // A silent peer is told the client gave up (docs/security.md).
+        assert_eq!(silent.abort, Some(GAVE_UP));
         assert_eq!(
-            e.to_string(),
+            silent.error.to_string(),
             "talk to the server: no welcome from the server within 15s (a linkperf server \
              answers at once: is far:5201 a linkperf server?)"
         );
@@ -525,7 +542,7 @@ mod tests {
             late.error.to_string(),
             "talk to the server: no welcome from the server within 15s"
         );
-        assert!(late.abort.is_none(), "nothing more is sent");
+        assert_eq!(late.abort, Some(GAVE_UP), "a silent server is told");
         let (mut client, _) = ClientHandshake::start(None, None, "h:1".into(), t0);
         client.first_answer(Answer::MayBeLinkperf, t0).unwrap();
         let closed = Heard {
@@ -537,6 +554,7 @@ mod tests {
             r.error.to_string(),
             "talk to the server: the server closed the control connection before welcome"
         );
+        assert!(r.abort.is_none(), "nothing is sent to a closed connection");
     }
 
     #[test]

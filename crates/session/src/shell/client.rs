@@ -142,19 +142,20 @@ fn open(target: &Target, max_frame: usize) -> Result<Opened, SessionError> {
     c.send(&hello)?;
     // Something other than a linkperf server may listen there: tell what.
     let first = foreign::first_answer(c.ch.stream(), hs.wait(Instant::now()));
-    hs.first_answer(first, Instant::now())?;
-    let welcomed = loop {
-        match hs.welcome(c.ch.hear(hs.wait(Instant::now())), Instant::now()) {
-            Ok(Some(w)) => break w,
-            Ok(None) => {}
-            Err(refused) => {
-                if let Some(reason) = refused.abort {
-                    let _ = c.send(&ClientMessage::Abort {
-                        reason: reason.into(),
-                    });
-                }
-                return Err(refused.error);
+    let welcomed = hs.first_answer(first, Instant::now()).and_then(|()| loop {
+        if let Some(w) = hs.welcome(c.ch.hear(hs.wait(Instant::now())), Instant::now())? {
+            break Ok(w);
+        }
+    });
+    let welcomed = match welcomed {
+        Ok(w) => w,
+        Err(refused) => {
+            if let Some(reason) = refused.abort {
+                let _ = c.send(&ClientMessage::Abort {
+                    reason: reason.into(),
+                });
             }
+            return Err(refused.error);
         }
     };
     if let Some(auth) = welcomed.auth {

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Flows, Turn};
-use linkperf_engine::io::{accept_next, Accept, Listener};
+use linkperf_engine::io::{accept_next, Accept, AcceptRetry, Listener};
 use linkperf_engine::worker::WAKER;
 use linkperf_wire::{encode_server, ErrorCode, FrameDecoder, LimitKind};
 use mio::event::Event;
@@ -40,8 +40,6 @@ use crate::shell::server::{serve_session, told, Shaken, LINGER, LINGER_BYTES};
 
 const LISTENER: Token = Token(0);
 const FIRST_CONN: usize = 1;
-/// After a failed accept (out of descriptors), when to try again.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Most connections accepted in one go before the others' bytes are read.
 const ACCEPT_BATCH: usize = 64;
 /// Longest sleep with nothing due (a shutdown wakes the loop at once).
@@ -86,7 +84,7 @@ pub(crate) fn serve(
         conns: HashMap::new(),
         next_key: FIRST_CONN,
         accept_more: false,
-        retry_accept: None,
+        retry_accept: AcceptRetry::default(),
         scratch: vec![0; SCRATCH].into_boxed_slice(),
         log: LogBudget::default(),
     };
@@ -338,7 +336,7 @@ struct Lobby<'a> {
     next_key: usize,
     /// The last accept stopped at its batch: accept more next turn.
     accept_more: bool,
-    retry_accept: Option<Instant>,
+    retry_accept: AcceptRetry,
     scratch: Box<[u8]>,
     log: LogBudget,
 }
@@ -353,8 +351,7 @@ impl Flows for Lobby<'_> {
             self.close_all();
             return Turn::Stop;
         }
-        if self.accept_more || self.retry_accept.is_some_and(|r| now >= r) {
-            self.retry_accept = None;
+        if self.retry_accept.due(now) || self.accept_more {
             self.accept(now);
         }
         while let Some(key) = self.table.due(now) {
@@ -366,7 +363,7 @@ impl Flows for Lobby<'_> {
         }
         let wake = [
             self.table.next_deadline(),
-            self.retry_accept,
+            self.retry_accept.deadline(),
             self.log.due(),
         ]
         .into_iter()
@@ -395,7 +392,7 @@ impl<'a> Lobby<'a> {
                 Accept::Stopped(_) => {
                     // Out of descriptors or similar: the backlog waits a
                     // moment (the handshakes ending free some).
-                    self.retry_accept = Some(now + ACCEPT_RETRY);
+                    self.retry_accept.stopped(now);
                     return;
                 }
             };

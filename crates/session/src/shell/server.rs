@@ -63,8 +63,12 @@ pub(crate) struct Shaken {
 }
 
 /// Serves one control connection past its handshake to the end, and gives
-/// its session slot back. Never panics on input.
+/// its session slot back once the connection is closed (after its linger,
+/// if it ended in an error): a session's thread and its connection are
+/// counted in `--max-sessions` for as long as they last. Never panics on
+/// input.
 pub(crate) fn serve_session(conn: Shaken, config: &DaemonConfig, state: &DaemonState) {
+    let _session = Held(&state.sessions);
     let Shaken { stream, rest, id } = conn;
     let peer = stream
         .peer_addr()
@@ -79,7 +83,11 @@ pub(crate) fn serve_session(conn: Shaken, config: &DaemonConfig, state: &DaemonS
         state,
         peer,
     };
-    match s.run() {
+    let outcome = s.run();
+    // What the test held is freed: given back to the system now, not kept
+    // resident by the allocator for the next one.
+    linkperf_metrics::return_freed_memory();
+    match outcome {
         Ok(name) => s.log(&format!("{name} done")),
         Err(f) => {
             s.log(&told(&f, config));
@@ -180,7 +188,6 @@ impl Session<'_> {
     /// The session past its handshake (the lobby's: shell/lobby.rs), its
     /// slot taken there and given back here.
     fn run(&mut self) -> Result<String, Fail> {
-        let _session = Held(&self.state.sessions);
         let said = self.recv(self.config.control_timeout, "test request")?;
         let key = self.config.auth_key.as_ref();
         let (spec, placement) = match request::asked(said, key, self.config.name(Setting::AuthKey))?

@@ -345,9 +345,13 @@ impl Worker {
             };
             let mut conn = match accept_next(listener) {
                 Accept::Conn(conn) => conn,
-                // Out of descriptors or a connection reset before accept:
-                // the rest wait for the next round.
-                Accept::Drained | Accept::Stopped(_) => return,
+                Accept::Drained => return,
+                // Out of descriptors: the rest wait in the backlog for the
+                // retry.
+                Accept::Stopped(_) => {
+                    self.accept_retry.stopped(Instant::now());
+                    return;
+                }
             };
             let entry = self.pending.vacant_entry();
             let key = entry.key();

@@ -46,9 +46,13 @@ impl Worker {
             };
             let mut conn = match accept_next(listener) {
                 Accept::Conn(conn) => conn,
-                // Out of descriptors or a connection reset before accept:
-                // keep serving; the rest wait for the next round.
-                Accept::Drained | Accept::Stopped(_) => return,
+                Accept::Drained => return,
+                // Out of descriptors: keep serving; the rest wait in the
+                // backlog for the retry.
+                Accept::Stopped(_) => {
+                    self.accept_retry.stopped(Instant::now());
+                    return;
+                }
             };
             if conn.apply(&self.opts).is_err() {
                 continue;
@@ -94,6 +98,15 @@ impl Worker {
             Presented::Refused => return Io::Close,
             Presented::Through(p) => p,
         };
+        // A user whose first connection is taken only once the window has
+        // closed (it waited in the backlog while the process was out of
+        // descriptors) was not served in it: it is not counted as a flow
+        // this side carried, so the run says it was never served. (A
+        // connect-per-transaction flow's later connections are its own.)
+        let closed = self.schedule.is_some_and(|s| now >= s.measure_until);
+        if closed && !self.slots.contains_key(&p.flow) {
+            return Io::Close;
+        }
         // The client numbers its users from 0 and sends user `i` to worker
         // `i % workers`: any other flow is not one of this test's, whatever
         // token it shows.

@@ -43,9 +43,10 @@ impl Session<'_> {
             linkperf_metrics::check_congestion_control(cc)
                 .map_err(|e| fail(ErrorCode::Refused, format!("on the agent's host, {e}")))?;
         }
-        // Its client workers hold what a server side of the same test would.
+        // Its client workers hold what a server side of the same test would,
+        // and a client's threads and control connection more.
         // Settled by own_placement_as: a count.
-        let cost = Cost::workload(&spec, client.threads.count().unwrap_or(1));
+        let cost = Cost::delegated(&spec, client.threads.count().unwrap_or(1));
         let _charge = self.admit(spec.users, spec.warmup + spec.duration, &client, cost)?;
         let name = format!("{} delegated toward {target}", spec.name());
         self.log(&format!("running {name}"));

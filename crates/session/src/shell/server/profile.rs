@@ -99,7 +99,8 @@ impl Session<'_> {
         // Settled by own_placement: never the server's default here.
         let threads = placement.threads.count().unwrap_or(1);
         let workers = u32::try_from(workers_for(threads, &mirrored)).unwrap_or(u32::MAX);
-        let cost = Cost::profile(connections, workers);
+        let transactions = profile.groups.iter().map(|g| g.transactions.len()).sum();
+        let cost = Cost::profile(connections, workers, transactions);
         let _charge = self.admit(users, profile.least_time(), &placement, cost)?;
         let name = format!("profile:{}--{users}", profile.name);
         self.log(&format!("running {name}"));
