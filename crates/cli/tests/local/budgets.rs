@@ -479,8 +479,9 @@ fn a_profiles_statistics_are_charged_and_returned_after_the_test() {
 }
 
 /// A download of 300 users whose client never reads: each server socket's
-/// send buffer is locked at what the budget charges (2 x 256 KiB), so the
-/// host's TCP memory grows by at most 300 x 512 KiB (and the client's
+/// send buffer is locked at what the budget charges (twice its share of the
+/// test's allowance, 256 MiB or an eighth of the host's TCP memory), so the
+/// host's TCP memory grows by at most that (and the client's
 /// receive buffers, which do not grow unread: 128 KiB each, 384 KiB as
 /// the kernel counts them at most), not the 1.2 GB that send buffers grown
 /// to 4 MiB would hold; a test beside it is served whole.
@@ -502,6 +503,7 @@ fn a_download_nobody_reads_holds_at_most_the_charged_send_buffers() {
         Duration::from_secs(6),
     );
     spec.warmup = Duration::from_millis(200);
+    let locked = linkperf_engine::io::server_sndbuf(&spec).expect("a TCP stream's is locked");
     let mut c = Control::connect(("127.0.0.1", port));
     c.hello();
     c.send(&ClientMessage::Test {
@@ -558,7 +560,7 @@ fn a_download_nobody_reads_holds_at_most_the_charged_send_buffers() {
     });
     drop(socks);
     let grown_kib = peak.saturating_sub(before) * 4;
-    let charged_kib = u64::from(USERS) * 512;
+    let charged_kib = u64::from(USERS) * 2 * locked as u64 / 1024;
     eprintln!(
         "a {USERS}-user download nobody reads: the host's TCP memory grew by {grown_kib} KiB at \
          most (from {before} pages), {charged_kib} KiB of send buffers charged"

@@ -19,6 +19,6 @@ pub use accept::{accept_next, Accept, AcceptRetry, ACCEPT_RETRY};
 pub use dial::{Dial, DialError};
 pub use gate::waiting_cap;
 pub use socket::{
-    apply, server_sndbuf, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn, DataEndpoints,
-    Kind, Listener, Settings,
+    apply, server_sndbuf, server_sndbuf_on, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn,
+    DataEndpoints, HostTcpMemory, Kind, Listener, Settings,
 };

@@ -14,38 +14,107 @@ use socket2::{Domain, Protocol as SockProtocol, SockRef, Socket, Type};
 /// Listen backlog for data listeners: enough for thousands of users connecting at once.
 const LISTEN_BACKLOG: i32 = 8192;
 
-/// The send buffer (SO_SNDBUF as asked: the kernel doubles it and no longer
-/// grows it) of a server's TCP data socket that carries a stream to its
-/// client, when the test asks for none: the kernel would otherwise grow it
-/// up to `tcp_wmem`'s maximum (4 MiB by default) for a client that does
-/// not read, for every user. 512 KiB in flight carries about 4 Gbit/s at
-/// 1 ms of round trip (a client asks `--sndbuf` for more, and is charged
-/// for it).
-pub const SERVER_STREAM_SNDBUF: usize = 256 * 1024;
-/// The least send buffer a server's TCP data socket is locked at (16 KiB,
-/// `tcp_wmem`'s default start): a request/response server's holds its
-/// largest response, as many as may be outstanding, within
-/// [`SERVER_STREAM_SNDBUF`].
+/// The least send buffer a server's TCP data socket is locked at (as asked;
+/// `tcp_wmem`'s default start is 16 KiB): a request/response server's holds
+/// its largest response, as many as may be outstanding, above it.
 pub const SERVER_MIN_SNDBUF: usize = 16 * 1024;
 
-/// The send buffer a server's TCP data sockets are locked at for `spec`
-/// (SO_SNDBUF as asked), `None` where the server leaves it to the kernel:
-/// what the client asked (`--sndbuf`), else what the server sends at
-/// most at once, between [`SERVER_MIN_SNDBUF`] and
-/// [`SERVER_STREAM_SNDBUF`]. UDP and Unix sockets' buffers do not grow,
-/// so they are left as they are. The budget charges twice this (the
-/// kernel's doubling) for every data connection.
+/// The most send-buffer memory one test's server locks over all its TCP
+/// data connections, when the host's TCP memory allows it (see
+/// [`HostTcpMemory::test_allowance`]).
+pub const SERVER_SNDBUF_PER_TEST: usize = 256 << 20;
+
+/// What the host's kernel lets TCP send buffers hold: the size a socket's
+/// send buffer grows to on its own (`tcp_wmem`'s maximum) and the hard
+/// limit of all TCP sockets' memory (`tcp_mem`'s third figure, in bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostTcpMemory {
+    /// `net.ipv4.tcp_wmem`'s maximum, bytes.
+    pub autotune_max: usize,
+    /// `net.ipv4.tcp_mem`'s hard limit, bytes.
+    pub hard_limit: usize,
+}
+
+impl HostTcpMemory {
+    /// Linux's defaults where /proc cannot be read: 4 MiB a socket, 2 GiB
+    /// in all.
+    pub const DEFAULT: HostTcpMemory = HostTcpMemory {
+        autotune_max: 4 << 20,
+        hard_limit: 2 << 30,
+    };
+
+    /// This host's, read once.
+    pub fn host() -> HostTcpMemory {
+        static HOST: std::sync::OnceLock<HostTcpMemory> = std::sync::OnceLock::new();
+        *HOST.get_or_init(|| {
+            let third = |path: &str| -> Option<usize> {
+                std::fs::read_to_string(path)
+                    .ok()?
+                    .split_whitespace()
+                    .nth(2)?
+                    .parse()
+                    .ok()
+            };
+            // tcp_mem counts pages.
+            let page = page_size();
+            HostTcpMemory {
+                autotune_max: third("/proc/sys/net/ipv4/tcp_wmem")
+                    .unwrap_or(Self::DEFAULT.autotune_max),
+                hard_limit: third("/proc/sys/net/ipv4/tcp_mem")
+                    .map_or(Self::DEFAULT.hard_limit, |p| p.saturating_mul(page)),
+            }
+        })
+    }
+
+    /// The send-buffer memory one test may lock over all its connections:
+    /// [`SERVER_SNDBUF_PER_TEST`], and at most an eighth of the host's TCP
+    /// memory, so that no one test (nor a client that never reads) takes
+    /// the host's TCP to its hard limit, where every connection stalls.
+    pub fn test_allowance(&self) -> usize {
+        SERVER_SNDBUF_PER_TEST.min(self.hard_limit / 8)
+    }
+}
+
+/// The page size, for `tcp_mem`'s pages.
+fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n).ok().filter(|n| *n > 0).unwrap_or(4096)
+}
+
+/// The send buffer a server's TCP data sockets are locked at for `spec` on
+/// this host (SO_SNDBUF as asked), `None` where the server leaves it to the
+/// kernel: see [`server_sndbuf_on`].
 pub fn server_sndbuf(spec: &TestSpec) -> Option<usize> {
+    server_sndbuf_on(spec, &HostTcpMemory::host())
+}
+
+/// The send buffer a server's TCP data sockets are locked at for `spec` on
+/// a host with `host`'s TCP memory (SO_SNDBUF as asked: the kernel doubles
+/// it and, the size set, no longer grows it, whatever the client reads).
+/// What the client asked (`--sndbuf`), else: each user's share of the
+/// test's allowance ([`HostTcpMemory::test_allowance`]), at most what the
+/// kernel would grow the buffer to on its own (`tcp_wmem`'s maximum), so a
+/// stream to few users runs as it would unlocked and one to many cannot
+/// hold more than the allowance; a request/response server's is what it
+/// sends at most at once, at least [`SERVER_MIN_SNDBUF`], within that
+/// share. UDP and Unix sockets' buffers do not grow, so they are left as
+/// they are. The budget charges twice this (the kernel's doubling) for
+/// every data connection.
+pub fn server_sndbuf_on(spec: &TestSpec, host: &HostTcpMemory) -> Option<usize> {
     if spec.protocol != Protocol::Tcp {
         return spec.socket.sndbuf.map(|n| n as usize);
     }
     if let Some(n) = spec.socket.sndbuf {
         return Some(usize::try_from(n).unwrap_or(usize::MAX));
     }
+    // Each connection's share, as held (twice what is asked).
+    let share = (host.test_allowance() / spec.users.max(1) as usize).min(host.autotune_max);
+    let most = (share / 2).max(SERVER_MIN_SNDBUF);
     let at_once = match &spec.workload {
         Workload::Stream { direction, .. } => match direction {
             StreamDirection::Up => SERVER_MIN_SNDBUF,
-            StreamDirection::Down | StreamDirection::Bidir => SERVER_STREAM_SNDBUF,
+            StreamDirection::Down | StreamDirection::Bidir => most,
         },
         other => {
             let outstanding = spec.offered.map_or(1, |o| o.max_outstanding.max(1));
@@ -55,7 +124,7 @@ pub fn server_sndbuf(spec: &TestSpec) -> Option<usize> {
                 .saturating_mul(outstanding as usize)
         }
     };
-    Some(at_once.clamp(SERVER_MIN_SNDBUF, SERVER_STREAM_SNDBUF))
+    Some(at_once.clamp(SERVER_MIN_SNDBUF, most))
 }
 
 /// The options a data socket is set up with: a test side's sockets, a
@@ -563,5 +632,77 @@ mod tests {
         assert!(!answers(Some(v4), v6));
         assert!(answers(Some(v6), v6));
         assert!(answers(None, other));
+    }
+}
+
+#[cfg(test)]
+mod sndbuf_tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn spec(workload: &str, users: u32) -> TestSpec {
+        TestSpec::new(
+            workload.parse().unwrap(),
+            Protocol::Tcp,
+            users,
+            Duration::from_secs(1),
+        )
+    }
+
+    const HOST: HostTcpMemory = HostTcpMemory::DEFAULT;
+
+    #[test]
+    fn a_download_to_few_users_grows_as_the_kernel_would_to_many_within_the_allowance() {
+        // One user: tcp_wmem's maximum as held (half of it asked).
+        assert_eq!(
+            server_sndbuf_on(&spec("str-writex30k", 1), &HOST),
+            Some(2 << 20)
+        );
+        assert_eq!(
+            server_sndbuf_on(&spec("str-writex30k", 64), &HOST),
+            Some(2 << 20)
+        );
+        // 300: the allowance shared, 256 MiB in all as held.
+        let each = server_sndbuf_on(&spec("str-writex30k", 300), &HOST).unwrap();
+        assert_eq!(each, (256 << 20) / 300 / 2);
+        // A host with little TCP memory: an eighth of it.
+        let small = HostTcpMemory {
+            autotune_max: 4 << 20,
+            hard_limit: 64 << 20,
+        };
+        assert_eq!(small.test_allowance(), 8 << 20);
+        assert_eq!(
+            server_sndbuf_on(&spec("str-writex30k", 8), &small),
+            Some((8 << 20) / 8 / 2)
+        );
+        // Never below the least.
+        assert_eq!(
+            server_sndbuf_on(&spec("str-writex30k", 100_000), &small),
+            Some(SERVER_MIN_SNDBUF)
+        );
+    }
+
+    #[test]
+    fn request_response_holds_what_it_sends_at_once_and_an_asked_size_is_kept() {
+        assert_eq!(
+            server_sndbuf_on(&spec("rr1c-1x1", 1), &HOST),
+            Some(SERVER_MIN_SNDBUF)
+        );
+        assert_eq!(
+            server_sndbuf_on(&spec("rr1c-200x30k", 1), &HOST),
+            Some(30 * 1024)
+        );
+        // An upload's (str-read: the server reads) server sends nothing but acknowledgements.
+        assert_eq!(
+            server_sndbuf_on(&spec("str-readx30k", 1), &HOST),
+            Some(SERVER_MIN_SNDBUF)
+        );
+        let mut asked = spec("str-writex30k", 1);
+        asked.socket.sndbuf = Some(64 * 1024);
+        assert_eq!(server_sndbuf_on(&asked, &HOST), Some(64 * 1024));
+        let mut udp = spec("rr1c-1x1", 1);
+        udp.protocol = Protocol::Udp;
+        assert_eq!(server_sndbuf_on(&udp, &HOST), None);
     }
 }
