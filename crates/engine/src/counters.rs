@@ -175,6 +175,20 @@ impl Counters {
         }
     }
 
+    /// The length of the window that was counted, seconds, when counting
+    /// stopped before the window's close (an aborted test): from the
+    /// window's opening to the stop, where [`Counters::intervals`] end.
+    /// `None` when counting was not cut short.
+    pub fn cut_window_s(&self) -> Option<f64> {
+        let s = self.schedule?;
+        let stopped = self.stopped?;
+        (stopped < s.measure_until).then(|| {
+            self.end(&s)
+                .saturating_duration_since(s.measure_from)
+                .as_secs_f64()
+        })
+    }
+
     /// Where counting ends: the window's close, or the stop before it.
     fn end(&self, s: &Schedule) -> Instant {
         self.stopped
@@ -916,6 +930,10 @@ mod tests {
         assert_eq!((iv[0].length_s, iv[0].tx_bytes), (1.0, 1));
         assert!((iv[1].length_s - 0.4).abs() < 1e-9, "{iv:?}");
         assert_eq!(iv[1].tx_bytes, 2);
+        // The window counted is where the intervals end.
+        let cut = c.cut_window_s().unwrap();
+        assert!((cut - 1.4).abs() < 1e-9, "{cut}");
+        assert!((cut - iv.iter().map(|i| i.length_s).sum::<f64>()).abs() < 1e-9);
         assert_eq!((c.tx_bytes, c.totals.tx_bytes), (3, 7));
         let rest = c.take_rest();
         assert_eq!(rest.len(), 3, "the warm-up's second and the two that ran");
@@ -926,6 +944,7 @@ mod tests {
         w.set_schedule(sched(t0));
         w.stop(ms(500));
         assert!(w.intervals().is_empty());
+        assert_eq!(w.cut_window_s(), Some(0.0));
         let rest = w.take_rest();
         assert_eq!(rest.len(), 1);
         assert!(rest[0].warmup && (rest[0].length_s - 0.5).abs() < 1e-9);
@@ -935,6 +954,8 @@ mod tests {
         late.set_schedule(sched(t0));
         late.stop(ms(4000));
         assert_eq!(late.intervals().len(), 3);
+        assert_eq!(late.cut_window_s(), None, "the window closed whole");
+        assert_eq!(Counters::new(false).cut_window_s(), None);
 
         // Merged, the side stopped when its last worker did.
         let mut a = Counters::new(false);
