@@ -255,7 +255,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     if a.step.is_none() {
         crate::emit(&render_summary(&doc))?;
     }
-    Ok(closing(&a, &tally, saver.as_ref(), &command_line))
+    Ok(closing(&a, &tally, saver.as_ref(), &command_line, &doc))
 }
 
 /// The saver of `--out`, with room for every run this suite will add kept
