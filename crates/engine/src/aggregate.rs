@@ -89,7 +89,7 @@ impl Aggregate {
     /// when the workers stopped counting before it closed, the part that
     /// ran: where the intervals end); the data socket's facts go into `env`.
     pub fn side_report(
-        self,
+        mut self,
         window: Option<&WindowCpu>,
         asked: ProcessMethod,
         window_s: f64,
@@ -97,11 +97,16 @@ impl Aggregate {
         env: &mut Environment,
     ) -> SideReport {
         let cpu = window_cpu(window, asked, self.worker_cpu);
-        // An aborted side counted until its stop, not until it reported.
-        let window_s = self
-            .counters
-            .cut_window_s()
-            .map_or(window_s, |cut| cut.min(window_s));
+        // An aborted side counted until its stop, not until it reported; a
+        // side cut short by the other's end stops counting where its
+        // window ended: the intervals end where the window does.
+        let window_s = match self.counters.cut_window_s() {
+            Some(cut) => cut.min(window_s),
+            None => {
+                self.counters.stop_after_s(window_s);
+                window_s
+            }
+        };
         if let Some(s) = &self.socket {
             s.record(env);
         }

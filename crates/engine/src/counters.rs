@@ -189,6 +189,24 @@ impl Counters {
         })
     }
 
+    /// Counting is over and covered only the window's first `window_s`
+    /// seconds (the side was cut short without its workers stopping: the
+    /// other side ended the test): it stops there, so that the intervals
+    /// end where the window did. Nothing when it already stopped, or when
+    /// `window_s` reaches the window's close.
+    pub fn stop_after_s(&mut self, window_s: f64) {
+        let Some(s) = self.schedule else {
+            return;
+        };
+        if self.stopped.is_some() || !window_s.is_finite() || window_s < 0.0 {
+            return;
+        }
+        let at = s.measure_from + Duration::from_secs_f64(window_s);
+        if at < s.measure_until {
+            self.stop(at);
+        }
+    }
+
     /// Where counting ends: the window's close, or the stop before it.
     fn end(&self, s: &Schedule) -> Instant {
         self.stopped
@@ -956,6 +974,25 @@ mod tests {
         assert_eq!(late.intervals().len(), 3);
         assert_eq!(late.cut_window_s(), None, "the window closed whole");
         assert_eq!(Counters::new(false).cut_window_s(), None);
+
+        // Cut short by the other side, its workers never stopped: it stops
+        // where the window it covered ended, and not past the window.
+        let mut other = Counters::new(false);
+        other.set_schedule(sched(t0));
+        let f = other.add_flow(0);
+        other.tx(f, 5, ms(1500));
+        other.stop_after_s(0.75);
+        assert_eq!(other.intervals().len(), 1);
+        assert!((other.cut_window_s().unwrap() - 0.75).abs() < 1e-9);
+        let mut whole = Counters::new(false);
+        whole.set_schedule(sched(t0));
+        whole.stop_after_s(2.5);
+        assert_eq!((whole.cut_window_s(), whole.intervals().len()), (None, 3));
+        c.stop_after_s(0.5);
+        assert!(
+            (c.cut_window_s().unwrap() - 1.4).abs() < 1e-9,
+            "the first stop holds"
+        );
 
         // Merged, the side stopped when its last worker did.
         let mut a = Counters::new(false);
