@@ -429,8 +429,10 @@ fn measured_runs<'a>(doc: &'a Value, test: &str) -> (Vec<&'a Value>, bool) {
 
 /// The least share of a 1 Gbit/s link a clean run of the study's loads
 /// fills: 50 users of 30 KiB responses, 40 of the interconnect mix, with
-/// the host's CPU to spare (the run is `ok`), leave the link the limit.
-const CLEAN_FILL: f64 = 0.80;
+/// the host's CPU to spare (the run is `ok`), leave the link the limit
+/// (measured on a loaded 2-CPU host: 0.97–1.00 and 0.84–0.97 of the wire,
+/// suspect runs included).
+const CLEAN_FILL: f64 = 0.70;
 
 /// Seeds 000 and 002 (docs/studies.md): the in-memory path against a 1 Gbit/s
 /// link, for the large transactions at 50 users and the interconnect mix at 40.
