@@ -3,8 +3,9 @@
 # are errors), the whole test suite, then a build with the Rust version the
 # workspace declares (rust-version in Cargo.toml).
 # Every step runs even when one before it fails, every test binary runs even when
-# another fails (--no-fail-fast), and the last line is always the totals,
-# "N passed, N failed". The exit code is non-zero when anything failed.
+# another fails (--no-fail-fast), the failed tests are named at the end (test
+# binary: test), and the last line is always the totals, "N passed, N failed".
+# The exit code is non-zero when anything failed.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -52,6 +53,12 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace --release --locked --no-fail-fast 2>&1 | tee "$log"
 test_status=${PIPESTATUS[0]}
 read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log")
+# Each failed test with the binary it is in (cargo names the binary on its
+# "Running" line: target/release/deps/NAME-HASH), as "NAME: path::to::test".
+failed_tests=$(awk '
+    /^ +Running / { b = $0; sub(/.*\//, "", b); sub(/-[0-9a-f]+\)$/, "", b); bin = b }
+    /^test .* \.\.\. FAILED$/ { t = $0; sub(/^test /, "", t); sub(/ \.\.\. FAILED$/, "", t); print bin ": " t }
+' "$log")
 if [ "$test_status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     # Nothing counted as failed, yet cargo test failed: a build error or a crashed test binary.
     failed_steps+=("cargo test (exit $test_status: a test target did not build or a test binary crashed; see above)")
@@ -69,6 +76,10 @@ else
         || failed_steps+=("cargo check with Rust $rust_version, the declared rust-version")
 fi
 
+if [ -n "$failed_tests" ]; then
+    echo "failed tests:"
+    printf '%s\n' "$failed_tests" | sed 's/^/  /'
+fi
 for step in ${failed_steps[@]+"${failed_steps[@]}"}; do
     echo "failed: $step"
 done

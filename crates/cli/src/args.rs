@@ -412,9 +412,13 @@ pub struct SuiteArgs {
     #[arg(long, requires = "out")]
     pub resume: bool,
     /// Measurement window of every test, overriding the suite's: 30s, 500ms, 2m, or a bare
-    /// number of seconds.
-    #[arg(long, value_parser = parse_duration)]
+    /// number of seconds (-d 10).
+    #[arg(long, short, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Users of every test, overriding the suite's: one count or a list (-u 10, -u 1,10,50);
+    /// each workload of the suite runs at each count.
+    #[arg(long, short, value_name = "N[,N...]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
+    pub users: Option<Vec<u32>>,
     /// Warmup of every test, overriding the suite's (2s, or a bare number of seconds; 0 for none).
     #[arg(long, value_parser = parse_duration)]
     pub warmup: Option<Duration>,

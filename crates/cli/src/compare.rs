@@ -207,6 +207,10 @@ pub struct CompareArgs {
     /// Link capacity for the saturation check, bits per second each direction (1gbit, 10g, 100mbit: powers of 1000): RATE for every file, or FILE=RATE for one (repeatable, e.g. --capacity 1g.json=1gbit); default: the capacity recorded in each file.
     #[arg(long, value_parser = parse_capacity_arg, value_name = "[FILE=]RATE")]
     pub capacity: Vec<CapacityArg>,
+    /// Count suspect runs (completed, but a validity check failed: a busy host, a stall)
+    /// beside the ok ones; every output says so. Default: suspect runs are left out.
+    #[arg(long)]
+    pub include_suspect: bool,
 }
 
 /// `linkperf report`.
@@ -313,17 +317,76 @@ pub fn compare(a: CompareArgs, _command_line: Vec<String>) -> anyhow::Result<Exi
         threshold_pct: a.threshold,
         cpu_side: a.cpu_side,
         capacity_bits_per_s: all,
+        include_suspect: a.include_suspect,
     };
     let report = Report::comparison(sources[0], &sources[1..], options);
     for (c, path) in report.comparisons.iter().zip(&paths[1..]) {
         if c.tests.is_empty() {
-            return Err(usage(format!(
-                "nothing to compare: no test of {path} has a counterpart with an ok run in {} (tests are matched by name, e.g. rr1c-200x1000--50)",
-                paths[0]
-            )));
+            return Err(usage(nothing_compared(&report, c, path, &paths[0])));
         }
     }
     emit(&report, &a.output)
+}
+
+/// Why a candidate had no test to compare, and how to go on: no test of
+/// one name in both files, or the tests both have had no clean run on a
+/// side (excluded as suspect, with the checks they failed; or failed).
+fn nothing_compared(
+    report: &Report,
+    c: &linkperf_report::CandidateComparison,
+    path: &str,
+    base_path: &str,
+) -> String {
+    if c.not_compared.is_empty() {
+        return format!(
+            "nothing to compare: no test of {path} has a counterpart in {base_path} (tests are matched by name, e.g. rr1c-200x1000--50)"
+        );
+    }
+    const SHOWN: usize = 6;
+    let mut lines: Vec<String> = c
+        .not_compared
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("  {}: {}", n.name, n.reason))
+        .collect();
+    if c.not_compared.len() > SHOWN {
+        lines.push(format!("  and {} more", c.not_compared.len() - SHOWN));
+    }
+    // The checks the excluded runs failed, over both files.
+    let mut checks: Vec<&str> = Vec::new();
+    for n in &c.not_compared {
+        for f in [report.figures_of(&c.base), report.figures_of(&c.candidate)] {
+            let reasons = f
+                .and_then(|f| f.test(&n.name))
+                .map(|t| t.suspect_reasons.as_slice())
+                .unwrap_or_default();
+            for r in reasons {
+                if !checks.contains(&r.as_str()) {
+                    checks.push(r);
+                }
+            }
+        }
+    }
+    let how = if c.suspect_excluded > 0 {
+        format!(
+            "{} {} excluded as suspect (checks failed: {}): their figures are kept in the files but not believed. To go on: run them again where the checks can pass (a quieter host, or each side pinned to its own CPUs: --placement split), or compare them anyway with --include-suspect (every output then says they are included)",
+            crate::table::count(u64::from(c.suspect_excluded), "run"),
+            if c.suspect_excluded == 1 { "was" } else { "were" },
+            if checks.is_empty() {
+                "see each run's status_reasons".to_string()
+            } else {
+                checks.join(", ")
+            }
+        )
+    } else {
+        "no run of these tests completed on one side (see each run's error): run them again".into()
+    };
+    format!(
+        "nothing to compare: {} test{} in both {base_path} and {path}, none with an ok run on each side:\n{}\n{how}",
+        c.not_compared.len(),
+        if c.not_compared.len() == 1 { " is" } else { "s are" },
+        lines.join("\n")
+    )
 }
 
 /// Reports on one results file.
@@ -348,6 +411,9 @@ fn emit(report: &Report, out: &OutputArgs) -> anyhow::Result<ExitCode> {
     };
     // What makes a difference say more than the compared thing, on the
     // terminal whatever the format.
+    if let Some(note) = report.suspect_note() {
+        eprintln!("linkperf: warning: {note}");
+    }
     let c = &report.consistency;
     for d in &c.placement {
         eprintln!(

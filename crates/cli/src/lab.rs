@@ -1,9 +1,10 @@
 //! `linkperf lab`: emulated network configurations in network namespaces.
 //!
-//! `lab run` brings each configuration up in turn, starts `linkperf serve`
-//! inside its server namespace(s), runs `linkperf suite` from its client
-//! namespace(s), records the link in the results, tears it down, and finally
-//! compares the configurations. `lab up`, `lab list` and `lab down` manage
+//! `lab run` brings the configurations up (all at once, interleaved; one
+//! after another with `--order sequential`), starts `linkperf serve` inside
+//! each server namespace, runs `linkperf suite` from each client namespace,
+//! records the link in the results, tears them down, and finally compares
+//! the configurations. `lab up`, `lab list` and `lab down` manage
 //! configurations by hand. Every lab command first removes (and reports) what
 //! a killed lab command left behind. See docs/lab.md.
 
@@ -40,7 +41,7 @@ pub struct LabArgs {
 /// The lab's subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum LabCommand {
-    /// Bring each configuration up in turn, run a suite through it, take it down; then compare them.
+    /// Bring every configuration up, run a suite through them interleaved (run by run, the order rotating; --order sequential: one configuration's whole suite after another's), take them down; then compare them.
     Run(LabRunArgs),
     /// Bring one configuration up and leave it up; prints how to run tests through it by hand.
     Up(LabUpArgs),

@@ -26,6 +26,9 @@ use crate::UsageError;
 pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     let mut plan = plan_run(&a, command_line.clone())
         .map_err(|e| UsageError(crate::words::error_chain(&e)))?;
+    if let Some(w) = plan.request.spec.workload.small_stream_warning() {
+        eprintln!("linkperf: warning: {w}");
+    }
     if let Some(p) = &a.json {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.is_dir() {

@@ -97,6 +97,19 @@ pub fn shell_line(args: &[String]) -> String {
 
 /// The command that resumes a suite started as `command_line`, its results
 /// now in `out`: the same command with `--out out` and `--resume`.
+/// The command that runs `command_line` again keeping its results in `out`:
+/// the same arguments with `--out OUT` added.
+pub fn save_command(command_line: &[String], out: &Path) -> String {
+    let mut args: Vec<String> = command_line.to_vec();
+    if let Some(first) = args.first_mut() {
+        if first.ends_with("linkperf") {
+            *first = "linkperf".into();
+        }
+    }
+    args.extend(["--out".into(), out.display().to_string()]);
+    shell_line(&args)
+}
+
 pub fn resume_command(command_line: &[String], out: &Path) -> String {
     let mut args: Vec<String> = Vec::new();
     let mut skip = false;

@@ -123,7 +123,9 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
         .suite
         .clone()
         .ok_or_else(|| usage("name a suite (see --list) or a suite file"))?;
-    let suite = load_suite(&name)?.with_timing(a.duration, a.warmup);
+    let suite = load_suite(&name)?
+        .with_timing(a.duration, a.warmup)
+        .with_users(a.users.as_deref());
     let (repeat, adaptive) = repeats(&a, &suite)?;
     let interleave = !a.no_interleave;
     // Siblings running at once must stay in step: a retry would put this
@@ -146,6 +148,11 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     };
     let target_addr = target(&a.target).map_err(|e| usage(format!("{e:#}")))?;
     let requests = checked_requests(&a, &suite, target_addr.as_ref(), &command_line)?;
+    for t in suite.tests.iter().filter(|_| !a.by_lab) {
+        if let Some(w) = t.spec.workload.small_stream_warning() {
+            eprintln!("linkperf: warning: test {}: {w}", t.name());
+        }
+    }
     let order = run_order(suite.tests.len(), repeat, interleave);
     if a.dry_run && !a.resume {
         crate::emit(&plan_text(&suite, repeat, interleave, &order, adaptive))?;
@@ -248,7 +255,7 @@ pub fn suite(a: SuiteArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     if a.step.is_none() {
         crate::emit(&render_summary(&doc))?;
     }
-    Ok(closing(&a, &tally, saver.as_ref(), &command_line))
+    Ok(closing(&a, &tally, saver.as_ref(), &command_line, &doc))
 }
 
 /// The saver of `--out`, with room for every run this suite will add kept

@@ -496,8 +496,8 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7} {:>7} {:>7}  note",
-        "test", "runs", "Gbit/s", "txn/s", "mean µs", "p99 µs", "cv", "±95%", "errors"
+        "{:<34} {:>5} {:>16} {:>11} {:>11} {:>7} {:>7} {:>7}  note",
+        "test", "runs", "throughput", "mean µs", "p99 µs", "cv", "±95%", "errors"
     );
     for t in &doc.tests {
         let ok = t
@@ -513,8 +513,13 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let failed = t.runs.len() - ok - suspect;
         let summary = t.summary.as_ref();
         let metric = |k: &str| summary.and_then(|s| s.metrics.get(k)).map(|m| m.mean);
-        let gbit = metric("throughput.bytes_per_s").map(|b| format!("{:.3}", b * 8.0 / 1e9));
-        let tps = metric("throughput.transactions_per_s").map(|v| format!("{v:.0}"));
+        // Request/response in transactions per second (a 1-byte exchange
+        // moves next to no bits), streams in bits per second.
+        let throughput = if matches!(t.workload.kind.as_str(), "rr" | "crr" | "mix" | "profile") {
+            metric("throughput.transactions_per_s").map(|v| format!("{v:.0} txn/s"))
+        } else {
+            metric("throughput.bytes_per_s").map(rate)
+        };
         let mean = metric("transaction_time_us.mean").map(|v| format!("{v:.1}"));
         let p99 = metric("transaction_time_us.p99").map(|v| format!("{v:.1}"));
         let cv = summary
@@ -550,11 +555,10 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let na = || "-".to_string();
         let _ = writeln!(
             s,
-            "{:<34} {:>5} {:>12} {:>12} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
+            "{:<34} {:>5} {:>16} {:>11} {:>11} {:>7} {:>7} {:>7}  {}",
             t.name,
             ok,
-            gbit.unwrap_or_else(na),
-            tps.unwrap_or_else(na),
+            throughput.unwrap_or_else(na),
             mean.unwrap_or_else(na),
             p99.unwrap_or_else(na),
             cv.unwrap_or_else(na),

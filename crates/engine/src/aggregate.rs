@@ -85,10 +85,11 @@ impl Aggregate {
     /// one place every side (linkperf's client and server, the driver of a
     /// stock iperf3 server) puts it together. The process CPU is the
     /// sampled whole process's when `asked` for and sampled, else the
-    /// workers' threads'; `window_s` is the window the counts cover; the
-    /// data socket's facts go into `env`.
+    /// workers' threads'; `window_s` is the window the counts cover (or,
+    /// when the workers stopped counting before it closed, the part that
+    /// ran: where the intervals end); the data socket's facts go into `env`.
     pub fn side_report(
-        self,
+        mut self,
         window: Option<&WindowCpu>,
         asked: ProcessMethod,
         window_s: f64,
@@ -96,6 +97,16 @@ impl Aggregate {
         env: &mut Environment,
     ) -> SideReport {
         let cpu = window_cpu(window, asked, self.worker_cpu);
+        // An aborted side counted until its stop, not until it reported; a
+        // side cut short by the other's end stops counting where its
+        // window ended: the intervals end where the window does.
+        let window_s = match self.counters.cut_window_s() {
+            Some(cut) => cut.min(window_s),
+            None => {
+                self.counters.stop_after_s(window_s);
+                window_s
+            }
+        };
         if let Some(s) = &self.socket {
             s.record(env);
         }

@@ -175,6 +175,38 @@ impl Counters {
         }
     }
 
+    /// The length of the window that was counted, seconds, when counting
+    /// stopped before the window's close (an aborted test): from the
+    /// window's opening to the stop, where [`Counters::intervals`] end.
+    /// `None` when counting was not cut short.
+    pub fn cut_window_s(&self) -> Option<f64> {
+        let s = self.schedule?;
+        let stopped = self.stopped?;
+        (stopped < s.measure_until).then(|| {
+            self.end(&s)
+                .saturating_duration_since(s.measure_from)
+                .as_secs_f64()
+        })
+    }
+
+    /// Counting is over and covered only the window's first `window_s`
+    /// seconds (the side was cut short without its workers stopping: the
+    /// other side ended the test): it stops there, so that the intervals
+    /// end where the window did. Nothing when it already stopped, or when
+    /// `window_s` reaches the window's close.
+    pub fn stop_after_s(&mut self, window_s: f64) {
+        let Some(s) = self.schedule else {
+            return;
+        };
+        if self.stopped.is_some() || !window_s.is_finite() || window_s < 0.0 {
+            return;
+        }
+        let at = s.measure_from + Duration::from_secs_f64(window_s);
+        if at < s.measure_until {
+            self.stop(at);
+        }
+    }
+
     /// Where counting ends: the window's close, or the stop before it.
     fn end(&self, s: &Schedule) -> Instant {
         self.stopped
@@ -916,6 +948,10 @@ mod tests {
         assert_eq!((iv[0].length_s, iv[0].tx_bytes), (1.0, 1));
         assert!((iv[1].length_s - 0.4).abs() < 1e-9, "{iv:?}");
         assert_eq!(iv[1].tx_bytes, 2);
+        // The window counted is where the intervals end.
+        let cut = c.cut_window_s().unwrap();
+        assert!((cut - 1.4).abs() < 1e-9, "{cut}");
+        assert!((cut - iv.iter().map(|i| i.length_s).sum::<f64>()).abs() < 1e-9);
         assert_eq!((c.tx_bytes, c.totals.tx_bytes), (3, 7));
         let rest = c.take_rest();
         assert_eq!(rest.len(), 3, "the warm-up's second and the two that ran");
@@ -926,6 +962,7 @@ mod tests {
         w.set_schedule(sched(t0));
         w.stop(ms(500));
         assert!(w.intervals().is_empty());
+        assert_eq!(w.cut_window_s(), Some(0.0));
         let rest = w.take_rest();
         assert_eq!(rest.len(), 1);
         assert!(rest[0].warmup && (rest[0].length_s - 0.5).abs() < 1e-9);
@@ -935,6 +972,27 @@ mod tests {
         late.set_schedule(sched(t0));
         late.stop(ms(4000));
         assert_eq!(late.intervals().len(), 3);
+        assert_eq!(late.cut_window_s(), None, "the window closed whole");
+        assert_eq!(Counters::new(false).cut_window_s(), None);
+
+        // Cut short by the other side, its workers never stopped: it stops
+        // where the window it covered ended, and not past the window.
+        let mut other = Counters::new(false);
+        other.set_schedule(sched(t0));
+        let f = other.add_flow(0);
+        other.tx(f, 5, ms(1500));
+        other.stop_after_s(0.75);
+        assert_eq!(other.intervals().len(), 1);
+        assert!((other.cut_window_s().unwrap() - 0.75).abs() < 1e-9);
+        let mut whole = Counters::new(false);
+        whole.set_schedule(sched(t0));
+        whole.stop_after_s(2.5);
+        assert_eq!((whole.cut_window_s(), whole.intervals().len()), (None, 3));
+        c.stop_after_s(0.5);
+        assert!(
+            (c.cut_window_s().unwrap() - 1.4).abs() < 1e-9,
+            "the first stop holds"
+        );
 
         // Merged, the side stopped when its last worker did.
         let mut a = Counters::new(false);

@@ -279,7 +279,8 @@ pub fn compare_tests(
         let Some(c) = counterpart(b, cand) else {
             continue;
         };
-        suspect_excluded += b.suspect_runs + c.suspect_runs;
+        suspect_excluded +=
+            (b.suspect_runs - b.suspect_included) + (c.suspect_runs - c.suspect_included);
         let missing = [(b, &base.label), (c, &cand.label)]
             .into_iter()
             .filter(|(t, _)| t.ok_runs == 0)

@@ -179,8 +179,13 @@ pub struct TestFigures {
     pub retransmits: Vec<u64>,
     /// Runs recorded.
     pub runs: u32,
-    /// Runs that completed (`ok`); the statistics are over these.
+    /// Runs the statistics are over: those that completed `ok`, and with
+    /// [`Options::include_suspect`](crate::Options::include_suspect) the
+    /// suspect ones too ([`suspect_included`](Self::suspect_included) of them).
     pub ok_runs: u32,
+    /// Suspect runs counted in the statistics (`--include-suspect`); 0 unless
+    /// asked for.
+    pub suspect_included: u32,
     /// Suspect runs (a validity check failed), left out of the statistics.
     pub suspect_runs: u32,
     /// The distinct reasons of the suspect runs (checks that failed).
@@ -220,13 +225,22 @@ pub struct TestFigures {
 }
 
 impl TestFigures {
-    /// The figures of `test`.
+    /// The figures of `test`, over its ok runs.
     pub fn of(test: &TestResult) -> Self {
+        Self::over(test, false)
+    }
+
+    /// The figures of `test`, over its ok runs and, when `include_suspect`,
+    /// its suspect runs too (runs that completed but failed a check).
+    pub fn over(test: &TestResult, include_suspect: bool) -> Self {
         let ok: Vec<_> = test
             .runs
             .iter()
-            .filter(|r| r.status == RunStatus::Ok)
+            .filter(|r| {
+                r.status == RunStatus::Ok || (include_suspect && r.status == RunStatus::Suspect)
+            })
             .collect();
+        let suspect_included = ok.iter().filter(|r| r.status == RunStatus::Suspect).count();
         let values: BTreeMap<Metric, Vec<f64>> = Metric::ALL
             .iter()
             .filter_map(|&m| {
@@ -269,6 +283,7 @@ impl TestFigures {
                 .collect(),
             runs: u32::try_from(test.runs.len()).unwrap_or(u32::MAX),
             ok_runs: u32::try_from(ok.len()).unwrap_or(u32::MAX),
+            suspect_included: u32::try_from(suspect_included).unwrap_or(u32::MAX),
             suspect_runs: u32::try_from(
                 test.runs
                     .iter()
@@ -357,12 +372,27 @@ pub struct FileFigures {
 }
 
 impl FileFigures {
-    /// The figures of every test of `doc`, under `label`.
+    /// The figures of every test of `doc`, under `label`, over their ok runs.
     pub fn of(doc: &ResultsDocument, label: &str) -> Self {
+        Self::over(doc, label, false)
+    }
+
+    /// The figures of every test of `doc`, under `label`, over their ok runs
+    /// and, when `include_suspect`, their suspect runs too.
+    pub fn over(doc: &ResultsDocument, label: &str, include_suspect: bool) -> Self {
         FileFigures {
             label: label.to_string(),
-            tests: doc.tests.iter().map(TestFigures::of).collect(),
+            tests: doc
+                .tests
+                .iter()
+                .map(|t| TestFigures::over(t, include_suspect))
+                .collect(),
         }
+    }
+
+    /// Suspect runs counted in the statistics, over every test.
+    pub fn suspect_included(&self) -> u32 {
+        self.tests.iter().map(|t| t.suspect_included).sum()
     }
 
     /// The test named `name`.

@@ -31,6 +31,7 @@ mod consistency;
 mod error;
 mod export;
 mod figures;
+mod health;
 mod knee;
 pub mod mesh;
 mod mesh_page;
@@ -57,6 +58,9 @@ pub use consistency::{Consistency, EnvDifference, FlaggedTest};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter};
 pub use figures::{FileFigures, LinkFigures, OfferedFigures, TestFigures, WorkloadKey};
+pub use health::{
+    health, Health, Reference, LOOPBACK_MIN_STREAM_BITS_PER_S, LOOPBACK_MIN_TRANSACTIONS_PER_S,
+};
 pub use knee::{knee, Knee, LoadPoint, KNEE_P99_FACTOR};
 pub use mesh::{ClassComparison, MeshReport};
 pub use metric::{Better, CpuSide, Metric};

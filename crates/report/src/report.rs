@@ -112,6 +112,10 @@ pub struct Options {
     /// `None`.
     #[serde(serialize_with = "capacity_as_f64")]
     pub capacity_bits_per_s: Option<BitsPerSecond>,
+    /// Count suspect runs (completed, but a check failed) in the figures and
+    /// comparisons beside the ok ones (`--include-suspect`); every output
+    /// says so. Default false: suspect runs are left out.
+    pub include_suspect: bool,
 }
 
 impl Default for Options {
@@ -120,6 +124,7 @@ impl Default for Options {
             threshold_pct: DEFAULT_THRESHOLD_PCT,
             cpu_side: CpuSide::Server,
             capacity_bits_per_s: None,
+            include_suspect: false,
         }
     }
 }
@@ -276,6 +281,21 @@ impl Report {
         Self::build(&all, options)
     }
 
+    /// What every output says when suspect runs were counted
+    /// (`--include-suspect`), `None` otherwise: how many, and that their
+    /// figures failed a check.
+    pub fn suspect_note(&self) -> Option<String> {
+        if !self.options.include_suspect {
+            return None;
+        }
+        let n: u32 = self.figures.iter().map(FileFigures::suspect_included).sum();
+        Some(format!(
+            "SUSPECT RUNS INCLUDED (--include-suspect): {n} run{} that failed a validity check {} counted in these figures beside the ok ones; a difference may be the check's cause (a busy host, a stall), not the compared configurations.",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" }
+        ))
+    }
+
     /// Whether this compares files (rather than reporting on one).
     pub fn is_comparison(&self) -> bool {
         !self.comparisons.is_empty()
@@ -306,7 +326,7 @@ impl Report {
         let figures: Vec<FileFigures> = sources
             .iter()
             .zip(&labels)
-            .map(|(s, l)| FileFigures::of(s.doc, l))
+            .map(|(s, l)| FileFigures::over(s.doc, l, options.include_suspect))
             .collect();
         let files: Vec<FileInfo> = sources
             .iter()
@@ -328,7 +348,15 @@ impl Report {
             .collect();
         let comparisons: Vec<CandidateComparison> = figures[1..]
             .iter()
-            .map(|c| compare_tests(&figures[0], c, options.threshold_pct, options.cpu_side))
+            .map(|c| {
+                let mut cc = compare_tests(&figures[0], c, options.threshold_pct, options.cpu_side);
+                let n = figures[0].suspect_included() + c.suspect_included();
+                if options.include_suspect {
+                    cc.summary
+                        .push_str(&format!(" Suspect runs included (--include-suspect): {n}."));
+                }
+                cc
+            })
             .collect();
 
         let mut consistency = Consistency::default();

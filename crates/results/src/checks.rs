@@ -281,11 +281,11 @@ pub fn judge_run(run: &mut Run, j: &Judge<'_>) {
             None => said,
         });
     }
-    let failed: Vec<String> = run
+    let failed: Vec<(CheckName, String)> = run
         .checks
         .iter()
         .filter(|c| c.status == CheckStatus::Fail)
-        .map(|c| format!("{}: {}", c.name.as_str(), c.detail))
+        .map(|c| (c.name, format!("{}: {}", c.name.as_str(), c.detail)))
         .collect();
     if run.status == RunStatus::Ok && !failed.is_empty() {
         run.status = RunStatus::Suspect;
@@ -296,13 +296,26 @@ pub fn judge_run(run: &mut Run, j: &Judge<'_>) {
             run.error = Some("interrupted".into());
         }
     }
+    let aborted = run.status == RunStatus::Aborted;
     let mut reasons: Vec<String> = Vec::new();
     if run.status != RunStatus::Ok {
         if let Some(e) = &run.error {
-            reasons.push(e.clone());
+            // An interrupted run says so once: its error is why it was cut
+            // (the `interrupted` check says the same in other words).
+            if aborted && !e.contains("interrupted") {
+                reasons.push(format!("interrupted: {e}"));
+            } else {
+                reasons.push(e.clone());
+            }
         }
     }
-    reasons.extend(failed);
+    let said = aborted && run.error.is_some();
+    reasons.extend(
+        failed
+            .into_iter()
+            .filter(|(name, _)| !(said && *name == CheckName::Interrupted))
+            .map(|(_, why)| why),
+    );
     run.status_reasons = reasons;
 }
 
@@ -311,8 +324,8 @@ pub fn checks(run: &Run, j: &Judge<'_>) -> Vec<Check> {
     let mut checks = vec![
         littles_law(run, j),
         stalled_interval(run),
-        cpu_window(run),
-        flow_progress(run),
+        cpu_window(run, j),
+        flow_progress(run, j),
         crate::host_noise::host_noise(run, j),
         interrupted(run, j),
         udp_loss(run, j),
@@ -496,11 +509,24 @@ fn cpu_offset(cpu: &SideCpu, window: f64) -> f64 {
     }
 }
 
-fn cpu_window(run: &Run) -> Check {
+/// Whether the run was cut before its window closed.
+fn cut(run: &Run, j: &Judge<'_>) -> bool {
+    j.interrupted || run.status == RunStatus::Aborted
+}
+
+fn cpu_window(run: &Run, j: &Judge<'_>) -> Check {
     let name = CheckName::CpuWindow;
     let (Some(cpu), Some(client)) = (&run.cpu, &run.client) else {
         return Check::na(name, "no CPU was measured");
     };
+    if cut(run, j) {
+        // Each side took its CPU when it stopped, not at the window's
+        // planned close: the edge the check measures from never came.
+        return Check::na(
+            name,
+            "the run was interrupted: each side sampled its CPU when it stopped, not at the window's close",
+        );
+    }
     let window = client.window_s;
     let bound = (CPU_WINDOW_SHARE * window).max(CPU_WINDOW_FLOOR_S);
     let mut sides = vec![("client", cpu_offset(&cpu.client, window))];
@@ -525,7 +551,11 @@ fn cpu_window(run: &Run) -> Check {
     )
 }
 
-fn flow_progress(run: &Run) -> Check {
+/// The shortest part of a cut window in which a flow without progress is
+/// a finding rather than a flow that had not started its first transaction.
+pub const CUT_WINDOW_FLOOR_S: f64 = 1.0;
+
+fn flow_progress(run: &Run, j: &Judge<'_>) -> Check {
     let name = CheckName::FlowProgress;
     let Some(f) = &run.flows else {
         return Check::na(
@@ -533,6 +563,16 @@ fn flow_progress(run: &Run) -> Check {
             "no per-flow counts (a profile, or a side that does not report them)",
         );
     };
+    let ran = run.client.as_ref().map_or(0.0, |c| c.window_s);
+    if cut(run, j) && ran < CUT_WINDOW_FLOOR_S {
+        return Check::na(
+            name,
+            format!(
+                "the run was interrupted {:.0} ms into its window: too short to tell a flow without progress",
+                ran * 1e3
+            ),
+        );
+    }
     let stuck = f64::from(f.no_progress);
     Check::judged(
         name,
@@ -998,6 +1038,75 @@ mod tests {
         assert_eq!(
             check(&run, CheckName::Interrupted).status,
             CheckStatus::Fail
+        );
+        // Said once: the check that fails with it adds nothing.
+        let said = |run: &Run| {
+            run.status_reasons
+                .iter()
+                .filter(|r| r.contains("interrupted"))
+                .count()
+        };
+        assert_eq!(said(&run), 1, "{:?}", run.status_reasons);
+    }
+
+    /// Issue 35: an interrupted run is judged on the part that ran, and
+    /// fails nothing its cut window alone would fail.
+    #[test]
+    fn an_interrupted_run_fails_no_check_its_cut_window_alone_would_fail() {
+        let s = spec("rr1c-200x1000", Protocol::Tcp, 4);
+        let per = [1000, 1000, 1000];
+        let mean = 4.0 * 3.0 / 3000.0 * 1e6;
+        // The CPU taken at the stop, 6.5 s before the window's planned close.
+        let mut c = cpu(0.5, 1.2);
+        c.closed_late_s = Some(-6.5);
+        let run = judged(&s, side(per, 4, mean, c), side(per, 4, 0.0, c), true);
+        assert_eq!(run.status, RunStatus::Aborted);
+        assert_eq!(
+            check(&run, CheckName::CpuWindow).status,
+            CheckStatus::NotApplicable
+        );
+        assert_eq!(
+            check(&run, CheckName::LittlesLaw).status,
+            CheckStatus::Pass,
+            "judged on the part that ran"
+        );
+        assert_eq!(run.status_reasons, ["interrupted"]);
+
+        // Stopped by the server: its reason, marked as the interruption.
+        let mut run = derive_run(1, String::new(), &s, side(per, 4, mean, c), None);
+        run.error = Some("the server stopped the test: the server is shutting down".into());
+        run.status = RunStatus::Aborted;
+        judge_run(
+            &mut run,
+            &Judge {
+                spec: &s,
+                interrupted: true,
+                hosts: None,
+                max_loss: None,
+            },
+        );
+        assert_eq!(
+            run.status_reasons,
+            ["interrupted: the server stopped the test: the server is shutting down"]
+        );
+
+        // A cut shorter than a second cannot tell a flow that never moved.
+        let mut short = side(per, 4, mean, c);
+        short.window_s = 0.2;
+        short.flows = FlowCounts::from_counts(
+            (0..4)
+                .map(|f| FlowCount {
+                    flow: f,
+                    transactions: if f < 2 { 1500 } else { 0 },
+                    tx_bytes: 0,
+                    rx_bytes: 0,
+                })
+                .collect(),
+        );
+        let run = judged(&s, short, side(per, 4, 0.0, c), true);
+        assert_eq!(
+            check(&run, CheckName::FlowProgress).status,
+            CheckStatus::NotApplicable
         );
     }
 

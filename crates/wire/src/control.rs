@@ -330,6 +330,22 @@ pub enum ErrorCode {
     Aborted,
 }
 
+impl ErrorCode {
+    /// A message with its code, for people: `too many users (limit)`, or
+    /// the message alone when it already ends with the code's word (`the
+    /// test was aborted`, not `the test was aborted (aborted)`).
+    pub fn tagged(self, message: &str) -> String {
+        let word = self.to_string();
+        let spoken = word.replace('_', " ");
+        let m = message.trim_end_matches(['.', ' ']);
+        if m.ends_with(&word) || m.ends_with(&spoken) {
+            message.to_string()
+        } else {
+            format!("{message} ({word})")
+        }
+    }
+}
+
 impl fmt::Display for ErrorCode {
     /// The code as it is spelled on the wire: `version_mismatch`, `too_large`, ...
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -514,6 +530,23 @@ mod tests {
 
     use super::*;
     use crate::{FrameDecoder, DEFAULT_MAX_FRAME};
+
+    #[test]
+    fn a_code_is_said_once() {
+        assert_eq!(
+            ErrorCode::Aborted.tagged("the server is shutting down; the test was aborted"),
+            "the server is shutting down; the test was aborted"
+        );
+        assert_eq!(ErrorCode::Aborted.tagged("overdue"), "overdue (aborted)");
+        assert_eq!(
+            ErrorCode::TooLarge.tagged("frame too large"),
+            "frame too large"
+        );
+        assert_eq!(
+            ErrorCode::Limit.tagged("past this server's limit of 4 users"),
+            "past this server's limit of 4 users (limit)"
+        );
+    }
 
     /// The one payload in a whole frame, through the decoder.
     fn unframe(frame: &[u8]) -> Vec<u8> {

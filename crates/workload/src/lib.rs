@@ -42,4 +42,4 @@ pub use spec::{
 };
 pub use suite::{run_order, Location, Suite, SuiteError, SuiteTest, TestOverrides, RUN_OVERHEAD};
 pub use suite_file::parse_suite;
-pub use workload::{Direction, StreamDirection, Workload};
+pub use workload::{Direction, StreamDirection, Workload, SMALL_STREAM_MESSAGE};

@@ -113,6 +113,28 @@ impl Suite {
         self
     }
 
+    /// Applies command-line user counts: every test runs at each of `users`
+    /// instead of its own count (a test the suite had at several counts
+    /// becomes one per count given), in the suite's order; `None` leaves the
+    /// suite as it is.
+    pub fn with_users(mut self, users: Option<&[u32]>) -> Suite {
+        let Some(users) = users.filter(|u| !u.is_empty()) else {
+            return self;
+        };
+        let mut tests: Vec<SuiteTest> = Vec::new();
+        for t in &self.tests {
+            for &u in users {
+                let mut one = t.clone();
+                one.spec.users = u;
+                if !tests.iter().any(|x| x.name() == one.name()) {
+                    tests.push(one);
+                }
+            }
+        }
+        self.tests = tests;
+        self
+    }
+
     /// Estimated wall time of `repeat` passes: for every run, its warmup, its
     /// window and [`RUN_OVERHEAD`].
     pub fn estimated_time(&self, repeat: u32) -> Duration {
@@ -353,6 +375,28 @@ mod tests {
             reworded.fingerprint(),
             "description and repeat are not covered"
         );
+    }
+
+    #[test]
+    fn with_users_runs_every_workload_at_each_count_given() {
+        let quick = crate::builtin_suite("quick").unwrap();
+        let names = |s: &Suite| s.tests.iter().map(SuiteTest::name).collect::<Vec<_>>();
+        let one = quick.clone().with_users(Some(&[4]));
+        assert_eq!(
+            names(&one),
+            [
+                "rr1c-1x1--4",
+                "rr1c-200x1000--4",
+                "str-readx30k--4",
+                "str-writex30k--4"
+            ]
+        );
+        let two = quick.clone().with_users(Some(&[1, 50]));
+        assert_eq!(two.tests.len(), 8);
+        assert_eq!(names(&two)[..2], ["rr1c-1x1--1", "rr1c-1x1--50"]);
+        two.validate().unwrap();
+        assert_ne!(one.fingerprint(), quick.fingerprint());
+        assert_eq!(quick.clone().with_users(None), quick);
     }
 
     #[test]

@@ -87,7 +87,31 @@ pub enum Workload {
     },
 }
 
+/// Stream messages smaller than this many bytes are most likely a size
+/// whose unit was dropped (`str-readx30` for `str-readx30k`): a stream of
+/// them measures the cost of a system call per message, not bulk transfer.
+pub const SMALL_STREAM_MESSAGE: u64 = 64;
+
 impl Workload {
+    /// Why this workload may not be what was meant, when it is a stream of
+    /// messages under [`SMALL_STREAM_MESSAGE`] bytes (a size without a unit is
+    /// bytes: `str-readx30` streams 30-byte messages). `None` otherwise.
+    pub fn small_stream_warning(&self) -> Option<String> {
+        let Workload::Stream { message, .. } = self else {
+            return None;
+        };
+        (message.0 < SMALL_STREAM_MESSAGE).then(|| {
+            format!(
+                "{} streams {}-byte messages (a size without a unit is bytes: {}k would be {} KiB); \
+                 messages under {SMALL_STREAM_MESSAGE} bytes measure the cost of each write, not bulk transfer",
+                self.name(),
+                message.0,
+                message.0,
+                message.0
+            )
+        })
+    }
+
     /// The canonical name, in the study's spelling: `rr1c-200x1000`, `str-readx30k`,
     /// `str-writex30k`, `str-bidirx30k`, `crr-1x1`.
     pub fn name(&self) -> String {
@@ -298,6 +322,29 @@ impl fmt::Display for Workload {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_of_tiny_messages_is_warned_of() {
+        let w: Workload = "str-readx30".parse().unwrap();
+        let why = w.small_stream_warning().unwrap();
+        assert!(
+            why.starts_with("str-readx30 streams 30-byte messages"),
+            "{why}"
+        );
+        assert!(why.contains("30k would be 30 KiB"), "{why}");
+        for fine in [
+            "str-readx30k",
+            "stream-up:64",
+            "stream-down:1400",
+            "rr1c-1x1",
+            "crr:1x1",
+        ] {
+            let w: Workload = fine.parse().unwrap();
+            assert_eq!(w.small_stream_warning(), None, "{fine}");
+        }
+        let w: Workload = "stream-bidir:63".parse().unwrap();
+        assert!(w.small_stream_warning().is_some());
+    }
 
     #[test]
     fn study_names_parse_with_their_meaning() {

@@ -1,5 +1,6 @@
-//! `linkperf lab run`: each configuration up in turn (or all at once,
-//! interleaved), `linkperf serve` and `linkperf suite` in its namespaces,
+//! `linkperf lab run`: every configuration up at once and run interleaved
+//! (or, `--order sequential`, each up in turn), `linkperf serve` and
+//! `linkperf suite` in its namespaces,
 //! the link recorded in every results file, then the comparison.
 
 use super::*;

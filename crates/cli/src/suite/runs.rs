@@ -92,7 +92,8 @@ impl Runs<'_> {
                     }
                 }
                 let status = run.status;
-                let line = progress_line(&name, run_no, self.repeat, &run);
+                let transactional = !matches!(test.spec.workload, Workload::Stream { .. });
+                let line = progress_line(&name, run_no, self.repeat, &run, transactional);
                 doc.push_run(&test.spec, self.configs[ti].1.clone(), run);
                 doc.refresh_summaries();
                 doc.suite = Some(self.record.clone());
@@ -127,12 +128,15 @@ impl Runs<'_> {
     }
 }
 
-/// What the suite says at its end, and its exit code.
+/// What the suite says at its end (after its table): why runs were
+/// suspect or failed, where the results went, and the verdict on the path;
+/// and its exit code.
 pub(super) fn closing(
     a: &SuiteArgs,
     t: &Tally,
     saver: Option<&crate::save::Saver>,
     command_line: &[String],
+    doc: &ResultsDocument,
 ) -> ExitCode {
     if let Some(s) = saver.filter(|s| s.fell_back()) {
         eprintln!(
@@ -156,22 +160,83 @@ pub(super) fn closing(
         eprintln!("linkperf: suite interrupted; completed runs are kept. {resume}");
         return ExitCode::from(1);
     }
+    // Where the results went: a file, or nowhere.
+    let saved = saver
+        .filter(|s| !s.fell_back())
+        .map(|s| s.path().display().to_string());
+    let details = match &saved {
+        Some(path) => format!("each run's line above, and its status_reasons in {path}"),
+        None => "each run's line above".to_string(),
+    };
     if t.suspects > 0 {
         eprintln!(
-            "linkperf: {} suspect run{} ({} retried at once); they are kept in the results and left out of the statistics: see each run's status_reasons",
+            "linkperf: {} suspect run{} ({} retried at once), kept apart and left out of the statistics: {}; why: {details}",
             t.suspects,
             if t.suspects == 1 { "" } else { "s" },
-            t.retries
+            t.retries,
+            suspect_checks(doc)
         );
     }
     if t.failures > 0 {
         eprintln!(
-            "linkperf: {} failed; see the table and the results document",
+            "linkperf: {} failed; why: {details}",
             crate::table::count(t.failures as u64, "run")
         );
+    }
+    // One step of the lab's interleaving: the lab has the last word.
+    if a.step.is_some() || a.by_lab {
+        return if t.failures > 0 {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    match (&saved, saver) {
+        (Some(path), _) => eprintln!(
+            "linkperf: results saved to {path} (every run, its figures, checks and status_reasons)"
+        ),
+        // The fallback file was named above.
+        (None, Some(_)) => {}
+        (None, None) => {
+            let example = format!(
+                "{}.json",
+                doc.suite.as_ref().map_or("results", |s| s.name.as_str())
+            );
+            eprintln!(
+                "linkperf: results not saved (no --out): to keep them, run with --out FILE: {}",
+                crate::save::save_command(command_line, Path::new(&example))
+            );
+        }
+    }
+    let _ = crate::emit(&format!("{}\n", linkperf_report::health(doc).sentence()));
+    if t.failures > 0 {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The checks the suspect runs failed, each with its count of runs, most
+/// first: `host_noise in 24 runs, cpu_window in 1 run`.
+fn suspect_checks(doc: &ResultsDocument) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for r in doc.tests.iter().flat_map(|t| &t.runs) {
+        if r.status != RunStatus::Suspect {
+            continue;
+        }
+        for why in &r.status_reasons {
+            let check = why.split(':').next().unwrap_or(why);
+            match counts.iter_mut().find(|(c, _)| c == check) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((check.to_string(), 1)),
+            }
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    counts
+        .iter()
+        .map(|(c, n)| format!("{c} in {}", crate::table::count(*n as u64, "run")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(super) type Environments = (
@@ -273,12 +338,16 @@ pub fn execute(
     }
 }
 
+/// A finished run's line: request/response (`transactional`) leads with
+/// its transactions per second, a stream with its bits per second.
 pub(super) fn progress_line(
     name: &str,
     run_no: u32,
     repeat: u32,
     run: &linkperf_results::Run,
+    transactional: bool,
 ) -> String {
+    use linkperf_report::units::{rate, time_us};
     let status = match run.status {
         RunStatus::Ok => "ok",
         RunStatus::Suspect => "SUSPECT",
@@ -296,11 +365,19 @@ pub(super) fn progress_line(
         format!("; {}", run.status_reasons.join("; "))
     };
     match (&run.throughput, &run.transaction_time_us) {
-        (Some(t), Some(l)) => format!(
-            "{name} run {run_no}/{repeat}{retry}: {:.3} Gbit/s, {:.0} transactions/s, mean {:.1} µs, {} errors{why} [{status}]",
-            t.bytes_per_s * 8.0 / 1e9,
+        // Request/response leads with its transactions, a stream with its bits.
+        (Some(t), Some(l)) if transactional => format!(
+            "{name} run {run_no}/{repeat}{retry}: {:.0} transactions/s, {}, mean {}, {} errors{why} [{status}]",
             t.transactions_per_s,
-            l.mean,
+            rate(t.bytes_per_s),
+            time_us(l.mean),
+            run.errors
+        ),
+        (Some(t), Some(l)) => format!(
+            "{name} run {run_no}/{repeat}{retry}: {}, {:.0} messages/s, mean {}, {} errors{why} [{status}]",
+            rate(t.bytes_per_s),
+            t.transactions_per_s,
+            time_us(l.mean),
             run.errors
         ),
         _ => format!("{name} run {run_no}/{repeat}{retry}: [{status}] {}", run.error.clone().unwrap_or_default()),

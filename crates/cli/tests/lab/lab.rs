@@ -427,11 +427,22 @@ fn measured_runs<'a>(doc: &'a Value, test: &str) -> (Vec<&'a Value>, bool) {
     (runs, ok)
 }
 
+/// The least share of a 1 Gbit/s link a clean run of the study's loads
+/// fills: 50 users of 30 KiB responses, 40 of the interconnect mix, with
+/// the host's CPU to spare (the run is `ok`), leave the link the limit
+/// (measured on a loaded 2-CPU host: 0.97–1.00 and 0.84–0.97 of the wire,
+/// suspect runs included).
+const CLEAN_FILL: f64 = 0.70;
+
 /// Seeds 000 and 002 (docs/studies.md): the in-memory path against a 1 Gbit/s
 /// link, for the large transactions at 50 users and the interconnect mix at 40.
 /// The wire, read from the shaped interface (headers included), never carries
-/// more than the link and never less than the payload; and a run the host let
-/// run cleanly fills it, so the report answers "not sufficient".
+/// more than the link and never less than the payload, and clean runs fill
+/// most of it. The verdict is held to where the runs' spread puts the link
+/// against the 95 % rule, as the report reads it: "not sufficient" where
+/// the runs are at or above it, "inconclusive" where their interval
+/// straddles it, and, on a host too busy for the link to fill (a clean run
+/// at 94.6 % of the wire), "sufficient" only below it (issue 35).
 #[test]
 fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
     let Some(_g) = lab_lock("study 000/002") else {
@@ -454,8 +465,9 @@ fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
         "veth,name=t-st-mem,veth-1g,name=t-st-1g",
         "--suite",
         suite.to_str().unwrap(),
+        // Three runs: a spread to hold the 95 % rule against.
         "--repeat",
-        "1",
+        "3",
         "--out",
         out.to_str().unwrap(),
     ]);
@@ -493,6 +505,10 @@ fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
                     wire > payload,
                     "{name}: wire {wire} below its payload {payload}"
                 );
+                assert!(
+                    wire >= 1e9 * CLEAN_FILL,
+                    "{name}: a clean run filled {wire} bit/s of a 1 Gbit/s link"
+                );
             }
         }
         eprintln!(
@@ -519,25 +535,52 @@ fn study_one_gigabit_is_not_sufficient_for_large_transactions_and_the_mix() {
                 .filter(|n| n["label"] == "t-st-1g")
                 .collect();
             assert_eq!(notes.len(), 1, "{c}");
-            assert_eq!(
-                notes[0]["finding"]["answer"], "not_sufficient",
-                "{}",
-                notes[0]
-            );
+            let finding = &notes[0]["finding"];
             let text = notes[0]["text"].as_str().unwrap();
-            assert!(
-                text.starts_with("t-st-1g is not sufficient for ") && text.contains("of the wire"),
-                "{text}"
-            );
-            // The price against the in-memory path, where it ran cleanly too.
-            let memory = util::read_doc(&out.join("t-st-mem.json"));
-            if measured_runs(&memory, &name).1 {
-                assert!(text.contains("× t-st-mem's"), "{text}");
+            let limit = 1e9 * 0.95;
+            eprintln!("veth-1g {name}: {text}");
+            match finding["answer"].as_str().unwrap() {
+                "not_sufficient" => {
+                    let at = &finding["at"];
+                    let bits = at["bits_per_s"].as_f64().unwrap();
+                    let low = at["bits_per_s_interval"][0].as_f64().unwrap_or(bits);
+                    assert!(
+                        low >= limit || int(at, "/lost") > 0 || int(at, "/drops") > 0,
+                        "not sufficient at {bits} bit/s (interval from {low}): {finding}"
+                    );
+                    assert!(
+                        text.starts_with("t-st-1g is not sufficient for ")
+                            && text.contains("of the wire"),
+                        "{text}"
+                    );
+                    // The price against the in-memory path, where it ran cleanly too.
+                    let memory = util::read_doc(&out.join("t-st-mem.json"));
+                    if measured_runs(&memory, &name).1 {
+                        assert!(text.contains("× t-st-mem's"), "{text}");
+                    }
+                    assert!(
+                        stdout.contains(text) || err.contains(text),
+                        "{stdout}\n{err}"
+                    );
+                }
+                "inconclusive" => {
+                    let (low, high) = (
+                        num(&finding["at"], "/bits_per_s_interval/0"),
+                        num(&finding["at"], "/bits_per_s_interval/1"),
+                    );
+                    assert!(low < limit && high >= limit, "{finding}");
+                }
+                "sufficient" => {
+                    // The host kept the link from filling: every user count
+                    // below the rule, but the link still the limit.
+                    let share = num(finding, "/max_share");
+                    assert!(
+                        (CLEAN_FILL..0.95).contains(&share),
+                        "sufficient at {share} of the wire: {finding}"
+                    );
+                }
+                other => panic!("{other}: {finding}"),
             }
-            assert!(
-                stdout.contains(text) || err.contains(text),
-                "{stdout}\n{err}"
-            );
         }
     }
     assert_gone("t-st-mem");

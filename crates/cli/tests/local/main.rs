@@ -13,6 +13,7 @@ mod budgets;
 mod deploy;
 mod e2e;
 mod faults;
+mod help;
 mod iperf3;
 mod mesh;
 mod noise;

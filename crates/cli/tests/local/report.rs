@@ -828,3 +828,95 @@ fn bad_input_exits_2_naming_the_file() {
         assert!(!out.exists(), "--base {base}: nothing may be written");
     }
 }
+
+/// A UDP stream blasted at a 2 KiB receive buffer on loopback, held to no
+/// loss: it loses almost every datagram, so its runs are suspect whatever
+/// the host's load (`udp_loss`), and not retried.
+const SUSPECT_SUITE: &str = r#"
+name = "suspect-e2e"
+duration = "500ms"
+warmup = "0"
+retry_suspect = 0
+max_loss = 0
+rate = 0
+
+[[test]]
+workload = "stream-up:1400"
+protocol = "udp"
+users = 1
+rcvbuf = 2048
+"#;
+
+/// Issue 35: `compare` on runs that were all excluded as suspect says so,
+/// with the checks they failed and how to go on, instead of "nothing to
+/// compare"; `--include-suspect` compares them, and says so in the table,
+/// the JSON and the page.
+#[test]
+fn compare_says_why_nothing_was_compared_and_includes_suspect_runs_when_asked() {
+    let _g = crate::util::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suspect.toml");
+    std::fs::write(&suite, SUSPECT_SUITE).unwrap();
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for (label, out) in [("a", &a), ("b", &b)] {
+        ok(&[
+            "suite",
+            path(&suite),
+            "-q",
+            "--label",
+            label,
+            "--out",
+            path(out),
+        ]);
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+        let run = &doc["tests"][0]["runs"][0];
+        assert_eq!(run["status"], "suspect", "{run}");
+    }
+    let (code, out, err) = run(&["compare", path(&a), path(&b)]);
+    assert_eq!(code, 2, "stdout: {out}\nstderr: {err}");
+    for says in [
+        "nothing to compare: 1 test is in both",
+        "str-readx1400@max--1--udp: no clean run in a (1 suspect run excluded) and b (1 suspect run excluded)",
+        "2 runs were excluded as suspect (checks failed: udp_loss",
+        "--include-suspect",
+    ] {
+        assert!(err.contains(says), "{says:?} in {err}");
+    }
+
+    let report = dir.path().join("report");
+    let (code, out, err) = run(&[
+        "compare",
+        path(&a),
+        path(&b),
+        "--include-suspect",
+        "--out",
+        path(&report),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(err.contains("warning: SUSPECT RUNS INCLUDED"), "{err}");
+    let json: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["options"]["include_suspect"], true);
+    let summary = json["comparisons"][0]["summary"].as_str().unwrap();
+    assert!(
+        summary.ends_with("Suspect runs included (--include-suspect): 2."),
+        "{summary}"
+    );
+    assert_eq!(json["comparisons"][0]["tests"].as_array().unwrap().len(), 1);
+    assert_eq!(json["figures"][0]["tests"][0]["suspect_included"], 1);
+    let md = std::fs::read_to_string(report.join("comparison.md")).unwrap();
+    assert!(
+        md.lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("**SUSPECT RUNS INCLUDED (--include-suspect): 2 runs")),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(report.join("index.html")).unwrap();
+    assert!(
+        html.contains(
+            "<p class=\"suspect-included\" id=\"suspect-included\">SUSPECT RUNS INCLUDED"
+        ),
+        "the page says so"
+    );
+}

@@ -52,6 +52,7 @@ h1 { font-size: 28px; margin: 0 0 4px; }
 h2 { font-size: 22px; margin: 36px 0 10px; border-bottom: 2px solid #eee; padding-bottom: 4px; }
 h3 { font-size: 18px; margin: 22px 0 8px; }
 .meta { color: #666; margin: 0 0 18px; font-size: 14px; }
+.suspect-included { background: #fff4e5; border: 2px solid #d97706; border-radius: 8px; padding: 10px 14px; font-weight: 600; }
 .summary { background: #f6f8fa; border: 1px solid var(--line); border-radius: 8px; padding: 14px 18px; }
 .sentence { font-size: 21px; font-weight: 600; margin: 6px 0 10px; }
 .chips { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 10px; }
@@ -181,6 +182,13 @@ impl Page<'_> {
             r.options.cpu_side,
             esc(&capacity)
         );
+        if let Some(note) = r.suspect_note() {
+            let _ = writeln!(
+                self.out,
+                "<p class=\"suspect-included\" id=\"suspect-included\">{}</p>",
+                esc(&note)
+            );
+        }
         if r.is_comparison() {
             self.summary();
         } else {

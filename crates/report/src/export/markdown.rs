@@ -102,6 +102,9 @@ pub(crate) fn consistency_lines(report: &Report) -> Vec<String> {
 
 fn comparison(report: &Report, s: &mut String) {
     let _ = writeln!(s, "# linkperf comparison: {}\n", report.title());
+    if let Some(note) = report.suspect_note() {
+        let _ = writeln!(s, "**{note}**\n");
+    }
     for c in &report.comparisons {
         let _ = writeln!(s, "{}\n", c.summary);
     }

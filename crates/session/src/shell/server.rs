@@ -110,7 +110,7 @@ pub(crate) fn told(f: &Fail, config: &DaemonConfig) -> String {
             Some(format!(" (its {})", name(Setting::Limit(limit.kind))))
         })
         .unwrap_or_default();
-    format!("{}{detail} ({})", f.message, f.code)
+    f.code.tagged(&format!("{}{detail}", f.message))
 }
 
 impl Session<'_> {

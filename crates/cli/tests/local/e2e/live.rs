@@ -415,6 +415,53 @@ fn ctrl_c_keeps_the_seconds_that_ran_without_padding() {
     let sum: u64 = client.iter().map(|i| int(i, "/transactions")).sum();
     assert_eq!(sum, int(r, "/client/transactions"));
     assert_eq!(at(r, "/intervals").as_array().unwrap().len(), client.len());
+    // Issue 35: the window the run reports is the one its intervals cover,
+    // in the file and in the table.
+    let end = num(last, "/start_s") + cut;
+    let window = num(r, "/client/window_s");
+    assert!(
+        (window - end).abs() < 1e-6,
+        "window {window} s, intervals end at {end} s"
+    );
+    let said: f64 = err
+        .lines()
+        .find_map(|l| {
+            l.split_once(" s window after ")?
+                .0
+                .rsplit_once(", ")?
+                .1
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no window in the table: {err}"));
+    assert!(
+        (said - end).abs() <= 0.051,
+        "the table says {said} s, the intervals end at {end} s"
+    );
+    // Said once, and nothing failed because the window was cut: the CPU was
+    // taken at the stop, not at the window's planned close.
+    let reasons: Vec<&str> = at(r, "/status_reasons")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        reasons.iter().filter(|w| w.contains("interrupted")).count(),
+        1,
+        "{reasons:?}"
+    );
+    assert!(
+        !reasons.iter().any(|w| w.starts_with("cpu_window")),
+        "{reasons:?}"
+    );
+    let cpu_window = at(r, "/checks")
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "cpu_window")
+        .unwrap();
+    assert_eq!(cpu_window["status"], "not_applicable", "{cpu_window}");
     // The server, told a moment later (once the client has collected its
     // side), stopped counting too.
     let server_iv = at(r, "/server/intervals").as_array().unwrap();

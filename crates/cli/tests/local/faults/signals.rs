@@ -42,6 +42,30 @@ fn serve_signal_aborts_running_tests(sig: &str) {
     let r = first_run(&doc);
     assert_eq!(text(r, "/status"), "aborted", "{r}");
     assert!(text(r, "/error").contains("shutting down"), "{r}");
+    // Issue 35: said cleanly, once, on both ends.
+    assert!(!serve.log().contains("(aborted)"), "{}", serve.log());
+    assert!(!text(r, "/error").contains("(aborted)"), "{r}");
+    let reasons = r["status_reasons"].as_array().unwrap();
+    assert!(
+        reasons[0].as_str().unwrap().starts_with("interrupted: "),
+        "{reasons:?}"
+    );
+    let said = reasons
+        .iter()
+        .filter(|w| w.as_str().unwrap().contains("interrupted"))
+        .count();
+    assert_eq!(said, 1, "{reasons:?}");
+    // The client's seconds end where its window did, as its table says: not
+    // padded with empty seconds up to the 20 it was to run.
+    let iv = r["client"]["intervals"].as_array().unwrap();
+    let last = iv.last().unwrap();
+    let end = util::num(last, "/start_s") + util::num(last, "/length_s");
+    let window = util::num(r, "/client/window_s");
+    assert!(
+        (end - window).abs() < 1e-6,
+        "intervals end at {end} s, the window at {window} s"
+    );
+    assert!(window < 19.0, "{window}");
     // The client keeps what it measured.
     assert!(util::num(r, "/client/totals/transactions") > 0.0, "{r}");
     assert!(r.get("throughput").is_some(), "{r}");

@@ -31,6 +31,113 @@ users = 2
     check_table_against_json(&out, &doc);
 }
 
+/// The verdict a suite's stdout ends with.
+fn verdict(out: &str) -> &str {
+    let last = out.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("verdict: "),
+        "the last line is the verdict: {out}"
+    );
+    last
+}
+
+/// Issue 35: the main job (`suite quick`, here at 2 users and short windows)
+/// ends with a verdict against a stated reference, derived from its own
+/// runs, and says where its results went: nowhere without `--out` (and how
+/// to keep them), or the file; its table shows request/response in
+/// transactions per second.
+#[test]
+fn the_main_job_ends_with_a_verdict_and_says_where_its_results_went() {
+    let _g = shared();
+    let quick = [
+        "quick",
+        "-q",
+        "-d",
+        "500ms",
+        "--warmup",
+        "100ms",
+        "-u",
+        "2",
+        "--retry-suspect",
+        "0",
+    ];
+    let (code, out, err) = suite(&quick);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains("linkperf: results not saved (no --out): to keep them, run with --out FILE: linkperf suite quick")
+            && err.contains("--out quick.json"),
+        "{err}"
+    );
+    assert!(!err.contains("status_reasons"), "no file to look in: {err}");
+    verdict(&out);
+
+    let s = Study::new("");
+    let mut args = quick.to_vec();
+    args.extend(["--out", s.out()]);
+    let (code, out, err) = suite(&args);
+    assert_eq!(code, 0, "stdout: {out}\nstderr: {err}");
+    assert!(
+        err.contains(&format!("linkperf: results saved to {}", s.out())),
+        "{err}"
+    );
+    let doc = s.doc();
+    check_table_against_json(&out, &doc);
+    // The verdict from what the runs say: every test clean, or some not.
+    let all_clean = tests(&doc).iter().all(|t| {
+        t["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["status"] == "ok")
+    });
+    let v = verdict(&out);
+    if all_clean {
+        // Loopback carries these many times over the reference's floors.
+        assert!(
+            v.starts_with("verdict: healthy: all 4 tests ran clean (every check passed, no failed transaction) and met the loopback reference"),
+            "{v}"
+        );
+    } else {
+        assert!(v.starts_with("verdict: inconclusive: "), "{v}");
+        assert!(v.contains("so the path is not judged"), "{v}");
+    }
+    let rows = table_rows(&out);
+    for (row, t) in rows.iter().zip(tests(&doc)) {
+        if t["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["status"] == "ok")
+        {
+            let unit = if text(t, "/name").starts_with("rr1c") {
+                "txn/s"
+            } else {
+                "bit/s"
+            };
+            assert!(row[2].ends_with(unit), "{row:?}");
+        }
+    }
+
+    // A server that refuses every test: the path carried none of them.
+    let server = Server::start(&["--max-users", "1"]);
+    let (code, out, err) = suite(&[
+        "quick",
+        "-q",
+        "-d",
+        "500ms",
+        "-u",
+        "2",
+        "--server",
+        &server.addr(),
+    ]);
+    assert_eq!(code, 1, "stdout: {out}\nstderr: {err}");
+    let v = verdict(&out);
+    assert!(
+        v.starts_with("verdict: degraded by its own checks and counts: rr1c-1x1--2 failed ("),
+        "{v}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // 11. The interconnect mix over UDP and TCP.
 // ---------------------------------------------------------------------------

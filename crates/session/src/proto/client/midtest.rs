@@ -46,7 +46,7 @@ pub(crate) fn while_running(
 pub(crate) fn stopped_by(frame: &[u8]) -> Stopped {
     match decode_server(frame) {
         Ok(ServerMessage::Error { code, message, .. }) => Stopped {
-            reason: format!("the server stopped the test: {message} ({code})"),
+            reason: format!("the server stopped the test: {}", code.tagged(&message)),
             aborted: code == ErrorCode::Aborted,
         },
         Ok(other) => Stopped {
@@ -108,9 +108,10 @@ pub(crate) fn txn_ended(
     match got {
         Ok(Received::Frame(f)) => match decode_server(&f) {
             Ok(ServerMessage::TxnEnded { txn: t, written }) if t == txn => Ok(written),
-            Ok(ServerMessage::Error { code, message, .. }) => {
-                Err(format!("the server stopped the test: {message} ({code})"))
-            }
+            Ok(ServerMessage::Error { code, message, .. }) => Err(format!(
+                "the server stopped the test: {}",
+                code.tagged(&message)
+            )),
             Ok(other) => Err(format!(
                 "the server answered the end of transaction {txn} with {}",
                 other.kind()
