@@ -29,7 +29,7 @@ use linkperf_workload::{Bytes, Placement, Protocol, StreamDirection, TestSpec, W
 
 use crate::strangers::connect_from;
 use crate::util::control::Control;
-use crate::util::process::poll_until;
+use crate::util::process::{poll_until, proc_status};
 use crate::util::{self, exclusive, run_json, spawn, ServeSpec, Server};
 
 /// Loopback source addresses of a flood: four fill a handshake table (a
@@ -42,20 +42,6 @@ const SOURCES: [Ipv4Addr; 4] = [
 ];
 /// Longest any wait of these tests may take before it fails.
 const DEADLINE: Duration = Duration::from_secs(120);
-
-/// Threads, VmRSS and VmHWM (kB) of `pid`.
-fn status(pid: u32) -> (usize, u64, u64) {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
-    let field = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
-    };
-    (field("Threads:") as usize, field("VmRSS:"), field("VmHWM:"))
-}
 
 /// The host's TCP memory in pages (`mem` of /proc/net/sockstat's TCP line).
 fn tcp_pages() -> u64 {
@@ -428,7 +414,7 @@ fn a_profiles_statistics_are_charged_and_returned_after_the_test() {
     // frames that large.
     let server = Server::start(&["--max-memory", "200m", "--max-frame", "4m"]);
     let (pid, addr) = (server.pid(), server.addr());
-    let (_, rss_idle, _) = status(pid);
+    let (_, rss_idle, _) = proc_status(pid);
     let huge = dir.path().join("huge.xml");
     std::fs::write(&huge, many_transactions(8, 1024)).unwrap();
     let (code, _, err, _) = run_json(&[
@@ -444,7 +430,7 @@ fn a_profiles_statistics_are_charged_and_returned_after_the_test() {
         err.contains("MiB of memory, this server may use 200 MiB"),
         "{err}"
     );
-    let (_, rss_refused, _) = status(pid);
+    let (_, rss_refused, _) = proc_status(pid);
     let fits = dir.path().join("fits.xml");
     std::fs::write(&fits, many_transactions(1, 200)).unwrap();
     let (code, _, err, doc) = run_json(&[
@@ -460,12 +446,12 @@ fn a_profiles_statistics_are_charged_and_returned_after_the_test() {
     assert!(run["status"] != "failed", "{run}");
     // The session ends after its results are sent: wait for its thread.
     let idle_threads = poll_until(DEADLINE, || {
-        let (threads, _, _) = status(pid);
+        let (threads, _, _) = proc_status(pid);
         (threads <= 3)
             .then_some(threads)
             .ok_or(format!("{threads} threads: the session still ends"))
     });
-    let (_, rss_after, hwm) = status(pid);
+    let (_, rss_after, hwm) = proc_status(pid);
     eprintln!(
         "profile statistics: VmRSS idle {rss_idle} kB, after the refusal {rss_refused} kB, peak \
          {hwm} kB, after the 200-transaction profile {rss_after} kB ({idle_threads} threads)"

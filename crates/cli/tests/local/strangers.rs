@@ -150,21 +150,6 @@ fn enough_descriptors() {
     }
 }
 
-/// Threads, resident memory and its peak (kB) of process `pid`, from
-/// /proc/PID/status.
-fn status(pid: u32) -> (usize, u64, u64) {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
-    let field = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
-    };
-    (field("Threads:") as usize, field("VmRSS:"), field("VmHWM:"))
-}
-
 /// What one half of the flood did.
 #[derive(Debug, Default)]
 struct Tally {
@@ -244,7 +229,7 @@ fn flood(port: u16, drip: bool, started: mpsc::Sender<()>) -> Tally {
 fn watch(pid: u32, stop: &AtomicBool) -> (usize, u64) {
     let mut peak = (0, 0);
     while !stop.load(Ordering::Acquire) {
-        let (threads, rss, _) = status(pid);
+        let (threads, rss, _) = util::proc_status(pid);
         peak = (peak.0.max(threads), peak.1.max(rss));
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -301,7 +286,7 @@ fn a_flood_beside_a_test(key: Option<&Path>) {
             let peak = watcher.join().expect("the watcher");
             (silent, dripping, peak, outcome, test_took)
         });
-    let (_, rss_now, hwm) = status(pid);
+    let (_, rss_now, hwm) = util::proc_status(pid);
     let (code, _, err, doc) = outcome;
     let run = util::at(&doc, "/tests/0/runs/0");
     eprintln!(

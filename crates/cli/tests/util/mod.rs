@@ -20,7 +20,7 @@ pub mod process;
 pub mod serve;
 
 pub use client::Client;
-pub use process::{poll_until, signal, Proc};
+pub use process::{poll_until, proc_status, signal, Proc};
 pub use serve::{free_port, ServeSpec, Server};
 
 /// The binary under test.

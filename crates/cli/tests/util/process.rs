@@ -360,3 +360,18 @@ pub fn poll_until<T>(within: Duration, mut ready: impl FnMut() -> Result<T, Stri
         std::thread::sleep(POLL);
     }
 }
+
+/// Threads, resident memory and its peak (kB) of process `pid`, from
+/// /proc/PID/status.
+pub fn proc_status(pid: u32) -> (usize, u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/status: {e}"));
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/status"))
+    };
+    (field("Threads:") as usize, field("VmRSS:"), field("VmHWM:"))
+}
