@@ -22,7 +22,7 @@ pub mod store;
 
 pub use error::HistoryError;
 pub use fingerprint::{Fingerprint, HostPrint};
-pub use records::{records_of, started_ms, RunRecord};
+pub use records::{record_of, records_of, started_ms, RunRecord};
 pub use series::{short, Latest, Point, SeriesInfo, SeriesKey};
 pub use store::{History, ImportSummary, SeriesFilter};
 

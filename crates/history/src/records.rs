@@ -46,7 +46,7 @@ pub fn records_of(doc: &ResultsDocument, origin: &str) -> Result<Vec<RunRecord>,
     let mut out = Vec::new();
     for test in &doc.tests {
         for run in &test.runs {
-            out.push(record(doc, test, run, origin)?);
+            out.push(record_of(doc, test, run, origin)?);
         }
     }
     Ok(out)
@@ -64,7 +64,8 @@ fn split_pair(test: &TestResult, run: &Run) -> (String, String) {
     (test.name.clone(), String::new())
 }
 
-fn record(
+/// Run `run` of `test` in `doc` (read from `origin`) as a record.
+pub fn record_of(
     doc: &ResultsDocument,
     test: &TestResult,
     run: &Run,
