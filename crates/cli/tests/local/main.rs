@@ -12,6 +12,7 @@ mod util;
 mod deploy;
 mod e2e;
 mod faults;
+mod history;
 mod iperf3;
 mod mesh;
 mod noise;

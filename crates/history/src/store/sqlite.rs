@@ -50,13 +50,19 @@ impl Sqlite {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         // A file that is no database says so here, at its first read.
-        let tables: Vec<String> = {
-            let mut st = conn
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-                .map_err(fail)?;
-            let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(fail)?;
-            rows.collect::<Result<_, _>>().map_err(fail)?
+        let not_a_database = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase) => HistoryError::Foreign {
+                db: name.clone(),
+                detail: "the file is not an SQLite database".into(),
+            },
+            _ => fail(e),
         };
+        let tables: Vec<String> = (|| {
+            let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+            let rows = st.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<Result<_, _>>()
+        })()
+        .map_err(not_a_database)?;
         if !tables.is_empty() && !tables.iter().any(|t| t == super::schema::VERSION_TABLE) {
             let mut some: Vec<&str> = tables.iter().map(String::as_str).take(5).collect();
             some.sort_unstable();
