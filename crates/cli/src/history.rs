@@ -17,8 +17,8 @@ use linkperf_history::changes::{
 use linkperf_history::gate::{judge, Verdict};
 use linkperf_history::store::metric_of;
 use linkperf_history::{
-    records_of, short, History, HistoryError, Point, SeriesFilter, SeriesInfo, SeriesKey,
-    DEFAULT_DB,
+    records_of, short, History, HistoryError, Point, RunRecord, SeriesFilter, SeriesInfo,
+    SeriesKey, DEFAULT_DB,
 };
 use linkperf_report::Metric;
 use linkperf_results::ResultsDocument;
@@ -266,22 +266,75 @@ pub fn history(a: HistoryArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Loads every file before anything is written: a file that is missing,
-/// corrupt or not a results document stops the import with nothing added.
+/// corrupt or not a results document stops the import with nothing added
+/// (the first such file in the order given is named).
 fn load_all(files: &[PathBuf]) -> anyhow::Result<Vec<(String, ResultsDocument)>> {
-    files
+    let loaded = load_each(files, |_, doc| Ok(doc))?;
+    Ok(files
         .iter()
-        .map(|f| {
-            let doc = ResultsDocument::load(f)
-                .map_err(|e| UsageError(format!("failed to import: {e}")))?;
-            Ok((f.display().to_string(), doc))
-        })
-        .collect()
+        .map(|f| f.display().to_string())
+        .zip(loaded)
+        .collect())
+}
+
+/// Every file's runs as records, each file dropped once made into them (a
+/// large import holds the records, not the documents): read before anything
+/// is written, as [`load_all`].
+fn load_records(files: &[PathBuf]) -> anyhow::Result<Vec<(String, Vec<RunRecord>)>> {
+    let loaded = load_each(files, |origin, doc| {
+        records_of(&doc, origin).map_err(history_error)
+    })?;
+    Ok(files
+        .iter()
+        .map(|f| f.display().to_string())
+        .zip(loaded)
+        .collect())
+}
+
+/// `then` of each file's document, in the files' order. The files are read
+/// and parsed on one thread per CPU: parsing is most of an import's time.
+fn load_each<T: Send>(
+    files: &[PathBuf],
+    then: impl Fn(&str, ResultsDocument) -> anyhow::Result<T> + Sync,
+) -> anyhow::Result<Vec<T>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let load = |f: &PathBuf| -> anyhow::Result<T> {
+        let doc =
+            ResultsDocument::load(f).map_err(|e| UsageError(format!("failed to import: {e}")))?;
+        then(&f.display().to_string(), doc)
+    };
+    let mut loaded: Vec<(usize, anyhow::Result<T>)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(f) = files.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, load(f)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a results file's reader panicked"))
+            .collect()
+    });
+    loaded.sort_by_key(|(i, _)| *i);
+    loaded.into_iter().map(|(_, t)| t).collect()
 }
 
 fn import(a: ImportArgs) -> anyhow::Result<ExitCode> {
-    let docs = load_all(&a.files)?;
+    let batches = load_records(&a.files)?;
     let mut h = open(&a.db)?;
-    let s = h.import(&docs).map_err(history_error)?;
+    let s = h.import_records(&batches).map_err(history_error)?;
     crate::emit(&format!(
         "imported {} of {} from {} into {} ({} already there), {}\n",
         crate::table::count(s.added as u64, "run"),

@@ -54,41 +54,99 @@ const INSERT_IMPORT: &str = "INSERT INTO linkperf_imports (origin, imported_at, 
 const INSERT_ENVIRONMENT: &str = "INSERT INTO linkperf_environments (fingerprint, description) \
      VALUES ($1, $2) ON CONFLICT (fingerprint) DO NOTHING";
 const ENVIRONMENT_ID: &str = "SELECT id FROM linkperf_environments WHERE fingerprint = $1";
-const INSERT_RUN: &str = "INSERT INTO linkperf_runs \
-     (run_key, import_id, label, test, pair, environment_id, started, started_ms, run_no, status, reasons) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) \
-     ON CONFLICT (run_key) DO NOTHING RETURNING id";
+/// The columns of a run, in the order [`insert_runs`] binds them.
+const RUN_COLUMNS: usize = 11;
+/// Runs per `INSERT` at most (11 parameters each: 2,816, under both
+/// databases' limits), and points per `INSERT` (3 each: 3,072).
+const RUN_ROWS: usize = 256;
+const POINT_ROWS: usize = 1024;
+
+/// `INSERT` of `rows` runs (a run already there, by its key, is skipped),
+/// returning the id and key of each one added.
+fn insert_runs(rows: usize) -> String {
+    format!(
+        "INSERT INTO linkperf_runs \
+         (run_key, import_id, label, test, pair, environment_id, started, started_ms, run_no, status, reasons) \
+         VALUES {} ON CONFLICT (run_key) DO NOTHING RETURNING id, run_key",
+        values(rows, RUN_COLUMNS)
+    )
+}
+
+/// `INSERT` of `rows` points.
+fn insert_points(rows: usize) -> String {
+    format!(
+        "INSERT INTO linkperf_points (series_id, run_id, value) VALUES {}",
+        values(rows, 3)
+    )
+}
+
+/// `($1, $2), ($3, $4)`: `rows` tuples of `columns` placeholders.
+fn values(rows: usize, columns: usize) -> String {
+    let mut out = String::with_capacity(rows * columns * 6);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..columns {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("${}", r * columns + c + 1));
+        }
+        out.push(')');
+    }
+    out
+}
+
+/// How many of `n` rows the next statement takes: the largest power of two
+/// up to `max` and `n`, so that a few statement texts serve every count
+/// (each is prepared once per connection).
+fn chunk(n: usize, max: usize) -> usize {
+    if n >= max {
+        max
+    } else {
+        1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
 const INSERT_SERIES: &str = "INSERT INTO linkperf_series (label, test, pair, metric, environment_id) \
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (label, test, pair, metric, environment_id) DO NOTHING";
 const SERIES_ID: &str = "SELECT s.id FROM linkperf_series s \
      JOIN linkperf_environments e ON e.id = s.environment_id \
      WHERE s.label = $1 AND s.test = $2 AND s.pair = $3 AND s.metric = $4 AND e.fingerprint = $5";
-const INSERT_POINT: &str =
-    "INSERT INTO linkperf_points (series_id, run_id, value) VALUES ($1, $2, $3)";
+/// Every series the filter selects with its counts: the points counted per
+/// series first (in the points' key order, no sort), then joined to the
+/// few series rows that are named and sorted.
 const SERIES: &str = "SELECT s.id, s.label, s.test, s.pair, s.metric, e.fingerprint, \
-     SUM(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END), \
-     SUM(CASE WHEN r.status = 'suspect' THEN 1 ELSE 0 END), MAX(r.started) \
+     c.ok, c.suspect, c.last \
      FROM linkperf_series s \
      JOIN linkperf_environments e ON e.id = s.environment_id \
-     JOIN linkperf_points p ON p.series_id = s.id \
-     JOIN linkperf_runs r ON r.id = p.run_id \
+     JOIN (SELECT p.series_id, \
+                  SUM(CASE WHEN r.status = 'ok' THEN 1 ELSE 0 END) AS ok, \
+                  SUM(CASE WHEN r.status = 'suspect' THEN 1 ELSE 0 END) AS suspect, \
+                  MAX(r.started) AS last \
+           FROM linkperf_points p JOIN linkperf_runs r ON r.id = p.run_id \
+           GROUP BY p.series_id) c ON c.series_id = s.id \
      WHERE ($1 = '' OR s.label = $1) AND ($2 = '' OR s.test = $2) AND ($3 = '' OR s.pair = $3) \
-     GROUP BY s.id, s.label, s.test, s.pair, s.metric, e.fingerprint \
      ORDER BY s.label, s.test, s.pair, s.metric, e.fingerprint";
 const POINTS: &str =
     "SELECT r.id, r.started, r.started_ms, r.run_no, r.status, r.reasons, p.value \
      FROM linkperf_points p JOIN linkperf_runs r ON r.id = p.run_id \
      WHERE p.series_id = $1 ORDER BY r.started_ms, r.id";
+/// The newest ok point of every series: each series' points numbered
+/// newest first in one pass (a window function, which both databases have),
+/// not a search of the series per point.
 const LATEST: &str =
-    "SELECT s.label, s.test, s.pair, s.metric, e.fingerprint, p.value, r.started_ms \
-     FROM linkperf_series s \
+    "SELECT s.label, s.test, s.pair, s.metric, e.fingerprint, l.value, l.started_ms \
+     FROM (SELECT p.series_id, p.value, r.started_ms, \
+                  ROW_NUMBER() OVER (PARTITION BY p.series_id ORDER BY r.started_ms DESC, r.id DESC) AS newest \
+           FROM linkperf_points p JOIN linkperf_runs r ON r.id = p.run_id \
+           WHERE r.status = 'ok') l \
+     JOIN linkperf_series s ON s.id = l.series_id \
      JOIN linkperf_environments e ON e.id = s.environment_id \
-     JOIN linkperf_points p ON p.series_id = s.id \
-     JOIN linkperf_runs r ON r.id = p.run_id \
-     WHERE r.id = (SELECT r2.id FROM linkperf_points p2 JOIN linkperf_runs r2 ON r2.id = p2.run_id \
-                   WHERE p2.series_id = s.id AND r2.status = 'ok' \
-                   ORDER BY r2.started_ms DESC, r2.id DESC LIMIT 1) \
-     ORDER BY s.metric, s.label, s.test, s.pair, r.started_ms, e.fingerprint";
+     WHERE l.newest = 1 \
+     ORDER BY s.metric, s.label, s.test, s.pair, l.started_ms, e.fingerprint";
 const ENVIRONMENT: &str = "SELECT description FROM linkperf_environments WHERE fingerprint = $1";
 const COUNTS: &str = "SELECT \
      (SELECT COUNT(*) FROM linkperf_runs), (SELECT COUNT(*) FROM linkperf_points), \
@@ -183,12 +241,27 @@ impl History {
             ..ImportSummary::default()
         };
         let now = rfc3339(std::time::SystemTime::now());
+        // Points waiting for their INSERT: (series, run, value).
+        let mut points: Vec<(i64, i64, f64)> = Vec::with_capacity(POINT_ROWS);
         for (origin, records) in batches {
-            let mut import_id: Option<i64> = None;
+            if records.is_empty() {
+                continue;
+            }
+            summary.runs += records.len();
+            let rows = conn.query(
+                INSERT_IMPORT,
+                &[
+                    Param::Text(origin),
+                    Param::Text(&now),
+                    Param::Text(env!("CARGO_PKG_VERSION")),
+                ],
+            )?;
+            let import = reader.int(first(&rows, &reader)?, 0)?;
+            let mut hashes = Vec::with_capacity(records.len());
+            let mut env_ids = Vec::with_capacity(records.len());
             for r in records {
-                summary.runs += 1;
                 let hash = r.environment.hash();
-                let env_id = match environments.get(&hash) {
+                let id = match environments.get(&hash) {
                     Some(id) => *id,
                     None => {
                         let description = r.environment.json();
@@ -202,84 +275,85 @@ impl History {
                         id
                     }
                 };
-                let import = match import_id {
-                    Some(id) => id,
-                    None => {
-                        let rows = conn.query(
-                            INSERT_IMPORT,
-                            &[
-                                Param::Text(origin),
-                                Param::Text(&now),
-                                Param::Text(env!("CARGO_PKG_VERSION")),
-                            ],
-                        )?;
-                        let id = reader.int(first(&rows, &reader)?, 0)?;
-                        import_id = Some(id);
-                        id
-                    }
-                };
-                let reasons = serde_json::to_string(&r.reasons).unwrap_or_else(|_| "[]".into());
-                let rows = conn.query(
-                    INSERT_RUN,
-                    &[
+                hashes.push(hash);
+                env_ids.push(id);
+            }
+            let reasons: Vec<String> = records
+                .iter()
+                .map(|r| serde_json::to_string(&r.reasons).unwrap_or_else(|_| "[]".into()))
+                .collect();
+            let mut at = 0;
+            while at < records.len() {
+                let n = chunk(records.len() - at, RUN_ROWS);
+                let range = at..at + n;
+                at += n;
+                let mut params: Vec<Param<'_>> = Vec::with_capacity(n * RUN_COLUMNS);
+                for i in range.clone() {
+                    let r = &records[i];
+                    params.extend([
                         Param::Text(&r.key),
                         Param::Int(import),
                         Param::Text(&r.label),
                         Param::Text(&r.test),
                         Param::Text(&r.pair),
-                        Param::Int(env_id),
+                        Param::Int(env_ids[i]),
                         Param::Text(&r.started),
                         Param::Int(r.started_ms),
                         Param::Int(i64::from(r.run)),
                         Param::Text(r.status.word()),
-                        Param::Text(&reasons),
-                    ],
-                )?;
-                let Some(row) = rows.first() else {
-                    continue; // there already
-                };
-                let run_id = reader.int(row, 0)?;
-                summary.added += 1;
-                for (metric, value) in &r.values {
-                    let k = (
-                        r.label.clone(),
-                        r.test.clone(),
-                        r.pair.clone(),
-                        *metric,
-                        env_id,
-                    );
-                    let series_id = match series.get(&k) {
-                        Some(id) => *id,
-                        None => {
-                            let params = [
-                                Param::Text(&r.label),
-                                Param::Text(&r.test),
-                                Param::Text(&r.pair),
-                                Param::Text(metric.key()),
-                            ];
-                            let mut insert = params.to_vec();
-                            insert.push(Param::Int(env_id));
-                            conn.execute(INSERT_SERIES, &insert)?;
-                            let mut find = params.to_vec();
-                            find.push(Param::Text(&hash));
-                            let rows = conn.query(SERIES_ID, &find)?;
-                            let id = reader.int(first(&rows, &reader)?, 0)?;
-                            series.insert(k, id);
-                            id
-                        }
+                        Param::Text(&reasons[i]),
+                    ]);
+                }
+                let rows = conn.query(&insert_runs(n), &params)?;
+                // The runs added (a run there already, or twice in these, is not).
+                let mut added: HashMap<String, i64> = HashMap::with_capacity(rows.len());
+                for row in &rows {
+                    added.insert(reader.text(row, 1)?, reader.int(row, 0)?);
+                }
+                summary.added += added.len();
+                for i in range {
+                    let r = &records[i];
+                    let Some(run_id) = added.remove(&r.key) else {
+                        continue;
                     };
-                    conn.execute(
-                        INSERT_POINT,
-                        &[
-                            Param::Int(series_id),
-                            Param::Int(run_id),
-                            Param::Real(*value),
-                        ],
-                    )?;
-                    summary.points += 1;
+                    for (metric, value) in &r.values {
+                        let k = (
+                            r.label.clone(),
+                            r.test.clone(),
+                            r.pair.clone(),
+                            *metric,
+                            env_ids[i],
+                        );
+                        let series_id = match series.get(&k) {
+                            Some(id) => *id,
+                            None => {
+                                let params = [
+                                    Param::Text(&r.label),
+                                    Param::Text(&r.test),
+                                    Param::Text(&r.pair),
+                                    Param::Text(metric.key()),
+                                ];
+                                let mut insert = params.to_vec();
+                                insert.push(Param::Int(env_ids[i]));
+                                conn.execute(INSERT_SERIES, &insert)?;
+                                let mut find = params.to_vec();
+                                find.push(Param::Text(&hashes[i]));
+                                let rows = conn.query(SERIES_ID, &find)?;
+                                let id = reader.int(first(&rows, &reader)?, 0)?;
+                                series.insert(k, id);
+                                id
+                            }
+                        };
+                        points.push((series_id, run_id, *value));
+                        summary.points += 1;
+                        if points.len() == POINT_ROWS {
+                            flush_points(conn, &mut points)?;
+                        }
+                    }
                 }
             }
         }
+        flush_points(conn, &mut points)?;
         Ok(summary)
     }
 
@@ -427,6 +501,25 @@ pub fn is_postgres(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
+/// Inserts `points`, in as few statements as [`chunk`] allows, and empties it.
+fn flush_points(
+    conn: &mut dyn Connection,
+    points: &mut Vec<(i64, i64, f64)>,
+) -> Result<(), HistoryError> {
+    let mut at = 0;
+    while at < points.len() {
+        let n = chunk(points.len() - at, POINT_ROWS);
+        let params: Vec<Param<'_>> = points[at..at + n]
+            .iter()
+            .flat_map(|&(s, r, v)| [Param::Int(s), Param::Int(r), Param::Real(v)])
+            .collect();
+        conn.execute(&insert_points(n), &params)?;
+        at += n;
+    }
+    points.clear();
+    Ok(())
+}
+
 fn first<'a>(rows: &'a [Row], reader: &Reader<'_>) -> Result<&'a Row, HistoryError> {
     rows.first().ok_or_else(|| HistoryError::Corrupt {
         db: reader.db.to_string(),
@@ -445,4 +538,23 @@ fn point(reader: &Reader<'_>, row: &Row, ok: bool) -> Result<Point, HistoryError
         reasons,
         value: reader.real(row, 6)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_go_in_power_of_two_statements() {
+        let mut sizes = Vec::new();
+        let mut left = 1000 + 3;
+        while left > 0 {
+            let n = chunk(left, 256);
+            sizes.push(n);
+            left -= n;
+        }
+        assert_eq!(sizes, [256, 256, 256, 128, 64, 32, 8, 2, 1]);
+        assert_eq!(values(2, 3), "($1, $2, $3), ($4, $5, $6)");
+        assert!(insert_points(1).ends_with("VALUES ($1, $2, $3)"));
+    }
 }

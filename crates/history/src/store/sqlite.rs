@@ -19,6 +19,13 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Statements kept prepared per connection (the history uses fewer).
 const STATEMENT_CACHE: usize = 64;
 
+/// The page cache, KiB (SQLite's `cache_size` in its negative form), a
+/// ceiling, filled only as pages are used. SQLite's default, 2 MiB, is
+/// smaller than the indexes an import of many runs writes into: with it,
+/// pages spilled to the log and written again made an import of 100,000
+/// runs take 9.0 s instead of 6.3 s (bench/history.sh).
+const CACHE_KIB: i64 = 64 * 1024;
+
 /// An open SQLite history file.
 pub struct Sqlite {
     conn: rusqlite::Connection,
@@ -78,6 +85,8 @@ impl Sqlite {
                 .map_err(fail)?;
         }
         conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(fail)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)
             .map_err(fail)?;
         Ok(Sqlite { conn, name })
     }
