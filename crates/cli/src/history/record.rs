@@ -41,6 +41,17 @@ impl Recorder {
         db.map(Recorder::new).transpose()
     }
 
+    /// A recorder into `db` that opens it at its first record: for a command
+    /// that checked the history at its start and records much later (`lab
+    /// run`), where a history gone meanwhile must not fail it.
+    pub fn later(db: &str) -> Recorder {
+        Recorder {
+            db: db.to_string(),
+            history: None,
+            recorded: HashMap::new(),
+        }
+    }
+
     /// Records the runs of `doc` (saved at `file`) not recorded before; a
     /// failure is said on stderr, with the command that imports the file
     /// later.
@@ -68,12 +79,14 @@ impl Recorder {
             Some(h) => Ok(h),
             None => History::open(&self.db),
         };
+        // After a failure the connection is dropped: the next save opens the
+        // history again (a server back up) and records what is missing.
         match history.and_then(|mut h| {
-            let r = h.import_records(&[(origin.clone(), records)]);
+            h.import_records(&[(origin.clone(), records)])?;
             self.history = Some(h);
-            r
+            Ok(())
         }) {
-            Ok(_) => self.recorded.extend(counts),
+            Ok(()) => self.recorded.extend(counts),
             Err(e) => self.warn(&format!("failed to {e}"), file),
         }
     }

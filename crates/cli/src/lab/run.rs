@@ -439,7 +439,7 @@ impl RunContext<'_> {
         if let Some(db) = &self.args.history {
             let doc = ResultsDocument::load(all)
                 .with_context(|| format!("failed to read {}", all.display()))?;
-            crate::history::Recorder::new(db)?.record(&doc, all);
+            crate::history::Recorder::later(db).record(&doc, all);
         }
         eprintln!("linkperf lab: {name}: results in {}", all.display());
         Ok(())

@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::util::control::key_file;
+use crate::util::mesh::{one_test_suite, Agent, AgentSpec};
 use crate::util::{self, run, run_command, BIN};
 
 /// `linkperf ARGS` that must succeed: its stdout.
@@ -294,6 +296,54 @@ impl Postgres {
     }
 }
 
+impl Postgres {
+    /// Stops the server (its clients' connections end), and returns once it
+    /// has stopped.
+    fn stop(&self) {
+        let (code, out, err) = run_command(
+            self.command("pg_ctl")
+                .arg("-D")
+                .arg(&self.data)
+                .args(["-m", "fast", "-w", "-t", "60", "stop"]),
+            "pg_ctl stop",
+        );
+        assert_eq!(code, 0, "pg_ctl stop: {out}{err}");
+    }
+
+    /// Starts the stopped server again, on the same socket; returns once it
+    /// accepts connections.
+    fn start_again(&self) {
+        let dir = self._dir.path();
+        let (code, out, err) = run_command(
+            self.command("pg_ctl")
+                .arg("-D")
+                .arg(&self.data)
+                .arg("-l")
+                .arg(dir.join("log"))
+                .arg("-o")
+                .arg(format!("-k {} -c listen_addresses='' -F", dir.display()))
+                .args(["-w", "-t", "60", "start"]),
+            "pg_ctl start",
+        );
+        assert_eq!(code, 0, "pg_ctl start: {out}{err}");
+    }
+}
+
+/// A throwaway PostgreSQL server, or None (the test skips, saying why)
+/// where none can start and the test command does not require one.
+fn postgres_or_skip(test: &str) -> Option<Postgres> {
+    match Postgres::start() {
+        Ok(pg) => Some(pg),
+        Err(why) => {
+            if std::env::var("LINKPERF_HISTORY_PG_REQUIRED").as_deref() == Ok("1") {
+                panic!("{test}: PostgreSQL is required here and could not start: {why}");
+            }
+            eprintln!("{test}: skipped: PostgreSQL could not start: {why}");
+            None
+        }
+    }
+}
+
 impl Drop for Postgres {
     fn drop(&mut self) {
         let _ = self
@@ -318,15 +368,8 @@ fn unsafe_free_is_root() -> bool {
 
 #[test]
 fn sqlite_and_postgresql_give_the_same_answers() {
-    let pg = match Postgres::start() {
-        Ok(pg) => pg,
-        Err(why) => {
-            if std::env::var("LINKPERF_HISTORY_PG_REQUIRED").as_deref() == Ok("1") {
-                panic!("PostgreSQL is required here and could not start: {why}");
-            }
-            eprintln!("skipped: PostgreSQL could not start: {why}");
-            return;
-        }
+    let Some(pg) = postgres_or_skip("sqlite_and_postgresql_give_the_same_answers") else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let t = template(dir.path());
@@ -473,4 +516,258 @@ fn serve_metrics_are_openmetrics_that_prometheus_reads() {
     );
     assert!(http(&addr, "GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
     let _ = BIN;
+}
+
+#[test]
+fn a_history_gone_mid_run_leaves_the_results_file_and_says_how_to_import_it() {
+    let test = "a_history_gone_mid_run_leaves_the_results_file_and_says_how_to_import_it";
+    let Some(pg) = postgres_or_skip(test) else {
+        return;
+    };
+    let _g = util::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    let f = file.to_str().unwrap();
+    // The history is opened (and checked) as the command starts.
+    let child = util::spawn(&[
+        "run",
+        "-w",
+        "rr1c-1x1",
+        "-u",
+        "1",
+        "-d",
+        "3s",
+        "--warmup",
+        "200ms",
+        "--interval",
+        "1s",
+        "--json",
+        f,
+        "--history",
+        &pg.url,
+    ]);
+    child.wait_for(
+        "the first interval line",
+        Duration::from_secs(60),
+        |out, err| out.contains("-1.0 s") || err.contains("-1.0 s"),
+    );
+    // Frozen while its history goes away: the run cannot have been recorded yet.
+    child.signal("-STOP");
+    pg.stop();
+    child.signal("-CONT");
+    let (status, out, err) = child.finish(Duration::from_secs(120));
+    // The run went on and was saved; the history's failure changes nothing of that.
+    assert_eq!(status.code(), Some(0), "{out}{err}");
+    let doc = util::read_doc(&file);
+    assert_eq!(doc["tests"][0]["runs"].as_array().unwrap().len(), 1);
+    assert!(
+        err.contains(&format!("could not record into the history {}", pg.url)),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let later = err
+        .lines()
+        .find_map(|l| l.split_once("import them later with: ").map(|(_, c)| c))
+        .unwrap_or_else(|| panic!("no command to import later: {err}"));
+    assert_eq!(
+        later,
+        format!("linkperf history import {f} --db {}", pg.url),
+        "{err}"
+    );
+    // Back up, the command it printed imports the run.
+    pg.start_again();
+    let args: Vec<&str> = later.split_whitespace().skip(1).collect();
+    let out = ok(&args);
+    assert_eq!(imported(&out), (1, 1), "{out}");
+}
+
+#[test]
+fn a_mesh_with_history_records_every_pair_as_mesh_json_is_saved() {
+    let _g = util::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let key = key_file(dir.path(), "k", "the history mesh's key, 32 bytes");
+    let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host")]
+        .iter()
+        .map(|(node, network)| {
+            Agent::start(&AgentSpec {
+                key: Some(&key),
+                node: Some(node),
+                network: Some(network),
+                ..AgentSpec::default()
+            })
+        })
+        .collect();
+    let list = agents
+        .iter()
+        .map(|a| a.addr().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let suite = one_test_suite(dir.path(), "rr1c-1x1", "300ms");
+    let out = dir.path().join("out");
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let (code, stdout, err) = run(&[
+        "mesh",
+        "--agents",
+        &list,
+        "--auth-key",
+        key.to_str().unwrap(),
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--history",
+        db,
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    assert!(!err.contains("could not record"), "{err}");
+    // Every run of mesh.json is in the history already: importing it adds nothing.
+    let mesh = out.join("mesh.json");
+    let runs: usize = util::read_doc(&mesh)["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["runs"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(runs, 6, "one run per pair");
+    let imported_again = ok(&["history", "import", mesh.to_str().unwrap(), "--db", db]);
+    assert_eq!(imported(&imported_again), (0, 6), "{imported_again}");
+    // A series per pair, named by the agents.
+    let shown = ok(&[
+        "history",
+        "show",
+        "--db",
+        db,
+        "--include-suspect",
+        "--metric",
+        "throughput.bytes_per_s",
+    ]);
+    let pairs = [
+        "n1-host->n1-pod",
+        "n1-host->n2",
+        "n1-pod->n1-host",
+        "n1-pod->n2",
+        "n2->n1-host",
+        "n2->n1-pod",
+    ];
+    for pair in pairs {
+        let line = shown
+            .lines()
+            .find(|l| l.contains(&format!("rr1c-1x1--1@{pair} ")))
+            .unwrap_or_else(|| panic!("no series of {pair}: {shown}"));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let n: u64 = cols[4].parse::<u64>().unwrap() + cols[5].parse::<u64>().unwrap();
+        assert_eq!(n, 1, "{line}");
+    }
+    assert_eq!(shown.lines().count(), 1 + pairs.len(), "{shown}");
+    let one = ok(&[
+        "history",
+        "show",
+        "--db",
+        db,
+        "--include-suspect",
+        "--pair",
+        "n2->n1-pod",
+    ]);
+    assert!(
+        one.lines().skip(1).all(|l| l.contains("@n2->n1-pod ")) && one.lines().count() > 1,
+        "{one}"
+    );
+}
+
+#[test]
+fn history_show_out_charts_every_series_with_its_change_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = template(dir.path());
+    // 60 runs, throughput 20 % down from the 31st on.
+    let files = series_files(dir.path(), &t, "c", 0, 60, 30);
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let mut args = vec!["history", "import"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--db", db]);
+    ok(&args);
+    let charts = dir.path().join("charts");
+    let (code, out, err) = run(&[
+        "history",
+        "show",
+        "--db",
+        db,
+        "--out",
+        charts.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("4 series charted"), "{err}");
+    let html = std::fs::read_to_string(charts.join("index.html")).unwrap();
+    // Each headline series: its title, its chart inline, its change point in words.
+    for metric in ["Throughput", "Transactions", "p99"] {
+        assert!(
+            html.to_lowercase().contains(&metric.to_lowercase()),
+            "{metric} in {html}"
+        );
+    }
+    assert_eq!(html.matches("<h2>").count(), 4, "{html}");
+    assert_eq!(html.matches("<svg").count(), 4, "{html}");
+    let changes: Vec<&str> = html
+        .lines()
+        .filter(|l| l.starts_with("<li class=\"change\">"))
+        .collect();
+    assert_eq!(changes.len(), 4, "one change point per series: {html}");
+    for c in &changes {
+        assert!(c.contains("at 2024-01-01T00:00:30.000Z (point 31)"), "{c}");
+        assert!(c.contains("30 points before, 30 after"), "{c}");
+    }
+    // Throughput down 20 %, time up 25 %.
+    assert!(
+        changes.iter().any(|c| c.contains("(-20.0 %)")),
+        "{changes:?}"
+    );
+    assert!(
+        changes.iter().any(|c| c.contains("(+25.0 %)")),
+        "{changes:?}"
+    );
+    // A PNG and an SVG per series; the SVG holds every run and the step of the means.
+    let mut pngs = 0;
+    let mut svgs = 0;
+    for e in std::fs::read_dir(&charts).unwrap() {
+        let p = e.unwrap().path();
+        match p.extension().and_then(|x| x.to_str()) {
+            Some("png") => {
+                pngs += 1;
+                let decoder =
+                    png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&p).unwrap()));
+                let info = decoder.read_info().unwrap();
+                assert_eq!(
+                    (info.info().width, info.info().height),
+                    (1100, 420),
+                    "{}",
+                    p.display()
+                );
+            }
+            Some("svg") => {
+                svgs += 1;
+                let text = std::fs::read_to_string(&p).unwrap();
+                let svg = roxmltree::Document::parse(&text).unwrap();
+                let lines: Vec<usize> = svg
+                    .descendants()
+                    .filter(|n| n.has_tag_name("polyline"))
+                    .map(|n| {
+                        n.attribute("points")
+                            .unwrap_or("")
+                            .split_whitespace()
+                            .count()
+                    })
+                    .collect();
+                assert!(
+                    lines.contains(&60),
+                    "every run: {lines:?} in {}",
+                    p.display()
+                );
+                // Two stretches, each mean drawn from its first run to its last.
+                assert!(lines.contains(&4), "the step: {lines:?} in {}", p.display());
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((pngs, svgs), (4, 4));
 }
