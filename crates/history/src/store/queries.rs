@@ -218,6 +218,13 @@ impl History {
         match self.import_in_transaction(batches) {
             Ok(s) => {
                 self.conn.batch("COMMIT")?;
+                if s.added > 0 {
+                    if let Some(analyze) = self.conn.dialect().after_import() {
+                        // Only the plans of later queries depend on it: the
+                        // runs are in, whatever it says.
+                        let _ = self.conn.batch(analyze);
+                    }
+                }
                 Ok(s)
             }
             Err(e) => {

@@ -43,6 +43,19 @@ impl Dialect {
         }
     }
 
+    /// What refreshes the planner's statistics after an import added runs:
+    /// PostgreSQL plans the per-series queries from them, and before its
+    /// autovacuum gets to a table just loaded it plans a scan of every run
+    /// for each series (bench/history.sh). SQLite needs nothing.
+    pub(crate) fn after_import(self) -> Option<&'static str> {
+        match self {
+            Dialect::Sqlite => None,
+            Dialect::Postgres => Some(
+                "ANALYZE linkperf_runs, linkperf_points, linkperf_series, linkperf_environments",
+            ),
+        }
+    }
+
     /// A statement run first in a migration's transaction so that two
     /// processes opening a new database do not both create its tables:
     /// SQLite's write lock already does that; PostgreSQL takes an advisory
