@@ -24,6 +24,8 @@ wanted=(
   chromium:/usr/bin/chromium
   fonts-dejavu-core:/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
   kubernetes-client:kubectl
+  postgresql:/usr/lib/postgresql/*/bin/initdb
+  python3-prometheus-client:/usr/lib/python3/dist-packages/prometheus_client
 )
 
 # From PyPI: the Kubernetes schemas, bundled, to validate deploy/kubernetes offline.
@@ -50,6 +52,7 @@ install_validator() {
 
 have() {
   case "$1" in
+    *\**) compgen -G "$1" >/dev/null ;;
     /*) [[ -e "$1" ]] ;;
     *) command -v "$1" >/dev/null 2>&1 ;;
   esac

@@ -13,6 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # a test that cannot build namespaces fails, saying what is missing, instead of skipping.
 if [ "$(id -u)" -eq 0 ]; then
     export LINKPERF_LAB_REQUIRED="${LINKPERF_LAB_REQUIRED:-1}"
+    # The history's PostgreSQL test starts a throwaway cluster (as nobody): here it must.
+    export LINKPERF_HISTORY_PG_REQUIRED="${LINKPERF_HISTORY_PG_REQUIRED:-1}"
 fi
 
 failed_steps=()

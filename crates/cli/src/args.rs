@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests to linkperf clients (the daemon).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run one test against a server (or an embedded one on loopback).
     Run(Box<RunArgs>),
     /// Run a suite of tests (a built-in one or a TOML file), repeated, with statistics.
@@ -38,6 +38,8 @@ pub enum Command {
     Compare(Box<crate::compare::CompareArgs>),
     /// Report on one results file: absolute charts and tables.
     Report(Box<crate::compare::ReportArgs>),
+    /// The history of every run: import, series, change points, a regression gate, OpenMetrics.
+    History(Box<crate::history::HistoryArgs>),
 }
 
 /// Every duration option: `30s`, `500ms`, `2m`, or a bare number of seconds.
@@ -172,6 +174,13 @@ pub struct ServeArgs {
     /// TCP and UDP port of the iperf3 server.
     #[arg(long, default_value_t = linkperf_iperf3::DEFAULT_PORT, requires = "iperf3")]
     pub iperf3_port: u16,
+    /// Serve the history's latest figures as OpenMetrics at http://ADDR/metrics, for
+    /// Prometheus (e.g. 0.0.0.0:9470).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// The history --metrics reads: an SQLite file or a postgres:// URL.
+    #[arg(long, value_name = "DB", default_value = linkperf_history::DEFAULT_DB, requires = "metrics")]
+    pub history: String,
 }
 
 /// Where the server is.
@@ -309,6 +318,9 @@ pub struct RunArgs {
     /// Write the results document (JSON) to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Also record the run into this history (an SQLite file or a postgres:// URL) as --json saves it.
+    #[arg(long, value_name = "DB", requires = "json")]
+    pub history: Option<String>,
     /// A line every D while the test runs, as the client sees it: what it sent and received,
     /// transactions/s and transaction time (request/response), retransmits (TCP), loss (UDP);
     /// the warm-up's seconds marked. Whole seconds (1s, 2s, or a bare number; 0 for none).
@@ -408,6 +420,9 @@ pub struct SuiteArgs {
     /// The results document, rewritten atomically after every run.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    /// Also record every run into this history (an SQLite file or a postgres:// URL) as --out saves it.
+    #[arg(long, value_name = "DB", requires = "out")]
+    pub history: Option<String>,
     /// Continue the suite recorded in --out, skipping completed runs.
     #[arg(long, requires = "out")]
     pub resume: bool,

@@ -42,7 +42,7 @@ pub struct LabArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum LabCommand {
     /// Bring every configuration up, run a suite through them interleaved (run by run, the order rotating; --order sequential: one configuration's whole suite after another's), take them down; then compare them.
-    Run(LabRunArgs),
+    Run(Box<LabRunArgs>),
     /// Bring one configuration up and leave it up; prints how to run tests through it by hand.
     Up(LabUpArgs),
     /// Show what the lab has up (after removing what a killed lab command left behind).
@@ -113,6 +113,10 @@ pub struct LabRunArgs {
     /// Directory for the results (CONFIG.json per configuration), logs and the report.
     #[arg(long)]
     pub out: PathBuf,
+    /// Also record each configuration's runs (their aggregate with --pairs) into this
+    /// history (an SQLite file or a postgres:// URL) once its results file is complete.
+    #[arg(long, value_name = "DB")]
+    pub history: Option<String>,
     /// Custom configurations (TOML, see docs/lab.md).
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
@@ -194,7 +198,7 @@ fn lab_error(e: LabError) -> anyhow::Error {
 /// Runs a lab subcommand.
 pub fn lab(a: LabArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
     match a.command {
-        LabCommand::Run(r) => run(r, command_line),
+        LabCommand::Run(r) => run(*r, command_line),
         LabCommand::Up(u) => up(u),
         LabCommand::List(l) => list(l),
         LabCommand::Down(d) => down(d),

@@ -4,6 +4,7 @@
 
 mod args;
 mod compare;
+mod history;
 mod lab;
 mod mesh;
 mod plan;
@@ -45,13 +46,14 @@ fn main() -> ExitCode {
     };
     let command_line: Vec<String> = std::env::args().collect();
     let result = match cli.command {
-        Command::Serve(a) => serve::serve(a, command_line),
+        Command::Serve(a) => serve::serve(*a, command_line),
         Command::Run(a) => run::run(*a, command_line),
         Command::Suite(a) => suite::suite(*a, command_line),
         Command::Compare(a) => compare::compare(*a, command_line),
         Command::Report(a) => compare::report(*a, command_line),
         Command::Lab(a) => lab::lab(*a, command_line),
         Command::Mesh(a) => mesh::mesh(*a, command_line),
+        Command::History(a) => history::history(*a),
     };
     match result {
         Ok(code) => code,

@@ -79,6 +79,10 @@ pub struct MeshArgs {
     /// The directory of mesh.json and report/.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Also record every run into this history (an SQLite file or a postgres:// URL) as
+    /// mesh.json is saved.
+    #[arg(long, value_name = "DB")]
+    pub history: Option<String>,
     /// Continue the mesh recorded in DIR/mesh.json: its agents and pairs, the runs
     /// that did not complete.
     #[arg(long)]
@@ -310,7 +314,14 @@ pub fn mesh(a: MeshArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> 
     if !a.quiet {
         eprint!("{}", plan_text(&p));
     }
-    let outcome = execute::run_mesh(&p, &mut doc, &out_file, &command_line, a.quiet)?;
+    let outcome = execute::run_mesh(
+        &p,
+        &mut doc,
+        &out_file,
+        &command_line,
+        a.quiet,
+        crate::history::Recorder::maybe(a.history.as_deref())?,
+    )?;
     let report_dir = a.out.join("report");
     let summary = linkperf_report::write_mesh_report(&doc, &report_dir)
         .map_err(|e| anyhow::anyhow!("failed to {e}"))?;

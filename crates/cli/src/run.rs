@@ -48,14 +48,17 @@ pub fn run(a: RunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map_or(1, |t| t.address.split(',').count() as u64);
     let saver = match &a.json {
-        Some(p) => Some(crate::save::Saver::new(
-            p,
-            linkperf_results::run_bytes(
-                2 * groups + 1,
-                u64::from(plan.request.spec.users),
-                plan.request.spec.duration.as_secs_f64(),
-            ),
-        )?),
+        Some(p) => Some(
+            crate::save::Saver::new(
+                p,
+                linkperf_results::run_bytes(
+                    2 * groups + 1,
+                    u64::from(plan.request.spec.users),
+                    plan.request.spec.duration.as_secs_f64(),
+                ),
+            )?
+            .with_history(crate::history::Recorder::maybe(a.history.as_deref())?),
+        ),
         None => None,
     };
     let cancel = Arc::new(AtomicBool::new(false));

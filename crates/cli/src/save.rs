@@ -12,6 +12,7 @@ pub struct Saver {
     out: PathBuf,
     reserve: Option<SpaceReserve>,
     fallback: Option<PathBuf>,
+    history: Option<crate::history::Recorder>,
 }
 
 impl Saver {
@@ -24,6 +25,7 @@ impl Saver {
             out: out.to_path_buf(),
             reserve: Some(reserve),
             fallback: None,
+            history: None,
         })
     }
 
@@ -34,16 +36,26 @@ impl Saver {
             out: out.to_path_buf(),
             reserve: None,
             fallback: None,
+            history: None,
         }
+    }
+
+    /// Records every save's new runs into `history` too (`--history DB`).
+    pub fn with_history(mut self, history: Option<crate::history::Recorder>) -> Saver {
+        self.history = history;
+        self
     }
 
     /// Saves `doc`: to `out` in the room kept; if that fails, to a fallback
     /// file, said on stderr, where every later save goes too.
     pub fn save(&mut self, doc: &ResultsDocument) -> anyhow::Result<()> {
         if let Some(f) = &self.fallback {
-            return doc
-                .save(f)
-                .with_context(|| format!("failed to save results to {}", f.display()));
+            doc.save(f)
+                .with_context(|| format!("failed to save results to {}", f.display()))?;
+            if let Some(h) = &mut self.history {
+                h.record(doc, f);
+            }
+            return Ok(());
         }
         let saved = match &self.reserve {
             Some(r) => r.save(doc, &self.out),
@@ -63,6 +75,10 @@ impl Saver {
             );
             self.reserve = None;
             self.fallback = Some(f);
+        }
+        if let Some(h) = &mut self.history {
+            let at = self.fallback.as_deref().unwrap_or(&self.out);
+            h.record(doc, at);
         }
         Ok(())
     }

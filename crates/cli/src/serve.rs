@@ -147,6 +147,14 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     } else {
         None
     };
+    // The history's latest figures for Prometheus (docs/history.md).
+    if let Some(addr) = a.metrics {
+        let bound = crate::history::metrics::spawn(addr, &a.history)?;
+        eprintln!(
+            "linkperf serve: metrics of the history {} on http://{bound}/metrics",
+            a.history
+        );
+    }
     // SIGINT/SIGTERM: both servers stop at once; running tests, linkperf's
     // and iperf3's, end as aborted and their clients are told.
     let shutdown = daemon.shutdown_handle();

@@ -284,10 +284,10 @@ fn saver(
         })
         .sum();
     let existing = std::fs::metadata(out).map_or(0, |m| m.len());
-    Ok(Some(crate::save::Saver::new(
-        out,
-        existing + pending_bytes,
-    )?))
+    Ok(Some(
+        crate::save::Saver::new(out, existing + pending_bytes)?
+            .with_history(crate::history::Recorder::maybe(a.history.as_deref())?),
+    ))
 }
 
 /// Each test's name and how it runs beyond its workload.

@@ -202,12 +202,36 @@ impl ResultsDocument {
                 origin: origin.to_string(),
             });
         }
-        let value: Value = serde_json::from_str(text).map_err(|e| parse_error(e, origin))?;
-        check_schema(&value, origin)?;
-        // Parsed again from the text, not from `value`, so that a shape error
-        // carries its line and column.
+        // Only the top level's `schema` is kept (the rest is skipped, not
+        // built: a history import reads hundreds of megabytes of these).
+        let head: Value = if text.trim_start().starts_with('{') {
+            let head: Head = serde_json::from_str(text).map_err(|e| parse_error(e, origin))?;
+            let mut top = serde_json::Map::new();
+            if let Some(schema) = head.schema {
+                top.insert("schema".into(), schema);
+            }
+            Value::Object(top)
+        } else {
+            serde_json::from_str(text).map_err(|e| parse_error(e, origin))?
+        };
+        check_schema(&head, origin)?;
+        // Parsed again from the text, so that a shape error carries its line
+        // and column.
         serde_json::from_str(text).map_err(|e| parse_error(e, origin))
     }
+}
+
+/// A document's top level as far as its schema is concerned: every other
+/// field is skipped without being built.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<Value>,
+}
+
+/// A field that is there, `null` included (which `Option` would read as absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
 }
 
 /// Sorts a serde_json error into truncated, not JSON, or wrong shape.

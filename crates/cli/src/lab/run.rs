@@ -75,6 +75,10 @@ pub(super) fn suite_options(a: &LabRunArgs) -> Vec<String> {
 }
 
 pub(super) fn run(a: LabRunArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode> {
+    // A history that cannot be used is said before anything is brought up.
+    if let Some(db) = &a.history {
+        crate::history::open_history(db)?;
+    }
     // Everything is checked before anything is created.
     let configs = catalog(a.file.as_deref())?
         .resolve_list(&a.configs.join(","))
@@ -433,6 +437,11 @@ impl RunContext<'_> {
         LinkRecord::for_all(t)
             .with_context(self.command_line, namespaces)
             .add_to_file(all)?;
+        if let Some(db) = &self.args.history {
+            let doc = ResultsDocument::load(all)
+                .with_context(|| format!("failed to read {}", all.display()))?;
+            crate::history::Recorder::later(db).record(&doc, all);
+        }
         eprintln!("linkperf lab: {name}: results in {}", all.display());
         Ok(())
     }

@@ -41,6 +41,7 @@ pub(crate) fn run_mesh(
     out: &Path,
     command_line: &[String],
     quiet: bool,
+    history: Option<crate::history::Recorder>,
 ) -> anyhow::Result<ExitCode> {
     // A resumed mesh runs again what did not complete.
     doc.keep_completed_runs();
@@ -74,7 +75,7 @@ pub(crate) fn run_mesh(
         })
         .sum();
     let existing = std::fs::metadata(out).map_or(0, |m| m.len());
-    let mut saver = crate::save::Saver::new(out, existing + bytes)?;
+    let mut saver = crate::save::Saver::new(out, existing + bytes)?.with_history(history);
     saver.save(doc)?;
     let cancel = Arc::new(AtomicBool::new(false));
     {

@@ -122,6 +122,8 @@ fn the_manifests_render_and_validate_offline() {
         "PersistentVolumeClaim",
         "DaemonSet",
         "Job",
+        "CronJob",
+        "Deployment",
     ] {
         assert!(kinds.contains(&k), "no {k} in {kinds:?}");
         assert!(
@@ -134,11 +136,14 @@ fn the_manifests_render_and_validate_offline() {
         "the key is the operator's, never rendered"
     );
     assert_eq!(kinds.iter().filter(|k| **k == "DaemonSet").count(), 2);
-    assert_eq!(kinds.iter().filter(|k| **k == "Service").count(), 2);
+    assert_eq!(kinds.iter().filter(|k| **k == "Service").count(), 3);
     for o in &objects {
         match kind(o) {
-            "Service" => assert!(o.contains("clusterIP: None"), "headless: {o}"),
-            "DaemonSet" | "Job" => {
+            // The agents' Services are headless; the metrics' one is not.
+            "Service" if !o.contains("name: linkperf-metrics") => {
+                assert!(o.contains("clusterIP: None"), "headless: {o}")
+            }
+            "DaemonSet" | "Job" | "CronJob" | "Deployment" => {
                 for needed in [
                     "runAsNonRoot: true",
                     "allowPrivilegeEscalation: false",
@@ -146,12 +151,17 @@ fn the_manifests_render_and_validate_offline() {
                     "- ALL",
                     "type: RuntimeDefault",
                     "automountServiceAccountToken: false",
-                    "secretName: linkperf-key",
                     "requests:",
                     "limits:",
                 ] {
                     assert!(o.contains(needed), "{needed} in {o}");
                 }
+                // Whatever talks to agents holds the key; the metrics pod talks to none.
+                assert_eq!(
+                    o.contains("secretName: linkperf-key"),
+                    kind(o) != "Deployment",
+                    "{o}"
+                );
                 assert!(!o.contains("privileged: true"), "{o}");
                 assert!(!o.contains("add:"), "no capability added: {o}");
             }
@@ -174,6 +184,166 @@ fn the_manifests_render_and_validate_offline() {
         job.contains("- mesh") && job.contains("--agents-dns"),
         "{job}"
     );
+    the_history_is_recorded_nightly_and_scraped(&rendered);
+}
+
+/// The CronJob meshes into the history on the shared volume, one directory
+/// per Job, never two at once, on the metrics pod's node; the metrics pod
+/// serves that history to Prometheus through its scrape annotations.
+fn the_history_is_recorded_nightly_and_scraped(rendered: &str) {
+    let docs: Vec<serde_yaml_ng::Value> = rendered
+        .split("\n---\n")
+        .filter(|o| o.contains("kind:"))
+        .map(|o| serde_yaml_ng::from_str(o).unwrap_or_else(|e| panic!("{e}: {o}")))
+        .collect();
+    let find = |k: &str| {
+        docs.iter()
+            .find(|d| d["kind"].as_str() == Some(k))
+            .unwrap_or_else(|| panic!("no {k}"))
+    };
+    let strings = |v: &serde_yaml_ng::Value| -> Vec<String> {
+        v.as_sequence()
+            .unwrap_or_else(|| panic!("not a list: {v:?}"))
+            .iter()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect()
+    };
+    /// The value after `flag` in `args`.
+    fn after<'a>(args: &'a [String], flag: &str) -> &'a str {
+        let i = args
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("no {flag} in {args:?}"));
+        args.get(i + 1)
+            .unwrap_or_else(|| panic!("{flag} without a value in {args:?}"))
+    }
+    let volume_claim = |pod: &serde_yaml_ng::Value, mount: &str| -> String {
+        let c = &pod["containers"][0];
+        let name = c["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"].as_str() == Some(mount))
+            .unwrap_or_else(|| panic!("nothing mounted at {mount}: {c:?}"))["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        pod["volumes"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"].as_str() == Some(name.as_str()))
+            .unwrap()["persistentVolumeClaim"]["claimName"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{mount} is no claim"))
+            .to_string()
+    };
+
+    let cron = find("CronJob");
+    let schedule = cron["spec"]["schedule"].as_str().unwrap();
+    let fields: Vec<&str> = schedule.split_whitespace().collect();
+    assert_eq!(fields.len(), 5, "a five-field schedule: {schedule}");
+    assert_eq!(
+        cron["spec"]["concurrencyPolicy"].as_str(),
+        Some("Forbid"),
+        "two meshes at once measure each other"
+    );
+    let pod = &cron["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args = strings(&container["args"]);
+    assert_eq!(args[0], "mesh", "{args:?}");
+    let db = after(&args, "--history");
+    assert!(db.starts_with("/history/") && db.ends_with(".db"), "{db}");
+    let out = after(&args, "--out");
+    assert!(
+        out.starts_with("/history/") && out.contains("$(JOB_NAME)"),
+        "one directory per Job: {out}"
+    );
+    assert!(
+        args.contains(&"--resume-if-present".to_string()),
+        "{args:?}"
+    );
+    let job_name = container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str() == Some("JOB_NAME"))
+        .unwrap_or_else(|| panic!("JOB_NAME is not set: {container:?}"));
+    assert_eq!(
+        job_name["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+        Some("metadata.labels['batch.kubernetes.io/job-name']")
+    );
+    let cron_claim = volume_claim(pod, "/history");
+    // SQLite's temporary files need a writable directory: the root is read-only.
+    let tmp_is_empty_dir = |pod: &serde_yaml_ng::Value| {
+        let mounted = pod["containers"][0]["volumeMounts"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .find(|m| m["mountPath"].as_str() == Some("/tmp"))
+            .map(|m| m["name"].clone());
+        mounted.is_some_and(|name| {
+            pod["volumes"]
+                .as_sequence()
+                .unwrap()
+                .iter()
+                .any(|v| v["name"] == name && v["emptyDir"].is_mapping())
+        })
+    };
+    assert!(tmp_is_empty_dir(pod), "no /tmp for SQLite: {pod:?}");
+    // Scheduled beside the metrics pod (one node mounts the volume).
+    let affinity =
+        &pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
+    assert_eq!(
+        affinity["labelSelector"]["matchLabels"]["app.kubernetes.io/component"].as_str(),
+        Some("metrics")
+    );
+    assert_eq!(
+        affinity["topologyKey"].as_str(),
+        Some("kubernetes.io/hostname")
+    );
+
+    let deployment = find("Deployment");
+    let template = &deployment["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["labels"]["app.kubernetes.io/component"].as_str(),
+        Some("metrics")
+    );
+    let annotations = &template["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/scrape"].as_str(), Some("true"));
+    assert_eq!(annotations["prometheus.io/path"].as_str(), Some("/metrics"));
+    let port = annotations["prometheus.io/port"].as_str().unwrap();
+    let metrics = &template["spec"]["containers"][0];
+    let args = strings(&metrics["args"]);
+    assert_eq!(args[0], "serve", "{args:?}");
+    assert_eq!(after(&args, "--metrics"), format!("0.0.0.0:{port}"));
+    assert_eq!(
+        after(&args, "--listen"),
+        "127.0.0.1",
+        "no agent: its tests on loopback only"
+    );
+    assert_eq!(
+        after(&args, "--history"),
+        db,
+        "the history the CronJob writes"
+    );
+    assert_eq!(
+        metrics["ports"][0]["containerPort"]
+            .as_u64()
+            .map(|p| p.to_string()),
+        Some(port.to_string())
+    );
+    assert_eq!(volume_claim(&template["spec"], "/history"), cron_claim);
+    assert!(tmp_is_empty_dir(&template["spec"]), "no /tmp for SQLite");
+    // The annotated pod is scraped; the Service is not annotated (no second scrape).
+    let service = docs
+        .iter()
+        .find(|d| {
+            d["kind"].as_str() == Some("Service")
+                && d["metadata"]["name"].as_str() == Some("linkperf-metrics")
+        })
+        .expect("the metrics Service");
+    assert!(service["metadata"]["annotations"]["prometheus.io/scrape"].is_null());
 }
 
 /// Whether the ELF file at `path` asks for no program interpreter (it is

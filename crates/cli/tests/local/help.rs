@@ -35,14 +35,16 @@ fn scope(
                 ("## Serve and run", "On the client host:"),
                 ("## Security", "## uperf profiles"),
                 ("## iperf3 compatibility", "## Tests"),
+                ("## History", "## Compare and report"),
             ],
-            &["docs/security.md", "docs/iperf3.md"],
+            &["docs/security.md", "docs/iperf3.md", "docs/history.md"],
         ),
         "run" => (
             &[
                 ("On the client host:", "## Suites: whole studies, repeated"),
                 ("## Lab", "## Mesh"),
                 ("## uperf profiles", "## Tests"),
+                ("## History", "## Compare and report"),
             ],
             &[
                 "docs/open-loop.md",
@@ -52,16 +54,26 @@ fn scope(
             ],
         ),
         "suite" => (
-            &[("## Suites: whole studies, repeated", "## Lab")],
-            &["docs/suites.md"],
+            &[
+                ("## Suites: whole studies, repeated", "## Lab"),
+                ("## History", "## Compare and report"),
+            ],
+            &["docs/suites.md", "docs/history.md"],
         ),
         "lab" => (
-            &[("## Lab", "## Mesh")],
-            &["docs/lab.md", "docs/studies.md"],
+            &[
+                ("## Lab", "## Mesh"),
+                ("## History", "## Compare and report"),
+            ],
+            &["docs/lab.md", "docs/studies.md", "docs/history.md"],
         ),
         "mesh" => (
             &[("## Mesh", "## Compare and report")],
-            &["docs/kubernetes.md"],
+            &["docs/kubernetes.md", "docs/history.md"],
+        ),
+        "history" => (
+            &[("## History", "## Compare and report")],
+            &["docs/history.md"],
         ),
         "compare" | "report" => (
             &[("## Compare and report", "## Workloads")],

@@ -14,6 +14,7 @@ mod deploy;
 mod e2e;
 mod faults;
 mod help;
+mod history;
 mod iperf3;
 mod mesh;
 mod noise;

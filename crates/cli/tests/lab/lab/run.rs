@@ -174,6 +174,86 @@ fn lab_run_records_the_link_in_each_results_file_and_compares() {
 }
 
 #[test]
+fn lab_run_with_history_records_each_configuration_once_its_file_is_complete() {
+    let Some(_g) = lab_lock("lab run --history") else {
+        return;
+    };
+    let _c = (Cleanup("t-hist-a".into()), Cleanup("t-hist-b".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let suite = mini_suite(dir.path());
+    let out = dir.path().join("out");
+    let db = dir.path().join("h.db");
+    let db = db.to_str().unwrap();
+    let (code, stdout, err) = lab(&[
+        "run",
+        "--configs",
+        "veth,name=t-hist-a,veth-1g,name=t-hist-b",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--history",
+        db,
+    ]);
+    assert_eq!(code, 0, "stdout: {stdout}\nstderr: {err}");
+    assert!(!err.contains("could not record"), "{err}");
+    for name in ["t-hist-a", "t-hist-b"] {
+        // Each configuration's file is in the history already: importing it adds nothing.
+        let file = out.join(format!("{name}.json"));
+        let doc = util::read_doc(&file);
+        let runs_of = |test: &str| -> u64 {
+            doc["tests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == test)
+                .map_or(0, |t| t["runs"].as_array().unwrap().len() as u64)
+        };
+        let runs = runs_of("rr1c-200x1000--1") + runs_of("str-writex30k--1");
+        assert!(runs >= 2, "{doc}");
+        let (code, o, e) = util::run(&["history", "import", file.to_str().unwrap(), "--db", db]);
+        assert_eq!(code, 0, "{o}{e}");
+        assert!(
+            o.starts_with(&format!("imported 0 runs of {runs} ")),
+            "{name}: {o}"
+        );
+        // Its series carry its name: both tests of the suite, every run.
+        let (code, shown, e) = util::run(&[
+            "history",
+            "show",
+            "--db",
+            db,
+            "--include-suspect",
+            "--label",
+            name,
+            "--metric",
+            "throughput.bytes_per_s",
+        ]);
+        assert_eq!(code, 0, "{e}");
+        let rows: Vec<&str> = shown.lines().skip(1).collect();
+        assert_eq!(rows.len(), 2, "{shown}");
+        for test in ["rr1c-200x1000--1", "str-writex30k--1"] {
+            let row = rows
+                .iter()
+                .find(|r| r.starts_with(&format!("{name} {test} ")))
+                .unwrap_or_else(|| panic!("no {name} {test}: {shown}"));
+            let cols: Vec<&str> = row.split_whitespace().collect();
+            let n: u64 = cols[4].parse::<u64>().unwrap() + cols[5].parse::<u64>().unwrap();
+            assert_eq!(n, runs_of(test), "{row}");
+        }
+    }
+    // The two configurations are two environments (their links differ), so a
+    // change of link is a new series, not a regression of the old one.
+    let (_, all, _) = util::run(&["history", "show", "--db", db, "--include-suspect"]);
+    let envs: std::collections::BTreeSet<&str> = all
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(3).unwrap())
+        .collect();
+    assert_eq!(envs.len(), 2, "{all}");
+}
+
+#[test]
 fn pairs_share_the_shaped_link_with_per_pair_and_aggregate_results() {
     let Some(_g) = lab_lock("pairs") else { return };
     let _c = Cleanup("t-pairs".into());
