@@ -368,6 +368,11 @@ pub fn unserved_users(run: &Run, spec: &TestSpec) -> Option<Unserved> {
         return None;
     }
     let server = run.server.as_ref()?;
+    // No per-flow counts at all: a side that does not report them (as for
+    // flow_progress), not one that carried no one.
+    if server.flows.as_slice().is_empty() {
+        return None;
+    }
     let carried = server
         .flows
         .as_slice()
@@ -1134,8 +1139,11 @@ mod tests {
         let u = spec("rr1c-1x1", Protocol::Udp, 300);
         let mut none = side(per, 300, 0.0, cpu(0.5, 1.2));
         none.flows = FlowCounts::default();
-        let r = judged(&u, side(per, 300, 10.0, cpu(0.5, 1.2)), none, false);
+        let r = judged(&u, side(per, 300, 10.0, cpu(0.5, 1.2)), none.clone(), false);
         assert_eq!(unserved_users(&r, &u), None);
+        // A server that reports no per-flow counts says nothing of its users.
+        let r = judged(&s, side(per, 300, 10.0, cpu(0.5, 1.2)), none, false);
+        assert_eq!(unserved_users(&r, &s), None);
     }
 
     #[test]
