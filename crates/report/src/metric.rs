@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use linkperf_results::Run;
 
+use crate::units::{Scale, Unit};
+
 /// Which way a metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -321,6 +323,75 @@ impl Metric {
             | Metric::ServerSystemCpuPerTxn
             | Metric::ClientPinnedCpuPerTxn
             | Metric::ServerPinnedCpuPerTxn => format!("{value:.2} CPU-µs"),
+        }
+    }
+}
+
+impl Metric {
+    /// The metric a table of a workload shows in place of this one:
+    /// request/response throughput in transactions per second (a 1-byte
+    /// exchange moves next to no bits; the two differ by a constant factor
+    /// in a workload of fixed sizes, so their relative differences are the
+    /// same), everything else as it is.
+    pub fn shown_for(self, transactional: bool) -> Metric {
+        if self == Metric::Throughput && transactional {
+            Metric::TransactionRate
+        } else {
+            self
+        }
+    }
+
+    /// How a set of the metric's values (a table's column, a line) is
+    /// written: in one unit, chosen from the largest of them.
+    pub fn column(self, values: impl IntoIterator<Item = f64>) -> Column {
+        let unit = match self {
+            Metric::Throughput => Some(Scale::BITS.unit_for(values.into_iter().map(|v| v * 8.0))),
+            _ => self.scale().map(|scale| scale.unit_for(values)),
+        };
+        Column { metric: self, unit }
+    }
+
+    /// The scale of the metric's values, when it has units to choose from.
+    fn scale(self) -> Option<Scale> {
+        match self {
+            Metric::Throughput => Some(Scale::BITS),
+            Metric::TimeMean
+            | Metric::TimeP99
+            | Metric::Jitter
+            | Metric::TimeP50
+            | Metric::TimeP999 => Some(Scale::TIME_US),
+            Metric::ClientEfficiency
+            | Metric::ServerEfficiency
+            | Metric::ClientSystemEfficiency
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => Some(Scale::PER_CPU_S),
+            Metric::ClientCpuPerTxn
+            | Metric::ServerCpuPerTxn
+            | Metric::ClientSystemCpuPerTxn
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => Some(Scale::CPU_US),
+            Metric::TransactionRate | Metric::LossRate => None,
+        }
+    }
+}
+
+/// A metric's values written in the one unit of a set of them
+/// ([`Metric::column`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Column {
+    metric: Metric,
+    unit: Option<Unit>,
+}
+
+impl Column {
+    /// `value` in the column's unit: `0.52 ms` in a column of milliseconds.
+    pub fn format(&self, value: f64) -> String {
+        match (self.metric, self.unit) {
+            (Metric::Throughput, Some(u)) => u.format(value * 8.0),
+            (_, Some(u)) => u.format(value),
+            (m, None) => m.format(value),
         }
     }
 }
