@@ -406,6 +406,30 @@ impl fmt::Display for Metric {
 mod tests {
     use super::*;
 
+    /// Issue 35: a column's figures in one unit, request/response
+    /// throughput in transactions per second.
+    #[test]
+    fn a_column_is_written_in_the_unit_of_its_largest_figure() {
+        let c = Metric::TimeP99.column([6877.2, 14_300.0]);
+        assert_eq!(c.format(6877.2), "6.88 ms");
+        assert_eq!(c.format(0.0), "0 ms");
+        // Bytes per second, written in bits.
+        let c = Metric::Throughput.column([1e6, 12.5e6]);
+        assert_eq!(c.format(1e6), "8.0 Mbit/s");
+        assert_eq!(c.format(12.5e6), "100.0 Mbit/s");
+        let c = Metric::Throughput.column([125e6, 2e8]);
+        assert_eq!(c.format(1e6), "0.01 Gbit/s");
+        // Without units to choose from: as the metric writes a figure.
+        assert_eq!(
+            Metric::TransactionRate.column([1.0, 1e6]).format(1500.0),
+            "1500/s"
+        );
+        assert_eq!(Metric::LossRate.column([0.5]).format(0.01), "1.00 %");
+        assert_eq!(Metric::Throughput.shown_for(true), Metric::TransactionRate);
+        assert_eq!(Metric::Throughput.shown_for(false), Metric::Throughput);
+        assert_eq!(Metric::TimeMean.shown_for(true), Metric::TimeMean);
+    }
+
     #[test]
     fn keys_are_the_results_documents_summary_keys() {
         let page = include_str!("../../../docs/results-schema.md");
