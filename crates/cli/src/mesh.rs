@@ -494,13 +494,13 @@ fn plan_text(p: &MeshPlan) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "mesh: {} agents, plan {}, {} pairs, suite {} ({} tests × {} runs), concurrency {}",
-        p.agents.len(),
+        "mesh: {}, plan {}, {}, suite {} ({} × {}), concurrency {}",
+        crate::table::count(p.agents.len() as u64, "agent"),
         p.plan,
-        p.pairs.len(),
+        crate::table::count(p.pairs.len() as u64, "pair"),
         p.suite.name,
-        p.suite.tests.len(),
-        p.repeat,
+        crate::table::count(p.suite.tests.len() as u64, "test"),
+        crate::table::count(u64::from(p.repeat), "run"),
         p.concurrency
     );
     for ag in &p.agents {

@@ -555,8 +555,8 @@ fn plan_text(
         Some(ad) => {
             let _ = writeln!(
                 s,
-                "{} tests × {} to {repeat} runs (each until the 95% interval of its mean throughput is within ±{:.1} %) = {} runs at most, {ordered}",
-                suite.tests.len(),
+                "{} × {} to {repeat} runs (each until the 95% interval of its mean throughput is within ±{:.1} %) = {} runs at most, {ordered}",
+                crate::table::count(suite.tests.len() as u64, "test"),
                 ad.min,
                 ad.target * 100.0,
                 order.len(),

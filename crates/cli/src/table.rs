@@ -4,19 +4,21 @@ use std::fmt::Write as _;
 
 use linkperf_results::{Run, TestResult};
 
-use linkperf_report::units::{cpu_us, per_cpu_s, rate, time_us};
+use linkperf_report::units::{rate, Scale, Unit};
 
-fn opt_cpu_us(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".into(), cpu_us)
+/// `v` in `unit`, or `n/a`.
+fn opt(unit: Unit, v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".into(), |v| unit.format(v))
 }
 
-fn per_cpu(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".into(), per_cpu_s)
+/// The unit of the figures of `values` that were measured.
+fn unit_of(scale: Scale, values: &[Option<f64>]) -> Unit {
+    scale.unit_for(values.iter().flatten().copied())
 }
 
 /// `1 user`, `2 users`: a count and its noun.
 pub fn count(n: u64, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    linkperf_report::units::count(n, noun)
 }
 
 /// A test's window and warm-up for people: `10 s + 1 s warm-up`, `1 s, no warm-up`.
@@ -106,15 +108,16 @@ pub fn render_run(test: &TestResult, run: &Run) -> String {
     udp_lines(&mut s, run);
     parts_line(&mut s, run);
     if let Some(l) = &run.transaction_time_us {
+        let t = Scale::TIME_US.all(&[l.mean, l.p50, l.p90, l.p99, l.p999, l.max]);
         let _ = writeln!(
             s,
             "  transaction    mean {}, p50 {}, p90 {}, p99 {}, p99.9 {}, max {}  ({})",
-            time_us(l.mean),
-            time_us(l.p50),
-            time_us(l.p90),
-            time_us(l.p99),
-            time_us(l.p999),
-            time_us(l.max),
+            t[0],
+            t[1],
+            t[2],
+            t[3],
+            t[4],
+            t[5],
             count(l.count, "transaction")
         );
     }
@@ -141,11 +144,17 @@ fn throughput_lines(s: &mut String, w: &linkperf_results::WorkloadInfo, run: &Ru
             linkperf_results::Counter::Receiver => "",
             linkperf_results::Counter::Sender => " as sent",
         };
+        // The total and both directions in one unit.
+        let bits = Scale::BITS.all(&[
+            t.bytes_per_s * 8.0,
+            t.tx_bytes_per_s * 8.0,
+            t.rx_bytes_per_s * 8.0,
+        ]);
         let directions = format!(
             "client→server {}{}, server→client {}{}",
-            rate(t.tx_bytes_per_s),
+            bits[1],
             sender(t.counted_at.client_to_server),
-            rate(t.rx_bytes_per_s),
+            bits[2],
             sender(t.counted_at.server_to_client),
         );
         // Request/response leads with its transactions, a stream with its bits.
@@ -153,15 +162,13 @@ fn throughput_lines(s: &mut String, w: &linkperf_results::WorkloadInfo, run: &Ru
             let _ = writeln!(
                 s,
                 "  throughput     {:.0} transactions/s, {} ({directions})",
-                t.transactions_per_s,
-                rate(t.bytes_per_s),
+                t.transactions_per_s, bits[0],
             );
         } else {
             let _ = writeln!(
                 s,
                 "  throughput     {} ({directions}), {:.0} messages/s",
-                rate(t.bytes_per_s),
-                t.transactions_per_s
+                bits[0], t.transactions_per_s
             );
         }
     }
@@ -238,29 +245,29 @@ fn open_loop_lines(s: &mut String, run: &Run) {
         o.behind
     );
     if let Some(l) = &o.service_time_us {
+        let t = Scale::TIME_US.all(&[l.mean, l.p50, l.p99, l.p999, l.max]);
         let _ = writeln!(
             s,
             "  service        mean {}, p50 {}, p99 {}, p99.9 {}, max {}  (from the send; the transaction time runs from when it was due)",
-            time_us(l.mean),
-            time_us(l.p50),
-            time_us(l.p99),
-            time_us(l.p999),
-            time_us(l.max)
+            t[0], t[1], t[2], t[3], t[4]
         );
     }
     if let Some(p) = &o.pacing_error_us {
+        let t = Scale::TIME_US.all(&[p.p50, p.p99, p.max]);
         let _ = writeln!(
             s,
             "  pacing error   p50 {}, p99 {}, max {}  (send after due, with room on the connection)",
-            time_us(p.p50),
-            time_us(p.p99),
-            time_us(p.max)
+            t[0], t[1], t[2]
         );
     }
     let ci = &o.transaction_time_ci_us;
-    let shown: Vec<String> = [("p50", ci.p50), ("p99", ci.p99), ("p99.9", ci.p999)]
+    let intervals = [("p50", ci.p50), ("p99", ci.p99), ("p99.9", ci.p999)];
+    let unit = Scale::TIME_US.unit_for(intervals.iter().filter_map(|(_, v)| v.map(|[_, hi]| hi)));
+    let shown: Vec<String> = intervals
         .into_iter()
-        .filter_map(|(n, v)| v.map(|[lo, hi]| format!("{n} {}–{}", time_us(lo), time_us(hi))))
+        .filter_map(|(n, v)| {
+            v.map(|[lo, hi]| format!("{n} {}–{}", unit.format(lo), unit.format(hi)))
+        })
         .collect();
     if !shown.is_empty() {
         let _ = writeln!(s, "  95% intervals  {}", shown.join(", "));
@@ -271,6 +278,8 @@ fn open_loop_lines(s: &mut String, run: &Run) {
 fn udp_lines(s: &mut String, run: &Run) {
     if let Some(u) = &run.udp {
         for (dir, d) in u.directions() {
+            // What was sent and what was asked, in one unit.
+            let pace_unit = Scale::BITS.unit_for([d.sent_bits_per_s, u.rate_bits_per_s]);
             let _ = writeln!(
                 s,
                 "  udp            {dir}: {} of {} datagrams received, {} lost ({:.2} %), {} out of order, {} duplicated{}; jitter {}",
@@ -285,13 +294,13 @@ fn udp_lines(s: &mut String, run: &Run) {
                 } else {
                     String::new()
                 },
-                d.jitter_us.map_or("n/a".to_string(), |j| format!("{j:.1} µs"))
+                d.jitter_us.map_or("n/a".to_string(), |j| Scale::TIME_US.one(j))
             );
             let pace = match d.kept_pace {
                 None => " (no pace asked: as fast as the socket takes)".to_string(),
                 Some(kept) => format!(
                     " of {} asked{}",
-                    rate(u.rate_bits_per_s / 8.0),
+                    pace_unit.format(u.rate_bits_per_s),
                     if kept {
                         ""
                     } else {
@@ -303,7 +312,7 @@ fn udp_lines(s: &mut String, run: &Run) {
                 s,
                 "  pace           {dir}: {} datagrams sent, {} per user{pace}",
                 d.sent,
-                rate(d.sent_bits_per_s / 8.0)
+                pace_unit.format(d.sent_bits_per_s)
             );
         }
     }
@@ -313,6 +322,11 @@ fn udp_lines(s: &mut String, run: &Run) {
 fn parts_line(s: &mut String, run: &Run) {
     if run.parts.len() > 1 {
         let users: u32 = run.parts.iter().map(|p| p.users).sum();
+        let unit = Scale::BITS.unit_for(
+            run.parts
+                .iter()
+                .filter_map(|p| p.bytes_per_s.map(|b| b * 8.0)),
+        );
         let each: Vec<String> = run
             .parts
             .iter()
@@ -322,7 +336,8 @@ fn parts_line(s: &mut String, run: &Run) {
                     p.label,
                     p.users,
                     if p.users == 1 { "" } else { "s" },
-                    p.bytes_per_s.map_or("-".to_string(), rate),
+                    p.bytes_per_s
+                        .map_or("-".to_string(), |b| unit.format(b * 8.0)),
                     if p.status == linkperf_results::RunStatus::Ok {
                         String::new()
                     } else {
@@ -367,30 +382,49 @@ fn cpu_lines(s: &mut String, run: &Run) {
 /// CPU efficiency: process, system-wide, and each side's pinned CPUs.
 fn efficiency_lines(s: &mut String, run: &Run) {
     if let Some(e) = &run.efficiency {
+        // Each line's two sides in one unit of payload per CPU-second and
+        // one of CPU time per transaction.
+        let sides = |client_bytes, client_us, server_bytes, server_us| {
+            let bytes = unit_of(Scale::PER_CPU_S, &[client_bytes, server_bytes]);
+            let us = unit_of(Scale::CPU_US, &[client_us, server_us]);
+            format!(
+                "client {} / {} per txn, server {} / {} per txn",
+                opt(bytes, client_bytes),
+                opt(us, client_us),
+                opt(bytes, server_bytes),
+                opt(us, server_us)
+            )
+        };
         let _ = writeln!(
             s,
-            "  efficiency     client {} / {} per txn, server {} / {} per txn (process CPU)",
-            per_cpu(e.client_bytes_per_cpu_s),
-            opt_cpu_us(e.client_cpu_us_per_txn),
-            per_cpu(e.server_bytes_per_cpu_s),
-            opt_cpu_us(e.server_cpu_us_per_txn),
+            "  efficiency     {} (process CPU)",
+            sides(
+                e.client_bytes_per_cpu_s,
+                e.client_cpu_us_per_txn,
+                e.server_bytes_per_cpu_s,
+                e.server_cpu_us_per_txn
+            )
         );
         let _ = writeln!(
             s,
-            "                 client {} / {} per txn, server {} / {} per txn (system-wide CPU)",
-            per_cpu(e.client_bytes_per_system_cpu_s),
-            opt_cpu_us(e.client_system_cpu_us_per_txn),
-            per_cpu(e.server_bytes_per_system_cpu_s),
-            opt_cpu_us(e.server_system_cpu_us_per_txn),
+            "                 {} (system-wide CPU)",
+            sides(
+                e.client_bytes_per_system_cpu_s,
+                e.client_system_cpu_us_per_txn,
+                e.server_bytes_per_system_cpu_s,
+                e.server_system_cpu_us_per_txn
+            )
         );
         if let Some(p) = &run.pinned {
             let _ = writeln!(
                 s,
-                "                 client {} / {} per txn, server {} / {} per txn (each side's pinned CPUs: client {:.2} CPUs busy, {:.0}% softirq; server {:.2}, {:.0}%)",
-                per_cpu(e.client_bytes_per_pinned_cpu_s),
-                opt_cpu_us(e.client_pinned_cpu_us_per_txn),
-                per_cpu(e.server_bytes_per_pinned_cpu_s),
-                opt_cpu_us(e.server_pinned_cpu_us_per_txn),
+                "                 {} (each side's pinned CPUs: client {:.2} CPUs busy, {:.0}% softirq; server {:.2}, {:.0}%)",
+                sides(
+                    e.client_bytes_per_pinned_cpu_s,
+                    e.client_pinned_cpu_us_per_txn,
+                    e.server_bytes_per_pinned_cpu_s,
+                    e.server_pinned_cpu_us_per_txn
+                ),
                 p.client.utilisation,
                 share(p.client.softirq_s, p.client.busy_s),
                 p.server.utilisation,
@@ -403,13 +437,14 @@ fn efficiency_lines(s: &mut String, run: &Run) {
 /// TCP_INFO and the wire.
 fn tcp_and_wire_lines(s: &mut String, run: &Run) {
     if let Some(t) = &run.tcp_info {
+        let rtt = Scale::TIME_US.all(&[t.rtt_us_mean, t.rtt_us_max]);
         let _ = writeln!(
             s,
             "  tcp            {} over {}, rtt mean {} (max {}), cwnd {:.0} segments",
             count(t.retransmits, "retransmit"),
             count(u64::from(t.flows), "flow"),
-            time_us(t.rtt_us_mean),
-            time_us(t.rtt_us_max),
+            rtt[0],
+            rtt[1],
             t.snd_cwnd_mean
         );
     }
@@ -490,14 +525,47 @@ fn render_profile(s: &mut String, p: &linkperf_records::ProfileReport) {
     }
 }
 
+/// Whether `t` is request/response: it is told in transactions per second.
+fn is_request_response(t: &TestResult) -> bool {
+    matches!(t.workload.kind.as_str(), "rr" | "crr" | "mix" | "profile")
+}
+
 /// One line per test of a results document: the mean over its ok runs, the
 /// spread, and whether it reproduced.
 pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
+    let mean_of = |t: &TestResult, k: &str| {
+        t.summary
+            .as_ref()
+            .and_then(|s| s.metrics.get(k))
+            .map(|m| m.mean)
+    };
+    // Each column's figures in one unit, chosen from its largest: times in
+    // the heading, the streams' rates beside each (request/response rows
+    // are in transactions per second).
+    let column = |scale: Scale, key: &str, rr: Option<bool>| {
+        scale.unit_for(
+            doc.tests
+                .iter()
+                .filter(|t| rr.is_none_or(|rr| is_request_response(t) == rr))
+                .filter_map(|t| mean_of(t, key))
+                .map(|v| if rr.is_some() { v * 8.0 } else { v }),
+        )
+    };
+    let bits = column(Scale::BITS, "throughput.bytes_per_s", Some(false));
+    let mean_unit = column(Scale::TIME_US, "transaction_time_us.mean", None);
+    let p99_unit = column(Scale::TIME_US, "transaction_time_us.p99", None);
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{:<34} {:>5} {:>16} {:>11} {:>11} {:>7} {:>7} {:>7}  note",
-        "test", "runs", "throughput", "mean µs", "p99 µs", "cv", "±95%", "errors"
+        "test",
+        "runs",
+        "throughput",
+        format!("mean {}", mean_unit.symbol()),
+        format!("p99 {}", p99_unit.symbol()),
+        "cv",
+        "±95%",
+        "errors"
     );
     for t in &doc.tests {
         let ok = t
@@ -515,13 +583,13 @@ pub fn render_summary(doc: &linkperf_results::ResultsDocument) -> String {
         let metric = |k: &str| summary.and_then(|s| s.metrics.get(k)).map(|m| m.mean);
         // Request/response in transactions per second (a 1-byte exchange
         // moves next to no bits), streams in bits per second.
-        let throughput = if matches!(t.workload.kind.as_str(), "rr" | "crr" | "mix" | "profile") {
+        let throughput = if is_request_response(t) {
             metric("throughput.transactions_per_s").map(|v| format!("{v:.0} txn/s"))
         } else {
-            metric("throughput.bytes_per_s").map(rate)
+            metric("throughput.bytes_per_s").map(|v| bits.format(v * 8.0))
         };
-        let mean = metric("transaction_time_us.mean").map(|v| format!("{v:.1}"));
-        let p99 = metric("transaction_time_us.p99").map(|v| format!("{v:.1}"));
+        let mean = metric("transaction_time_us.mean").map(|v| mean_unit.number(v));
+        let p99 = metric("transaction_time_us.p99").map(|v| p99_unit.number(v));
         let cv = summary
             .and_then(|s| s.throughput_cv)
             .map(|c| format!("{:.1}%", c * 100.0));

@@ -19,6 +19,8 @@ use linkperf_records::Interval;
 use linkperf_results::{Run, RunStatus, StreamError, StreamEvent, StreamInterval, StreamStart};
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
+use linkperf_report::units::Scale;
+
 use crate::UsageError;
 
 /// How often `run` looks for seconds that are over (workers publish theirs
@@ -60,28 +62,12 @@ impl Columns {
     }
 }
 
-fn bits(bytes: u64, seconds: f64) -> String {
-    let b = if seconds > 0.0 {
+/// `bytes` over `seconds` in bits per second.
+fn bits_per_s(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
         bytes as f64 * 8.0 / seconds
     } else {
         0.0
-    };
-    if b >= 1e9 {
-        format!("{:.2} Gbit/s", b / 1e9)
-    } else if b >= 1e6 {
-        format!("{:.2} Mbit/s", b / 1e6)
-    } else {
-        format!("{:.2} kbit/s", b / 1e3)
-    }
-}
-
-fn time_us(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.1} µs")
     }
 }
 
@@ -96,12 +82,12 @@ pub fn line(iv: &LiveInterval, c: &Columns) -> String {
     };
     let to = from + iv.length_s;
     let mut s = format!("{mark:<6} {:>13}", format!("{from:.1}-{to:.1} s"));
-    let _ = write!(
-        s,
-        "  sent {:>13}  received {:>13}",
-        bits(iv.tx_bytes, iv.length_s),
-        bits(iv.rx_bytes, iv.length_s)
-    );
+    // Sent and received in one unit, as the line's times are.
+    let bits = Scale::BITS.all(&[
+        bits_per_s(iv.tx_bytes, iv.length_s),
+        bits_per_s(iv.rx_bytes, iv.length_s),
+    ]);
+    let _ = write!(s, "  sent {:>13}  received {:>13}", bits[0], bits[1]);
     if c.round_trip {
         let per_s = if iv.length_s > 0.0 {
             iv.transactions as f64 / iv.length_s
@@ -111,12 +97,8 @@ pub fn line(iv: &LiveInterval, c: &Columns) -> String {
         let _ = write!(s, "  {per_s:>9.0} txn/s");
         match iv.latency.as_ref().and_then(|l| l.summary()) {
             Some(l) => {
-                let _ = write!(
-                    s,
-                    "  mean {:>9}  p99 {:>9}",
-                    time_us(l.mean),
-                    time_us(l.p99)
-                );
+                let t = Scale::TIME_US.all(&[l.mean, l.p99]);
+                let _ = write!(s, "  mean {:>9}  p99 {:>9}", t[0], t[1]);
             }
             None => {
                 let _ = write!(s, "  mean {:>9}  p99 {:>9}", "-", "-");
@@ -148,7 +130,9 @@ pub fn line(iv: &LiveInterval, c: &Columns) -> String {
                 } else {
                     0.0
                 };
-                let jitter = d.jitter_us().map_or_else(|| "-".to_string(), time_us);
+                let jitter = d
+                    .jitter_us()
+                    .map_or_else(|| "-".to_string(), |j| Scale::TIME_US.one(j));
                 let _ = write!(s, "  lost {} ({pct:.2} %)  jitter {jitter:>9}", d.lost());
             }
             None => s.push_str("  lost -  jitter -"),
@@ -472,12 +456,20 @@ mod tests {
         let l = line(&second(2.0, false, 125_000), &c);
         assert_eq!(
             l,
-            "           2.0-3.0 s  sent   1.00 Mbit/s  received   1.00 Mbit/s         10 txn/s  mean   20.0 µs  p99   20.0 µs  retr 1"
+            "           2.0-3.0 s  sent    1.0 Mbit/s  received    1.0 Mbit/s         10 txn/s  mean   20.0 µs  p99   20.0 µs  retr 1"
         );
         let w = line(&second(-1.0, true, 0), &c);
         assert!(
-            w.starts_with("warmup     0.0-1.0 s  sent   0.00 kbit/s"),
+            w.starts_with("warmup     0.0-1.0 s  sent       0 bit/s  received       0 bit/s"),
             "{w}"
+        );
+        // Issue 35: one unit a line, from its largest figure; a zero is 0.
+        let mut upload = second(0.0, false, 125_000_000);
+        upload.rx_bytes = 0;
+        let l = line(&upload, &c);
+        assert!(
+            l.contains("sent   1.00 Gbit/s  received      0 Gbit/s"),
+            "{l}"
         );
 
         let stream = Columns::of(&spec("str-readx30k", Protocol::Unix));

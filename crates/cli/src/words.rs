@@ -13,6 +13,11 @@ pub fn session_error(e: &SessionError) -> String {
         SessionError::NotLinkperf {
             addr, iperf3: true, ..
         } => format!("{e}: to test against an iperf3 server, use --iperf3-server {addr}"),
+        SessionError::Connect { addr, source }
+            if source.kind() == std::io::ErrorKind::ConnectionRefused =>
+        {
+            format!("{e}: is `linkperf serve` running on {addr}?")
+        }
         SessionError::AuthRequired => "run the test: the server requires authentication: give \
              --auth-key FILE (or set LINKPERF_AUTH_KEY_FILE) with the server's pre-shared key"
             .into(),
@@ -46,18 +51,23 @@ pub fn workload_error(e: &WorkloadError) -> String {
 /// An error and its causes, `: `-joined as `{:#}` prints them, each
 /// session or workload error in the CLI's words.
 pub fn error_chain(e: &anyhow::Error) -> String {
-    e.chain()
-        .map(|c| {
-            if let Some(s) = c.downcast_ref::<SessionError>() {
-                session_error(s)
-            } else if let Some(w) = c.downcast_ref::<WorkloadError>() {
-                workload_error(w)
-            } else {
-                c.to_string()
+    let mut words = Vec::new();
+    let mut chain = e.chain();
+    while let Some(c) = chain.next() {
+        if let Some(s) = c.downcast_ref::<SessionError>() {
+            words.push(session_error(s));
+            // A connection's error already says its cause (the OS's words),
+            // which is also its source: said once, before the hint.
+            if matches!(s, SessionError::Connect { .. }) {
+                chain.next();
             }
-        })
-        .collect::<Vec<_>>()
-        .join(": ")
+        } else if let Some(w) = c.downcast_ref::<WorkloadError>() {
+            words.push(workload_error(w));
+        } else {
+            words.push(c.to_string());
+        }
+    }
+    words.join(": ")
 }
 
 #[cfg(test)]
@@ -93,6 +103,16 @@ mod tests {
             protocol: linkperf_workload::Protocol::Udp,
         });
         assert!(error_chain(&e).starts_with("--rate paces UDP streams"));
+        let refused = |kind| {
+            error_chain(&anyhow::Error::from(SessionError::Connect {
+                addr: "127.0.0.1:7411".into(),
+                source: std::io::Error::from(kind),
+            }))
+        };
+        assert!(refused(std::io::ErrorKind::ConnectionRefused)
+            .ends_with(": is `linkperf serve` running on 127.0.0.1:7411?"));
+        // Only a refusal says so: a timeout is not "nothing listening".
+        assert!(!refused(std::io::ErrorKind::TimedOut).contains("`linkperf serve`"));
         let plain = anyhow::anyhow!("inner").context("outer");
         assert_eq!(error_chain(&plain), format!("{plain:#}"));
     }

@@ -283,7 +283,7 @@ impl Health {
 
 /// `1 run`, `2 runs`.
 fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    crate::units::count(n as u64, noun)
 }
 
 /// `all 8 tests`, `the 1 test`.

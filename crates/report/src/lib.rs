@@ -63,7 +63,7 @@ pub use health::{
 };
 pub use knee::{knee, Knee, LoadPoint, KNEE_P99_FACTOR};
 pub use mesh::{ClassComparison, MeshReport};
-pub use metric::{Better, CpuSide, Metric};
+pub use metric::{Better, Column, CpuSide, Metric};
 pub use open_loop::{LoadCurve, OpenLoopGroup};
 pub use output::{write_mesh_report, write_report, MeshWritten, Written};
 pub use report::{

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use linkperf_results::Run;
 
+use crate::units::{Scale, Unit};
+
 /// Which way a metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -325,6 +327,75 @@ impl Metric {
     }
 }
 
+impl Metric {
+    /// The metric a table of a workload shows in place of this one:
+    /// request/response throughput in transactions per second (a 1-byte
+    /// exchange moves next to no bits; the two differ by a constant factor
+    /// in a workload of fixed sizes, so their relative differences are the
+    /// same), everything else as it is.
+    pub fn shown_for(self, transactional: bool) -> Metric {
+        if self == Metric::Throughput && transactional {
+            Metric::TransactionRate
+        } else {
+            self
+        }
+    }
+
+    /// How a set of the metric's values (a table's column, a line) is
+    /// written: in one unit, chosen from the largest of them.
+    pub fn column(self, values: impl IntoIterator<Item = f64>) -> Column {
+        let unit = match self {
+            Metric::Throughput => Some(Scale::BITS.unit_for(values.into_iter().map(|v| v * 8.0))),
+            _ => self.scale().map(|scale| scale.unit_for(values)),
+        };
+        Column { metric: self, unit }
+    }
+
+    /// The scale of the metric's values, when it has units to choose from.
+    fn scale(self) -> Option<Scale> {
+        match self {
+            Metric::Throughput => Some(Scale::BITS),
+            Metric::TimeMean
+            | Metric::TimeP99
+            | Metric::Jitter
+            | Metric::TimeP50
+            | Metric::TimeP999 => Some(Scale::TIME_US),
+            Metric::ClientEfficiency
+            | Metric::ServerEfficiency
+            | Metric::ClientSystemEfficiency
+            | Metric::ServerSystemEfficiency
+            | Metric::ClientPinnedEfficiency
+            | Metric::ServerPinnedEfficiency => Some(Scale::PER_CPU_S),
+            Metric::ClientCpuPerTxn
+            | Metric::ServerCpuPerTxn
+            | Metric::ClientSystemCpuPerTxn
+            | Metric::ServerSystemCpuPerTxn
+            | Metric::ClientPinnedCpuPerTxn
+            | Metric::ServerPinnedCpuPerTxn => Some(Scale::CPU_US),
+            Metric::TransactionRate | Metric::LossRate => None,
+        }
+    }
+}
+
+/// A metric's values written in the one unit of a set of them
+/// ([`Metric::column`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Column {
+    metric: Metric,
+    unit: Option<Unit>,
+}
+
+impl Column {
+    /// `value` in the column's unit: `0.52 ms` in a column of milliseconds.
+    pub fn format(&self, value: f64) -> String {
+        match (self.metric, self.unit) {
+            (Metric::Throughput, Some(u)) => u.format(value * 8.0),
+            (_, Some(u)) => u.format(value),
+            (m, None) => m.format(value),
+        }
+    }
+}
+
 impl fmt::Display for Metric {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.key())
@@ -334,6 +405,30 @@ impl fmt::Display for Metric {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35: a column's figures in one unit, request/response
+    /// throughput in transactions per second.
+    #[test]
+    fn a_column_is_written_in_the_unit_of_its_largest_figure() {
+        let c = Metric::TimeP99.column([6877.2, 14_300.0]);
+        assert_eq!(c.format(6877.2), "6.88 ms");
+        assert_eq!(c.format(0.0), "0 ms");
+        // Bytes per second, written in bits.
+        let c = Metric::Throughput.column([1e6, 12.5e6]);
+        assert_eq!(c.format(1e6), "8.0 Mbit/s");
+        assert_eq!(c.format(12.5e6), "100.0 Mbit/s");
+        let c = Metric::Throughput.column([125e6, 2e8]);
+        assert_eq!(c.format(1e6), "0.01 Gbit/s");
+        // Without units to choose from: as the metric writes a figure.
+        assert_eq!(
+            Metric::TransactionRate.column([1.0, 1e6]).format(1500.0),
+            "1500/s"
+        );
+        assert_eq!(Metric::LossRate.column([0.5]).format(0.01), "1.00 %");
+        assert_eq!(Metric::Throughput.shown_for(true), Metric::TransactionRate);
+        assert_eq!(Metric::Throughput.shown_for(false), Metric::Throughput);
+        assert_eq!(Metric::TimeMean.shown_for(true), Metric::TimeMean);
+    }
 
     #[test]
     fn keys_are_the_results_documents_summary_keys() {

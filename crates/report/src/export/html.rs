@@ -249,8 +249,8 @@ impl Page<'_> {
         let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
         let _ = writeln!(
             self.out,
-            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} tests of {}, up to {runs} ok run{} each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>",
-            f.tests.len(),
+            "<section class=\"summary\" id=\"summary\">\n<p class=\"sentence\">{} of {}, up to {runs} ok run{} each.</p>\n<p class=\"method\">Absolute figures: means over each test's ok runs; ± is the half width of the 95% confidence interval of the mean (with repeats).</p>",
+            crate::units::count(f.tests.len() as u64, "test"),
             esc(&f.label),
             if runs == 1 { "" } else { "s" }
         );
@@ -370,7 +370,7 @@ impl Page<'_> {
             self.figure(chart);
             let tests = c.workload(&w.key);
             if !tests.is_empty() {
-                self.comparison_table(c, &tests);
+                self.comparison_table(w, c, &tests);
             }
         }
         if !r.is_comparison() {

@@ -74,11 +74,13 @@ impl Page<'_> {
                 );
             }
             self.w("</tr>\n");
+            let columns =
+                OPEN_LOOP_METRICS.map(|m| crate::export::markdown::compared_column(&tests, m));
             for t in tests {
                 let rate = t.offered_per_s.map_or_else(String::new, rate_label);
                 let _ = write!(self.out, "<tr><td>{}</td>", esc(&rate));
-                for m in OPEN_LOOP_METRICS {
-                    self.delta_cells(t, m);
+                for (m, col) in OPEN_LOOP_METRICS.into_iter().zip(&columns) {
+                    self.delta_cells(t, m, col);
                 }
                 let notes = t
                     .verdict_notes()

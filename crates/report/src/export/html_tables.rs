@@ -10,11 +10,20 @@ use crate::significance::{Method, Outcome};
 use crate::units::percent;
 use linkperf_workload::{Placement, Threads};
 
-use crate::{Metric, WorkloadReport};
+use crate::export::markdown::compared_column;
+use crate::{Column, Metric, WorkloadReport};
 
 impl Page<'_> {
-    pub(super) fn comparison_table(&mut self, c: &CandidateComparison, tests: &[&TestComparison]) {
-        let headline = Metric::headline(self.report.options.cpu_side);
+    pub(super) fn comparison_table(
+        &mut self,
+        w: &WorkloadReport,
+        c: &CandidateComparison,
+        tests: &[&TestComparison],
+    ) {
+        let transactional = crate::figures::transactional(&w.kind);
+        let headline =
+            Metric::headline(self.report.options.cpu_side).map(|m| m.shown_for(transactional));
+        let columns = headline.map(|m| compared_column(tests, m));
         let _ = writeln!(
             self.out,
             "<h3>{} against {}</h3>\n<div class=\"scroll\"><table>\n<tr><th rowspan=\"2\">users</th>",
@@ -36,8 +45,8 @@ impl Page<'_> {
         self.w("</tr>\n");
         for t in tests {
             let _ = write!(self.out, "<tr><td>{}</td>", t.users);
-            for m in headline {
-                self.delta_cells(t, m);
+            for (m, col) in headline.into_iter().zip(&columns) {
+                self.delta_cells(t, m, col);
             }
             let notes = t
                 .verdict_notes()
@@ -69,8 +78,10 @@ impl Page<'_> {
                 continue;
             }
             let _ = write!(self.out, "<tr><td class=\"text\">{}</td>", esc(m.label()));
+            // A metric's row in one unit.
+            let col = compared_column(tests, m);
             for t in tests {
-                self.delta_cells(t, m);
+                self.delta_cells(t, m, &col);
             }
             self.w("</tr>\n");
         }
@@ -78,7 +89,7 @@ impl Page<'_> {
     }
 
     /// Base value, candidate value and coloured difference of one metric.
-    pub(super) fn delta_cells(&mut self, t: &TestComparison, m: Metric) {
+    pub(super) fn delta_cells(&mut self, t: &TestComparison, m: Metric, col: &Column) {
         match t.metric(m) {
             Some(mc) => {
                 let j = &mc.judgement;
@@ -109,8 +120,8 @@ impl Page<'_> {
                 let _ = write!(
                     self.out,
                     "<td>{}</td><td>{}</td><td class=\"delta {}\" title=\"{}\">{}</td>",
-                    esc(&m.format(j.base_mean)),
-                    esc(&m.format(j.candidate_mean)),
+                    esc(&col.format(j.base_mean)),
+                    esc(&col.format(j.candidate_mean)),
                     outcome_class(j.outcome),
                     esc(&how),
                     esc(&shown)
@@ -128,16 +139,29 @@ impl Page<'_> {
             "<div class=\"scroll\"><table>\n<tr><th>users</th><th>runs</th><th>throughput</th><th>±</th><th>transactions/s</th><th>mean transaction time</th><th>±</th><th>p99 transaction time</th><th>{}</th><th class=\"text\">note</th></tr>",
             esc(eff.label())
         );
-        for t in f.workload(&w.key) {
+        let rows = f.workload(&w.key);
+        // Each column in one unit, from its largest mean (a ± in its mean's).
+        let column = |m: Metric| m.column(rows.iter().filter_map(|t| t.mean(m)));
+        let columns: std::collections::HashMap<Metric, Column> = [
+            Metric::Throughput,
+            Metric::TransactionRate,
+            Metric::TimeMean,
+            Metric::TimeP99,
+            eff,
+        ]
+        .into_iter()
+        .map(|m| (m, column(m)))
+        .collect();
+        for t in &rows {
             let mean = |m: Metric| {
                 t.metrics
                     .get(&m)
-                    .map_or_else(|| "n/a".to_string(), |s| m.format(s.mean))
+                    .map_or_else(|| "n/a".to_string(), |s| columns[&m].format(s.mean))
             };
             let half = |m: Metric| {
                 t.metrics
                     .get(&m)
-                    .and_then(|s| s.ci95_high.map(|h| m.format(h - s.mean)))
+                    .and_then(|s| s.ci95_high.map(|h| columns[&m].format(h - s.mean)))
                     .unwrap_or_else(|| "-".into())
             };
             let note = if t.unstable {

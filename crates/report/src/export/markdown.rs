@@ -152,7 +152,7 @@ fn comparison(report: &Report, s: &mut String) {
             if report.comparisons.len() > 1 {
                 let _ = writeln!(s, "### {} against {}\n", c.candidate, c.base);
             }
-            comparison_table(report, c, &tests, s);
+            comparison_table(report, w, c, &tests, s);
         }
     }
     open_loop(report, s);
@@ -203,13 +203,27 @@ pub(crate) fn delta(t: &TestComparison, metric: Metric) -> String {
     }
 }
 
+/// A metric's base and candidate means of `tests` in one unit (both
+/// columns, so that they read side by side).
+pub(crate) fn compared_column(tests: &[&TestComparison], m: Metric) -> crate::Column {
+    m.column(
+        tests
+            .iter()
+            .filter_map(|t| t.metric(m))
+            .flat_map(|j| [j.judgement.base_mean, j.judgement.candidate_mean]),
+    )
+}
+
 fn comparison_table(
     report: &Report,
+    w: &WorkloadReport,
     c: &CandidateComparison,
     tests: &[&TestComparison],
     s: &mut String,
 ) {
-    let headline = Metric::headline(report.options.cpu_side);
+    let transactional = crate::figures::transactional(&w.kind);
+    let headline = Metric::headline(report.options.cpu_side).map(|m| m.shown_for(transactional));
+    let columns = headline.map(|m| compared_column(tests, m));
     let mut header = String::from("| users |");
     let mut rule = String::from("|---:|");
     for m in headline {
@@ -228,11 +242,11 @@ fn comparison_table(
     let _ = writeln!(s, "{header}\n{rule}");
     for t in tests {
         let mut row = format!("| {} |", t.users);
-        for m in headline {
+        for (m, col) in headline.into_iter().zip(&columns) {
             let (b, cand) = match t.metric(m) {
                 Some(j) => (
-                    m.format(j.judgement.base_mean),
-                    m.format(j.judgement.candidate_mean),
+                    col.format(j.judgement.base_mean),
+                    col.format(j.judgement.candidate_mean),
                 ),
                 None => ("n/a".into(), "n/a".into()),
             };
@@ -251,8 +265,9 @@ fn single(report: &Report, s: &mut String) {
     let runs = f.tests.iter().map(|t| t.ok_runs).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "{} tests, up to {runs} ok run{} each; ± is the half width of the 95% confidence interval of the mean.",
+        "{} test{}, up to {runs} ok run{} each; ± is the half width of the 95% confidence interval of the mean.",
         f.tests.len(),
+        if f.tests.len() == 1 { "" } else { "s" },
         if runs == 1 { "" } else { "s" }
     );
     for t in report.insufficient() {
@@ -269,17 +284,34 @@ fn single(report: &Report, s: &mut String) {
             eff.label()
         );
         let _ = writeln!(s, "|---:|---:|---:|---:|---:|---:|---:|---:|");
-        for t in f.workload(&w.key) {
+        let rows = f.workload(&w.key);
+        // Each column in one unit, from its largest mean (the ± in the
+        // throughput's).
+        let column = |m: Metric| m.column(rows.iter().filter_map(|t| t.mean(m)));
+        let columns: std::collections::HashMap<Metric, crate::Column> = [
+            Metric::Throughput,
+            Metric::TransactionRate,
+            Metric::TimeMean,
+            Metric::TimeP99,
+            eff,
+        ]
+        .into_iter()
+        .map(|m| (m, column(m)))
+        .collect();
+        for t in &rows {
             let fmt = |m: Metric| {
                 t.metrics
                     .get(&m)
-                    .map_or_else(|| "n/a".to_string(), |st| m.format(st.mean))
+                    .map_or_else(|| "n/a".to_string(), |st| columns[&m].format(st.mean))
             };
             let ci = t
                 .metrics
                 .get(&Metric::Throughput)
                 .and_then(|st| st.ci95_high.map(|h| h - st.mean))
-                .map_or_else(|| "-".to_string(), |h| Metric::Throughput.format(h));
+                .map_or_else(
+                    || "-".to_string(),
+                    |h| columns[&Metric::Throughput].format(h),
+                );
             let note = if t.unstable { " (unstable)" } else { "" };
             let _ = writeln!(
                 s,
@@ -335,12 +367,20 @@ fn open_loop(report: &Report, s: &mut String) {
             "| offered | file | ok runs | achieved | p50 | p99 | p99.9 | note |"
         );
         let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---:|---|");
+        // The three percentiles' columns in one unit, from the largest.
+        let unit = crate::units::Scale::TIME_US.unit_for(
+            g.curves
+                .iter()
+                .flat_map(|c| &c.points)
+                .flat_map(|p| [p.p50_us, p.p99_us, p.p999_us])
+                .flatten(),
+        );
         for rate in &g.rates_per_s {
             for c in &g.curves {
                 let Some(p) = c.points.iter().find(|p| p.offered_per_s == *rate) else {
                     continue;
                 };
-                let time = |v: Option<f64>| v.map_or_else(|| "n/a".into(), crate::units::time_us);
+                let time = |v: Option<f64>| v.map_or_else(|| "n/a".into(), |v| unit.format(v));
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -378,16 +418,17 @@ fn open_loop(report: &Report, s: &mut String) {
                 rule.push_str("---:|---:|---:|");
             }
             let _ = writeln!(s, "{header} verdict |\n{rule}---|");
-            for t in tests {
+            let columns = OPEN_LOOP_METRICS.map(|m| compared_column(&tests, m));
+            for t in &tests {
                 let rate = t
                     .offered_per_s
                     .map_or_else(String::new, crate::figures::rate_label);
                 let mut row = format!("| {rate} |");
-                for m in OPEN_LOOP_METRICS {
+                for (m, col) in OPEN_LOOP_METRICS.into_iter().zip(&columns) {
                     let (b, cand) = match t.metric(m) {
                         Some(j) => (
-                            m.format(j.judgement.base_mean),
-                            m.format(j.judgement.candidate_mean),
+                            col.format(j.judgement.base_mean),
+                            col.format(j.judgement.candidate_mean),
                         ),
                         None => ("n/a".into(), "n/a".into()),
                     };
@@ -425,10 +466,10 @@ fn files(report: &Report, s: &mut String) {
     for f in &report.files {
         let _ = writeln!(
             s,
-            "- {}: `{}`, {} tests, created {} by linkperf {}: `{}`",
+            "- {}: `{}`, {}, created {} by linkperf {}: `{}`",
             f.label,
             f.path,
-            f.tests,
+            crate::units::count(f.tests as u64, "test"),
             f.created,
             f.linkperf_version,
             shell_words(&f.command_line)
@@ -483,10 +524,10 @@ Verdicts come from throughput, mean transaction time and server CPU efficiency (
 
 - hs: no crossing in 1–10 users (hs better throughout)
 
-| users | throughput osa | throughput hs | Δ | mean transaction time osa | mean transaction time hs | Δ | server CPU efficiency (system-wide) osa | server CPU efficiency (system-wide) hs | Δ | verdict |
+| users | transactions/s osa | transactions/s hs | Δ | mean transaction time osa | mean transaction time hs | Δ | server CPU efficiency (system-wide) osa | server CPU efficiency (system-wide) hs | Δ | verdict |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-| 1 | 8.0 Mbit/s | 12.0 Mbit/s | +50.0% | 20.0 µs | 15.0 µs | +25.0% | 50.0 MB/CPU-s | 60.0 MB/CPU-s | +20.0% | better |
-| 10 | 32.0 Mbit/s | 32.3 Mbit/s | (+1.0%) | 50.0 µs | 49.5 µs | (+1.0%) | 50.0 MB/CPU-s | 50.0 MB/CPU-s | (+0.0%) | same |
+| 1 | 1000/s | 1500/s | +50.0% | 20.0 µs | 15.0 µs | +25.0% | 50.0 MB/CPU-s | 60.0 MB/CPU-s | +20.0% | better |
+| 10 | 4000/s | 4040/s | (+1.0%) | 50.0 µs | 49.5 µs | (+1.0%) | 50.0 MB/CPU-s | 50.0 MB/CPU-s | (+0.0%) | same |
 
 ## Files
 

@@ -533,3 +533,27 @@ fn a_server_that_speaks_iperf3_is_named_with_the_option_for_it() {
         "told from its answer, not a timeout: {took:?}"
     );
 }
+
+/// Issue 35: nothing listening at `--server` said only "Connection
+/// refused"; it now asks whether `linkperf serve` runs there, at the address
+/// it tried. The port was bound and let go, so nothing listens on it.
+#[test]
+fn nothing_listening_asks_whether_linkperf_serve_runs_there() {
+    let addr = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    };
+    let (code, err, _) = run_toward(&addr);
+    assert_eq!(code, 1, "a test that did not run: {err}");
+    assert!(
+        err.contains(&format!("reach the linkperf server at {addr}: ")),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with(&format!("is `linkperf serve` running on {addr}?")),
+        "{err}"
+    );
+    // Said once, and the test's figures were never printed.
+    assert_eq!(err.matches("`linkperf serve`").count(), 1, "{err}");
+}
