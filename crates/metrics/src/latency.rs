@@ -35,7 +35,7 @@ pub struct LatencyRecorder {
 }
 
 /// The most memory one recorder's histogram takes, bytes: its counts once
-/// it has grown to [`MAX_HISTOGRAM_NS`] (a value of about 13 days), 3
+/// it has grown to `MAX_HISTOGRAM_NS` (a value of about 13 days), 3
 /// significant figures from 1 ns: 42 half-buckets of 1,024 counts of 8
 /// bytes (336 KiB).
 pub const MAX_HISTOGRAM_BYTES: u64 = histogram_bytes(MAX_HISTOGRAM_NS);

@@ -29,8 +29,8 @@ mod timestamp;
 mod udp;
 
 pub use checks::{
-    checks, host_cpus, hosts_of_run, judge_run, Check, CheckName, CheckStatus, HostCpu, Judge,
-    CPU_WINDOW_FLOOR_S, CPU_WINDOW_SHARE, LITTLE_TOLERANCE, STALL_SHARE,
+    checks, host_cpus, hosts_of_run, judge_run, unserved_users, Check, CheckName, CheckStatus,
+    HostCpu, Judge, Unserved, CPU_WINDOW_FLOOR_S, CPU_WINDOW_SHARE, LITTLE_TOLERANCE, STALL_SHARE,
 };
 pub use derive::{derive_run, failed_run, flow_stats};
 pub use document::{

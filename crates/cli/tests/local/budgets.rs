@@ -213,8 +213,12 @@ fn failed_handshakes(with_key: bool) {
     // test's own (its workers, its sampler): 2 workers on 2 CPUs, a few
     // more on a larger host.
     let test_threads = std::thread::available_parallelism().map_or(2, |n| n.get()) + 2;
+    // A session gives its slot back as its thread's work ends; the kernel
+    // counts the thread until it has exited, a moment later, and on a busy
+    // host a few such moments overlap a new session's start (seen: 2).
+    const EXITING: usize = 4;
     assert!(
-        peak.0 <= idle_threads + SESSIONS + test_threads,
+        peak.0 <= idle_threads + SESSIONS + test_threads + EXITING,
         "the server held {} threads ({idle_threads} idle)",
         peak.0
     );

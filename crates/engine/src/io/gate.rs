@@ -42,30 +42,29 @@ impl Greeting for SessionPreamble {
     }
 }
 
-/// How many accepted data connections may wait for their preamble at once
-/// on a worker whose flows (or a profile's users' connections) hold
-/// `conns`: twice that plus 64, so that anyone may open a connection and
-/// the ones that never send a preamble stay bounded. Past it, the one that
-/// waited longest is closed for each new one. The workload server and the
-/// profile worker both keep it.
-pub(crate) fn preamble_cap(conns: usize) -> usize {
-    conns.saturating_mul(2).saturating_add(64)
-}
+/// Room a worker keeps, beyond its own flows, for connections that have not
+/// yet sent their preamble (anyone may open one to a data port).
+pub(crate) const PREAMBLE_SLACK: usize = 64;
 
 /// How many accepted data connections may wait for their preamble at once
-/// on all of a side's `workers` together, carrying `conns` connections
-/// between them (worker `i` carries connection `j` when `j % workers ==
-/// i`): the sum of each worker's [`preamble_cap`], `2 × conns + 64 ×
-/// workers`. The daemon's budget charges this many descriptors beside the
-/// connections themselves.
-pub fn waiting_cap(conns: u64, workers: u64) -> u64 {
-    let workers = workers.max(1);
-    (0..workers)
-        .map(|i| {
-            let mine = conns / workers + u64::from(i < conns % workers);
-            preamble_cap(usize::try_from(mine).unwrap_or(usize::MAX)) as u64
-        })
-        .fold(0u64, u64::saturating_add)
+/// on a worker that carries `expected` flows, `open` of them connected now:
+/// the flows not connected (each may be on its way) plus
+/// [`PREAMBLE_SLACK`]. Past it, the one that waited longest is closed for
+/// each new one. So a worker holds, connected and waiting, at most its
+/// flows plus 64, whatever else connects to its port; a flood cannot make
+/// it hold more descriptors than its budget charged. The workload server
+/// follows its connected flows (its gate's cap is set again at each
+/// accept); a profile's worker keeps the cap of none connected.
+pub(crate) fn preamble_cap(expected: usize, open: usize) -> usize {
+    expected.saturating_sub(open).saturating_add(PREAMBLE_SLACK)
+}
+
+/// What a test's server side, over its `workers` workers, holds beyond its
+/// connections at most: connections waiting for their preamble, 64 a
+/// worker (see the gate's cap, `preamble_cap`). The daemon's budget
+/// charges these descriptors beside the connections themselves.
+pub fn waiting_beyond(workers: u64) -> u64 {
+    workers.max(1).saturating_mul(PREAMBLE_SLACK as u64)
 }
 
 /// A gate for linkperf's data connections.
@@ -118,6 +117,12 @@ impl<G: Greeting> Gate<G> {
             waiting: HashMap::new(),
             order: VecDeque::new(),
         }
+    }
+
+    /// At most `cap` waiting from now on (those already waiting stay; the
+    /// next admissions make room).
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(1);
     }
 
     /// Connection `key` was accepted at `now`. Returns the key of the one
@@ -371,17 +376,25 @@ mod tests {
     }
 
     #[test]
-    fn the_waiting_cap_is_the_sum_of_each_workers_cap() {
-        for (conns, workers) in [(300u64, 1u64), (300, 7), (5, 8), (20_000, 16), (0, 2)] {
-            let sum: u64 = (0..workers)
-                .map(|i| {
-                    let mine = conns / workers + u64::from(i < conns % workers);
-                    preamble_cap(mine as usize) as u64
-                })
-                .sum();
-            assert_eq!(waiting_cap(conns, workers), sum, "{conns} on {workers}");
-            assert_eq!(sum, 2 * conns + 64 * workers);
+    fn a_worker_holds_at_most_its_flows_and_the_slack_connected_or_waiting() {
+        for (expected, open) in [(300usize, 0usize), (300, 299), (300, 300), (0, 0), (5, 9)] {
+            let cap = preamble_cap(expected, open);
+            assert!(
+                open.min(expected) + cap <= expected + PREAMBLE_SLACK,
+                "{expected} {open}"
+            );
+            assert!(cap >= PREAMBLE_SLACK);
         }
+        assert_eq!(waiting_beyond(16), 16 * 64);
+        assert_eq!(waiting_beyond(0), 64);
+        // A full gate made smaller evicts on the next admission.
+        let mut gate = PreambleGate::new(SessionPreamble(token()), 4, T);
+        let now = Instant::now();
+        for k in 0..4 {
+            assert_eq!(gate.admit(k, now), None);
+        }
+        gate.set_cap(2);
+        assert_eq!(gate.admit(4, now), Some(0));
     }
 
     #[test]

@@ -17,8 +17,9 @@ pub(crate) mod udp_stream;
 
 pub use accept::{accept_next, Accept, AcceptRetry, ACCEPT_RETRY};
 pub use dial::{Dial, DialError};
-pub use gate::waiting_cap;
+pub use gate::waiting_beyond;
 pub use socket::{
     apply, server_sndbuf, server_sndbuf_on, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn,
-    DataEndpoints, HostTcpMemory, Kind, Listener, Settings,
+    DataEndpoints, HostTcpMemory, Kind, Listener, Settings, SERVER_MIN_SNDBUF,
+    SERVER_SNDBUF_PER_TEST,
 };

@@ -131,6 +131,8 @@ pub(crate) struct Worker {
     /// server closed the last), so a token admits no more connections than
     /// its test's users.
     open: Vec<bool>,
+    /// How many of `open` are true: the flows connected now.
+    connected: usize,
     /// Workers of this side: flow `i` is worker `i % workers`'s.
     workers: usize,
     udp_peer: Option<IpAddr>,
@@ -178,7 +180,7 @@ impl Worker {
         let udp = s.spec.protocol == Protocol::Udp;
         let threads = s.workers.max(1);
         let expected = s.users / threads + usize::from(s.index < s.users % threads);
-        let cap = crate::io::gate::preamble_cap(expected);
+        let cap = crate::io::gate::preamble_cap(expected, 0);
         Worker {
             gate: PreambleGate::new(SessionPreamble(s.token), cap, s.preamble_timeout),
             accept_retry: AcceptRetry::default(),
@@ -196,6 +198,7 @@ impl Worker {
             connections: 0,
             slots: HashMap::new(),
             open: Vec::new(),
+            connected: 0,
             workers: threads,
             udp_peer: s.udp_peer,
             socket: None,

@@ -79,11 +79,11 @@ impl Cost {
     /// server runs at most one per user).
     pub fn workload(spec: &TestSpec, workers: u32) -> Cost {
         let connections = u64::from(spec.users);
-        Cost::of(
-            connections,
-            workers.clamp(1, spec.users.max(1)),
-            socket_buffers(spec),
-        )
+        let workers = workers.clamp(1, spec.users.max(1));
+        // The workload server's gate follows its connected flows: connected
+        // and waiting, each worker holds its flows and 64 more at most.
+        let waiting = linkperf_engine::io::waiting_beyond(u64::from(workers));
+        Cost::of(connections, workers, socket_buffers(spec), waiting)
     }
 
     /// A delegated test of `spec` run by this daemon as the client, on
@@ -103,18 +103,25 @@ impl Cost {
     /// keeps a histogram for each of them and for each flowop type
     /// ([`linkperf_engine::program::most_stats_bytes`]).
     pub fn profile(connections: u64, workers: u32, transactions: usize) -> Cost {
-        let mut c = Cost::of(connections, workers.max(1), DEFAULT_SOCKET_BUFFERS);
+        // A profile's workers keep their gate's cap of none connected: as
+        // many more waiting as their connections, and 64 a worker.
+        let workers = workers.max(1);
+        let waiting =
+            connections.saturating_add(linkperf_engine::io::waiting_beyond(u64::from(workers)));
+        let mut c = Cost::of(connections, workers, DEFAULT_SOCKET_BUFFERS, waiting);
         let stats =
             linkperf_engine::program::most_stats_bytes(transactions, workers.max(1) as usize);
         c.memory_bytes = c.memory_bytes.saturating_add(stats);
         c
     }
 
-    fn of(connections: u64, workers: u32, per_socket: u64) -> Cost {
+    /// `connections` with `per_socket` of buffers each, and `waiting` more
+    /// (the engine's own bound on those waiting for their preamble beyond
+    /// them) at the kernel's default buffers; a connection's place may be
+    /// held by one waiting, so each is charged the larger of the two.
+    fn of(connections: u64, workers: u32, per_socket: u64, waiting: u64) -> Cost {
         let workers = u64::from(workers);
-        // The connections waiting for their preamble that the workers let in
-        // (the engine's own bound).
-        let waiting = linkperf_engine::io::waiting_cap(connections, workers);
+        let per_socket = per_socket.max(DEFAULT_SOCKET_BUFFERS);
         let memory = workers
             .saturating_mul(WORKER_MEMORY)
             .saturating_add(connections.saturating_mul(CONNECTION_MEMORY + per_socket))
@@ -357,9 +364,9 @@ mod tests {
         );
         assert_eq!(small.threads, 18);
         assert_eq!(small.connections, 1024);
-        // 1024 connections, twice as many waiting at most and 64 more per
-        // worker (the engine's gate), each worker's own 3, the session's 4.
-        assert_eq!(small.descriptors, 1024 + 2 * 1024 + 64 * 16 + 3 * 16 + 4);
+        // 1024 connections, 64 more per worker connected or waiting (the
+        // engine's gate), each worker's own 3, the session's 4.
+        assert_eq!(small.descriptors, 1024 + 64 * 16 + 3 * 16 + 4);
         // The server runs at most one worker per user.
         assert_eq!(Cost::workload(&spec("rr1c-1x1", 1), 64).threads, 3);
     }
@@ -407,7 +414,7 @@ mod tests {
         assert_eq!(e.kind, LimitKind::Descriptors);
         assert!(
             e.to_string()
-                .starts_with("needs 7,638 descriptors, this server may use 2,048"),
+                .starts_with("needs 2,638 descriptors, this server may use 2,048"),
             "{e}"
         );
         assert_eq!(
@@ -423,8 +430,9 @@ mod tests {
         let per_conn = |w: &str| {
             let one = Cost::workload(&spec(w, 1), 1).memory_bytes;
             let two = Cost::workload(&spec(w, 2), 1).memory_bytes;
-            // One connection more, two more that may wait for a preamble.
-            two - one - 2 * (kib + 16 * kib + 128 * kib)
+            // One connection more (those waiting for a preamble are bounded
+            // by the workers, not the users).
+            two - one
         };
         // A download's sender: as locked on this host (tcp_wmem's maximum
         // for few users), doubled, and the receive buffer's 128 KiB.
@@ -440,7 +448,7 @@ mod tests {
         let mut asked2 = asked.clone();
         asked2.users = 2;
         let d = Cost::workload(&asked2, 1).memory_bytes - Cost::workload(&asked, 1).memory_bytes;
-        assert_eq!(d - 2 * (kib + 144 * kib), kib + 2048 * kib + 128 * kib);
+        assert_eq!(d, kib + 2048 * kib + 128 * kib);
     }
 
     #[test]
@@ -455,7 +463,7 @@ mod tests {
         );
         // 8 groups of 1,024 transactions on 2 workers: 7.9 GiB at most,
         // refused by a budget of 200 MiB.
-        assert_eq!(many.memory_bytes >> 20, 8_101, "{}", many.memory_bytes);
+        assert_eq!(many.memory_bytes >> 20, 8_098, "{}", many.memory_bytes);
         let ledger = Ledger::default();
         let budget = Budget {
             threads: 64,

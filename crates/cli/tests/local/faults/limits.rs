@@ -553,17 +553,17 @@ fn requests_are_charged_against_the_budget_before_anything_is_held() {
     );
 
     // A third would pass the descriptors the server may use with the two:
-    // refused with the figures (each of the two charged 3,612: 1,024
-    // connections, 2,560 that 8 workers let wait for their preamble, the
+    // refused with the figures (each of the two charged 1,564: 1,024
+    // connections, 512 more that 8 workers let wait for their preamble, the
     // workers' own and the session's).
     let mut c = Control::connect(server.address());
     c.hello();
-    c.send(&request("rr1c-1x1", 2500, 2));
+    c.send(&request("rr1c-1x1", 5000, 2));
     let (code, message) = expect_error(c.recv(Duration::from_secs(10)));
     assert_eq!(code, "limit", "{message}");
     assert_eq!(
         message,
-        "needs 7,638 descriptors, this server may use 8,000 (7,224 in use by other tests)"
+        "needs 5,138 descriptors, this server may use 8,000 (3,128 in use by other tests)"
     );
     assert!(
         server.log().contains("(its --max-descriptors)"),

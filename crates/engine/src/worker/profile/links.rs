@@ -451,7 +451,7 @@ pub(super) fn pending_cap(users: &[User]) -> usize {
         let peaks = u.script().peaks.iter().map(|p| *p as usize);
         n.saturating_add(peaks.fold(0usize, usize::saturating_add))
     });
-    crate::io::gate::preamble_cap(conns)
+    crate::io::gate::preamble_cap(conns, 0)
 }
 
 /// A preamble numbers a connection in 8 bits.

@@ -18,7 +18,9 @@ impl Worker {
             if matches!(f.logic, Logic::Preamble) {
                 self.gate.forget(k);
             } else if let Some(o) = self.open.get_mut(f.slot) {
-                *o = false;
+                if std::mem::take(o) {
+                    self.connected -= 1;
+                }
             }
             // A flow that ends in the window, or as it closes (a single
             // flow's client closes right after its last transaction), is
@@ -82,6 +84,8 @@ impl Worker {
             // to a data port) stay bounded: the one waiting longest is closed
             // to make room.
             let now = Instant::now();
+            self.gate
+                .set_cap(crate::io::gate::preamble_cap(self.expected, self.connected));
             if let Some(oldest) = self.gate.admit(k, now) {
                 self.close(oldest);
             }
@@ -127,6 +131,7 @@ impl Worker {
         f.logic = new_logic(&self.spec, p.flow);
         f.slot = slot;
         self.open[slot] = true;
+        self.connected += 1;
         // A connection of the test: counted (junk and refused ones never are).
         self.connections += 1;
         if self.socket.is_none() {
