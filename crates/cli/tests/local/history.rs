@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::util::control::key_file;
-use crate::util::mesh::{one_test_suite, Agent, AgentSpec};
+use crate::util::mesh::{one_test_suite, three_agents};
 use crate::util::{self, run, run_command, BIN};
 
 /// `linkperf ARGS` that must succeed: its stdout.
@@ -586,23 +586,8 @@ fn a_mesh_with_history_records_every_pair_as_mesh_json_is_saved() {
     let _g = util::shared();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", "the history mesh's key, 32 bytes");
-    let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host")]
-        .iter()
-        .map(|(node, network)| {
-            Agent::start(&AgentSpec {
-                key: Some(&key),
-                node: Some(node),
-                network: Some(network),
-                ..AgentSpec::default()
-            })
-        })
-        .collect();
-    let list = agents
-        .iter()
-        .map(|a| a.addr().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let suite = one_test_suite(dir.path(), "rr1c-1x1", "300ms");
+    let (_agents, list) = three_agents(&key);
+    let suite = one_test_suite(dir.path(), "rr1c-1x1", "1s");
     let out = dir.path().join("out");
     let db = dir.path().join("h.db");
     let db = db.to_str().unwrap();

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::util::control::{expect_error, key_file, Control};
-use crate::util::mesh::{one_test_suite, Agent, AgentSpec};
+use crate::util::mesh::{one_test_suite, three_agents, Agent, AgentSpec};
 use crate::util::{run, shared, text};
 use linkperf_records::AgentIdentity;
 use linkperf_session::{delegate, AuthKey, DelegateRequest, Target};
@@ -356,22 +356,7 @@ fn a_mesh_of_three_agents_runs_every_pair_and_reports() {
     let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let key = key_file(dir.path(), "k", KEY);
-    let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host")]
-        .iter()
-        .map(|(node, network)| {
-            Agent::start(&AgentSpec {
-                key: Some(&key),
-                node: Some(node),
-                network: Some(network),
-                ..AgentSpec::default()
-            })
-        })
-        .collect();
-    let list = agents
-        .iter()
-        .map(|a| a.addr().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let (_agents, list) = three_agents(&key);
     let suite = one_test_suite(dir.path(), "rr1c-1x1", "1s");
     let out = dir.path().join("out");
     let (code, stdout, err) = run(&[

@@ -149,3 +149,25 @@ impl Controller {
 pub fn lab_ready(test: &str) -> bool {
     super::lab::ready(test, &["ip", "tc", "bridge"])
 }
+
+/// Three agents with `key` (`n1-host`, `n1-pod` on node n1, `n2`), and
+/// their addresses as `--agents` takes them.
+pub fn three_agents(key: &Path) -> (Vec<Agent>, String) {
+    let agents: Vec<Agent> = [("n1", "host"), ("n1", "pod"), ("n2", "host")]
+        .iter()
+        .map(|(node, network)| {
+            Agent::start(&AgentSpec {
+                key: Some(key),
+                node: Some(node),
+                network: Some(network),
+                ..AgentSpec::default()
+            })
+        })
+        .collect();
+    let list = agents
+        .iter()
+        .map(|a| a.addr().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    (agents, list)
+}
