@@ -51,7 +51,20 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked || failed_st
 
 # cargo test ends on the (often empty) doc-test summary; close with the totals.
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# Every run a test's linkperf process judges is logged (crates/cli/src/run_log.rs),
+# so that the end can say how many came out suspect and for what: on an idle
+# host no run should be suspect for host_noise except those made noisy on purpose
+# (the noise test's hogs, which it leaves out of the log).
+# A log named by the caller (LINKPERF_RUN_LOG=FILE scripts/test.sh) is kept.
+if [ -n "${LINKPERF_RUN_LOG:-}" ]; then
+    run_log=$LINKPERF_RUN_LOG
+    : >> "$run_log"
+    trap 'rm -f "$log"' EXIT
+else
+    run_log=$(mktemp)
+    export LINKPERF_RUN_LOG="$run_log"
+    trap 'rm -f "$log" "$run_log"' EXIT
+fi
 cargo test --workspace --release --locked --no-fail-fast 2>&1 | tee "$log"
 test_status=${PIPESTATUS[0]}
 read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$log")
@@ -77,6 +90,34 @@ else
     rustup run "$rust_version" cargo check --workspace --all-targets --locked \
         || failed_steps+=("cargo check with Rust $rust_version, the declared rust-version")
 fi
+
+# The runs the tests judged: how many were suspect, and which for host_noise
+# (said, not failed on: a busy host makes runs suspect, rightly). Tests run
+# side by side, so a run's "others' work" is often another test's; the runs
+# judged while a test held the machine alone (util::exclusive, which marks
+# the log) had none beside them: on an idle host none of those should be
+# suspect for host_noise.
+awk '
+    /^\{"alone":true\}$/ { alone = 1; next }
+    /^\{"alone":false\}$/ { alone = 0; next }
+    {
+        judged++; if (alone) alone_judged++
+        if ($0 !~ /"status":"suspect"/) next
+        suspect++
+        if ($0 !~ /"name":"host_noise"/) next
+        noisy++; if (alone) alone_noisy++
+        test = $0; sub(/^\{"test":"/, "", test); sub(/".*/, "", test)
+        detail = $0; sub(/.*"name":"host_noise"[^}]*"detail":"/, "", detail); sub(/".*/, "", detail)
+        line = sprintf("  %s%s: %s\n", alone ? "[alone] " : "", test, detail)
+        # Every one judged alone; the others, 20 at most.
+        if (alone) first = first line; else if (listed++ < 20) lines = lines line
+    }
+    END {
+        printf "runs judged by the tests: %d; suspect: %d; suspect for host_noise: %d", judged, suspect, noisy
+        printf " (judged while their test held the machine alone: %d, suspect for host_noise: %d)\n", alone_judged, alone_noisy
+        printf "%s%s", first, lines
+    }
+' "$run_log"
 
 if [ -n "$failed_tests" ]; then
     echo "failed tests:"

@@ -382,7 +382,8 @@ pub struct SuiteArgs {
     /// --max-repeat runs.
     #[arg(long, value_name = "PCT", value_parser = parse_target_ci)]
     pub target_ci: Option<f64>,
-    /// Fewest runs of every test with --target-ci (default 3; alone: the runs of every test).
+    /// Fewest runs of every test with --target-ci (default 3; alone: at least N runs of
+    /// every test, more if the suite file's `repeat` asks more).
     #[arg(long, value_name = "N", conflicts_with = "repeat")]
     pub min_repeat: Option<u32>,
     /// Most runs of every test with --target-ci (default 10).

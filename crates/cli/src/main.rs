@@ -10,6 +10,7 @@ mod mesh;
 mod plan;
 mod progress;
 mod run;
+mod run_log;
 mod save;
 mod serve;
 mod suite;

@@ -611,6 +611,7 @@ fn run_iperf3(
                     max_loss: a.max_loss,
                 },
             );
+            crate::run_log::note(&spec, &r);
             let code = if r.status.completed() {
                 ExitCode::SUCCESS
             } else {

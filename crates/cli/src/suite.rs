@@ -329,7 +329,12 @@ fn repeats(a: &SuiteArgs, suite: &Suite) -> anyhow::Result<(u32, Option<Adaptive
             }
             (max, Some(Adaptive { target, min }))
         }
-        None => (a.min_repeat.or(a.repeat).unwrap_or(suite.repeat), None),
+        // --min-repeat alone is a floor (the lab passes 3): a suite file that
+        // asks more runs gets them.
+        None => match a.min_repeat {
+            Some(min) => (min.max(suite.repeat), None),
+            None => (a.repeat.unwrap_or(suite.repeat), None),
+        },
     };
     if repeat == 0 || repeat > MAX_REPEAT {
         return Err(usage(format!(

@@ -356,6 +356,7 @@ fn record(
                             max_loss: None,
                         },
                     );
+                    crate::run_log::note(spec, &r);
                     r
                 }
             }

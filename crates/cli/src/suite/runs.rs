@@ -317,6 +317,7 @@ pub fn execute(
                     max_loss: judging.max_loss,
                 },
             );
+            crate::run_log::note(&req.spec, &r);
             (r, Some(envs))
         }
         Err(e) => {

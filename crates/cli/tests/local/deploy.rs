@@ -383,6 +383,7 @@ fn the_static_binary_serves_and_meshes_in_an_empty_root() {
         "{} is not statically linked",
         bin.display()
     );
+    let _g = crate::util::shared();
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir_all(root.join("proc")).unwrap();

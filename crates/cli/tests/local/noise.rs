@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{exclusive, first_run, num, poll_until, run_against, Server};
+use crate::util::{exclusive, first_run, num, poll_until, run_against_under, shared, Server};
 
 /// Runs of each condition.
 const RUNS: usize = 5;
@@ -153,9 +153,18 @@ fn cannot() -> Option<String> {
     None
 }
 
-/// One pinned run: client and server workers both on CPU 0.
-fn pinned_run(server: &Server) -> Value {
-    let (code, out, err, doc) = run_against(
+/// One pinned run: client and server workers both on CPU 0. A run beside a
+/// hog (`logged` false) is left out of the test command's run log
+/// (`LINKPERF_RUN_LOG`, scripts/test.sh): its noise is made on purpose, no
+/// false alarm of an idle host's.
+fn pinned_run(server: &Server, logged: bool) -> Value {
+    let under: &[&str] = if logged {
+        &[]
+    } else {
+        &["env", "-u", "LINKPERF_RUN_LOG"]
+    };
+    let (code, out, err, doc) = run_against_under(
+        under,
         server,
         &[
             "--workload",
@@ -214,14 +223,14 @@ fn host_noise_is_judged_on_the_tests_own_cpus() {
     let (mut quiet, mut beside, mut on) = (Vec::new(), Vec::new(), Vec::new());
     // Interleaved, so that the host's own load falls on every condition alike.
     for _ in 0..RUNS {
-        quiet.push(pinned_run(&server));
+        quiet.push(pinned_run(&server, true));
         {
             let _hog = Hog::start(1, Some(&half));
-            beside.push(pinned_run(&server));
+            beside.push(pinned_run(&server, false));
         }
         {
             let _hog = Hog::start(0, None);
-            on.push(pinned_run(&server));
+            on.push(pinned_run(&server, false));
         }
     }
     let count = |runs: &[Value]| runs.iter().filter(|r| ok(r)).count();
@@ -273,4 +282,57 @@ fn host_noise_is_judged_on_the_tests_own_cpus() {
         assert_eq!(c["status"], "fail", "{c}");
         assert!(num(c, "/value") > num(c, "/bound"), "{c}");
     }
+}
+
+/// `LINKPERF_RUN_LOG`: every run a linkperf process judges is appended as one
+/// JSON line (its test, run, status and failed checks with their figures),
+/// which is how the test command counts its `host_noise` verdicts; a log
+/// that cannot be written is a warning, never a failed run.
+#[test]
+fn every_judged_run_is_appended_to_the_run_log() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let set = format!("LINKPERF_RUN_LOG={}", log.display());
+    for users in ["1", "2"] {
+        let (code, out, err, doc) = run_against_under(
+            &["env", &set],
+            &server,
+            &["--workload", "rr1c-1x1", "--users", users],
+        );
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(!doc.is_null(), "{err}");
+    }
+    let text = std::fs::read_to_string(&log).expect("the run log");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for (line, users) in lines.iter().zip(["1", "2"]) {
+        assert_eq!(line["test"], format!("rr1c-1x1--{users}"), "{line}");
+        assert_eq!(line["run"], 1, "{line}");
+        let checks = line["checks"].as_array().expect("checks");
+        assert!(checks.iter().all(|c| c["status"] == "fail"), "{line}");
+        match line["status"].as_str() {
+            Some("ok") => assert!(checks.is_empty(), "{line}"),
+            Some("suspect") => assert!(!checks.is_empty(), "{line}"),
+            other => panic!("status {other:?}: {line}"),
+        }
+    }
+    // A log that cannot be written: the run goes on, said once.
+    let nowhere = format!(
+        "LINKPERF_RUN_LOG={}",
+        dir.path().join("no/such/dir").display()
+    );
+    let (code, _, err, doc) =
+        run_against_under(&["env", &nowhere], &server, &["--workload", "rr1c-1x1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!doc.is_null(), "{err}");
+    assert_eq!(
+        err.matches("cannot append to LINKPERF_RUN_LOG").count(),
+        1,
+        "{err}"
+    );
 }

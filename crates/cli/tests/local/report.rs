@@ -122,6 +122,7 @@ fn png_colours(file: &Path) -> (u32, usize) {
 
 #[test]
 fn two_real_suites_compared_end_to_end() {
+    let _g = crate::util::shared();
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = two_suites(dir.path());
     let out = dir.path().join("report");

@@ -48,8 +48,35 @@ pub fn shared() -> RwLockReadGuard<'static, ()> {
 }
 
 /// Run alone.
-pub fn exclusive() -> RwLockWriteGuard<'static, ()> {
-    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+pub fn exclusive() -> Alone {
+    let held = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    mark_alone(true);
+    Alone(held)
+}
+
+/// The machine held by one test ([`exclusive`]). While it is held, the run
+/// log the test command keeps (`LINKPERF_RUN_LOG`, scripts/test.sh) is
+/// marked: the runs judged meanwhile had no other load test beside them, so
+/// that a `host_noise` verdict among them on an idle host is a false alarm.
+pub struct Alone(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for Alone {
+    fn drop(&mut self) {
+        // Before the lock goes (the field drops after this).
+        mark_alone(false);
+    }
+}
+
+/// Appends `{"alone":true}` or `{"alone":false}` to the run log, if one is kept.
+fn mark_alone(alone: bool) {
+    use std::io::Write as _;
+    if let Some(path) = std::env::var_os("LINKPERF_RUN_LOG") {
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(format!("{{\"alone\":{alone}}}\n").as_bytes()));
+    }
 }
 
 /// `linkperf ARGS` as a child with its output watched, not waited for.
@@ -76,6 +103,16 @@ pub const TIMING: [&str; 4] = ["--duration", "500ms", "--warmup", "200ms"];
 /// with the times of [`TIMING`] that `extra` does not set: exit code,
 /// stdout, stderr and the results document.
 pub fn run_against(server: &Server, extra: &[&str]) -> (i32, String, String, Value) {
+    run_against_under(&[], server, extra)
+}
+
+/// [`run_against`] run by the program and arguments of `under` (e.g. `env
+/// -u VAR`), when not empty.
+pub fn run_against_under(
+    under: &[&str],
+    server: &Server,
+    extra: &[&str],
+) -> (i32, String, String, Value) {
     let addr = server.addr();
     let mut args = vec!["run", "--quiet", "--server", &addr];
     for option in TIMING.chunks(2) {
@@ -84,7 +121,7 @@ pub fn run_against(server: &Server, extra: &[&str]) -> (i32, String, String, Val
         }
     }
     args.extend(extra);
-    run_json(&args)
+    run_json_under(under, &args)
 }
 
 /// `linkperf ARGS --json FILE`: exit code, stdout, stderr and the results

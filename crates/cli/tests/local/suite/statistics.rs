@@ -327,4 +327,18 @@ fn target_ci_repeats_a_test_until_its_interval_is_narrow_enough() {
         let (code, _, err) = suite(&args);
         assert_eq!(code, 2, "{bad:?}: {err}");
     }
+    // --min-repeat alone is a floor (the lab passes 3): a suite file that
+    // asks more runs gets them, one that asks fewer gets the floor.
+    for (file_repeat, min, runs) in [(5, 3, 5), (2, 3, 3)] {
+        let s3 = Study::new(&format!(
+            "name = \"floor\"\nrepeat = {file_repeat}\n[[test]]\nworkload = \"rr1c-1x1\"\nusers = 1\n"
+        ));
+        let min = min.to_string();
+        let (code, plan, err) = suite(&[s3.file(), "--dry-run", "--min-repeat", &min]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            plan.contains(&format!("1 test × {runs} runs = {runs} runs")),
+            "repeat {file_repeat}, --min-repeat {min}: {plan}"
+        );
+    }
 }
