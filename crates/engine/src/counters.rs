@@ -178,8 +178,8 @@ impl Counters {
 
     /// Sets a window that opens at `start` with no warm-up and no known end
     /// (a profile's, which runs until its script is over): its seconds are
-    /// made as counts come, up to [`OPEN_WINDOW`], and its intervals end
-    /// where counting stops ([`Counters::stop`]).
+    /// made as counts come, up to a day, and its intervals end where
+    /// counting stops ([`Counters::stop`]).
     pub fn set_open_window(&mut self, start: Instant) {
         self.schedule = Some(Schedule::new(
             start,
