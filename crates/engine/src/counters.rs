@@ -28,6 +28,13 @@ const MAX_ERROR_SAMPLES: usize = 4;
 /// No second: the transaction times of no second are being recorded.
 const NO_SECOND: usize = usize::MAX;
 
+/// The longest an open window ([`Counters::set_open_window`]) counts: a day.
+pub const OPEN_WINDOW: Duration = Duration::from_secs(86_400);
+
+/// The slot of no flow: counts that belong to the side but to no flow of
+/// its own (a profile's users are not flows of the report).
+pub const NO_FLOW: FlowSlotId = usize::MAX;
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Bucket {
     tx: u64,
@@ -76,6 +83,8 @@ pub struct Counters {
     buckets: Vec<Bucket>,
     /// How many of `buckets` are the warm-up's.
     warmup_buckets: usize,
+    /// An open window's: its seconds are made as counts come.
+    open_window: bool,
     /// Seconds handed over: the first `sealed` buckets take no more counts.
     sealed: usize,
     /// Counting stopped here (the test was aborted): the seconds after it
@@ -116,6 +125,7 @@ impl Counters {
             keep_latency: false,
             buckets: Vec::new(),
             warmup_buckets: 0,
+            open_window: false,
             sealed: 0,
             stopped: None,
             current: 0,
@@ -157,12 +167,52 @@ impl Counters {
         self.buckets = vec![Bucket::default(); warmup + window];
         self.datagrams.set_seconds(warmup + window);
         self.warmup_buckets = warmup;
+        self.open_window = false;
         self.schedule = Some(schedule);
         self.sealed = 0;
         self.stopped = None;
         self.current = 0;
         self.current_from = schedule.start;
         self.current_until = schedule.start;
+    }
+
+    /// Sets a window that opens at `start` with no warm-up and no known end
+    /// (a profile's, which runs until its script is over): its seconds are
+    /// made as counts come, up to a day, and its intervals end where
+    /// counting stops ([`Counters::stop`]).
+    pub fn set_open_window(&mut self, start: Instant) {
+        self.schedule = Some(Schedule::new(
+            start,
+            Duration::ZERO,
+            OPEN_WINDOW,
+            Duration::ZERO,
+        ));
+        self.open_window = true;
+        self.buckets = Vec::new();
+        self.warmup_buckets = 0;
+        self.sealed = 0;
+        self.stopped = None;
+        self.current = 0;
+        self.current_from = start;
+        self.current_until = start;
+    }
+
+    /// The schedule that defines the window, once set.
+    pub fn schedule(&self) -> Option<Schedule> {
+        self.schedule
+    }
+
+    /// `n` payload bytes counted as written are taken back (nobody will
+    /// read them): from the whole-life totals, and from the second of the
+    /// last count (and the window's, if it is one of the window's).
+    pub fn retract_tx(&mut self, n: u64) {
+        self.totals.tx_bytes = self.totals.tx_bytes.saturating_sub(n);
+        if let Some(b) = self.buckets.get_mut(self.current) {
+            b.tx = b.tx.saturating_sub(n);
+            if self.current >= self.warmup_buckets {
+                self.tx_bytes = self.tx_bytes.saturating_sub(n);
+            }
+        }
     }
 
     /// Counting stops at `now`: the test was aborted. The seconds after it
@@ -222,7 +272,7 @@ impl Counters {
         } else {
             let k = i - self.warmup_buckets;
             let from = s.measure_from + second * k as u32;
-            let until = if i + 1 == self.buckets.len() {
+            let until = if i + 1 == self.buckets.len() && !self.open_window {
                 // The last one runs to the window's end.
                 s.measure_until
             } else {
@@ -257,15 +307,21 @@ impl Counters {
     fn place_anew(&mut self, now: Instant) -> Option<usize> {
         let s = self.schedule?;
         let end = self.end(&s);
-        if now < s.start || now >= end || self.buckets.is_empty() {
+        if now < s.start || now >= end {
             return None;
         }
-        let last = self.buckets.len() - 1;
         let idx = if now < s.measure_from {
             ((now - s.start).as_secs() as usize).min(self.warmup_buckets.saturating_sub(1))
         } else {
             self.warmup_buckets + (now - s.measure_from).as_secs() as usize
         };
+        if self.open_window && idx >= self.buckets.len() {
+            self.buckets.resize(idx + 1, Bucket::default());
+        }
+        if self.buckets.is_empty() {
+            return None;
+        }
+        let last = self.buckets.len() - 1;
         // A count stamped in a second already handed over goes into the
         // next one still open.
         let idx = idx.max(self.sealed).min(last);
@@ -569,6 +625,7 @@ impl Counters {
         if self.schedule.is_none() {
             self.schedule = other.schedule;
             self.warmup_buckets = other.warmup_buckets;
+            self.open_window = other.open_window;
         }
         // The side stopped when its last worker did.
         self.stopped = match (self.stopped, other.stopped) {

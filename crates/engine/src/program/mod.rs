@@ -1,8 +1,9 @@
 //! uperf profiles on linkperf's engine. A profile is compiled for one side
 //! (script.rs: the client's flowops, or the server's mirrored ones), each
 //! user becomes a state machine (user.rs) carried by event-loop workers
-//! (worker/profile.rs) that count per transaction element and flowop type
-//! (stats.rs); the driver and the workers meet in coord.rs.
+//! (worker/profile.rs) that count into the engine's counters, with the
+//! profile's own counts per transaction element and flowop type beside
+//! them (stats.rs); the driver and the workers meet in coord.rs.
 //!
 //! The client keeps time: all users end transaction `i` before any starts
 //! `i + 1`. A timed transaction's end reaches the server as each user's
@@ -28,7 +29,7 @@ use mio::net::TcpListener;
 
 pub use coord::Arrival;
 pub use script::{compile, CompileError, Compiled};
-pub use stats::{most_stats_bytes, Stats};
+pub use stats::{most_stats_bytes, ProfileCounters};
 pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
@@ -115,8 +116,11 @@ pub struct ProgramRun {
 /// What one side measured over a profile run.
 #[derive(Debug)]
 pub struct ProgramOutcome {
-    /// Counts of all workers.
-    pub stats: Stats,
+    /// Counts of all workers, their window the run's (their intervals end
+    /// where it did).
+    pub counts: ProfileCounters,
+    /// Connections opened or accepted.
+    pub connections: u64,
     /// The per-element and per-type report.
     pub report: ProfileReport,
     /// Sum of the workers' thread CPU.
@@ -154,23 +158,25 @@ impl ProgramOutcome {
         if let Some(s) = &self.socket {
             s.record(env);
         }
+        let c = &self.counts.counters;
+        let latency = c.window_latency();
         let mut report = SideReport {
             window_s: self.window_s,
             tx_bytes: self.totals.tx_bytes,
-            rx_bytes: self.totals.rx_bytes.saturating_sub(self.stats.drained),
+            rx_bytes: self.totals.rx_bytes.saturating_sub(self.counts.drained),
             transactions: self.totals.transactions,
-            errors: self.stats.errors,
+            errors: c.errors,
             totals: self.totals,
-            latency: self.stats.latency.summary(),
-            intervals: self.stats.intervals(self.window_s),
+            latency: latency.summary(),
+            intervals: c.intervals(),
             cpu,
             tcp_info: None,
             workers: self.workers.clone(),
             busy_poll,
-            connections: self.stats.connections,
-            error_samples: self.stats.error_samples.clone(),
+            connections: self.connections,
+            error_samples: c.error_samples.clone(),
             profile: Some(self.report.clone()),
-            latency_histogram: self.stats.latency.encode_histogram(),
+            latency_histogram: latency.encode_histogram(),
             flows: Default::default(),
             udp: None,
             links: Vec::new(),
@@ -404,40 +410,51 @@ impl ProgramRun {
     /// Waits for the workers (abort first to stop them early) and merges
     /// what they counted.
     pub fn finish(self) -> ProgramOutcome {
-        let mut stats = Stats::new(self.compiled.slots.len());
         let mut worker_cpu = ProcessCpu {
             user_s: 0.0,
             system_s: 0.0,
         };
-        let mut workers = Vec::new();
-        let mut socket = None;
+        let mut reports = Vec::new();
         for h in self.handles {
             match h.join() {
-                Ok(r) => {
-                    stats.merge(&r.stats);
-                    worker_cpu += r.cpu;
-                    workers.push(r.placement);
-                    if socket.is_none() {
-                        socket = r.socket;
-                    }
-                }
+                Ok(r) => reports.push(r),
                 Err(_) => self.coord.fail("a profile worker died".into()),
             }
         }
-        let start = stats.start.unwrap_or(self.started);
-        let window_s = Instant::now()
-            .saturating_duration_since(start)
-            .as_secs_f64();
-        let report = stats.profile_report(&self.name, &self.compiled.slots);
+        // The side's window opens with its first worker's and closes now.
+        let start = reports
+            .iter()
+            .filter_map(|r| r.counts.started())
+            .min()
+            .unwrap_or(self.started);
+        let mut counts = ProfileCounters::new(self.compiled.slots.len());
+        counts.start(start);
+        let mut workers = Vec::new();
+        let mut socket = None;
+        let mut connections = 0;
+        for r in reports {
+            counts.merge(&r.counts);
+            connections += r.connections;
+            worker_cpu += r.cpu;
+            workers.push(r.placement);
+            if socket.is_none() {
+                socket = r.socket;
+            }
+        }
+        let end = Instant::now();
+        counts.counters.stop(end);
+        let window_s = end.saturating_duration_since(start).as_secs_f64();
+        let report = counts.profile_report(&self.name, &self.compiled.slots);
         ProgramOutcome {
-            totals: stats.totals,
+            totals: counts.counters.totals,
             report,
             worker_cpu,
             workers,
             socket,
             window_s,
             failure: self.coord.failure(),
-            stats,
+            connections,
+            counts,
         }
     }
 }

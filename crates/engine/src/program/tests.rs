@@ -147,8 +147,90 @@ fn a_request_response_loop_moves_its_bytes_and_both_sides_agree() {
     assert_eq!(writes.operations, 3 * 5 * 10, "count=10 is ten operations");
     assert_eq!(c.totals.tx_bytes, s.totals.rx_bytes);
     assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
-    assert_eq!(c.stats.connections, 3);
-    assert_eq!(s.stats.connections, 3);
+    assert_eq!(c.connections, 3);
+    assert_eq!(s.connections, 3);
+}
+
+/// A profile counts into the engine's counters, its window the whole run:
+/// each side's report takes its totals, errors, iteration times and
+/// per-second intervals from them, the intervals add up to the totals, and
+/// the transaction elements to both.
+#[test]
+fn a_profiles_report_is_what_its_counters_counted() {
+    let p = Profile {
+        name: "counted".into(),
+        groups: vec![Group {
+            number: 0,
+            users: 3,
+            line: 1,
+            transactions: vec![
+                txn(Limit::Iterations(1), vec![connect()]),
+                txn(
+                    Limit::Duration(Duration::from_millis(1200)),
+                    vec![
+                        op(FlowopKind::Write(x(300)), 1),
+                        op(FlowopKind::Read(x(200)), 1),
+                    ],
+                ),
+                txn(Limit::Iterations(1), vec![op(FlowopKind::Disconnect, 1)]),
+            ],
+        }],
+    };
+    let (c, s) = run_both(&p, 2);
+    assert_eq!((c.failure.as_deref(), s.failure.as_deref()), (None, None));
+    for (side, o) in [("client", &c), ("server", &s)] {
+        let k = &o.counts.counters;
+        assert_eq!(o.totals, k.totals, "{side}");
+        let iv = k.intervals();
+        assert!(iv.len() >= 2, "{side}: {iv:?}");
+        let sum = |f: fn(&linkperf_records::Interval) -> u64| iv.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|i| i.tx_bytes), k.totals.tx_bytes, "{side}");
+        assert_eq!(sum(|i| i.rx_bytes), k.totals.rx_bytes, "{side}");
+        assert_eq!(sum(|i| i.transactions), k.totals.transactions, "{side}");
+        assert!(
+            iv[..iv.len() - 1].iter().all(|i| i.length_s == 1.0),
+            "{iv:?}"
+        );
+        // Seconds of the run, up to the last one anything was counted in.
+        let length: f64 = iv.iter().map(|i| i.length_s).sum();
+        assert!(
+            length <= o.window_s + 1e-9,
+            "{side}: {length} {}",
+            o.window_s
+        );
+        assert!(iv.iter().all(|i| i.start_s < o.window_s), "{side}: {iv:?}");
+        assert_eq!(k.window_latency().count(), k.totals.transactions, "{side}");
+        // The elements add up to the side's counts.
+        let t = &o.counts.txns;
+        assert_eq!(
+            t.iter().map(|t| t.count).sum::<u64>(),
+            k.totals.transactions
+        );
+        assert_eq!(t.iter().map(|t| t.tx).sum::<u64>(), k.totals.tx_bytes);
+        assert_eq!(
+            t.iter().map(|t| t.rx).sum::<u64>() + o.counts.drained,
+            k.totals.rx_bytes,
+            "{side}"
+        );
+        let mut env = linkperf_records::Environment::default();
+        let r = o.side_report(
+            None,
+            linkperf_records::ProcessMethod::RusageThreadSum,
+            false,
+            &mut env,
+        );
+        assert_eq!(r.intervals, iv, "{side}");
+        assert_eq!(r.totals, k.totals, "{side}");
+        assert_eq!(r.tx_bytes, k.totals.tx_bytes, "{side}");
+        assert_eq!(r.rx_bytes, k.totals.rx_bytes - o.counts.drained, "{side}");
+        assert_eq!(r.transactions, k.totals.transactions, "{side}");
+        assert_eq!((r.errors, r.error_samples.len()), (0, 0), "{side}");
+        let latency = r.latency.expect("iteration times");
+        assert_eq!(latency.count, k.totals.transactions, "{side}");
+        assert_eq!(r.connections, 3, "{side}");
+    }
+    assert_eq!(c.totals.tx_bytes, s.totals.rx_bytes);
+    assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
 }
 
 #[test]
@@ -370,5 +452,5 @@ fn a_client_accept_is_the_server_connecting_back() {
     assert_eq!(c.failure, None);
     assert_eq!(c.report.transactions[1].rx_bytes, 2 * 3 * 50);
     assert_eq!(c.totals.rx_bytes, s.totals.tx_bytes);
-    assert_eq!(s.stats.connections, 2);
+    assert_eq!(s.connections, 2);
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use linkperf_workload::profile::Limit;
 
 use super::script::{size_key, OpKind, Script};
-use super::stats::Stats;
+use super::stats::ProfileCounters;
 use crate::flow::Pacer;
 
 /// Which end of the profile a user runs.
@@ -263,7 +263,7 @@ impl User {
     }
 
     /// The transaction is over for this user at `now`.
-    fn end_txn(&mut self, now: Instant, stats: &mut Stats) {
+    fn end_txn(&mut self, now: Instant, stats: &mut ProfileCounters) {
         if let Some(t) = self.script.txns.get(self.txn) {
             stats.span(t.slot, self.txn_started, now);
             if self.role == Role::Server && matches!(t.limit, Limit::Duration(_)) {
@@ -333,7 +333,7 @@ impl User {
 
     /// The drain before the transaction gave up waiting; what did not
     /// arrive is counted as an error. True if the user was draining.
-    pub fn stop_draining(&mut self, stats: &mut Stats) -> bool {
+    pub fn stop_draining(&mut self, now: Instant, stats: &mut ProfileCounters) -> bool {
         if self.drain.iter().all(|d| *d == 0) {
             return false;
         }
@@ -357,7 +357,7 @@ impl User {
             .iter()
             .position(|t| *t == "read")
             .unwrap_or(0);
-        stats.error(slot, read, || {
+        stats.error(slot, read, now, || {
             format!(
                 "user {id}: {missing} bytes the server wrote past a timed transaction's end never arrived"
             )
@@ -389,7 +389,7 @@ impl User {
     /// end of the timed transaction did not come ([`User::deadline`]): they
     /// were lost. The transaction ends at `now` at the client's count, the
     /// iterations it could not mirror counted as one error.
-    pub fn give_up_lost(&mut self, now: Instant, stats: &mut Stats) {
+    pub fn give_up_lost(&mut self, now: Instant, stats: &mut ProfileCounters) {
         let Some(n) = self.stop_after else {
             return;
         };
@@ -402,7 +402,7 @@ impl User {
             .iter()
             .position(|t| *t == "read")
             .unwrap_or(0);
-        stats.error(slot, read, || {
+        stats.error(slot, read, now, || {
             format!(
                 "user {id}: datagrams of {missing} of the client's {n} iterations of transaction {index} never arrived (lost)"
             )
@@ -412,7 +412,7 @@ impl User {
 
     /// One datagram of `n` payload bytes came in at `now`: a datagram read
     /// (or a drain) takes exactly one, whatever its size.
-    pub fn got_datagram(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+    pub fn got_datagram(&mut self, n: u64, now: Instant, stats: &mut ProfileCounters) {
         if self.quiet_since.is_some() {
             self.quiet_since = Some(now);
         }
@@ -435,7 +435,7 @@ impl User {
 
     /// What the user needs next at `now`. Instant steps (nop, a think that is
     /// over, a finished iteration) are taken here, at most `budget` of them.
-    pub fn need(&mut self, now: Instant, stats: &mut Stats, budget: &mut u32) -> Need {
+    pub fn need(&mut self, now: Instant, stats: &mut ProfileCounters, budget: &mut u32) -> Need {
         loop {
             match &self.phase {
                 Phase::Held(t) => return Need::Barrier(*t),
@@ -563,7 +563,7 @@ impl User {
     }
 
     /// The current operation is complete at `now`.
-    pub fn op_done(&mut self, now: Instant, stats: &mut Stats) {
+    pub fn op_done(&mut self, now: Instant, stats: &mut ProfileCounters) {
         let Some(txn) = self.script.txns.get(self.txn) else {
             return;
         };
@@ -581,7 +581,7 @@ impl User {
         self.next_op(now, stats);
     }
 
-    fn next_op(&mut self, now: Instant, stats: &mut Stats) {
+    fn next_op(&mut self, now: Instant, stats: &mut ProfileCounters) {
         let Some(txn) = self.script.txns.get(self.txn) else {
             return;
         };
@@ -617,7 +617,7 @@ impl User {
     }
 
     /// `n` bytes of the current write went out at `now`.
-    pub fn wrote(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+    pub fn wrote(&mut self, n: u64, now: Instant, stats: &mut ProfileCounters) {
         if let Some((slot, ty, conn)) = self.slot_and_type() {
             stats.tx(n, slot, ty, now);
             self.written[conn] += n;
@@ -629,7 +629,7 @@ impl User {
     }
 
     /// `n` bytes of the current read (or drain) came in at `now`.
-    pub fn got(&mut self, n: u64, now: Instant, stats: &mut Stats) {
+    pub fn got(&mut self, n: u64, now: Instant, stats: &mut ProfileCounters) {
         if let Some(conn) = self.drain.iter().position(|d| *d > 0) {
             self.drain[conn] = self.drain[conn].saturating_sub(n);
             stats.drained(n, now);
@@ -648,7 +648,7 @@ impl User {
     /// The current operation failed at `now`. With `canfail` it is counted
     /// and the user goes on; otherwise the user fails with a message naming
     /// the flowop, which is returned.
-    pub fn fail(&mut self, why: &str, now: Instant, stats: &mut Stats) -> Option<String> {
+    pub fn fail(&mut self, why: &str, now: Instant, stats: &mut ProfileCounters) -> Option<String> {
         let Some(txn) = self.script.txns.get(self.txn) else {
             self.phase = Phase::Failed(why.to_string());
             return Some(why.to_string());
@@ -660,7 +660,7 @@ impl User {
         let kind = super::script::TYPE_NAMES[op.type_slot];
         let msg = format!("user {}: {kind} failed: {why}", self.id);
         let (slot, ty, canfail) = (txn.slot, op.type_slot, op.canfail);
-        stats.error(slot, ty, || msg.clone());
+        stats.error(slot, ty, now, || msg.clone());
         if canfail {
             self.next_op(now, stats);
             None
@@ -748,7 +748,8 @@ mod tests {
     fn a_client_user_walks_its_script_and_counts_iterations() {
         let c = compile(&rr_profile(Limit::Iterations(3))).unwrap();
         let t0 = Instant::now();
-        let mut stats = Stats::new(c.slots.len());
+        let mut stats = ProfileCounters::new(c.slots.len());
+        stats.start(t0);
         let mut u = User::new(0, 0, Role::Client, c.scripts[0].clone(), t0);
         let mut budget = 1000;
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(0));
@@ -782,6 +783,12 @@ mod tests {
         assert_eq!(stats.txns[1].tx, 3 * 180);
         assert_eq!(stats.txns[1].rx, 3 * 90);
         assert_eq!(stats.types[4].count, 6, "six writes");
+        // The side's totals are the elements' (the connect's iteration too).
+        let c = &stats.counters;
+        assert_eq!(c.totals.tx_bytes, 3 * 180);
+        assert_eq!(c.totals.rx_bytes, 3 * 90);
+        assert_eq!(c.totals.transactions, 1 + 3);
+        assert_eq!(c.window_latency().count(), 1 + 3);
         u.release(2, &[0], t0, 1);
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Done);
     }
@@ -807,7 +814,8 @@ mod tests {
         };
         let c = compile(&p).unwrap();
         let t0 = Instant::now();
-        let mut stats = Stats::new(c.slots.len());
+        let mut stats = ProfileCounters::new(c.slots.len());
+        stats.start(t0);
         let mut u = User::new(0, 0, Role::Client, c.scripts[0].clone(), t0);
         let mut budget = u32::MAX;
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Barrier(0));
@@ -841,7 +849,8 @@ mod tests {
         )));
         let c = compile(&p).unwrap();
         let t0 = Instant::now();
-        let mut stats = Stats::new(c.slots.len());
+        let mut stats = ProfileCounters::new(c.slots.len());
+        stats.start(t0);
         let mut u = User::new(0, 0, Role::Server, c.scripts[0].clone(), t0);
         let mut budget = 1000;
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Accept(0));
@@ -872,7 +881,8 @@ mod tests {
         ));
         let c = compile(&p).unwrap();
         let t0 = Instant::now();
-        let mut stats = Stats::new(c.slots.len());
+        let mut stats = ProfileCounters::new(c.slots.len());
+        stats.start(t0);
         let mut u = User::new(0, 0, Role::Server, c.scripts[0].clone(), t0);
         let mut budget = 1000;
         assert_eq!(u.need(t0, &mut stats, &mut budget), Need::Accept(0));
@@ -908,7 +918,7 @@ mod tests {
         assert_eq!(u.deadline(), Some(t2 + UDP_QUIET));
         let t3 = t2 + UDP_QUIET;
         u.give_up_lost(t3, &mut stats);
-        assert_eq!(stats.errors, 1);
+        assert_eq!(stats.counters.errors, 1);
         assert_eq!(u.need(t3, &mut stats, &mut budget), Need::Done);
         assert_eq!(u.ended, Some((1, vec![90], vec![])));
         // TCP reads are never given up: their bytes come.
@@ -928,7 +938,8 @@ mod tests {
     fn a_failure_without_canfail_ends_the_user_and_names_the_flowop() {
         let c = compile(&rr_profile(Limit::Iterations(1))).unwrap();
         let t0 = Instant::now();
-        let mut stats = Stats::new(c.slots.len());
+        let mut stats = ProfileCounters::new(c.slots.len());
+        stats.start(t0);
         let mut u = User::new(3, 3, Role::Client, c.scripts[0].clone(), t0);
         u.release(0, &[0], t0, 1);
         let mut budget = 10;
@@ -936,6 +947,6 @@ mod tests {
         let m = u.fail("connection refused", t0, &mut stats).unwrap();
         assert_eq!(m, "user 3: connect failed: connection refused");
         assert!(u.finished());
-        assert_eq!(stats.errors, 1);
+        assert_eq!(stats.counters.errors, 1);
     }
 }

@@ -17,14 +17,16 @@ use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};
 
+use crate::counters::OPEN_WINDOW;
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
 use crate::io::{accept_next, Accept, AcceptRetry, Dial, DialError, Listener};
 use crate::program::coord::{Arrival, Coord};
 use crate::program::script::{ConnOptions, MAX_CONNS};
-use crate::program::stats::Stats;
+use crate::program::stats::ProfileCounters;
 use crate::program::user::{Need, Role, User};
 use crate::schedule::Schedule;
 use crate::worker::driver::{self, Driver, Flows, Turn};
+use crate::worker::window::{Connections, Publish, Window};
 use crate::worker::{SocketFacts, WindowClock};
 
 mod data;
@@ -73,11 +75,26 @@ impl Link {
     }
 }
 
+/// A profile worker's connections as its window reads them: none. A
+/// profile's report carries no TCP_INFO (its results documents have none),
+/// so its window reads no socket.
+struct Unread;
+
+impl Connections for Unread {
+    fn each_tcp(&mut self, _f: impl FnMut(&Conn, &mut u32)) {}
+
+    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
+        std::iter::empty()
+    }
+}
+
 /// What a worker hands back.
 #[derive(Debug)]
 pub struct ProgramWorkerReport {
     /// Its counts.
-    pub stats: Stats,
+    pub counts: ProfileCounters,
+    /// Connections it opened or accepted.
+    pub connections: u64,
     /// Its thread's CPU.
     pub cpu: ProcessCpu,
     /// Where it ran.
@@ -157,7 +174,9 @@ struct Worker {
     token: DataToken,
     coord: Arc<Coord>,
     io: Driver,
-    stats: Stats,
+    stats: ProfileCounters,
+    /// Connections opened or accepted.
+    connections: u64,
     buf: Vec<u8>,
     file: Option<OwnedFd>,
     ready: VecDeque<usize>,
@@ -168,15 +187,17 @@ struct Worker {
     stops: HashMap<usize, Arc<Vec<u64>>>,
     finished: usize,
     socket: Option<SocketFacts>,
-    index: usize,
-    live: Option<Arc<crate::LiveStats>>,
-    publisher: crate::live::Publisher,
+    /// Its turn duties: live totals, its CPU over the run.
+    window: Window,
+    /// The run as the window sees it: a window from the worker's start to
+    /// its end (at most a day).
+    schedule: Schedule,
 }
 
 /// Runs a worker to the end of its users' scripts (or the abort), with
 /// its clock (the thread pinned) or why the pin failed.
 pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWorkerReport {
-    let mut clock = match clock {
+    let clock = match clock {
         Ok(c) => c,
         Err(e) => {
             setup.coord.fail(e);
@@ -197,7 +218,8 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
                 )
             });
             return ProgramWorkerReport {
-                stats: Stats::new(setup.slots),
+                counts: ProfileCounters::new(setup.slots),
+                connections: 0,
                 cpu,
                 placement,
                 socket: None,
@@ -213,6 +235,8 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         pending_cap(&setup.users),
         PREAMBLE_TIMEOUT,
     );
+    let start = Instant::now();
+    let window = Window::new(clock, setup.live, setup.id as usize, Publish::Totals, start);
     let mut w = Worker {
         role: setup.role,
         links: setup
@@ -246,7 +270,8 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         token: setup.token,
         coord: setup.coord,
         io: setup.driver,
-        stats: Stats::new(setup.slots),
+        stats: ProfileCounters::new(setup.slots),
+        connections: 0,
         buf: vec![0x5a; chunk],
         file: None,
         ready: VecDeque::new(),
@@ -257,31 +282,23 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         stops: HashMap::new(),
         finished: 0,
         socket: None,
-        index: setup.id as usize,
-        live: setup.live,
-        publisher: crate::live::Publisher::new(Instant::now()),
+        window,
+        schedule: Schedule::new(start, Duration::ZERO, OPEN_WINDOW, Duration::ZERO),
     };
-    let start = Instant::now();
-    clock.tick(
-        &Schedule::new(
-            start,
-            Duration::ZERO,
-            Duration::from_secs(86_400),
-            Duration::ZERO,
-        ),
-        start,
-    );
     if w.role == Role::Server {
-        w.stats.start = Some(start);
+        w.stats.start(start);
     }
+    // The window (its CPU) opens now.
+    w.window
+        .turn(start, Some(&w.schedule), &mut w.stats.counters, &mut Unread);
     w.event_loop();
-    if let Some(live) = &w.live {
-        live.publish(w.index, &w.stats.totals);
-    }
-    clock.close();
-    let (cpu, placement) = clock.finish(n_users);
+    // Not cut as an aborted test's: a profile's counting ends where the
+    // run does (`ProgramRun::finish`), and the server's always ends so.
+    w.window.end(&mut w.stats.counters, &mut Unread, false);
+    let (cpu, placement, _) = w.window.finish(n_users);
     ProgramWorkerReport {
-        stats: w.stats,
+        counts: w.stats,
+        connections: w.connections,
         cpu,
         placement,
         socket: w.socket,
@@ -337,7 +354,7 @@ impl Worker {
                 self.release_seen = r.generation;
                 let now = Instant::now();
                 if r.txn == 0 {
-                    self.stats.start = Some(now);
+                    self.stats.start(now);
                 }
                 let last = self.transactions.saturating_sub(1);
                 for u in 0..self.users.len() {
@@ -465,7 +482,7 @@ impl Worker {
                     ) {
                         if d <= now {
                             if matches!(need, Need::Drain { .. }) {
-                                self.users[u].stop_draining(&mut self.stats);
+                                self.users[u].stop_draining(now, &mut self.stats);
                                 continue;
                             }
                             if self.role == Role::Server {
@@ -564,11 +581,12 @@ impl Flows for Worker {
             return Turn::Stop;
         }
         self.check_coord();
-        if let Some(live) = &self.live {
-            if self.publisher.due(now) {
-                live.publish(self.index, &self.stats.totals);
-            }
-        }
+        self.window.turn(
+            now,
+            Some(&self.schedule),
+            &mut self.stats.counters,
+            &mut Unread,
+        );
         // Users that are due: ready ones, spinners, expired timers.
         let mut due: Vec<usize> = self.ready.drain(..).collect();
         let spinning = std::mem::take(&mut self.spinning);

@@ -224,7 +224,7 @@ impl Worker {
     /// A TCP connection of user `u` on connection `c` is open (the client
     /// sent its preamble, the server took it).
     pub(super) fn established(&mut self, u: usize, c: usize) {
-        self.stats.connections += 1;
+        self.connections += 1;
         if self.socket.is_none() {
             if let Some(Link::Tcp { conn, .. }) = self.links[u][c].last() {
                 self.socket = Some(SocketFacts::read(conn.as_raw_fd(), conn.local_ip(), true));
@@ -270,7 +270,7 @@ impl Worker {
                 return false;
             };
             self.links[u][c].push(Link::Peer { addr, seq: 0 });
-            self.stats.connections += 1;
+            self.connections += 1;
             self.users[u].op_done(now, &mut self.stats);
             return true;
         }

@@ -195,7 +195,7 @@ impl Worker {
             self.io.timers.arm(at, u, 0);
             return false;
         }
-        self.stats.connections += 1;
+        self.connections += 1;
         self.users[u].op_done(now, &mut self.stats);
         true
     }
