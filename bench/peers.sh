@@ -33,10 +33,19 @@ if ((need_setup)); then scripts/setup.sh; fi
 HAVE_SOCKPERF=1
 command -v sockperf >/dev/null || HAVE_SOCKPERF=0
 
-echo "building linkperf (release)..." >&2
-cargo build --release --locked --bin linkperf >&2
-LP=${CARGO_TARGET_DIR:-target}/release/linkperf
-LP=$(cd "$(dirname "$LP")" && pwd)/linkperf
+# BENCH_LINKPERF=FILE measures that linkperf binary instead of building this
+# tree's: a build before a change and one after it, run in alternating rounds
+# against the same peers, say whether the change cost anything.
+if [[ -n ${BENCH_LINKPERF:-} ]]; then
+  [[ -x $BENCH_LINKPERF ]] || { echo "BENCH_LINKPERF=$BENCH_LINKPERF is not an executable file" >&2; exit 2; }
+  LP=$(cd "$(dirname "$BENCH_LINKPERF")" && pwd)/$(basename "$BENCH_LINKPERF")
+  echo "measuring $LP ($("$LP" --version 2>/dev/null || echo "version unknown"))" >&2
+else
+  echo "building linkperf (release)..." >&2
+  cargo build --release --locked --bin linkperf >&2
+  LP=${CARGO_TARGET_DIR:-target}/release/linkperf
+  LP=$(cd "$(dirname "$LP")" && pwd)/linkperf
+fi
 
 WORK=$(mktemp -d)
 RES=$WORK/results          # key=value lines, turned into the table at the end
