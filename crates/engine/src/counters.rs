@@ -575,6 +575,14 @@ impl Counters {
             .collect()
     }
 
+    /// The whole-life counts of the flow in `slot` (nothing for a slot not
+    /// handed out).
+    pub fn flow_total(&self, slot: FlowSlotId) -> Totals {
+        self.flows
+            .get(slot)
+            .map_or_else(Totals::default, |f| f.totals)
+    }
+
     /// One error: counted if it happens inside the window (like every other
     /// metric); its message is kept whenever it happens.
     pub fn error(&mut self, now: Instant, message: impl FnOnce() -> String) {
@@ -765,6 +773,8 @@ mod tests {
             }]
         );
         assert_eq!(c.flow_totals(), vec![(7, c.totals)]);
+        assert_eq!(c.flow_total(f), c.totals);
+        assert_eq!(c.flow_total(f + 1), Totals::default(), "no such slot");
         let iv = c.intervals();
         assert_eq!(iv.len(), 3);
         assert_eq!(

@@ -262,6 +262,11 @@ impl SequenceRx {
         a
     }
 
+    /// One more than the highest sequence number seen (0: none yet).
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
     /// The interarrival jitter so far, nanoseconds.
     pub fn jitter_ns(&self) -> f64 {
         self.jitter.value()
@@ -472,6 +477,12 @@ mod tests {
         // but can no longer come back inside the window.
         let t = account(&[0, 1, 5000, 5001, 4999, 4990]);
         assert_eq!(t, (5002, 6, 2, 0, 0));
+        let mut rx = SequenceRx::new();
+        assert_eq!(rx.next(), 0, "nothing seen");
+        for s in [0, 1, 5000, 5001, 4999] {
+            rx.arrive(s, 0, 0);
+        }
+        assert_eq!(rx.next(), 5002, "one past the highest, whatever came late");
         assert_eq!(lost(t), 4996);
         let t = account(&[0, u64::MAX - 1]);
         assert_eq!(t.0, u64::MAX, "no overflow");

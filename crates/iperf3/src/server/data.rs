@@ -5,6 +5,12 @@
 //! client's `TEST_END`. Then it makes sure the counts are whole: it reads
 //! what is still arriving and waits until what it sent has been delivered
 //! (tail.rs).
+//!
+//! The test counts in the engine's [`Counters`], its omitted seconds the
+//! warm-up and its limit the window's end, each stream in a flow slot with
+//! iperf3's extension beside it ([`Iperf3Tally`]); the thread's CPU is taken
+//! by the engine workers' window clock ([`WindowClock`]), over the whole
+//! phase as iperf3 reports it (omitted seconds included).
 
 mod tail;
 
@@ -14,23 +20,23 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Turn};
+use linkperf_engine::flow::Pacer;
 use linkperf_engine::io::Conn;
-use linkperf_metrics::{read_tcp_info, socket_congestion_control, thread_cpu_now, ProcessCpu};
+use linkperf_engine::worker::WindowClock;
+use linkperf_engine::{Counters, Schedule};
+use linkperf_metrics::{read_tcp_info, socket_congestion_control, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Registry, Token};
 
-use crate::server::accounting::{Budget, EndOfSending, Sample, StreamStats};
+use crate::server::accounting::{Budget, EndOfSending, Iperf3Tally, Sample, Stamp};
 use crate::server::plan::TestPlan;
 use crate::sys;
 use crate::wire::{State, UdpHeader};
-use linkperf_engine::flow::Pacer;
 
 pub(crate) use tail::DataPhase;
 use tail::{drain, terminate, wait_delivered, Tail};
 
 const CTRL: Token = Token(usize::MAX - 1);
-/// Longest sleep in the loop when nothing happens.
-const MAX_SLEEP: Duration = Duration::from_millis(100);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
 
@@ -61,12 +67,13 @@ pub(crate) enum Finish {
     Protocol(u8),
 }
 
-/// What one stream counted.
+/// What one stream counted: its iperf3 figures (its bytes are in the
+/// phase's counters).
 #[derive(Debug, Clone)]
 pub(crate) struct StreamRecord {
     pub id: u32,
     pub sends: bool,
-    pub stats: StreamStats,
+    pub tally: Iperf3Tally,
     /// TCP retransmits of a sending stream.
     pub retransmits: Option<u32>,
 }
@@ -75,6 +82,8 @@ pub(crate) struct StreamRecord {
 #[derive(Debug)]
 pub(crate) struct DataOutcome {
     pub end: Finish,
+    /// What the streams counted, each in its flow slot.
+    pub counters: Counters,
     pub records: Vec<StreamRecord>,
     /// From the start (after the omitted seconds) to `TEST_END`.
     pub seconds: f64,
@@ -92,7 +101,7 @@ struct Live {
     id: u32,
     sends: bool,
     sock: Conn,
-    stats: StreamStats,
+    tally: Iperf3Tally,
     /// Bytes of the current block already written (TCP senders).
     off: usize,
     pacer: Option<Pacer>,
@@ -116,12 +125,13 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 const HOLD_CHECK: Duration = Duration::from_millis(1);
 
 /// Registers each stream with the loop under the token of its index, each
-/// sender with its pacer.
+/// sender with its pacer, and gives it a flow slot in `counters`.
 fn register_streams(
     registry: &Registry,
     streams: Vec<DataStream>,
     plan: &TestPlan,
     start: Instant,
+    counters: &mut Counters,
 ) -> io::Result<Vec<Live>> {
     let mut live = Vec::with_capacity(streams.len());
     for (i, s) in streams.into_iter().enumerate() {
@@ -135,11 +145,12 @@ fn register_streams(
         } else {
             None
         };
+        let udp = matches!(sock, Conn::Udp(_));
         live.push(Live {
             id: s.id,
             sends: s.sends,
+            tally: Iperf3Tally::new(counters, s.id, s.sends, udp),
             sock,
-            stats: StreamStats::default(),
             off: 0,
             pacer,
             open: true,
@@ -166,7 +177,7 @@ fn records(live: Vec<Live>, end: Finish) -> (Vec<StreamRecord>, Vec<(usize, Live
                 (Conn::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
                 _ => None,
             },
-            stats: l.stats.clone(),
+            tally: l.tally.clone(),
         });
         // Still registered, under the token of its index.
         if end == Finish::TestEnd && !l.sends && l.open {
@@ -186,9 +197,22 @@ pub(crate) fn run(
     client_end: Option<Instant>,
     terminating: &std::sync::atomic::AtomicBool,
 ) -> io::Result<DataPhase> {
-    let cpu0 = thread_cpu_now();
     let start = Instant::now();
-    let omit_end = start + plan.omit;
+    // The CPU is the whole phase's: a window open from the start.
+    let mut clock = WindowClock::start(0, None).map_err(io::Error::other)?;
+    clock.tick(
+        &Schedule::new(start, Duration::ZERO, plan.limit, Duration::ZERO),
+        start,
+    );
+    // The omitted seconds are the warm-up; the limit ends the window.
+    let schedule = Schedule::new(
+        start,
+        plan.omit,
+        plan.limit.saturating_sub(plan.omit),
+        Duration::ZERO,
+    );
+    let mut counters = Counters::new(false);
+    counters.set_schedule(schedule);
     let deadline = start + plan.limit;
     let (driver, _) = Driver::new(false)?;
     ctrl.set_nonblocking(true)?;
@@ -196,20 +220,20 @@ pub(crate) fn run(
     driver
         .registry()
         .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
-    let live = register_streams(driver.registry(), streams, plan, start)?;
+    let live = register_streams(driver.registry(), streams, plan, start, &mut counters)?;
     let buf = payload(plan.blksize.max(MIN_BUFFER));
     let mut streams = Streams {
         driver,
         ctrl,
         live,
+        counters,
         buf,
         budget: Budget::new(plan.bytes, plan.blocks),
         omitting: !plan.omit.is_zero(),
         errors: Vec::new(),
         plan,
         client_end,
-        start,
-        omit_end,
+        schedule,
         deadline,
         terminating,
         end: None,
@@ -219,6 +243,7 @@ pub(crate) fn run(
     let Streams {
         mut driver,
         mut live,
+        mut counters,
         mut buf,
         omitting,
         mut errors,
@@ -234,6 +259,7 @@ pub(crate) fn run(
             &mut driver,
             &mut events,
             &mut live,
+            &mut counters,
             &mut buf,
             plan,
             &mut errors,
@@ -244,6 +270,7 @@ pub(crate) fn run(
             &mut driver,
             &mut events,
             &mut live,
+            &mut counters,
             &mut buf,
             plan,
             !omitting,
@@ -261,15 +288,18 @@ pub(crate) fn run(
     let counted_from = if plan.omit.is_zero() {
         start
     } else {
-        omit_end.min(ended)
+        schedule.measure_from.min(ended)
     };
+    clock.close();
+    let (cpu, _) = clock.finish(u32::try_from(records.len()).unwrap_or(u32::MAX));
     Ok(DataPhase {
         out: DataOutcome {
             end,
+            counters,
             records,
             seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
             wall_s: ended.saturating_duration_since(start).as_secs_f64(),
-            cpu: thread_cpu_now().since(&cpu0),
+            cpu,
             congestion,
             errors,
         },
@@ -289,6 +319,7 @@ struct Streams<'a> {
     driver: Driver,
     ctrl: &'a TcpStream,
     live: Vec<Live>,
+    counters: Counters,
     buf: Vec<u8>,
     budget: Budget,
     /// Inside `-O`'s omitted seconds.
@@ -296,8 +327,8 @@ struct Streams<'a> {
     errors: Vec<String>,
     plan: &'a TestPlan,
     client_end: Option<Instant>,
-    start: Instant,
-    omit_end: Instant,
+    /// The omitted seconds, then the counted ones until the limit.
+    schedule: Schedule,
     deadline: Instant,
     terminating: &'a std::sync::atomic::AtomicBool,
     /// How the phase ended, once it has.
@@ -319,13 +350,13 @@ impl driver::Flows for Streams<'_> {
         if self.end.is_some() {
             return Turn::Stop;
         }
-        if self.omitting && now >= self.omit_end {
+        if self.omitting && now >= self.schedule.measure_from {
             self.omitting = false;
             for l in &mut self.live {
-                l.stats.omit_over();
+                l.tally.omit_over();
             }
         }
-        let end = self.client_end.map(|e| (e, self.start));
+        let end = self.client_end.map(|e| (e, self.schedule.start));
         for l in self
             .live
             .iter_mut()
@@ -333,6 +364,7 @@ impl driver::Flows for Streams<'_> {
         {
             send(
                 l,
+                &mut self.counters,
                 &mut self.buf,
                 self.plan,
                 &mut self.budget,
@@ -342,10 +374,8 @@ impl driver::Flows for Streams<'_> {
                 &mut self.errors,
             );
         }
-        let mut wake = self.deadline.min(now + MAX_SLEEP);
-        if self.omitting {
-            wake = wake.min(self.omit_end);
-        }
+        // The omitted seconds' end and the limit are the schedule's edges.
+        let mut wake = self.deadline;
         if self.budget.may_start() {
             for l in self.live.iter().filter(|l| l.sends && l.open && !l.blocked) {
                 if let Some(p) = &l.pacer {
@@ -356,10 +386,11 @@ impl driver::Flows for Streams<'_> {
                 }
             }
         }
-        Turn::Wait(self.driver.timeout(now, None, Some(wake), false))
+        let schedule = Some(&self.schedule);
+        Turn::Wait(self.driver.timeout(now, schedule, Some(wake), false))
     }
 
-    fn event(&mut self, ev: &mio::event::Event, _now: Instant) {
+    fn event(&mut self, ev: &mio::event::Event, now: Instant) {
         if self.end.is_some() {
             return;
         }
@@ -373,9 +404,11 @@ impl driver::Flows for Streams<'_> {
         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
             receive(
                 l,
+                &mut self.counters,
                 &mut self.buf,
                 self.plan,
                 !self.omitting,
+                now,
                 &mut self.errors,
             );
         }
@@ -429,12 +462,14 @@ fn close(l: &mut Live, why: Option<String>, errors: &mut Vec<String>) {
     }
 }
 
-/// Reads what has arrived; returns the bytes read.
+/// Reads what has arrived by `now`; returns the bytes read.
 fn receive(
     l: &mut Live,
+    counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
     counting: bool,
+    now: Instant,
     errors: &mut Vec<String>,
 ) -> u64 {
     if !l.open {
@@ -454,15 +489,18 @@ fn receive(
                 if l.sends {
                     continue; // nothing is expected here; drop it
                 }
+                let (t, len) = (&mut l.tally, n as u64);
                 match &l.sock {
                     Conn::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
-                        Ok(h) => l
-                            .stats
-                            .datagram(n as u64, &h, sys::monotonic_secs(), counting),
-                        Err(_) => l.stats.bytes(n as u64, counting),
+                        Ok(h) => {
+                            let (sec, usec) = sys::monotonic_now();
+                            let at = Stamp { sec, usec };
+                            t.datagram(counters, len, &h, at, now, counting);
+                        }
+                        Err(_) => t.bytes(counters, len, now, counting),
                     },
                     _ => {
-                        l.stats.bytes(n as u64, counting);
+                        t.bytes(counters, len, now, counting);
                         if n < buf.len() {
                             // Drained: the next arrival raises a new edge.
                             return got;
@@ -489,7 +527,13 @@ fn receive(
 /// each block). UDP: the client's end has come on
 /// the server's clock, which started before the client's (a datagram reaches
 /// a client on this host as it is sent, one sent later is never counted).
-fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usize) -> bool {
+fn ending(
+    l: &mut Live,
+    counters: &Counters,
+    now: Instant,
+    end: Option<(Instant, Instant)>,
+    blk: usize,
+) -> bool {
     let Some((end, start)) = end else {
         return false;
     };
@@ -512,13 +556,10 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
     let unread = window.map_or(0, |w| l.peer_max_window.saturating_sub(w));
     let unacked = sys::unacked_bytes(fd).unwrap_or(0);
     let in_flight = unacked + u64::from(unread);
-    l.end.observe(now, l.stats.total.saturating_sub(in_flight));
+    let total = l.tally.total(counters);
+    l.end.observe(now, total.saturating_sub(in_flight));
     let secs = now.saturating_duration_since(start).as_secs_f64();
-    let average = if secs > 0.0 {
-        l.stats.total as f64 / secs
-    } else {
-        0.0
-    };
+    let average = if secs > 0.0 { total as f64 / secs } else { 0.0 };
     let sample = Sample {
         now,
         in_flight,
@@ -532,6 +573,7 @@ fn ending(l: &mut Live, now: Instant, end: Option<(Instant, Instant)>, blk: usiz
 #[allow(clippy::too_many_arguments)]
 fn send(
     l: &mut Live,
+    counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
     budget: &mut Budget,
@@ -550,7 +592,7 @@ fn send(
             if !budget.may_start() || l.pacer.as_mut().is_some_and(|p| !p.may_send(now)) {
                 return;
             }
-            l.holding = ending(l, Instant::now(), end, blk);
+            l.holding = ending(l, counters, Instant::now(), end, blk);
             if l.holding {
                 return;
             }
@@ -561,7 +603,7 @@ fn send(
                 let h = UdpHeader {
                     sec,
                     usec,
-                    seq: l.stats.packets + 1,
+                    seq: l.tally.packets() + 1,
                 };
                 if h.encode(plan.udp_wide, &mut buf[..blk]).is_err() {
                     close(l, Some("block smaller than the UDP header".into()), errors);
@@ -583,16 +625,17 @@ fn send(
                 if let Some(p) = &mut l.pacer {
                     p.sent_bytes(n as u64);
                 }
+                let (t, len) = (&mut l.tally, n as u64);
                 match &l.sock {
                     Conn::Tcp(_) | Conn::Unix(_) => {
-                        l.stats.bytes(n as u64, counting);
+                        t.bytes(counters, len, now, counting);
                         l.off += n;
                         if l.off >= blk {
                             l.off = 0;
-                            l.stats.blocks += 1;
+                            t.block_sent();
                         }
                     }
-                    Conn::Udp(_) => l.stats.datagram_sent(n as u64, counting),
+                    Conn::Udp(_) => t.datagram_sent(counters, len, now, counting),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

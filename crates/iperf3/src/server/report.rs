@@ -33,16 +33,16 @@ pub(crate) fn results(plan: &TestPlan, out: &DataOutcome, output: Option<String>
             .iter()
             .map(|r| StreamResults {
                 id: i64::from(r.id),
-                bytes: r.stats.counted,
+                bytes: r.tally.counted(),
                 retransmits: r.retransmits.map_or(-1, i64::from),
-                jitter: if r.sends { 0.0 } else { r.stats.jitter.value() },
-                errors: if r.sends { 0 } else { r.stats.lost },
+                jitter: if r.sends { 0.0 } else { r.tally.jitter_s() },
+                errors: if r.sends { 0 } else { r.tally.lost() },
                 // iperf3 3.14 and later subtract these from the two above;
                 // a server that leaves them out has a 3.14+ client read its
                 // loss as 0. iperf3's server sends them for every stream.
-                omitted_errors: Some(if r.sends { 0 } else { r.stats.omitted.lost }),
-                packets: r.stats.packets as i64,
-                omitted_packets: Some(r.stats.omitted.packets as i64),
+                omitted_errors: Some(if r.sends { 0 } else { r.tally.omitted().lost }),
+                packets: r.tally.packets() as i64,
+                omitted_packets: Some(r.tally.omitted().packets as i64),
                 start_time: Some(0.0),
                 end_time: Some(out.seconds),
                 extra: Map::new(),
@@ -122,13 +122,13 @@ pub(crate) fn server_output(
     for r in &out.records {
         let role = if r.sends { "sender" } else { "receiver" };
         if r.sends {
-            sent += r.stats.counted;
+            sent += r.tally.counted();
         } else {
-            received += r.stats.counted;
+            received += r.tally.counted();
         }
         if udp && !r.sends {
             // After the omitted seconds, as iperf3's server prints it.
-            let (lost, packets) = (r.stats.lost_counted(), r.stats.packets_counted());
+            let (lost, packets) = (r.tally.lost_counted(), r.tally.packets_counted());
             let pct = if packets > 0 {
                 100.0 * lost as f64 / packets as f64
             } else {
@@ -138,17 +138,17 @@ pub(crate) fn server_output(
                 s,
                 "[{:>3}]   0.00-{secs:<5.2}  sec  {}  {}  {:.3} ms  {lost}/{packets} ({pct:.2}%)  {role}",
                 r.id,
-                bytes(r.stats.counted),
-                rate(r.stats.counted, secs),
-                r.stats.jitter.value() * 1000.0,
+                bytes(r.tally.counted()),
+                rate(r.tally.counted(), secs),
+                r.tally.jitter_s() * 1000.0,
             );
         } else {
             let _ = writeln!(
                 s,
                 "[{:>3}]   0.00-{secs:<5.2}  sec  {}  {}                  {role}",
                 r.id,
-                bytes(r.stats.counted),
-                rate(r.stats.counted, secs)
+                bytes(r.tally.counted()),
+                rate(r.tally.counted(), secs)
             );
         }
     }
@@ -228,14 +228,8 @@ pub(crate) fn describe(plan: &TestPlan, client_version: Option<&str>) -> String 
 /// The closing log line: what the server counted over its whole test, and
 /// what the client reported.
 pub(crate) fn summary(out: &DataOutcome, theirs: Option<&TestResults>) -> String {
-    let (mut received, mut sent) = (0u64, 0u64);
-    for r in &out.records {
-        if r.sends {
-            sent += r.stats.total;
-        } else {
-            received += r.stats.total;
-        }
-    }
+    // Every stream's, over its whole life.
+    let (received, sent) = (out.counters.totals.rx_bytes, out.counters.totals.tx_bytes);
     let bits = (received + sent) as f64 * 8.0 / out.wall_s.max(1e-9);
     let mut s = format!(
         "done in {:.3} s: received {received} bytes, sent {sent} bytes ({:.3} Gbit/s)",

@@ -10,12 +10,13 @@
 //! `omitted_packets`, and every client from 3.14 on read its UDP loss as 0
 //! with `-J`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use linkperf_engine::{Counters, Schedule};
 use linkperf_metrics::ProcessCpu;
 use serde_json::Value;
 
-use crate::server::accounting::StreamStats;
+use crate::server::accounting::{Iperf3Tally, Stamp};
 use crate::server::data::{DataOutcome, Finish, StreamRecord};
 use crate::server::plan::{plan, Limits, TestPlan};
 use crate::server::report;
@@ -275,14 +276,18 @@ impl Exchange {
         let theirs = &json(&self.file("results-server"))["streams"][0];
         let n = |k: &str| theirs[k].as_u64().unwrap();
         let blk = plan.blksize as u64;
-        let mut stats = StreamStats::default();
+        let t0 = Instant::now();
+        let mut counters = Counters::new(false);
+        counters.set_schedule(Schedule::new(t0, plan.omit, plan.limit, Duration::ZERO));
+        let mut stats = Iperf3Tally::new(&mut counters, 1, self.reverse, true);
+        let c = &mut counters;
         if self.reverse {
             // Datagrams sent, then sent after the omitted seconds.
             for seq in 1..=n("packets") {
                 if seq == n("omitted_packets") + 1 {
                     stats.omit_over();
                 }
-                stats.datagram_sent(blk, seq > n("omitted_packets"));
+                stats.datagram_sent(c, blk, t0, seq > n("omitted_packets"));
             }
         } else {
             // Sequence numbers up to the highest seen at the end of the
@@ -310,16 +315,18 @@ impl Exchange {
                         usec: 0,
                         seq,
                     };
-                    stats.datagram(blk, &h, 0.001, counting);
+                    let at = Stamp { sec: 0, usec: 1000 };
+                    stats.datagram(c, blk, &h, at, t0, counting);
                 }
             }
         }
         let out = DataOutcome {
             end: Finish::TestEnd,
+            counters,
             records: vec![StreamRecord {
                 id: 1,
                 sends: self.reverse,
-                stats,
+                tally: stats,
                 retransmits: None,
             }],
             seconds: 2.0,

@@ -10,6 +10,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use linkperf_engine::driver::{self, Driver, Polled, Turn};
+use linkperf_engine::Counters;
 use mio::Events;
 
 use super::{read_control, receive, DataOutcome, Live};
@@ -60,6 +61,7 @@ impl DataPhase {
     /// last ones too, so then only while more arrive, [`QUIET`] at a time.
     pub(crate) fn top_up(&mut self, theirs: &TestResults, plan: &TestPlan) {
         let records = &mut self.out.records;
+        let counters = &mut self.out.counters;
         let t = &mut self.tail;
         let theirs_of = |l: &Live| theirs.stream(i64::from(l.id));
         let tcp = |l: &Live| l.sock.is_tcp();
@@ -83,15 +85,18 @@ impl DataPhase {
         let mut last = t0;
         let errors = &mut self.out.errors;
         let (receivers, buf, counting) = (&mut t.receivers, &mut t.buf, t.counting);
-        let mut turn = Polled::new(&mut t.driver, |_| {
-            let tcp_had: u64 = tcp_records.iter().map(|i| records[*i].stats.total).sum();
+        let mut turn = Polled::new(&mut t.driver, |now| {
+            let tcp_had: u64 = tcp_records
+                .iter()
+                .map(|i| records[*i].tally.total(counters))
+                .sum();
             let tcp_short = tcp_had < tcp_wanted;
             receivers.retain(|(_, l)| {
                 l.open
                     && if tcp(l) {
                         tcp_short
                     } else {
-                        theirs_of(l).is_some_and(|s| (l.stats.packets as i64) < s.packets)
+                        theirs_of(l).is_some_and(|s| (l.tally.packets() as i64) < s.packets)
                     }
             });
             if receivers.is_empty() {
@@ -99,14 +104,14 @@ impl DataPhase {
             }
             let mut got = 0;
             for (i, l) in receivers.iter_mut() {
-                got += receive(l, buf, plan, counting, errors);
-                records[*i].stats = l.stats.clone();
+                got += receive(l, counters, buf, plan, counting, now, errors);
+                records[*i].tally = l.tally.clone();
             }
             let now = Instant::now();
             if got > 0 {
                 last = now;
             }
-            let lossy = receivers.iter().any(|(_, l)| !tcp(l) && l.stats.lost > 0);
+            let lossy = receivers.iter().any(|(_, l)| !tcp(l) && l.tally.lost() > 0);
             if now - t0 >= DRAIN_MAX || (lossy && now - last >= QUIET) {
                 return Turn::Stop;
             }
@@ -120,11 +125,13 @@ impl DataPhase {
 /// open (a client writing into a closed stream would see a reset before it
 /// reads the state), and reads what it still sends until it closes its
 /// control connection, at most [`TERMINATE_WAIT`].
+#[allow(clippy::too_many_arguments)]
 pub(super) fn terminate(
     mut ctrl: &TcpStream,
     driver: &mut Driver,
     events: &mut Events,
     live: &mut [Live],
+    counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
     errors: &mut Vec<String>,
@@ -136,7 +143,7 @@ pub(super) fn terminate(
             return Turn::Stop;
         }
         for l in live.iter_mut().filter(|l| !l.sends) {
-            receive(l, buf, plan, false, errors);
+            receive(l, counters, buf, plan, false, now, errors);
         }
         if read_control(ctrl).is_some() {
             return Turn::Stop;
@@ -148,10 +155,12 @@ pub(super) fn terminate(
 
 /// After `TEST_END`: reads what the client sent before it, until nothing more
 /// arrives for [`QUIET`] (at most [`DRAIN_MAX`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn drain(
     driver: &mut Driver,
     events: &mut Events,
     live: &mut [Live],
+    counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
     counting: bool,
@@ -159,10 +168,10 @@ pub(super) fn drain(
 ) {
     let t0 = Instant::now();
     let mut last = t0;
-    let mut turn = Polled::new(driver, |_| {
+    let mut turn = Polled::new(driver, |at| {
         let mut got = 0;
         for l in live.iter_mut().filter(|l| !l.sends) {
-            got += receive(l, buf, plan, counting, errors);
+            got += receive(l, counters, buf, plan, counting, at, errors);
         }
         let now = Instant::now();
         if got > 0 {
