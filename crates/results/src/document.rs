@@ -906,4 +906,17 @@ mod tests {
             assert_eq!(serde_json::to_string(&s).unwrap(), j);
         }
     }
+
+    #[test]
+    fn a_runs_sample_is_written_as_before_and_read_back_unchanged() {
+        let tcp = r#"{"start_s":1.0,"length_s":0.5,"tx_bytes":100,"rx_bytes":50,"transactions":3,"bytes_per_s":300.0,"transactions_per_s":6.0}"#;
+        let udp = r#"{"start_s":0.0,"length_s":1.0,"tx_bytes":0,"rx_bytes":1400,"transactions":1,"bytes_per_s":1400.0,"transactions_per_s":1.0,"loss_rate":0.5,"jitter_us":3.5}"#;
+        for j in [tcp, udp] {
+            let i: IntervalRate = serde_json::from_str(j).unwrap();
+            assert_eq!(serde_json::to_string(&i).unwrap(), j);
+        }
+        let i: IntervalRate = serde_json::from_str(udp).unwrap();
+        assert_eq!((i.second.rx_bytes, i.loss_rate), (1400, Some(0.5)));
+        assert_eq!(i.bytes_per_s(), 1400.0);
+    }
 }
