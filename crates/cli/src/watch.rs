@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use linkperf_engine::live::LiveInterval;
 use linkperf_engine::LiveStats;
-use linkperf_records::Interval;
 use linkperf_results::{Run, RunStatus, StreamError, StreamEvent, StreamInterval, StreamStart};
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
 
@@ -123,19 +122,19 @@ pub fn line(iv: &LiveInterval, c: &Columns) -> String {
         let _ = write!(s, "  lost {} ({pct:.2} %)", iv.errors);
     }
     if c.udp_stream_in {
-        match &iv.datagrams {
-            Some(d) => {
-                let pct = if d.expected > 0 {
-                    d.lost() as f64 * 100.0 / d.expected as f64
+        match (iv.expected, iv.lost()) {
+            (Some(expected), Some(lost)) => {
+                let pct = if expected > 0 {
+                    lost as f64 * 100.0 / expected as f64
                 } else {
                     0.0
                 };
-                let jitter = d
-                    .jitter_us()
+                let jitter = iv
+                    .jitter_us
                     .map_or_else(|| "-".to_string(), |j| Scale::TIME_US.one(j));
-                let _ = write!(s, "  lost {} ({pct:.2} %)  jitter {jitter:>9}", d.lost());
+                let _ = write!(s, "  lost {lost} ({pct:.2} %)  jitter {jitter:>9}");
             }
-            None => s.push_str("  lost -  jitter -"),
+            _ => s.push_str("  lost -  jitter -"),
         }
     }
     s
@@ -265,25 +264,8 @@ impl LiveOutput {
     /// line is complete.
     fn interval(&mut self, iv: LiveInterval) {
         if self.stream.is_some() {
-            let i = Interval {
-                start_s: iv.start_s,
-                length_s: iv.length_s,
-                tx_bytes: iv.tx_bytes,
-                rx_bytes: iv.rx_bytes,
-                transactions: iv.transactions,
-                datagrams: iv.datagrams.map(|d| d.received),
-                expected: iv.datagrams.map(|d| d.expected),
-                jitter_us: iv.datagrams.and_then(|d| d.jitter_us()),
-            };
             let latency = iv.latency.as_ref().and_then(|l| l.summary());
-            let e = StreamInterval::new(
-                &i,
-                iv.warmup,
-                iv.errors,
-                latency,
-                iv.retransmits,
-                self.columns.udp_rr,
-            );
+            let e = StreamInterval::of(iv.clone().with_latency(latency), self.columns.udp_rr);
             self.event(&StreamEvent::Interval(Box::new(e)));
         }
         let groups = match &mut self.lines {
@@ -421,8 +403,8 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_engine::SecondDatagrams;
     use linkperf_metrics::LatencyRecorder;
+    use linkperf_records::JitterSum;
 
     fn second(start_s: f64, warmup: bool, tx: u64) -> LiveInterval {
         let mut l = LatencyRecorder::new();
@@ -434,10 +416,9 @@ mod tests {
             tx_bytes: tx,
             rx_bytes: tx,
             transactions: 10,
-            errors: 0,
             retransmits: Some(1),
             latency: Some(l),
-            datagrams: None,
+            ..LiveInterval::default()
         }
     }
 
@@ -487,18 +468,20 @@ mod tests {
         // to it, and their jitter.
         let down = Columns::of(&spec("stream-down:1400", Protocol::Udp));
         let mut iv = second(0.0, false, 1);
-        iv.datagrams = Some(SecondDatagrams {
-            received: 990,
-            expected: 1000,
-            jitter_sum_ns: 30_000.0,
-            jitter_flows: 2,
-        });
+        iv.set_datagrams(
+            990,
+            1000,
+            JitterSum {
+                ns: 30_000.0,
+                flows: 2,
+            },
+        );
         assert!(
             line(&iv, &down).ends_with("  lost 10 (1.00 %)  jitter   15.0 µs"),
             "{}",
             line(&iv, &down)
         );
-        iv.datagrams = None;
+        let iv = second(0.0, false, 1);
         assert!(line(&iv, &down).ends_with("  lost -  jitter -"));
         // An upload's datagrams are counted by the server: no column.
         let up = Columns::of(&spec("stream-up:1400", Protocol::Udp));

@@ -499,21 +499,8 @@ impl Counters {
         if self.latency_second < upto {
             self.fold_second_latency();
         }
-        let end = self.end(s);
         let mut out = Vec::with_capacity(upto.saturating_sub(self.sealed));
         for i in self.sealed..upto {
-            let (from, until) = self.bounds(s, i);
-            let warmup = i < self.warmup_buckets;
-            let start_s = if warmup {
-                -(s.measure_from - from).as_secs_f64()
-            } else {
-                (i - self.warmup_buckets) as f64
-            };
-            let length_s = if warmup {
-                (until.min(end).saturating_duration_since(from)).as_secs_f64()
-            } else {
-                self.window_length_s(s, i - self.warmup_buckets)
-            };
             let mut latency: Option<LatencyRecorder> = None;
             while let Some((j, _)) = self.kept_latency.front() {
                 if *j > i {
@@ -528,19 +515,10 @@ impl Counters {
             if self.record_latency && latency.is_none() {
                 latency = Some(LatencyRecorder::new());
             }
-            let b = self.buckets.get(i).copied().unwrap_or_default();
-            out.push(LiveInterval {
-                start_s,
-                length_s,
-                warmup,
-                tx_bytes: b.tx,
-                rx_bytes: b.rx,
-                transactions: b.txns,
-                errors: b.errors,
-                // Read by the publisher, which hands the seconds over.
-                retransmits: None,
+            // Its retransmits are read by the publisher, which hands it over.
+            out.push(Interval {
                 latency,
-                datagrams: self.datagrams.second(i),
+                ..self.second(s, i)
             });
         }
         self.sealed = self.sealed.max(upto);
@@ -549,6 +527,39 @@ impl Counters {
             self.current_until = self.current_from;
         }
         out
+    }
+
+    /// Second `i` of the traffic (the warm-up's, then the window's) as
+    /// counted: the one place a second's counts become an [`Interval`], for
+    /// the live seconds and the report's intervals alike. No transaction
+    /// times: the caller adds those it has.
+    fn second<L>(&self, s: &Schedule, i: usize) -> Interval<L> {
+        let warmup = i < self.warmup_buckets;
+        let (start_s, length_s) = if warmup {
+            let (from, until) = self.bounds(s, i);
+            (
+                -(s.measure_from - from).as_secs_f64(),
+                (until.min(self.end(s)).saturating_duration_since(from)).as_secs_f64(),
+            )
+        } else {
+            let k = i - self.warmup_buckets;
+            (k as f64, self.window_length_s(s, k))
+        };
+        let b = self.buckets.get(i).copied().unwrap_or_default();
+        let mut iv = Interval {
+            start_s,
+            length_s,
+            warmup,
+            tx_bytes: b.tx,
+            rx_bytes: b.rx,
+            transactions: b.txns,
+            errors: b.errors,
+            ..Interval::default()
+        };
+        if let Some(d) = self.datagrams.second(i) {
+            d.fill(&mut iv);
+        }
+        iv
     }
 
     /// Length of window interval `k`: 1 s, the last one to the window's end
@@ -701,25 +712,8 @@ impl Counters {
             return Vec::new();
         };
         let ran = self.ran(&s);
-        self.buckets
-            .iter()
-            .enumerate()
-            .take(ran)
-            .skip(self.warmup_buckets)
-            .map(|(i, b)| {
-                let k = i - self.warmup_buckets;
-                let udp = self.datagrams.second(i);
-                Interval {
-                    start_s: k as f64,
-                    length_s: self.window_length_s(&s, k),
-                    tx_bytes: b.tx,
-                    rx_bytes: b.rx,
-                    transactions: b.txns,
-                    datagrams: udp.map(|u| u.received),
-                    expected: udp.map(|u| u.expected),
-                    jitter_us: udp.and_then(|u| u.jitter_us()),
-                }
-            })
+        (self.warmup_buckets..ran.min(self.buckets.len()))
+            .map(|i| self.second(&s, i))
             .collect()
     }
 }
@@ -908,22 +902,9 @@ mod tests {
         let iv = c.intervals();
         assert_eq!(window.len(), iv.len());
         for (s, i) in window.iter().zip(&iv) {
-            assert_eq!(
-                (
-                    s.start_s,
-                    s.length_s,
-                    s.tx_bytes,
-                    s.rx_bytes,
-                    s.transactions
-                ),
-                (
-                    i.start_s,
-                    i.length_s,
-                    i.tx_bytes,
-                    i.rx_bytes,
-                    i.transactions
-                )
-            );
+            // The same second, all but its times (which the report keeps
+            // for the whole window).
+            assert_eq!(&(*s).clone().with_latency(None), i);
             assert_eq!(s.latency.as_ref().map(|l| l.count()), Some(i.transactions));
         }
         // Each second's times are its own: the window's are all of them.
@@ -974,11 +955,14 @@ mod tests {
         c.datagram_sent(ms(900), 5);
         let live = c.take_seconds(ms(2000));
         assert_eq!(live.len(), 2);
-        let warm = live[0].datagrams.unwrap();
-        assert_eq!((warm.received, warm.expected), (1, 1));
-        let first = live[1].datagrams.unwrap();
-        assert_eq!((first.received, first.expected, first.lost()), (3, 4, 1));
-        assert_eq!(first.jitter_us(), Some(6.0));
+        let warm = &live[0];
+        assert_eq!((warm.datagrams, warm.expected), (Some(1), Some(1)));
+        let first = &live[1];
+        assert_eq!(
+            (first.datagrams, first.expected, first.lost()),
+            (Some(3), Some(4), Some(1))
+        );
+        assert_eq!(first.jitter_us, Some(6.0));
         // Stamped in the window's first second, counted after it was shown:
         // in the next, live and in the run alike.
         c.datagram_received(f, &got(1), 8000.0, ms(1900));
@@ -990,8 +974,7 @@ mod tests {
         assert_eq!(iv[0].jitter_us, Some(6.0), "as it was shown");
         assert_eq!((iv[1].datagrams, iv[1].expected), (Some(2), Some(2)));
         assert_eq!((iv[2].datagrams, iv[2].jitter_us), (Some(0), None));
-        let second = rest[0].datagrams.unwrap();
-        assert_eq!((second.received, second.expected), (2, 2));
+        assert_eq!((rest[0].datagrams, rest[0].expected), (Some(2), Some(2)));
         // The window's counts: the warm-up's datagram is not among them.
         let r = c.datagrams.report().unwrap();
         assert_eq!((r.sent, r.received, r.expected, r.lost()), (2, 5, 6, 1));

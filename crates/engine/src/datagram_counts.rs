@@ -5,14 +5,15 @@
 //! each count in its seconds: the warm-up's (for live display only), then
 //! the window's.
 
-use linkperf_records::DatagramCounts;
+use linkperf_records::{DatagramCounts, Interval, JitterSum};
 
 use crate::counters::FlowSlotId;
 use crate::flow::udp_stream::Arrival;
 
-/// One second's datagrams at a receiver.
+/// One second's datagrams at a receiver, as they are counted; they go into
+/// the second's [`Interval`] ([`SecondDatagrams::fill`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct SecondDatagrams {
+pub(crate) struct SecondDatagrams {
     /// New datagrams received (no duplicates, none too late to tell).
     pub received: u64,
     /// Sequence numbers the second's arrivals accounted for (RFC 3550's
@@ -28,18 +29,31 @@ pub struct SecondDatagrams {
 impl SecondDatagrams {
     /// Datagrams lost: `expected − received`, 0 when late arrivals of
     /// earlier datagrams outnumber the losses (RFC 3550).
+    #[cfg(test)]
     pub fn lost(&self) -> u64 {
         self.expected.saturating_sub(self.received)
     }
 
     /// The receiving flows' jitter, averaged over them, µs; `None` when no
     /// flow received.
+    #[cfg(test)]
     pub fn jitter_us(&self) -> Option<f64> {
         (self.jitter_flows > 0).then(|| self.jitter_sum_ns / f64::from(self.jitter_flows) / 1e3)
     }
 
-    /// Adds `o`'s counts: the same second of another worker, or a following
-    /// second (the jitter is then averaged over flows and seconds).
+    /// Puts these counts in `iv`, their second.
+    pub(crate) fn fill<L>(&self, iv: &mut Interval<L>) {
+        iv.set_datagrams(
+            self.received,
+            self.expected,
+            JitterSum {
+                ns: self.jitter_sum_ns,
+                flows: self.jitter_flows,
+            },
+        );
+    }
+
+    /// Adds `o`'s counts: the same second of another worker.
     pub fn add(&mut self, o: &SecondDatagrams) {
         self.received += o.received;
         self.expected += o.expected;

@@ -25,7 +25,6 @@ pub mod worker;
 pub use aggregate::{aggregate, Aggregate};
 pub use client::{Aborter, ClientConfig, ClientTest};
 pub use counters::Counters;
-pub use datagram_counts::SecondDatagrams;
 pub use error::EngineError;
 pub use io::DataEndpoints;
 pub use live::LiveStats;

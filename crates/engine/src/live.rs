@@ -15,73 +15,20 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::Totals;
+use linkperf_records::{Interval, Totals};
 
 use crate::counters::Counters;
-use crate::datagram_counts::SecondDatagrams;
 
 /// How often a worker publishes.
 pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
-/// One second of a side's traffic as its workers counted it, live: on the
-/// client, what the client wrote and read (each direction at the client, not
-/// at its receiver as in a run's `intervals`). Its window seconds are the
-/// side's report's `intervals`, count for count.
-#[derive(Debug, Clone)]
-pub struct LiveInterval {
-    /// Seconds since the measurement window opened; negative in the warm-up.
-    pub start_s: f64,
-    /// Length in seconds: 1, or less for the warm-up's last, the window's
-    /// last, or the second in which an aborted test stopped.
-    pub length_s: f64,
-    /// A second of the warm-up, not counted in any figure of the run.
-    pub warmup: bool,
-    /// Payload bytes this side wrote.
-    pub tx_bytes: u64,
-    /// Payload bytes this side read.
-    pub rx_bytes: u64,
-    /// Transactions completed (messages, for streams).
-    pub transactions: u64,
-    /// Failed or lost transactions.
-    pub errors: u64,
-    /// TCP segments retransmitted by the side's connections, read when the
-    /// second was published (within [`PUBLISH_EVERY`] of its end); `None`
-    /// when none was read (UDP, Unix sockets, or a worker that published
-    /// several seconds at once and read them for the last one).
-    pub retransmits: Option<u64>,
-    /// The second's transaction times, where the side records them.
-    pub latency: Option<LatencyRecorder>,
-    /// A UDP stream's datagrams this side received in the second: new ones,
-    /// expected, and its flows' jitter; `None` where it receives none (not
-    /// a UDP stream, or the client of an upload, whose datagrams the server
-    /// counts).
-    pub datagrams: Option<SecondDatagrams>,
-}
-
-impl LiveInterval {
-    /// Adds `other`'s counts to these: the same second of another worker,
-    /// or a following second (the caller then extends `length_s`).
-    pub fn add(&mut self, other: &LiveInterval) {
-        self.tx_bytes += other.tx_bytes;
-        self.rx_bytes += other.rx_bytes;
-        self.transactions += other.transactions;
-        self.errors += other.errors;
-        self.retransmits = match (self.retransmits, other.retransmits) {
-            (Some(a), Some(b)) => Some(a + b),
-            (a, b) => a.or(b),
-        };
-        match (&mut self.latency, &other.latency) {
-            (Some(a), Some(b)) => a.merge(b),
-            (a @ None, Some(b)) => *a = Some(b.clone()),
-            _ => {}
-        }
-        match (&mut self.datagrams, &other.datagrams) {
-            (Some(a), Some(b)) => a.add(b),
-            (a @ None, Some(b)) => *a = Some(*b),
-            _ => {}
-        }
-    }
-}
+/// One second of a side's traffic as its workers counted it, live, with
+/// its transaction times as a histogram (so that workers' seconds add up):
+/// on the client, what the client wrote and read (each direction at the
+/// client, not at its receiver as in a run's `intervals`). Its window
+/// seconds are the side's report's `intervals`, count for count: both are
+/// made by the same function of the counters.
+pub type LiveInterval = Interval<LatencyRecorder>;
 
 #[derive(Debug, Default)]
 struct Handed {

@@ -400,6 +400,7 @@ fn merge_intervals(sides: &[&SideReport]) -> Vec<Interval> {
                     let js: Vec<f64> = sides.iter().filter_map(|s| at(s).jitter_us).collect();
                     (!js.is_empty()).then(|| mean(js.into_iter()))
                 },
+                ..Interval::default()
             }
         })
         .collect()

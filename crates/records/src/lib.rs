@@ -10,11 +10,13 @@
 #![warn(missing_docs)]
 
 mod flows;
+mod interval;
 mod link;
 mod record;
 
 pub use flows::{
     FlowCount, FlowCounts, FlowCountsError, FlowMeasure, FlowStats, MAX_FLOWS, UNFAIR_JAIN,
 };
+pub use interval::{Interval, JitterSum, Latencies};
 pub use link::{LinkCounters, QdiscCounters};
 pub use record::*;

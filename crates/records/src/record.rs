@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::FlowCounts;
+use crate::{FlowCounts, Interval};
 
 /// Transaction-time distribution, in microseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -119,34 +119,6 @@ pub struct SideCpu {
     /// traffic window closed (negative: before it, as when a run is cut short).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_late_s: Option<f64>,
-}
-
-/// One per-second sample of a side's traffic.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Interval {
-    /// Start of the interval, seconds since the measurement window opened.
-    pub start_s: f64,
-    /// Length of the interval in seconds (the last one may be shorter).
-    pub length_s: f64,
-    /// Payload bytes written by this side.
-    pub tx_bytes: u64,
-    /// Payload bytes read by this side.
-    pub rx_bytes: u64,
-    /// Transactions completed.
-    pub transactions: u64,
-    /// UDP streams: datagrams this side received in the interval (new ones:
-    /// no duplicates, none too late to tell). Absent otherwise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub datagrams: Option<u64>,
-    /// UDP streams: sequence numbers the interval's arrivals accounted for
-    /// (RFC 3550's "expected"); `expected − datagrams` were lost, net of late
-    /// arrivals of earlier ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected: Option<u64>,
-    /// UDP streams: the flows' interarrival jitter at their last datagram of
-    /// the interval, averaged over the flows that received one, µs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter_us: Option<f64>,
 }
 
 /// A UDP stream's datagrams as one side counted them in the window: those it

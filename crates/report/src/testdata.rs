@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use linkperf_records::{Environment, LatencySummary};
+use linkperf_records::{Environment, Interval, LatencySummary};
 use linkperf_results::{
     failed_run, CountedAt, Efficiency, IntervalRate, OpenLoop, ResultsDocument, Run, RunStatus,
     TestConfig, Throughput,
@@ -38,14 +38,15 @@ pub fn with_intervals(run: &mut Run, n: u32) {
     let t = run.throughput.expect("a run with a throughput");
     run.intervals = (0..n)
         .map(|i| IntervalRate {
-            start_s: f64::from(i),
-            length_s: 1.0,
-            tx_bytes: (t.tx_bytes_per_s) as u64,
-            rx_bytes: (t.rx_bytes_per_s) as u64,
-            transactions: t.transactions_per_s as u64,
-            bytes_per_s: t.bytes_per_s,
-            transactions_per_s: t.transactions_per_s,
-            ..Default::default()
+            second: Interval {
+                start_s: f64::from(i),
+                length_s: 1.0,
+                tx_bytes: (t.tx_bytes_per_s) as u64,
+                rx_bytes: (t.rx_bytes_per_s) as u64,
+                transactions: t.transactions_per_s as u64,
+                ..Interval::default()
+            },
+            loss_rate: None,
         })
         .collect();
 }

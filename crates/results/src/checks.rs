@@ -466,6 +466,7 @@ fn stalled_interval(run: &Run) -> Check {
     let seconds: Vec<(f64, u64)> = run
         .intervals
         .iter()
+        .map(|i| &i.second)
         .filter(|i| i.length_s >= 0.999)
         .map(|i| (i.start_s, i.tx_bytes + i.rx_bytes))
         .collect();

@@ -248,16 +248,16 @@ fn receiver_intervals(
                 _ => c.transactions,
             };
             IntervalRate {
-                loss_rate,
-                jitter_us,
-                ..interval_rate(&Interval {
+                second: Interval {
                     start_s: c.start_s,
                     length_s: c.length_s,
                     tx_bytes: up,
                     rx_bytes: c.rx_bytes,
                     transactions,
-                    ..Default::default()
-                })
+                    jitter_us,
+                    ..Interval::default()
+                },
+                loss_rate,
             }
         })
         .collect()
@@ -387,21 +387,6 @@ fn pinned_cpu_of(client: &SideReport, server: Option<&SideReport>) -> Option<Pin
             client: c,
             server: s,
         })
-}
-
-/// One interval with its rates.
-fn interval_rate(i: &Interval) -> IntervalRate {
-    IntervalRate {
-        start_s: i.start_s,
-        length_s: i.length_s,
-        tx_bytes: i.tx_bytes,
-        rx_bytes: i.rx_bytes,
-        transactions: i.transactions,
-        bytes_per_s: rate(i.tx_bytes as f64 + i.rx_bytes as f64, i.length_s),
-        transactions_per_s: rate(i.transactions as f64, i.length_s),
-        loss_rate: None,
-        jitter_us: None,
-    }
 }
 
 /// `amount / seconds`, or 0 when there is no (valid) time to divide by.
@@ -570,13 +555,13 @@ mod tests {
             })
         );
         assert_eq!(run.intervals.len(), 2);
-        assert!(close(run.intervals[0].bytes_per_s, 3000.0));
-        assert!(close(run.intervals[0].transactions_per_s, 50.0));
+        assert!(close(run.intervals[0].bytes_per_s(), 3000.0));
+        assert!(close(run.intervals[0].transactions_per_s(), 50.0));
         assert!(
-            close(run.intervals[1].bytes_per_s, 6000.0),
+            close(run.intervals[1].bytes_per_s(), 6000.0),
             "a short last interval is scaled by its length"
         );
-        assert!(close(run.intervals[1].transactions_per_s, 100.0));
+        assert!(close(run.intervals[1].transactions_per_s(), 100.0));
         assert_eq!(run.client, Some(client));
         assert_eq!(run.server, Some(server));
     }
@@ -598,7 +583,7 @@ mod tests {
             ..Interval::default()
         });
         let run = rr_run(1, String::new(), client, Some(server));
-        let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
+        let up: Vec<u64> = run.intervals.iter().map(|i| i.second.tx_bytes).collect();
         assert_eq!(
             up,
             [900, 700],
@@ -613,7 +598,7 @@ mod tests {
             side(1.5, 2000, 4000, 100, cpu(0.5, 1.0)),
             Some(short),
         );
-        let up: Vec<u64> = run.intervals.iter().map(|i| i.tx_bytes).collect();
+        let up: Vec<u64> = run.intervals.iter().map(|i| i.second.tx_bytes).collect();
         assert_eq!(up, [1000, 1000], "the client's own count");
     }
 
@@ -735,8 +720,8 @@ mod tests {
         );
         assert_eq!(
             (
-                run.intervals[0].bytes_per_s,
-                run.intervals[0].transactions_per_s
+                run.intervals[0].bytes_per_s(),
+                run.intervals[0].transactions_per_s()
             ),
             (0.0, 0.0)
         );

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use linkperf_records::{
-    Environment, FlowStats, LatencySummary, SideCpu, SideReport, TcpInfoSummary,
+    Environment, FlowStats, Interval, LatencySummary, SideCpu, SideReport, TcpInfoSummary,
 };
 use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};
 
@@ -719,31 +719,91 @@ pub struct PinnedSide {
     pub per_user: f64,
 }
 
-/// One per-second sample of the client's traffic, with its rates.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// One per-second sample of a run: the second ([`Interval`]: each direction
+/// from its receiver, its receivers' jitter) and the rates derived from it
+/// when it is written, in this order: `start_s`, `length_s`, `tx_bytes`,
+/// `rx_bytes`, `transactions`, `bytes_per_s` (both directions),
+/// `transactions_per_s` (each over `length_s`), then a UDP stream's
+/// `loss_rate` and `jitter_us`. Read back, the rates are computed again from
+/// the counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct IntervalRate {
-    /// Start of the interval, seconds since the window opened.
-    pub start_s: f64,
-    /// Length of the interval, seconds (the last one may be shorter).
-    pub length_s: f64,
-    /// Payload bytes the client wrote.
-    pub tx_bytes: u64,
-    /// Payload bytes the client read.
-    pub rx_bytes: u64,
-    /// Transactions completed.
-    pub transactions: u64,
-    /// Payload bytes per second, both directions.
-    pub bytes_per_s: f64,
-    /// Transactions per second.
-    pub transactions_per_s: f64,
+    /// The second.
+    pub second: Interval,
     /// UDP streams: the share of the second's datagrams lost (RFC 3550's
-    /// fraction lost, 0 when late arrivals outnumber losses).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// fraction lost, 0 when late arrivals outnumber losses), over its
+    /// receivers. Kept, not derived: a run's intervals do not carry the
+    /// datagrams it is computed from.
     pub loss_rate: Option<f64>,
-    /// UDP streams: the receiving flows' jitter at the second's last
-    /// datagram, averaged, µs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter_us: Option<f64>,
+}
+
+impl IntervalRate {
+    /// Payload bytes per second, both directions.
+    pub fn bytes_per_s(&self) -> f64 {
+        let i = &self.second;
+        crate::derive::rate(i.tx_bytes as f64 + i.rx_bytes as f64, i.length_s)
+    }
+
+    /// Transactions per second.
+    pub fn transactions_per_s(&self) -> f64 {
+        crate::derive::rate(self.second.transactions as f64, self.second.length_s)
+    }
+}
+
+impl Serialize for IntervalRate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let i = &self.second;
+        let fields = 7 + usize::from(self.loss_rate.is_some()) + usize::from(i.jitter_us.is_some());
+        let mut m = s.serialize_struct("IntervalRate", fields)?;
+        m.serialize_field("start_s", &i.start_s)?;
+        m.serialize_field("length_s", &i.length_s)?;
+        m.serialize_field("tx_bytes", &i.tx_bytes)?;
+        m.serialize_field("rx_bytes", &i.rx_bytes)?;
+        m.serialize_field("transactions", &i.transactions)?;
+        m.serialize_field("bytes_per_s", &self.bytes_per_s())?;
+        m.serialize_field("transactions_per_s", &self.transactions_per_s())?;
+        if let Some(r) = &self.loss_rate {
+            m.serialize_field("loss_rate", r)?;
+        }
+        if let Some(j) = &i.jitter_us {
+            m.serialize_field("jitter_us", j)?;
+        }
+        m.end()
+    }
+}
+
+/// What a run's per-second sample is read back from: its counts (the rates
+/// are computed again).
+#[derive(Deserialize)]
+struct CountedSample {
+    start_s: f64,
+    length_s: f64,
+    tx_bytes: u64,
+    rx_bytes: u64,
+    transactions: u64,
+    #[serde(default)]
+    loss_rate: Option<f64>,
+    #[serde(default)]
+    jitter_us: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for IntervalRate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let c = CountedSample::deserialize(d)?;
+        Ok(IntervalRate {
+            second: Interval {
+                start_s: c.start_s,
+                length_s: c.length_s,
+                tx_bytes: c.tx_bytes,
+                rx_bytes: c.rx_bytes,
+                transactions: c.transactions,
+                jitter_us: c.jitter_us,
+                ..Interval::default()
+            },
+            loss_rate: c.loss_rate,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -845,5 +905,18 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_string(&s).unwrap(), j);
         }
+    }
+
+    #[test]
+    fn a_runs_sample_is_written_as_before_and_read_back_unchanged() {
+        let tcp = r#"{"start_s":1.0,"length_s":0.5,"tx_bytes":100,"rx_bytes":50,"transactions":3,"bytes_per_s":300.0,"transactions_per_s":6.0}"#;
+        let udp = r#"{"start_s":0.0,"length_s":1.0,"tx_bytes":0,"rx_bytes":1400,"transactions":1,"bytes_per_s":1400.0,"transactions_per_s":1.0,"loss_rate":0.5,"jitter_us":3.5}"#;
+        for j in [tcp, udp] {
+            let i: IntervalRate = serde_json::from_str(j).unwrap();
+            assert_eq!(serde_json::to_string(&i).unwrap(), j);
+        }
+        let i: IntervalRate = serde_json::from_str(udp).unwrap();
+        assert_eq!((i.second.rx_bytes, i.loss_rate), (1400, Some(0.5)));
+        assert_eq!(i.bytes_per_s(), 1400.0);
     }
 }

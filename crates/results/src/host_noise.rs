@@ -219,12 +219,12 @@ fn judge_host(h: &HostCpu, rate: Option<&Stationarity>, seconds: usize) -> Optio
 fn rate_series(run: &Run) -> Vec<f64> {
     run.intervals
         .iter()
-        .filter(|i| i.length_s >= 0.999)
+        .filter(|i| i.second.length_s >= 0.999)
         .map(|i| {
-            if i.transactions_per_s > 0.0 {
-                i.transactions_per_s
+            if i.transactions_per_s() > 0.0 {
+                i.transactions_per_s()
             } else {
-                i.bytes_per_s
+                i.bytes_per_s()
             }
         })
         .collect()

@@ -224,8 +224,8 @@ fn stationary(run: &Run) -> Check {
     let rates: Vec<f64> = run
         .intervals
         .iter()
-        .filter(|i| i.length_s >= 0.5)
-        .map(|i| i.transactions_per_s)
+        .filter(|i| i.second.length_s >= 0.5)
+        .map(|i| i.transactions_per_s())
         .collect();
     if rates.len() < MIN_TREND_POINTS {
         return Check::na(

@@ -79,56 +79,33 @@ impl StreamStart {
 /// (both directions at the client: `tx` what it wrote, `rx` what it read, as
 /// in the run's `client.intervals`, not at each direction's receiver as in
 /// the run's `intervals`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// It is the second itself ([`Interval`], its transaction times summarised)
+/// and what is derived from it when it is written, in this order:
+/// `start_s`, `length_s`, `warmup`, `tx_bytes`, `rx_bytes`, `transactions`,
+/// `errors`; the rates `tx_bytes_per_s`, `rx_bytes_per_s`,
+/// `transactions_per_s` (each count over `length_s`); `transaction_time_us`
+/// (`null` when none was recorded) and `retransmits` (`null` when not read:
+/// not TCP); then, where they apply, a UDP request/response's `loss` (every
+/// error is a lost transaction, as in the run's `loss`), and a UDP stream
+/// the client receives: `datagrams`, `expected`, `loss_rate`
+/// (`(expected − datagrams) / expected`, as the run's intervals' one) and
+/// `jitter_us`. Read back, the derived figures are computed again from the
+/// counts. docs/results-schema.md documents every field.
+#[derive(Debug, Clone, PartialEq)]
 pub struct StreamInterval {
-    /// Seconds since the window opened; negative in the warm-up.
-    pub start_s: f64,
-    /// Length, seconds.
-    pub length_s: f64,
-    /// A second of the warm-up, in no figure of the run.
-    pub warmup: bool,
-    /// Payload bytes the client wrote.
-    pub tx_bytes: u64,
-    /// Payload bytes the client read.
-    pub rx_bytes: u64,
-    /// Transactions the client completed (messages, for streams).
-    pub transactions: u64,
-    /// Failed or lost transactions.
-    pub errors: u64,
-    /// `tx_bytes / length_s`.
-    pub tx_bytes_per_s: f64,
-    /// `rx_bytes / length_s`.
-    pub rx_bytes_per_s: f64,
-    /// `transactions / length_s`.
-    pub transactions_per_s: f64,
-    /// The second's transaction times, µs; `null` when none was recorded.
-    pub transaction_time_us: Option<LatencySummary>,
-    /// TCP segments the client's connections retransmitted; `null` when not
-    /// read (not TCP).
-    pub retransmits: Option<u64>,
-    /// UDP request/response: the second's lost transactions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss: Option<Loss>,
-    /// UDP streams the client receives (stream-down, stream-bidir): new
-    /// datagrams it received in the second, as in its `client.intervals`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub datagrams: Option<u64>,
-    /// UDP streams the client receives: sequence numbers the second's
-    /// arrivals accounted for (RFC 3550's "expected").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected: Option<u64>,
-    /// UDP streams the client receives: the second's datagrams lost on
-    /// their way to it, `(expected − datagrams) / expected`, as the run's
-    /// intervals' `loss_rate`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss_rate: Option<f64>,
-    /// UDP streams the client receives: its flows' jitter at their last
-    /// datagram of the second, averaged, µs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter_us: Option<f64>,
+    /// The second.
+    pub second: Interval,
+    /// UDP request/response: the second's errors are written as its `loss`.
+    pub udp_rr: bool,
 }
 
 impl StreamInterval {
+    /// The event of `second`; with its `loss` when `udp_rr`.
+    pub fn of(second: Interval, udp_rr: bool) -> Self {
+        StreamInterval { second, udp_rr }
+    }
+
     /// The second `i`, with its errors, transaction times and retransmits;
     /// its loss when `udp_rr` (every error of a UDP request/response
     /// transaction is a loss, as in the run's `loss`); the datagrams of a
@@ -142,27 +119,126 @@ impl StreamInterval {
         retransmits: Option<u64>,
         udp_rr: bool,
     ) -> Self {
-        let per_s = |n: u64| crate::derive::rate(n as f64, i.length_s);
-        let (loss_rate, _) = crate::udp::interval_udp(&[i]);
-        StreamInterval {
-            start_s: i.start_s,
-            length_s: i.length_s,
-            warmup,
-            tx_bytes: i.tx_bytes,
-            rx_bytes: i.rx_bytes,
-            transactions: i.transactions,
-            errors,
-            tx_bytes_per_s: per_s(i.tx_bytes),
-            rx_bytes_per_s: per_s(i.rx_bytes),
-            transactions_per_s: per_s(i.transactions),
-            transaction_time_us,
-            retransmits,
-            loss: udp_rr.then(|| Loss::of(errors, i.transactions)),
-            datagrams: i.datagrams,
-            expected: i.expected,
-            loss_rate,
-            jitter_us: i.jitter_us,
+        Self::of(
+            Interval {
+                warmup,
+                errors,
+                retransmits,
+                latency: transaction_time_us,
+                ..*i
+            },
+            udp_rr,
+        )
+    }
+
+    /// `n` over the second's length.
+    fn per_s(&self, n: u64) -> f64 {
+        crate::derive::rate(n as f64, self.second.length_s)
+    }
+
+    /// A UDP request/response's lost transactions in the second.
+    pub fn loss(&self) -> Option<Loss> {
+        self.udp_rr
+            .then(|| Loss::of(self.second.errors, self.second.transactions))
+    }
+
+    /// A UDP stream the client receives: the share of the second's
+    /// datagrams lost on their way to it.
+    pub fn loss_rate(&self) -> Option<f64> {
+        crate::udp::interval_udp(&[&self.second]).0
+    }
+}
+
+impl Serialize for StreamInterval {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let i = &self.second;
+        let loss = self.loss();
+        let loss_rate = self.loss_rate();
+        let optional = [
+            loss.is_some(),
+            i.datagrams.is_some(),
+            i.expected.is_some(),
+            loss_rate.is_some(),
+            i.jitter_us.is_some(),
+        ];
+        let fields = 12 + optional.iter().filter(|b| **b).count();
+        let mut m = s.serialize_struct("StreamInterval", fields)?;
+        m.serialize_field("start_s", &i.start_s)?;
+        m.serialize_field("length_s", &i.length_s)?;
+        m.serialize_field("warmup", &i.warmup)?;
+        m.serialize_field("tx_bytes", &i.tx_bytes)?;
+        m.serialize_field("rx_bytes", &i.rx_bytes)?;
+        m.serialize_field("transactions", &i.transactions)?;
+        m.serialize_field("errors", &i.errors)?;
+        m.serialize_field("tx_bytes_per_s", &self.per_s(i.tx_bytes))?;
+        m.serialize_field("rx_bytes_per_s", &self.per_s(i.rx_bytes))?;
+        m.serialize_field("transactions_per_s", &self.per_s(i.transactions))?;
+        m.serialize_field("transaction_time_us", &i.latency)?;
+        m.serialize_field("retransmits", &i.retransmits)?;
+        if let Some(loss) = &loss {
+            m.serialize_field("loss", loss)?;
         }
+        if let Some(d) = &i.datagrams {
+            m.serialize_field("datagrams", d)?;
+        }
+        if let Some(e) = &i.expected {
+            m.serialize_field("expected", e)?;
+        }
+        if let Some(r) = &loss_rate {
+            m.serialize_field("loss_rate", r)?;
+        }
+        if let Some(j) = &i.jitter_us {
+            m.serialize_field("jitter_us", j)?;
+        }
+        m.end()
+    }
+}
+
+/// What an interval event is read back from: its counts (the derived
+/// figures are computed again).
+#[derive(Deserialize)]
+struct CountedSecond {
+    start_s: f64,
+    length_s: f64,
+    warmup: bool,
+    tx_bytes: u64,
+    rx_bytes: u64,
+    transactions: u64,
+    errors: u64,
+    transaction_time_us: Option<LatencySummary>,
+    retransmits: Option<u64>,
+    #[serde(default)]
+    loss: Option<Loss>,
+    #[serde(default)]
+    datagrams: Option<u64>,
+    #[serde(default)]
+    expected: Option<u64>,
+    #[serde(default)]
+    jitter_us: Option<f64>,
+}
+
+impl<'de> Deserialize<'de> for StreamInterval {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let c = CountedSecond::deserialize(d)?;
+        Ok(StreamInterval::of(
+            Interval {
+                start_s: c.start_s,
+                length_s: c.length_s,
+                warmup: c.warmup,
+                tx_bytes: c.tx_bytes,
+                rx_bytes: c.rx_bytes,
+                transactions: c.transactions,
+                errors: c.errors,
+                retransmits: c.retransmits,
+                datagrams: c.datagrams,
+                expected: c.expected,
+                jitter_us: c.jitter_us,
+                jitter_sum: None,
+                latency: c.transaction_time_us,
+            },
+            c.loss.is_some(),
+        ))
     }
 }
 
@@ -291,6 +367,7 @@ mod tests {
             datagrams: Some(1),
             expected: Some(1),
             jitter_us: Some(1.0),
+            ..Interval::default()
         };
         let interval = StreamInterval::new(&i, false, 0, None, None, true);
         let spec = TestSpec::new(

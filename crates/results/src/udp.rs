@@ -303,7 +303,7 @@ mod tests {
         assert_eq!(d.sent_bits_per_s, 2e8, "per user");
         assert_eq!(d.kept_pace, Some(true));
         assert_eq!(run.intervals[0].loss_rate, Some(0.5));
-        assert_eq!(run.intervals[1].jitter_us, Some(15.0));
+        assert_eq!(run.intervals[1].second.jitter_us, Some(15.0));
         // Judged only against a bound the user set.
         let mut j = Judge {
             spec: &s,
@@ -379,7 +379,7 @@ mod tests {
         assert_eq!(u.loss_rate, 70.0 / 400.0);
         assert_eq!(u.jitter_us, Some(6.0));
         assert_eq!(run.intervals[0].loss_rate, Some(70.0 / 400.0));
-        assert_eq!(run.intervals[0].jitter_us, Some(6.0));
+        assert_eq!(run.intervals[0].second.jitter_us, Some(6.0));
     }
 
     #[test]

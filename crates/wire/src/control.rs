@@ -832,6 +832,7 @@ mod tests {
             datagrams: Some(1),
             expected: Some(2),
             jitter_us: Some(3.5),
+            ..Interval::default()
         };
         r.udp = Some(linkperf_records::DatagramCounts {
             sent: 7,

@@ -181,7 +181,7 @@ fn throughput_and_transactions_are_summed_across_pairs() {
     // Intervals second by second; TCP_INFO over all flows, each side's
     // and the run's over both ends.
     assert_eq!(r.intervals.len(), 2);
-    assert_eq!(r.intervals[0].rx_bytes, 80_000_000);
+    assert_eq!(r.intervals[0].second.rx_bytes, 80_000_000);
     let tcp = r.client.as_ref().unwrap().tcp_info.unwrap();
     assert_eq!((tcp.flows, tcp.retransmits, tcp.rtt_us_mean), (2, 6, 15.0));
     let tcp = r.tcp_info.unwrap();

@@ -22,8 +22,8 @@ pub const PANELS_HEADER: u32 = 100;
 pub(super) fn per_second(report: &Report, w: &WorkloadReport) -> Option<Chart> {
     let (unit, _, _) = throughput_unit(w);
     let value = |i: &linkperf_results::IntervalRate| match unit {
-        ValueUnit::TransactionsPerSecond => i.transactions_per_s,
-        _ => i.bytes_per_s * 8.0,
+        ValueUnit::TransactionsPerSecond => i.transactions_per_s(),
+        _ => i.bytes_per_s() * 8.0,
     };
     let mut panels = Vec::new();
     for u in &w.users {
@@ -37,8 +37,8 @@ pub(super) fn per_second(report: &Report, w: &WorkloadReport) -> Option<Chart> {
             for (run, intervals) in &t.intervals {
                 let points: Vec<(f64, f64)> = intervals
                     .iter()
-                    .filter(|i| i.length_s > 0.0)
-                    .map(|i| (i.start_s + i.length_s / 2.0, value(i)))
+                    .filter(|i| i.second.length_s > 0.0)
+                    .map(|i| (i.second.start_s + i.second.length_s / 2.0, value(i)))
                     .collect();
                 if !points.is_empty() {
                     lines.push(RunLine {

@@ -213,6 +213,125 @@ fn json_stream_to_stdout_is_the_run_as_it_runs() {
     assert!(err.contains("rr1c-1x1--2  (tcp"), "the table: {err}");
 }
 
+/// One second counted by the client's workers is one value: the stream's
+/// interval event, the document's `client.intervals`, the run's
+/// `intervals` (each direction from its receiver: here the client's reads
+/// and transactions) and the report's per-second samples (what its
+/// time-series chart draws) say the same of it, and the rates beside it are
+/// its counts over its length. Request/response over TCP, and a UDP stream
+/// the client receives (its datagrams, loss and jitter too).
+#[test]
+fn a_second_is_the_same_in_the_stream_the_document_and_the_report() {
+    let _g = shared();
+    let server = Server::start(&[]);
+    let addr = server.addr();
+    for (workload, protocol, extra) in [
+        ("rr1c-200x1000", "tcp", &[][..]),
+        ("stream-down:1400", "udp", &["--rate", "5m"][..]),
+    ] {
+        let (code, out, err, doc) = run_json(
+            &[
+                &[
+                    "run",
+                    "--server",
+                    &addr,
+                    "--workload",
+                    workload,
+                    "--protocol",
+                    protocol,
+                    "--users",
+                    "2",
+                    "--duration",
+                    "2s",
+                    "--warmup",
+                    "500ms",
+                    "--json-stream",
+                    "-",
+                ][..],
+                extra,
+            ]
+            .concat(),
+        );
+        assert_eq!(code, 0, "{workload}: {out}\n{err}");
+        let events = stream_events(&out);
+        let window = check_stream(&events, &doc);
+        assert_eq!(window.len(), 2, "{workload}: {window:?}");
+        let run = at(&doc, "/tests/0/runs/0");
+        let client = at(run, "/client/intervals").as_array().unwrap();
+        let samples = at(run, "/intervals").as_array().unwrap();
+        assert_eq!(samples.len(), window.len(), "{workload}: {samples:?}");
+        let parsed: linkperf_results::ResultsDocument =
+            serde_json::from_value(doc.clone()).expect("the document reads back");
+        let figures = linkperf_report::FileFigures::over(&parsed, "doc", true);
+        let (_, report) = &figures.tests[0].intervals[0];
+        assert_eq!(report.len(), window.len(), "{workload}");
+        for (k, d) in window.iter().enumerate() {
+            // Every figure the document keeps of the second, as the stream said it.
+            let c = client[k].as_object().unwrap();
+            for (key, v) in c {
+                assert_eq!(
+                    d.get(key),
+                    Some(v),
+                    "{workload} second {k} {key}: {d} vs {c:?}"
+                );
+            }
+            let length = num(d, "/length_s");
+            assert!(length > 0.0, "{d}");
+            for (count, rate) in [
+                ("/tx_bytes", "/tx_bytes_per_s"),
+                ("/rx_bytes", "/rx_bytes_per_s"),
+                ("/transactions", "/transactions_per_s"),
+            ] {
+                assert_eq!(num(d, rate), int(d, count) as f64 / length, "{rate}: {d}");
+            }
+            // The run's sample of the second, and the report's.
+            let s = &samples[k];
+            for f in ["/start_s", "/length_s", "/rx_bytes", "/transactions"] {
+                assert_eq!(
+                    s.pointer(f),
+                    d.pointer(f),
+                    "{workload} second {k}{f}: {s} vs {d}"
+                );
+            }
+            assert_eq!(num(s, "/transactions_per_s"), num(d, "/transactions_per_s"));
+            let r = &report[k];
+            assert_eq!(
+                (r.second.start_s, r.second.length_s),
+                (num(d, "/start_s"), length)
+            );
+            assert_eq!(
+                (r.second.rx_bytes, r.second.transactions),
+                (int(d, "/rx_bytes"), int(d, "/transactions"))
+            );
+            assert_eq!(r.transactions_per_s(), num(d, "/transactions_per_s"));
+            assert_eq!(r.bytes_per_s(), num(s, "/bytes_per_s"));
+            if protocol == "udp" {
+                // The client is the stream's only receiver: its second's
+                // loss and jitter are the run's.
+                assert_eq!(
+                    s.pointer("/loss_rate"),
+                    d.pointer("/loss_rate"),
+                    "{s} vs {d}"
+                );
+                assert_eq!(
+                    s.pointer("/jitter_us"),
+                    d.pointer("/jitter_us"),
+                    "{s} vs {d}"
+                );
+                assert_eq!(r.loss_rate, Some(num(d, "/loss_rate")));
+                assert_eq!(r.second.jitter_us, d["jitter_us"].as_f64());
+                assert!(int(d, "/datagrams") > 0, "{d}");
+            } else {
+                assert_eq!(
+                    int(d, "/transaction_time_us/count"),
+                    int(d, "/transactions"),
+                    "{d}"
+                );
+            }
+        }
+    }
+}
+
 /// `--json-stream FILE`: the stream in the file, the table on standard
 /// output. UDP: each second says what it lost.
 #[test]
