@@ -4,7 +4,7 @@
 //! wait their turn instead of failing.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params_from_iter, OpenFlags, ToSql};
@@ -64,11 +64,11 @@ impl Sqlite {
             },
             _ => fail(e),
         };
-        let tables: Vec<String> = (|| {
+        let tables: Vec<String> = on_busy(|| {
             let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
             let rows = st.query_map([], |r| r.get::<_, String>(0))?;
             rows.collect::<Result<_, _>>()
-        })()
+        })
         .map_err(not_a_database)?;
         if !tables.is_empty() && !tables.iter().any(|t| t == super::schema::VERSION_TABLE) {
             let mut some: Vec<&str> = tables.iter().map(String::as_str).take(5).collect();
@@ -81,13 +81,10 @@ impl Sqlite {
         if !read_only {
             // WAL: readers (a metrics scrape, `history show`) and one writer
             // at a time, each waiting its turn under the busy timeout.
-            conn.pragma_update(None, "journal_mode", "WAL")
-                .map_err(fail)?;
+            on_busy(|| conn.pragma_update(None, "journal_mode", "WAL")).map_err(fail)?;
         }
-        conn.pragma_update(None, "foreign_keys", "ON")
-            .map_err(fail)?;
-        conn.pragma_update(None, "cache_size", -CACHE_KIB)
-            .map_err(fail)?;
+        on_busy(|| conn.pragma_update(None, "foreign_keys", "ON")).map_err(fail)?;
+        on_busy(|| conn.pragma_update(None, "cache_size", -CACHE_KIB)).map_err(fail)?;
         Ok(Sqlite { conn, name })
     }
 
@@ -95,6 +92,33 @@ impl Sqlite {
         HistoryError::Sqlite {
             db: self.name.clone(),
             detail: format!("{e} (in: {})", first_line(sql)),
+        }
+    }
+}
+
+/// How long an opening connection waits before it asks again when the
+/// file was busy.
+const BUSY_RETRY: Duration = Duration::from_millis(10);
+
+/// `step` of opening the file, asked again while another connection keeps
+/// it busy, up to [`BUSY_TIMEOUT`]. SQLite's busy handler does not cover
+/// every step of an opening: while another process creates the file or
+/// turns it to WAL, reading the schema or setting the journal mode can
+/// fail at once with "database is locked" (seen with four processes
+/// importing into a new file at once on a busy host).
+fn on_busy<T>(mut step: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match step() {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+                ) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(BUSY_RETRY);
+            }
+            done => return done,
         }
     }
 }
