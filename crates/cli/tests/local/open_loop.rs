@@ -109,7 +109,10 @@ fn a_server_stalled_for_a_second_shows_in_the_open_loops_p999_and_not_in_a_close
         "open p99.9 {open_p999} µs max {open_max}; closed p99.9 {closed_p999} max {closed_max}"
     );
     let stall_us = STALL.as_secs_f64() * 1e6;
-    assert!(open_max >= stall_us, "open max {open_max} µs");
+    // The longest wait is the stall less how long after the stop the first
+    // arrival was due (none may have been in flight): at 2,000 a second,
+    // half a millisecond apart on average, 10 ms is twenty gaps.
+    assert!(open_max >= stall_us - 10_000.0, "open max {open_max} µs");
     assert!(open_p999 >= stall_us * 0.9, "open p99.9 {open_p999} µs");
     assert!(closed_max >= stall_us * 0.9, "closed max {closed_max} µs");
     assert!(
