@@ -106,6 +106,14 @@ pub struct Counters {
     pub open: Option<Box<OpenTally>>,
 }
 
+/// A worker's counts are its counters, or its counters with its kind's
+/// own figures beside them (`worker::generic::Kind::Counts`).
+impl AsMut<Counters> for Counters {
+    fn as_mut(&mut self) -> &mut Counters {
+        self
+    }
+}
+
 impl Counters {
     /// Counters that record transaction times when `record_latency`.
     pub fn new(record_latency: bool) -> Self {

@@ -15,6 +15,7 @@ mod jitter;
 pub mod open_loop;
 mod pace;
 mod rr;
+pub mod step;
 mod stream;
 pub mod udp_stream;
 mod want;
@@ -26,3 +27,39 @@ pub use pace::{Pacer, MAX_CATCH_UP};
 pub use rr::{RrClient, RrServer};
 pub use stream::{StreamRx, StreamTx};
 pub use want::{Completed, Want};
+
+#[cfg(test)]
+mod layout {
+    /// The flows are sans-IO: outside their tests, no file here names a
+    /// socket type, the event library or the engine's I/O, or reads the
+    /// clock (the worker passes the time in).
+    #[test]
+    fn flows_touch_no_socket_no_event_wait_and_no_clock() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/flow");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text.split("#[cfg(test)]").next().unwrap_or("");
+            let code: String = code
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for banned in [
+                "Instant::now",
+                "mio::",
+                "crate::io",
+                "std::net",
+                "SystemTime::now",
+            ] {
+                assert!(!code.contains(banned), "{} names {banned}", path.display());
+            }
+            read += 1;
+        }
+        assert!(read >= 10, "read {read} files");
+    }
+}

@@ -10,6 +10,7 @@ pub(crate) mod buffers;
 pub(crate) mod client;
 pub(crate) mod clock;
 pub mod driver;
+pub mod generic;
 pub(crate) mod handover;
 pub(crate) mod profile;
 pub(crate) mod server;

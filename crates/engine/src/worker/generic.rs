@@ -1,0 +1,938 @@
+//! The one worker, generic over what it carries ([`Kind`]): its flows
+//! ([`Flow`]: sans-IO, they say what they want and are told what came of
+//! it) and what stays the kind's own (how a test starts and stops, how a
+//! flow's connection is opened or taken, and the I/O of carrying its
+//! bytes). The worker owns the turn, in one order for every kind:
+//!
+//! 1. the kind's start of a turn ([`Kind::begin`]: a schedule that came, a
+//!    release, the end of omitted seconds);
+//! 2. the window: live publishing, the CPU clock at the window's edges,
+//!    TCP_INFO of its flows' connections;
+//! 3. the stop checks ([`Kind::stop`]);
+//! 4. the single flow's blocking fast path: a parkable flow alone on its
+//!    worker is carried in its own socket's blocking read, and the next
+//!    turn reuses the time that read ended at;
+//! 5. the flows' deadlines that have come: each flow is told only of the
+//!    deadline it gave last ([`Told::Timer`]), then driven;
+//! 6. the wait, as long as the window's next edge, the timers and the
+//!    kind's own deadline allow; then the events (a flow's socket drives
+//!    that flow; any other token is the kind's), then the flows that
+//!    stopped at their budget.
+//!
+//! Driving a flow is asking it what it wants until it waits: the worker
+//! spins for it, holds it at a barrier, or hands the step that needs I/O
+//! to the kind ([`Kind::perform`]) and tells the flow what came of it.
+//! After each drive the flow's deadline is armed if it changed (one
+//! generation per flow, so that a timer armed before the flow moved on
+//! drives nothing).
+
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::event::Event;
+use mio::{Events, Interest, Token};
+use slab::Slab;
+
+use crate::counters::Counters;
+use crate::flow::step::{Carried, ConnIx, Deadline, Flow, Step, Told, MAX_CONNS};
+use crate::io::Conn;
+use crate::live::LiveStats;
+use crate::schedule::Schedule;
+use crate::worker::driver::{self, Driver, Flows, Turn};
+use crate::worker::handover::retransmits_so_far;
+use crate::worker::signals::{Parked, Signals};
+use crate::worker::window::{Connections, Publish, Window};
+use crate::worker::WindowClock;
+
+/// Tokens from here up are no flow's: the kind's own sources (a listener,
+/// a shared datagram socket, a control connection, connections behind the
+/// gate), handed to [`Kind::event`].
+pub const KIND_TOKENS: usize = 1 << 48;
+
+/// Steps one drive of a flow takes before the worker's other flows get a
+/// turn (the flow is driven again after this turn's events).
+const STEP_BUDGET: u32 = 64;
+
+/// Longest a spinning flow (a profile's busy think) holds the worker
+/// before its other flows get a turn.
+pub const SPIN_SLICE: Duration = Duration::from_millis(1);
+
+/// The token of flow `key`'s connection `c`.
+pub fn token(key: usize, c: ConnIx) -> Token {
+    Token(key * MAX_CONNS + c)
+}
+
+/// One socket of a flow.
+#[derive(Debug)]
+pub struct Link {
+    /// Which of the flow's connections.
+    pub c: ConnIx,
+    /// The socket.
+    pub conn: Conn,
+    /// Its retransmits when the window opened (0 for one opened since).
+    pub retrans_before: u32,
+}
+
+/// A flow where the worker keeps it: the flow, its sockets (newest last)
+/// and its armed deadline.
+#[derive(Debug)]
+pub struct Slot<F> {
+    /// The flow.
+    pub flow: F,
+    /// Its sockets, newest last (a profile stacks connects on one
+    /// connection).
+    pub links: Vec<Link>,
+    /// The deadline armed for it last, and its generation.
+    armed: Option<Deadline>,
+    generation: u64,
+    done: bool,
+    /// Its TCP connection's retransmits when its last one closed.
+    retrans_at_close: Option<u32>,
+}
+
+impl<F> Slot<F> {
+    /// The newest socket of connection `c`.
+    pub fn link(&mut self, c: ConnIx) -> Option<&mut Link> {
+        self.links.iter_mut().rev().find(|l| l.c == c)
+    }
+
+    /// Whether the flow is done.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+/// What a worker kind keeps of its own, and the I/O its flows' steps need.
+pub trait Kind: Sized {
+    /// Its flows.
+    type Flow: Flow<Counts = Self::Counts>;
+    /// What its flows count into: the engine's counters, perhaps with the
+    /// kind's own figures beside them.
+    type Counts: AsMut<Counters>;
+    /// Whether its window reads its flows' TCP connections (TCP_INFO at
+    /// the window's close, retransmits in the live seconds).
+    const TCP_INFO: bool;
+
+    /// The start of a turn at `now`, before anything else.
+    fn begin(&mut self, core: &mut Core<Self>, now: Instant) {
+        let _ = (core, now);
+    }
+
+    /// Whether the loop is over at `now` (asked after the window's turn and
+    /// again after the flows' timers).
+    fn stop(&mut self, core: &Core<Self>, now: Instant) -> bool;
+
+    /// Does the I/O of `step` (one of Connect, Accept, Carry, Close) for
+    /// flow `key`, at `now` (moved on to when its last read ended, if it
+    /// read). What came of it is told to the flow; `None` is nothing yet
+    /// (a connect or accept under way): the flow waits.
+    fn perform(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        step: Step,
+        now: &mut Instant,
+    ) -> Option<Told>;
+
+    /// A readiness event under a token that is no flow's.
+    fn event(&mut self, core: &mut Core<Self>, event: &Event, now: Instant) {
+        let _ = (core, event, now);
+    }
+
+    /// Flow `key` holds at barrier `n`.
+    fn held(&mut self, core: &mut Core<Self>, key: usize, n: usize) {
+        let _ = (core, key, n);
+    }
+
+    /// Flow `key` is done.
+    fn done(&mut self, core: &mut Core<Self>, key: usize) {
+        let _ = (core, key);
+    }
+
+    /// The kind's own next deadline (the test's limit, a gate's expiry).
+    fn deadline(&self, core: &Core<Self>) -> Option<Instant> {
+        let _ = core;
+        None
+    }
+
+    /// Where the single flow's socket is parked, if the worker may carry
+    /// its one flow on the blocking fast path now.
+    fn single(&self, core: &Core<Self>) -> Option<Arc<Signals>> {
+        let _ = core;
+        None
+    }
+
+    /// The end of a turn, after its events and the flows driven again.
+    fn turned(&mut self, core: &mut Core<Self>, now: Instant) {
+        let _ = (core, now);
+    }
+}
+
+/// What every worker has, whatever it carries.
+pub struct Core<K: Kind> {
+    driver: Driver,
+    window: Window,
+    /// What the flows count.
+    pub counts: K::Counts,
+    /// The flows by key.
+    pub slots: Slab<Slot<K::Flow>>,
+    /// The test's schedule, once it has one: the window opens and closes
+    /// on it and the wait ends at its edges.
+    schedule: Option<Schedule>,
+    /// Flows not done.
+    live: usize,
+    /// The single flow on the blocking fast path, and its parked socket.
+    parked: Option<(usize, Parked)>,
+    /// A parkable flow was looked at and could not be parked: not again.
+    unparkable: bool,
+}
+
+impl<K: Kind> Core<K> {
+    /// A worker's core on `driver`, its window on `clock` publishing into
+    /// `live` (slot `index`) from `now`.
+    pub fn new(
+        driver: Driver,
+        clock: WindowClock,
+        live: Option<Arc<LiveStats>>,
+        index: usize,
+        seconds: bool,
+        counts: K::Counts,
+        now: Instant,
+    ) -> Self {
+        let publish = if seconds {
+            Publish::Seconds
+        } else {
+            Publish::Totals
+        };
+        Core {
+            driver,
+            window: Window::new(clock, live, index, publish, now),
+            counts,
+            slots: Slab::new(),
+            schedule: None,
+            live: 0,
+            parked: None,
+            unparkable: false,
+        }
+    }
+
+    /// The event wait.
+    pub fn driver(&mut self) -> &mut Driver {
+        &mut self.driver
+    }
+
+    /// The schedule the window keeps.
+    pub fn schedule(&self) -> Option<&Schedule> {
+        self.schedule.as_ref()
+    }
+
+    /// Sets the schedule the window opens and closes on.
+    pub fn set_schedule(&mut self, schedule: Schedule) {
+        self.schedule = Some(schedule);
+    }
+
+    /// Adds a flow; its key.
+    pub fn add(&mut self, flow: K::Flow) -> usize {
+        self.live += 1;
+        self.slots.insert(Slot {
+            flow,
+            links: Vec::new(),
+            armed: None,
+            generation: 0,
+            done: false,
+            retrans_at_close: None,
+        })
+    }
+
+    /// Flows not done.
+    pub fn live(&self) -> usize {
+        self.live
+    }
+
+    /// Whether the single flow is on the blocking fast path (its socket
+    /// blocks: a read or write that moved part of a message returns).
+    pub fn blocking(&self) -> bool {
+        self.parked.is_some()
+    }
+
+    /// Gives flow `key` socket `conn` as its connection `c`, registered
+    /// for both readiness edges under its token.
+    pub fn attach(&mut self, key: usize, c: ConnIx, mut conn: Conn) -> std::io::Result<()> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        self.driver
+            .registry()
+            .register(conn.source(), token(key, c), interest)?;
+        if let Some(s) = self.slots.get_mut(key) {
+            s.links.push(Link {
+                c,
+                conn,
+                retrans_before: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Closes flow `key`'s newest socket of connection `c`: the window
+    /// reads its TCP_INFO first if it is one of the test's
+    /// (`per_transaction`: one of a connect-per-transaction flow's many,
+    /// whose retransmits only count). The socket, if there was one.
+    pub fn close(&mut self, key: usize, c: ConnIx, per_transaction: bool) -> Option<Conn> {
+        let slot = self.slots.get_mut(key)?;
+        let at = slot.links.iter().rposition(|l| l.c == c)?;
+        let mut link = slot.links.remove(at);
+        if K::TCP_INFO {
+            let schedule = self.schedule.as_ref();
+            self.window
+                .closing(&link.conn, link.retrans_before, per_transaction, schedule);
+            if link.conn.is_tcp() {
+                slot.retrans_at_close = Some(retransmits_so_far(link.conn.as_raw_fd()));
+            }
+        }
+        if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.parked = None;
+        }
+        let _ = self.driver.registry().deregister(link.conn.source());
+        Some(link.conn)
+    }
+
+    /// Marks flow `key` done.
+    fn finish(&mut self, key: usize) {
+        if let Some(s) = self.slots.get_mut(key) {
+            if !std::mem::replace(&mut s.done, true) {
+                self.live -= 1;
+            }
+        }
+        if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.parked = None;
+        }
+    }
+
+    /// Arms flow `key`'s deadline if it changed since it was armed.
+    fn arm(&mut self, key: usize) {
+        let Some(s) = self.slots.get_mut(key) else {
+            return;
+        };
+        let want = if s.done { None } else { s.flow.deadline() };
+        if want == s.armed {
+            return;
+        }
+        s.generation += 1;
+        s.armed = want;
+        if let Some(d) = want {
+            if d.precise {
+                self.driver.timers.arm_precise(d.at, key, s.generation);
+            } else {
+                self.driver.timers.arm(d.at, key, s.generation);
+            }
+        }
+    }
+
+    /// The window's reading of its flows' sockets.
+    fn window_turn(&mut self, now: Instant) {
+        let Core {
+            window,
+            counts,
+            slots,
+            schedule,
+            ..
+        } = self;
+        let flows = &mut Linked::<K::Flow> {
+            slots,
+            read: K::TCP_INFO,
+        };
+        window.turn(now, schedule.as_ref(), counts.as_mut(), flows);
+    }
+
+    /// The loop is over: the window closes (an aborted side's seconds stop
+    /// now) and its last figures are published.
+    pub fn end(&mut self, aborted: bool) {
+        let flows = &mut Linked::<K::Flow> {
+            slots: &mut self.slots,
+            read: K::TCP_INFO,
+        };
+        self.window.end(self.counts.as_mut(), flows, aborted);
+    }
+
+    /// What is left of the worker at its end: its driver (for a tail that
+    /// goes on without the flows' turn), its window clock, what it counted
+    /// and its flows.
+    pub fn into_parts(self) -> Parts<K::Flow, K::Counts> {
+        Parts {
+            driver: self.driver,
+            window: self.window,
+            counts: self.counts,
+            slots: self.slots,
+        }
+    }
+}
+
+/// A worker's core taken apart at its end ([`Core::into_parts`]).
+pub struct Parts<F, C> {
+    /// Its event wait, its flows' sockets still registered.
+    pub driver: Driver,
+    pub(crate) window: Window,
+    /// What it counted.
+    pub counts: C,
+    /// Its flows and their sockets.
+    pub slots: Slab<Slot<F>>,
+}
+
+impl<F, C> Parts<F, C> {
+    /// The window's CPU, where the worker ran (carrying `flows` flows) and
+    /// its connections' TCP_INFO; the window closes now if it is open.
+    pub fn finish(
+        &mut self,
+        flows: u32,
+    ) -> (
+        linkperf_metrics::ProcessCpu,
+        linkperf_records::WorkerPlacement,
+        linkperf_metrics::TcpInfoAggregator,
+    ) {
+        self.window.close();
+        self.window.finish(flows)
+    }
+}
+
+/// A worker's flows as its window reads their connections.
+struct Linked<'a, F> {
+    slots: &'a mut Slab<Slot<F>>,
+    /// Whether the kind's window reads them at all.
+    read: bool,
+}
+
+impl<F> Connections for Linked<'_, F> {
+    fn each_tcp(&mut self, mut f: impl FnMut(&Conn, &mut u32)) {
+        if !self.read {
+            return;
+        }
+        for (_, s) in self.slots.iter_mut() {
+            for l in s.links.iter_mut().filter(|l| l.conn.is_tcp()) {
+                f(&l.conn, &mut l.retrans_before);
+            }
+        }
+    }
+
+    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
+        let read = self.read;
+        self.slots.iter().filter(move |_| read).map(|(_, s)| {
+            match s.links.iter().rev().find(|l| l.conn.is_tcp()) {
+                Some(l) => Some(retransmits_so_far(l.conn.as_raw_fd())),
+                None => s.retrans_at_close,
+            }
+        })
+    }
+}
+
+/// A worker: its core and its kind, turned by the driver's loop.
+pub struct Worker<K: Kind> {
+    /// What every worker has.
+    pub core: Core<K>,
+    /// What this one carries.
+    pub kind: K,
+}
+
+impl<K: Kind> Worker<K> {
+    /// A worker of `kind` on `core`.
+    pub fn new(core: Core<K>, kind: K) -> Self {
+        Worker { core, kind }
+    }
+
+    /// Turns the loop until the kind says stop; a failed event wait ends
+    /// it with its error.
+    pub fn run(&mut self, events: &mut Events) -> std::io::Result<()> {
+        driver::run(self, events)
+    }
+
+    /// Drives flow `key` from `now` until it waits; the time its last read
+    /// ended at, or `now`.
+    pub fn drive(&mut self, key: usize, now: Instant) -> Instant {
+        let mut now = now;
+        let mut steps = 0;
+        loop {
+            let core = &mut self.core;
+            let Some(slot) = core.slots.get_mut(key) else {
+                return now;
+            };
+            if slot.done {
+                break;
+            }
+            steps += 1;
+            if steps > STEP_BUDGET {
+                core.driver.again(key);
+                break;
+            }
+            match slot.flow.step(now, &mut core.counts) {
+                Step::Wait => break,
+                Step::Again => {
+                    core.driver.again(key);
+                    break;
+                }
+                Step::Spin(left) => {
+                    // Its CPU time: the worker spins for it alone, a slice
+                    // at a time, so that the other flows get turns.
+                    let slice = left.min(SPIN_SLICE);
+                    let start = Instant::now();
+                    while start.elapsed() < slice {
+                        std::hint::spin_loop();
+                    }
+                    now = Instant::now();
+                    slot.flow
+                        .told(Told::Spun(now - start), now, &mut core.counts);
+                    core.driver.again(key);
+                    break;
+                }
+                Step::Hold(n) => {
+                    self.kind.held(core, key, n);
+                    break;
+                }
+                Step::Done => {
+                    core.finish(key);
+                    self.kind.done(core, key);
+                    break;
+                }
+                step => {
+                    let told = self.kind.perform(core, key, step, &mut now);
+                    match told {
+                        None
+                        | Some(Told::Carried {
+                            how: Carried::Blocked,
+                            ..
+                        }) => break,
+                        Some(Told::Carried {
+                            how: Carried::Again,
+                            ..
+                        }) => {
+                            core.driver.again(key);
+                            break;
+                        }
+                        Some(t) => {
+                            if let Some(s) = core.slots.get_mut(key) {
+                                s.flow.told(t, now, &mut core.counts);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.core.arm(key);
+        now
+    }
+
+    /// Parks the single flow if the kind allows and it is parkable; its
+    /// key once parked.
+    fn fast(&mut self) -> Option<usize> {
+        if let Some((key, _)) = &self.core.parked {
+            return Some(*key);
+        }
+        if self.core.unparkable || self.core.live != 1 || self.core.slots.len() != 1 {
+            return None;
+        }
+        let signals = self.kind.single(&self.core)?;
+        let core = &mut self.core;
+        let (key, slot) = core.slots.iter_mut().next()?;
+        if slot.done || !slot.flow.parkable() || slot.links.len() != 1 {
+            return None;
+        }
+        let link = &mut slot.links[0];
+        match core
+            .driver
+            .park(&mut link.conn, token(key, link.c), &signals)
+        {
+            Some(p) => {
+                core.parked = Some((key, p));
+                Some(key)
+            }
+            None => {
+                core.unparkable = true;
+                None
+            }
+        }
+    }
+}
+
+impl<K: Kind> Flows for Worker<K> {
+    fn driver(&mut self) -> &mut Driver {
+        &mut self.core.driver
+    }
+
+    fn turn(&mut self, now: Instant) -> Turn {
+        self.kind.begin(&mut self.core, now);
+        self.core.window_turn(now);
+        if self.kind.stop(&self.core, now) {
+            return Turn::Stop;
+        }
+        if let Some(key) = self.fast() {
+            let at = self.drive(key, now);
+            return Turn::Again(Some(at));
+        }
+        while let Some((at, key, generation)) = self.core.driver.timers.due(now) {
+            let Some(s) = self.core.slots.get_mut(key) else {
+                continue;
+            };
+            // Only the deadline armed last; it stays armed (told once) until
+            // the flow gives another.
+            if s.done || s.generation != generation {
+                continue;
+            }
+            s.flow.told(Told::Timer(at), now, &mut self.core.counts);
+            self.drive(key, now);
+        }
+        if self.kind.stop(&self.core, now) {
+            return Turn::Stop;
+        }
+        let deadline = self.kind.deadline(&self.core);
+        let core = &self.core;
+        Turn::Wait(
+            core.driver
+                .timeout(now, core.schedule.as_ref(), deadline, false),
+        )
+    }
+
+    fn event(&mut self, event: &Event, now: Instant) {
+        let t = event.token().0;
+        if t >= KIND_TOKENS {
+            self.kind.event(&mut self.core, event, now);
+            return;
+        }
+        let key = t / MAX_CONNS;
+        if self.core.slots.contains(key) {
+            self.drive(key, now);
+        }
+    }
+
+    fn again(&mut self, key: usize, now: Instant) {
+        self.drive(key, now);
+    }
+
+    fn turned(&mut self, now: Instant) {
+        self.kind.turned(&mut self.core, now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A flow that reads `want` bytes on its connection, with what it was
+    /// told kept for the test.
+    #[derive(Default)]
+    struct Reader {
+        want: usize,
+        got: usize,
+        /// CPU time to spin before it reads.
+        spin: Duration,
+        spun: Vec<Duration>,
+        /// The deadline it gives now.
+        deadline: Option<Deadline>,
+        /// The deadline to give once bytes arrived.
+        then: Option<Deadline>,
+        /// Deadlines it was told of.
+        timers: Vec<Instant>,
+        /// Done once told of a deadline.
+        done_at_timer: bool,
+        parkable: bool,
+    }
+
+    impl Flow for Reader {
+        type Counts = Counters;
+
+        fn step(&mut self, _now: Instant, _counts: &mut Counters) -> Step {
+            let spun: Duration = self.spun.iter().sum();
+            if spun < self.spin {
+                return Step::Spin(self.spin - spun);
+            }
+            if self.got >= self.want || (self.done_at_timer && !self.timers.is_empty()) {
+                return Step::Done;
+            }
+            Step::Carry(0)
+        }
+
+        fn told(&mut self, what: Told, _now: Instant, _counts: &mut Counters) {
+            match what {
+                Told::Timer(at) => self.timers.push(at),
+                Told::Spun(d) => self.spun.push(d),
+                Told::Carried { .. } => {}
+                other => panic!("told {other:?}"),
+            }
+        }
+
+        fn deadline(&self) -> Option<Deadline> {
+            self.deadline
+        }
+
+        fn parkable(&self) -> bool {
+            self.parkable
+        }
+    }
+
+    /// A kind that reads its flows' sockets, stops when its flows are
+    /// done or at `limit`, and answers `again` carries with "still ready".
+    struct Fake {
+        limit: Instant,
+        /// Carries to answer as stopped at the budget before reading.
+        again: u32,
+        carries: u32,
+        /// Whether the carries found the socket blocking.
+        blocking: Vec<bool>,
+        signals: Option<Arc<Signals>>,
+    }
+
+    impl Fake {
+        fn new() -> Self {
+            Fake {
+                limit: Instant::now() + Duration::from_secs(20),
+                again: 0,
+                carries: 0,
+                blocking: Vec::new(),
+                signals: None,
+            }
+        }
+    }
+
+    impl Kind for Fake {
+        type Flow = Reader;
+        type Counts = Counters;
+        const TCP_INFO: bool = false;
+
+        fn stop(&mut self, core: &Core<Self>, now: Instant) -> bool {
+            core.live() == 0 || now >= self.limit
+        }
+
+        fn perform(
+            &mut self,
+            core: &mut Core<Self>,
+            key: usize,
+            step: Step,
+            _now: &mut Instant,
+        ) -> Option<Told> {
+            let Step::Carry(c) = step else {
+                panic!("asked {step:?}");
+            };
+            self.carries += 1;
+            if self.carries <= self.again {
+                return Some(Told::Carried {
+                    conn: c,
+                    how: Carried::Again,
+                });
+            }
+            self.blocking.push(core.blocking());
+            let slot = core.slots.get_mut(key)?;
+            let mut buf = [0u8; 4096];
+            loop {
+                let link = slot.link(c)?;
+                let how = match link.conn.read(&mut buf) {
+                    Ok(0) => Carried::Eof,
+                    Ok(n) => {
+                        slot.flow.got += n;
+                        if let Some(d) = slot.flow.then.take() {
+                            slot.flow.deadline = Some(d);
+                        }
+                        if slot.flow.got < slot.flow.want {
+                            continue;
+                        }
+                        Carried::Finished
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Carried::Blocked,
+                    Err(e) => Carried::Failed(e),
+                };
+                return Some(Told::Carried { conn: c, how });
+            }
+        }
+
+        fn deadline(&self, _core: &Core<Self>) -> Option<Instant> {
+            Some(self.limit)
+        }
+
+        fn single(&self, _core: &Core<Self>) -> Option<Arc<Signals>> {
+            self.signals.clone()
+        }
+    }
+
+    fn worker(kind: Fake) -> Worker<Fake> {
+        let (driver, _) = Driver::new(false).unwrap();
+        let clock = WindowClock::start(0, None).unwrap();
+        let now = Instant::now();
+        let core = Core::new(driver, clock, None, 0, false, Counters::new(false), now);
+        Worker::new(core, kind)
+    }
+
+    /// A flow on one end of a socket pair; the other end.
+    fn with_pair(w: &mut Worker<Fake>, flow: Reader) -> (usize, std::os::unix::net::UnixStream) {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let key = w.core.add(flow);
+        let conn = Conn::Unix(mio::net::UnixStream::from_std(a));
+        w.core.attach(key, 0, conn).unwrap();
+        (key, b)
+    }
+
+    #[test]
+    fn a_flow_is_driven_by_its_sockets_events_and_the_last_one_done_stops_the_loop() {
+        let mut w = worker(Fake::new());
+        let flow = Reader {
+            want: 10_000,
+            ..Reader::default()
+        };
+        let (key, mut peer) = with_pair(&mut w, flow);
+        let writer = std::thread::spawn(move || {
+            for _ in 0..10 {
+                peer.write_all(&[7u8; 1000]).unwrap();
+            }
+            peer
+        });
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        let _peer = writer.join().unwrap();
+        let s = &w.core.slots[key];
+        assert_eq!(s.flow.got, 10_000);
+        assert!(s.is_done());
+        assert_eq!(w.core.live(), 0);
+        assert!(
+            Instant::now() < w.kind.limit,
+            "stopped by its flow, not its limit"
+        );
+    }
+
+    #[test]
+    fn only_the_deadline_a_flow_gave_last_is_told() {
+        let mut w = worker(Fake::new());
+        let start = Instant::now();
+        let (first, last) = (
+            start + Duration::from_millis(30),
+            start + Duration::from_millis(120),
+        );
+        let flow = Reader {
+            want: usize::MAX,
+            deadline: Some(Deadline::at(first)),
+            then: Some(Deadline::at(last)),
+            done_at_timer: true,
+            ..Reader::default()
+        };
+        let (key, mut peer) = with_pair(&mut w, flow);
+        // Driven with nothing to read: its first deadline is armed.
+        w.drive(key, start);
+        // Bytes come: it gives another deadline, which replaces the first.
+        peer.write_all(b"x").unwrap();
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        let s = &w.core.slots[key];
+        assert_eq!(s.flow.got, 1);
+        assert_eq!(s.flow.timers, vec![last], "told of its last deadline only");
+        assert!(s.is_done());
+        assert!(Instant::now() >= last);
+    }
+
+    #[test]
+    fn a_deadline_that_came_is_told_once_while_the_flow_gives_it_still() {
+        let mut kind = Fake::new();
+        let start = Instant::now();
+        // The kind ends the loop well after the deadline.
+        kind.limit = start + Duration::from_millis(150);
+        let mut w = worker(kind);
+        let at = start + Duration::from_millis(20);
+        let flow = Reader {
+            want: usize::MAX,
+            deadline: Some(Deadline::at(at)),
+            ..Reader::default()
+        };
+        let (key, _peer) = with_pair(&mut w, flow);
+        w.drive(key, start);
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.slots[key].flow.timers, vec![at]);
+    }
+
+    #[test]
+    fn a_carry_stopped_at_its_budget_is_carried_again_without_an_event() {
+        let mut kind = Fake::new();
+        kind.again = 3;
+        let mut w = worker(kind);
+        let flow = Reader {
+            want: 5,
+            ..Reader::default()
+        };
+        let (key, mut peer) = with_pair(&mut w, flow);
+        peer.write_all(b"hello").unwrap();
+        // One drive before the loop: its carries say "again" three times,
+        // and the again queue carries it on, with no more bytes coming.
+        w.drive(key, Instant::now());
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.kind.carries, 4);
+        assert_eq!(w.core.slots[key].flow.got, 5);
+        assert!(Instant::now() < w.kind.limit);
+    }
+
+    #[test]
+    fn a_spinning_flow_spins_a_slice_at_a_time_and_is_told_each() {
+        let mut w = worker(Fake::new());
+        let flow = Reader {
+            want: 1,
+            spin: Duration::from_millis(5),
+            ..Reader::default()
+        };
+        let (key, mut peer) = with_pair(&mut w, flow);
+        peer.write_all(b"!").unwrap();
+        w.drive(key, Instant::now());
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        let f = &w.core.slots[key].flow;
+        // A slice at a time (a preempted one may last longer, never shorter).
+        assert!(f.spun.len() >= 2, "{:?}", f.spun);
+        let whole = &f.spun[..f.spun.len() - 1];
+        assert!(whole.iter().all(|d| *d >= SPIN_SLICE), "{:?}", f.spun);
+        assert!(f.spun.iter().sum::<Duration>() >= Duration::from_millis(5));
+        assert_eq!(f.got, 1);
+    }
+
+    #[test]
+    fn a_single_parkable_flow_is_carried_in_its_blocking_read_until_it_is_done() {
+        let mut kind = Fake::new();
+        kind.signals = Some(Arc::new(Signals::default()));
+        let mut w = worker(kind);
+        let flow = Reader {
+            want: 3000,
+            parkable: true,
+            ..Reader::default()
+        };
+        let (key, mut peer) = with_pair(&mut w, flow);
+        let writer = std::thread::spawn(move || {
+            for _ in 0..3 {
+                peer.write_all(&[1u8; 1000]).unwrap();
+            }
+            peer
+        });
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        let _peer = writer.join().unwrap();
+        assert_eq!(w.core.slots[key].flow.got, 3000);
+        assert!(w.kind.blocking.iter().all(|b| *b), "{:?}", w.kind.blocking);
+        assert!(!w.core.blocking(), "unparked once done");
+    }
+
+    #[test]
+    fn a_flow_that_is_not_parkable_or_not_alone_waits_in_the_event_wait() {
+        let mut kind = Fake::new();
+        kind.signals = Some(Arc::new(Signals::default()));
+        let mut w = worker(kind);
+        let (_, mut p1) = with_pair(
+            &mut w,
+            Reader {
+                want: 1,
+                parkable: true,
+                ..Reader::default()
+            },
+        );
+        let (_, mut p2) = with_pair(
+            &mut w,
+            Reader {
+                want: 1,
+                parkable: true,
+                ..Reader::default()
+            },
+        );
+        p1.write_all(b"a").unwrap();
+        p2.write_all(b"b").unwrap();
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.live(), 0);
+        assert!(w.kind.blocking.iter().all(|b| !*b), "{:?}", w.kind.blocking);
+    }
+}
