@@ -1,5 +1,6 @@
-//! The data path of one test on the server: one event loop over the test's
-//! streams and its control connection, as iperf3 runs one. It counts what it
+//! The data path of one test on the server: the engine's one worker
+//! (`worker::generic`) over the test's streams, each a flow ([`Stream`]),
+//! and its control connection, as iperf3 runs one loop per test. It counts what it
 //! receives, sends what it must (whole blocks, paced when the client asked
 //! for a rate, up to `-n`/`-k`), and watches the control connection for the
 //! client's `TEST_END`. Then it makes sure the counts are whole: it reads
@@ -19,14 +20,16 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use linkperf_engine::driver::{self, Driver, Turn};
+use linkperf_engine::driver::Driver;
+use linkperf_engine::flow::step::{Carried, Deadline, Flow, Step, Told};
 use linkperf_engine::flow::Pacer;
 use linkperf_engine::io::Conn;
+use linkperf_engine::worker::generic::{Core, Kind, Parts, Worker, KIND_TOKENS};
 use linkperf_engine::worker::WindowClock;
 use linkperf_engine::{Counters, Schedule};
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, ProcessCpu};
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Registry, Token};
+use mio::{Events, Interest, Token};
 
 use crate::server::accounting::{Budget, EndOfSending, Iperf3Tally, Sample, Stamp};
 use crate::server::plan::TestPlan;
@@ -36,7 +39,8 @@ use crate::wire::{State, UdpHeader};
 pub(crate) use tail::DataPhase;
 use tail::{drain, terminate, wait_delivered, Tail};
 
-const CTRL: Token = Token(usize::MAX - 1);
+/// The control connection's token: one of the kind's own (past every flow's).
+const CTRL: Token = Token(KIND_TOKENS);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
 
@@ -97,17 +101,17 @@ pub(crate) struct DataOutcome {
     pub errors: Vec<String>,
 }
 
-struct Live {
+/// One stream of the test as the server's worker carries it: a flow
+/// (sans-IO: its socket is the worker's), sending whole blocks paced as
+/// the client asked, or counting what arrives.
+pub(super) struct Stream {
     id: u32,
     sends: bool,
-    sock: Conn,
     tally: Iperf3Tally,
     /// Bytes of the current block already written (TCP senders).
     off: usize,
     pacer: Option<Pacer>,
     open: bool,
-    /// Waiting for a writable edge.
-    blocked: bool,
     /// The largest window the client advertised (its receive buffer, empty).
     peer_max_window: u32,
     /// Holding its next block until the client has read more (near its end).
@@ -116,6 +120,36 @@ struct Live {
     end: EndOfSending,
     /// Last time the client's reading was measured.
     sampled: Option<Instant>,
+    /// When a sender must look again whatever its socket does: its
+    /// pacer's next block, or the next look of a holding sender.
+    wake: Option<Instant>,
+}
+
+impl Flow for Stream {
+    type Counts = Counters;
+
+    fn step(&mut self, _now: Instant, _counts: &mut Counters) -> Step {
+        if self.open {
+            Step::Carry(0)
+        } else {
+            Step::Done
+        }
+    }
+
+    fn told(&mut self, _what: Told, _now: Instant, _counts: &mut Counters) {
+        // What a carry came to is in the stream already (it closed, or
+        // waits for its socket or its wake-up).
+    }
+
+    fn deadline(&self) -> Option<Deadline> {
+        self.wake.filter(|_| self.open).map(Deadline::at)
+    }
+}
+
+/// A stream with its socket, after the data phase's loop (its tail).
+pub(super) struct Live {
+    pub(super) st: Stream,
+    pub(super) sock: Conn,
 }
 
 /// Until the client's end is near (see `EndOfSending::near`), how often a
@@ -124,20 +158,15 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// How often a holding sender looks again.
 const HOLD_CHECK: Duration = Duration::from_millis(1);
 
-/// Registers each stream with the loop under the token of its index, each
-/// sender with its pacer, and gives it a flow slot in `counters`.
-fn register_streams(
-    registry: &Registry,
+/// Gives each stream to the worker (its socket registered under its
+/// key), each sender its pacer, and each a flow slot in the counters.
+fn add_streams(
+    core: &mut Core<Iperf3Kind<'_>>,
     streams: Vec<DataStream>,
     plan: &TestPlan,
     start: Instant,
-    counters: &mut Counters,
-) -> io::Result<Vec<Live>> {
-    let mut live = Vec::with_capacity(streams.len());
-    for (i, s) in streams.into_iter().enumerate() {
-        let mut sock = s.sock;
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        registry.register(sock.source(), Token(i), interest)?;
+) -> io::Result<()> {
+    for s in streams {
         let pacer = if s.sends {
             // As iperf3 paces: the first block at once, and however far
             // behind, it catches up.
@@ -145,23 +174,24 @@ fn register_streams(
         } else {
             None
         };
-        let udp = matches!(sock, Conn::Udp(_));
-        live.push(Live {
+        let udp = matches!(s.sock, Conn::Udp(_));
+        let tally = Iperf3Tally::new(&mut core.counts, s.id, s.sends, udp);
+        let key = core.add(Stream {
             id: s.id,
             sends: s.sends,
-            tally: Iperf3Tally::new(counters, s.id, s.sends, udp),
-            sock,
+            tally,
             off: 0,
             pacer,
             open: true,
-            blocked: false,
             peer_max_window: 0,
             holding: false,
             end: EndOfSending::default(),
             sampled: None,
+            wake: None,
         });
+        core.attach(key, 0, s.sock)?;
     }
-    Ok(live)
+    Ok(())
 }
 
 /// Each stream's record; the receivers still open after a test's end, with
@@ -171,16 +201,16 @@ fn records(live: Vec<Live>, end: Finish) -> (Vec<StreamRecord>, Vec<(usize, Live
     let mut receivers = Vec::new();
     for l in live {
         records.push(StreamRecord {
-            id: l.id,
-            sends: l.sends,
-            retransmits: match (&l.sock, l.sends) {
+            id: l.st.id,
+            sends: l.st.sends,
+            retransmits: match (&l.sock, l.st.sends) {
                 (Conn::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
                 _ => None,
             },
-            tally: l.tally.clone(),
+            tally: l.st.tally.clone(),
         });
-        // Still registered, under the token of its index.
-        if end == Finish::TestEnd && !l.sends && l.open {
+        // Still registered.
+        if end == Finish::TestEnd && !l.st.sends && l.st.open {
             receivers.push((records.len() - 1, l));
         }
     }
@@ -198,12 +228,9 @@ pub(crate) fn run(
     terminating: &std::sync::atomic::AtomicBool,
 ) -> io::Result<DataPhase> {
     let start = Instant::now();
-    // The CPU is the whole phase's: a window open from the start.
-    let mut clock = WindowClock::start(0, None).map_err(io::Error::other)?;
-    clock.tick(
-        &Schedule::new(start, Duration::ZERO, plan.limit, Duration::ZERO),
-        start,
-    );
+    // The CPU is the whole phase's: a window open from the start (and
+    // closed after the tail).
+    let clock = WindowClock::start(0, None).map_err(io::Error::other)?;
     // The omitted seconds are the warm-up; the limit ends the window.
     let schedule = Schedule::new(
         start,
@@ -213,53 +240,68 @@ pub(crate) fn run(
     );
     let mut counters = Counters::new(false);
     counters.set_schedule(schedule);
-    let deadline = start + plan.limit;
     let (driver, _) = Driver::new(false)?;
     ctrl.set_nonblocking(true)?;
     let ctrl_fd = ctrl.as_raw_fd();
     driver
         .registry()
         .register(&mut SourceFd(&ctrl_fd), CTRL, Interest::READABLE)?;
-    let live = register_streams(driver.registry(), streams, plan, start, &mut counters)?;
-    let buf = payload(plan.blksize.max(MIN_BUFFER));
-    let mut streams = Streams {
-        driver,
+    let mut core = Core::new(driver, clock, None, 0, false, counters, start);
+    core.set_schedule(schedule);
+    core.set_window_schedule(Schedule::new(
+        start,
+        Duration::ZERO,
+        plan.limit,
+        Duration::ZERO,
+    ));
+    add_streams(&mut core, streams, plan, start)?;
+    let kind = Iperf3Kind {
         ctrl,
-        live,
-        counters,
-        buf,
+        buf: payload(plan.blksize.max(MIN_BUFFER)),
         budget: Budget::new(plan.bytes, plan.blocks),
         omitting: !plan.omit.is_zero(),
         errors: Vec::new(),
         plan,
-        client_end,
+        end: client_end.map(|e| (e, start)),
         schedule,
-        deadline,
+        deadline: start + plan.limit,
         terminating,
-        end: None,
+        finish: None,
     };
+    let mut worker = Worker::new(core, kind);
     let mut events = Events::with_capacity(256);
-    driver::run(&mut streams, &mut events)?;
-    let Streams {
-        mut driver,
-        mut live,
-        mut counters,
+    worker.run(&mut events)?;
+    let Worker { core, kind } = worker;
+    let Iperf3Kind {
         mut buf,
         omitting,
         mut errors,
-        end,
+        finish,
         ..
-    } = streams;
+    } = kind;
+    let mut parts = core.into_parts();
+    // Each stream with its socket (still registered), in the order given.
+    let mut live: Vec<Live> = std::mem::take(&mut parts.slots)
+        .into_iter()
+        .filter_map(|(_, mut slot)| {
+            let sock = slot.links.pop()?.conn;
+            Some(Live {
+                st: slot.flow,
+                sock,
+            })
+        })
+        .collect();
+    let (driver, counts) = (&mut parts.driver, &mut parts.counts);
     // The loop stops only once the phase has an end.
-    let end = end.unwrap_or(Finish::Deadline);
+    let end = finish.unwrap_or(Finish::Deadline);
     let ended = Instant::now();
     if end == Finish::Shutdown {
         terminate(
             ctrl,
-            &mut driver,
+            driver,
             &mut events,
             &mut live,
-            &mut counters,
+            counts,
             &mut buf,
             plan,
             &mut errors,
@@ -267,16 +309,16 @@ pub(crate) fn run(
     }
     if end == Finish::TestEnd {
         drain(
-            &mut driver,
+            driver,
             &mut events,
             &mut live,
-            &mut counters,
+            counts,
             &mut buf,
             plan,
             !omitting,
             &mut errors,
         );
-        wait_delivered(&mut driver, &mut events, &live);
+        wait_delivered(driver, &mut events, &live);
     }
     let congestion = live.iter().find_map(|l| match &l.sock {
         Conn::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
@@ -290,12 +332,13 @@ pub(crate) fn run(
     } else {
         schedule.measure_from.min(ended)
     };
-    clock.close();
-    let (cpu, _) = clock.finish(u32::try_from(records.len()).unwrap_or(u32::MAX));
+    let flows = u32::try_from(records.len()).unwrap_or(u32::MAX);
+    let (cpu, _, _) = parts.finish(flows);
+    let Parts { driver, counts, .. } = parts;
     Ok(DataPhase {
         out: DataOutcome {
             end,
-            counters,
+            counters: counts,
             records,
             seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
             wall_s: ended.saturating_duration_since(start).as_secs_f64(),
@@ -313,108 +356,109 @@ pub(crate) fn run(
     })
 }
 
-/// The data phase's streams as the engine driver's loop turns them, until
-/// the phase has an end.
-struct Streams<'a> {
-    driver: Driver,
+/// The data phase's streams as the one engine worker carries them, until
+/// the phase has an end: what stays the iperf3 server's own.
+struct Iperf3Kind<'a> {
     ctrl: &'a TcpStream,
-    live: Vec<Live>,
-    counters: Counters,
     buf: Vec<u8>,
     budget: Budget,
     /// Inside `-O`'s omitted seconds.
     omitting: bool,
     errors: Vec<String>,
     plan: &'a TestPlan,
-    client_end: Option<Instant>,
+    /// When the client stops counting, and the test's start.
+    end: Option<(Instant, Instant)>,
     /// The omitted seconds, then the counted ones until the limit.
     schedule: Schedule,
     deadline: Instant,
     terminating: &'a std::sync::atomic::AtomicBool,
     /// How the phase ended, once it has.
-    end: Option<Finish>,
+    finish: Option<Finish>,
 }
 
-impl driver::Flows for Streams<'_> {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.driver
-    }
+impl Kind for Iperf3Kind<'_> {
+    type Flow = Stream;
+    type Counts = Counters;
+    // iperf3's results carry a sender's retransmits only, read at its end.
+    const TCP_INFO: bool = false;
 
-    fn turn(&mut self, now: Instant) -> Turn {
-        if now >= self.deadline {
-            self.end.get_or_insert(Finish::Deadline);
-        }
-        if self.terminating.load(std::sync::atomic::Ordering::Acquire) {
-            self.end.get_or_insert(Finish::Shutdown);
-        }
-        if self.end.is_some() {
-            return Turn::Stop;
-        }
+    fn begin(&mut self, core: &mut Core<Self>, now: Instant) {
         if self.omitting && now >= self.schedule.measure_from {
             self.omitting = false;
-            for l in &mut self.live {
-                l.tally.omit_over();
+            for (_, s) in core.slots.iter_mut() {
+                s.flow.tally.omit_over();
             }
         }
-        let end = self.client_end.map(|e| (e, self.schedule.start));
-        for l in self
-            .live
-            .iter_mut()
-            .filter(|l| l.sends && l.open && !l.blocked)
-        {
-            send(
-                l,
-                &mut self.counters,
+    }
+
+    fn stop(&mut self, _core: &Core<Self>, now: Instant) -> bool {
+        if now >= self.deadline {
+            self.finish.get_or_insert(Finish::Deadline);
+        }
+        if self.terminating.load(std::sync::atomic::Ordering::Acquire) {
+            self.finish.get_or_insert(Finish::Shutdown);
+        }
+        self.finish.is_some()
+    }
+
+    fn perform(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        _step: Step,
+        now: &mut Instant,
+    ) -> Option<Told> {
+        let counting = !self.omitting;
+        let slot = core.slots.get_mut(key)?;
+        let sock = &mut slot.links.last_mut()?.conn;
+        let st = &mut slot.flow;
+        let counters = &mut core.counts;
+        if slot.readable {
+            slot.readable = false;
+            receive(
+                st,
+                sock,
+                counters,
+                &mut self.buf,
+                self.plan,
+                counting,
+                *now,
+                &mut self.errors,
+            );
+        }
+        if st.sends && st.open && slot.writable {
+            let sent = send(
+                st,
+                sock,
+                counters,
                 &mut self.buf,
                 self.plan,
                 &mut self.budget,
-                !self.omitting,
-                now,
-                end,
+                counting,
+                *now,
+                self.end,
                 &mut self.errors,
             );
-        }
-        // The omitted seconds' end and the limit are the schedule's edges.
-        let mut wake = self.deadline;
-        if self.budget.may_start() {
-            for l in self.live.iter().filter(|l| l.sends && l.open && !l.blocked) {
-                if let Some(p) = &l.pacer {
-                    wake = wake.min(p.due().max(now + Duration::from_micros(200)));
-                }
-                if l.holding {
-                    wake = wake.min(now + HOLD_CHECK);
-                }
+            if sent == Sent::Blocked {
+                slot.writable = false;
             }
         }
-        let schedule = Some(&self.schedule);
-        Turn::Wait(self.driver.timeout(now, schedule, Some(wake), false))
+        let how = if st.open {
+            Carried::Blocked
+        } else {
+            Carried::Eof
+        };
+        Some(Told::Carried { conn: 0, how })
     }
 
-    fn event(&mut self, ev: &mio::event::Event, now: Instant) {
-        if self.end.is_some() {
-            return;
+    fn event(&mut self, _core: &mut Core<Self>, ev: &mio::event::Event, _now: Instant) {
+        if ev.token() == CTRL && self.finish.is_none() {
+            self.finish = read_control(self.ctrl);
         }
-        if ev.token() == CTRL {
-            self.end = read_control(self.ctrl);
-            return;
-        }
-        let Some(l) = self.live.get_mut(ev.token().0) else {
-            return;
-        };
-        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-            receive(
-                l,
-                &mut self.counters,
-                &mut self.buf,
-                self.plan,
-                !self.omitting,
-                now,
-                &mut self.errors,
-            );
-        }
-        if ev.is_writable() {
-            l.blocked = false;
-        }
+    }
+
+    fn deadline(&self, _core: &Core<Self>) -> Option<Instant> {
+        Some(self.deadline)
     }
 }
 
@@ -451,7 +495,7 @@ fn read_control(mut ctrl: &TcpStream) -> Option<Finish> {
     }
 }
 
-fn close(l: &mut Live, why: Option<String>, errors: &mut Vec<String>) {
+fn close(l: &mut Stream, why: Option<String>, errors: &mut Vec<String>) {
     if l.open {
         l.open = false;
         if let Some(w) = why {
@@ -463,8 +507,10 @@ fn close(l: &mut Live, why: Option<String>, errors: &mut Vec<String>) {
 }
 
 /// Reads what has arrived by `now`; returns the bytes read.
-fn receive(
-    l: &mut Live,
+#[allow(clippy::too_many_arguments)]
+pub(super) fn receive(
+    l: &mut Stream,
+    sock: &mut Conn,
     counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
@@ -477,9 +523,9 @@ fn receive(
     }
     let mut got = 0;
     loop {
-        let r = l.sock.read(buf);
+        let r = sock.read(buf);
         match r {
-            Ok(0) if l.sock.is_tcp() => {
+            Ok(0) if sock.is_tcp() => {
                 // The client closed its end.
                 close(l, None, errors);
                 return got;
@@ -490,7 +536,7 @@ fn receive(
                     continue; // nothing is expected here; drop it
                 }
                 let (t, len) = (&mut l.tally, n as u64);
-                match &l.sock {
+                match &*sock {
                     Conn::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
                         Ok(h) => {
                             let (sec, usec) = sys::monotonic_now();
@@ -528,7 +574,8 @@ fn receive(
 /// the server's clock, which started before the client's (a datagram reaches
 /// a client on this host as it is sent, one sent later is never counted).
 fn ending(
-    l: &mut Live,
+    l: &mut Stream,
+    sock: &Conn,
     counters: &Counters,
     now: Instant,
     end: Option<(Instant, Instant)>,
@@ -537,7 +584,7 @@ fn ending(
     let Some((end, start)) = end else {
         return false;
     };
-    let t = match &l.sock {
+    let t = match sock {
         Conn::Tcp(t) => t,
         _ => return now >= end,
     };
@@ -569,10 +616,26 @@ fn ending(
     l.end.near(&sample, end) && l.end.stop(&sample, end)
 }
 
-/// Sends whole blocks while the socket, the budget and the pacer allow.
+/// How a sender's sending stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sent {
+    /// Its socket is full: until it is writable again.
+    Blocked,
+    /// The budget, its pacer or its end held it (its wake-up says until
+    /// when), or it closed.
+    Stopped,
+}
+
+/// Shortest wait of a sender held by its pacer: a block that is not quite
+/// due is not worth a wake-up of its own.
+const PACE_FLOOR: Duration = Duration::from_micros(200);
+
+/// Sends whole blocks while the socket, the budget and the pacer allow;
+/// sets when the sender must look again.
 #[allow(clippy::too_many_arguments)]
 fn send(
-    l: &mut Live,
+    l: &mut Stream,
+    sock: &mut Conn,
     counters: &mut Counters,
     buf: &mut [u8],
     plan: &TestPlan,
@@ -581,23 +644,32 @@ fn send(
     now: Instant,
     end: Option<(Instant, Instant)>,
     errors: &mut Vec<String>,
-) {
+) -> Sent {
     let blk = plan.blksize;
+    l.wake = None;
     loop {
-        let starting = match &l.sock {
+        let starting = match &*sock {
             Conn::Tcp(_) => l.off == 0,
             _ => true,
         };
         if starting {
-            if !budget.may_start() || l.pacer.as_mut().is_some_and(|p| !p.may_send(now)) {
-                return;
+            if !budget.may_start() {
+                return Sent::Stopped;
             }
-            l.holding = ending(l, counters, Instant::now(), end, blk);
+            if let Some(p) = l.pacer.as_mut() {
+                if !p.may_send(now) {
+                    l.wake = Some(p.due().max(now + PACE_FLOOR));
+                    return Sent::Stopped;
+                }
+            }
+            let at = Instant::now();
+            l.holding = ending(l, sock, counters, at, end, blk);
             if l.holding {
-                return;
+                l.wake = Some(at + HOLD_CHECK);
+                return Sent::Stopped;
             }
         }
-        let r = match &mut l.sock {
+        let r = match &mut *sock {
             Conn::Udp(u) => {
                 let (sec, usec) = sys::monotonic_now();
                 let h = UdpHeader {
@@ -607,7 +679,7 @@ fn send(
                 };
                 if h.encode(plan.udp_wide, &mut buf[..blk]).is_err() {
                     close(l, Some("block smaller than the UDP header".into()), errors);
-                    return;
+                    return Sent::Stopped;
                 }
                 u.send(&buf[..blk])
             }
@@ -616,7 +688,7 @@ fn send(
         match r {
             Ok(0) => {
                 close(l, Some("the socket took no bytes".into()), errors);
-                return;
+                return Sent::Stopped;
             }
             Ok(n) => {
                 if starting {
@@ -626,7 +698,7 @@ fn send(
                     p.sent_bytes(n as u64);
                 }
                 let (t, len) = (&mut l.tally, n as u64);
-                match &l.sock {
+                match &*sock {
                     Conn::Tcp(_) | Conn::Unix(_) => {
                         t.bytes(counters, len, now, counting);
                         l.off += n;
@@ -638,17 +710,104 @@ fn send(
                     Conn::Udp(_) => t.datagram_sent(counters, len, now, counting),
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                l.blocked = true;
-                return;
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Blocked,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             // UDP: an ICMP error from an earlier datagram; the next may pass.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                l.wake = Some(now + PACE_FLOOR);
+                return Sent::Stopped;
+            }
             Err(e) => {
                 close(l, Some(e.to_string()), errors);
-                return;
+                return Sent::Stopped;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::plan::{plan, Limits};
+    use crate::wire::{decode_json, TestParams};
+
+    fn udp_plan(rate_bps: u64) -> TestPlan {
+        let json = format!(r#"{{"udp":true,"time":1,"len":1000,"bandwidth":{rate_bps}}}"#);
+        let p: TestParams = decode_json(json.as_bytes()).unwrap();
+        let limits = Limits {
+            max_duration: Duration::from_secs(60),
+            max_streams: 8,
+        };
+        plan(&p, &limits).unwrap()
+    }
+
+    fn stream(plan: &TestPlan, counters: &mut Counters, start: Instant) -> Stream {
+        Stream {
+            id: 1,
+            sends: true,
+            tally: Iperf3Tally::new(counters, 1, true, true),
+            off: 0,
+            pacer: plan.rate.map(|r| Pacer::new(r, start, None)),
+            open: true,
+            peer_max_window: 0,
+            holding: false,
+            end: EndOfSending::default(),
+            sampled: None,
+            wake: None,
+        }
+    }
+
+    #[test]
+    fn a_stream_carries_while_open_and_is_done_once_closed() {
+        let p = udp_plan(8_000);
+        let (mut counters, now) = (Counters::new(false), Instant::now());
+        let mut st = stream(&p, &mut counters, now);
+        st.wake = Some(now);
+        assert_eq!(st.step(now, &mut counters), Step::Carry(0));
+        assert_eq!(st.deadline(), Some(Deadline::at(now)));
+        close(&mut st, Some("gone".into()), &mut Vec::new());
+        assert_eq!(st.step(now, &mut counters), Step::Done);
+        assert_eq!(st.deadline(), None, "a closed stream is looked at no more");
+    }
+
+    #[test]
+    fn a_paced_sender_sends_its_block_then_looks_again_when_the_next_is_due() {
+        // 8 kbit/s of 1000-byte datagrams: one a second.
+        let p = udp_plan(8_000);
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(peer.local_addr().unwrap()).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let mut sock = Conn::Udp(mio::net::UdpSocket::from_std(sock));
+        let (mut counters, start) = (Counters::new(false), Instant::now());
+        counters.set_schedule(Schedule::new(
+            start,
+            Duration::ZERO,
+            Duration::from_secs(10),
+            Duration::ZERO,
+        ));
+        let mut st = stream(&p, &mut counters, start);
+        let mut budget = Budget::new(None, None);
+        let mut buf = payload(MIN_BUFFER);
+        let mut errors = Vec::new();
+        let sent = send(
+            &mut st,
+            &mut sock,
+            &mut counters,
+            &mut buf,
+            &p,
+            &mut budget,
+            true,
+            start,
+            None,
+            &mut errors,
+        );
+        assert_eq!(sent, Sent::Stopped);
+        assert_eq!(st.tally.packets(), 1, "the first block goes at once");
+        let mut got = [0u8; 2048];
+        assert_eq!(peer.recv(&mut got).unwrap(), 1000);
+        let wake = st.deadline().expect("held by its pacer").at;
+        assert!(wake >= start + Duration::from_millis(900), "{wake:?}");
+        assert!(errors.is_empty(), "{errors:?}");
     }
 }

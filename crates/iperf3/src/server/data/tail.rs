@@ -63,7 +63,7 @@ impl DataPhase {
         let records = &mut self.out.records;
         let counters = &mut self.out.counters;
         let t = &mut self.tail;
-        let theirs_of = |l: &Live| theirs.stream(i64::from(l.id));
+        let theirs_of = |l: &Live| theirs.stream(i64::from(l.st.id));
         let tcp = |l: &Live| l.sock.is_tcp();
         let tcp_wanted: u64 = if plan.omit.is_zero() {
             t.receivers
@@ -92,11 +92,11 @@ impl DataPhase {
                 .sum();
             let tcp_short = tcp_had < tcp_wanted;
             receivers.retain(|(_, l)| {
-                l.open
+                l.st.open
                     && if tcp(l) {
                         tcp_short
                     } else {
-                        theirs_of(l).is_some_and(|s| (l.tally.packets() as i64) < s.packets)
+                        theirs_of(l).is_some_and(|s| (l.st.tally.packets() as i64) < s.packets)
                     }
             });
             if receivers.is_empty() {
@@ -104,14 +104,25 @@ impl DataPhase {
             }
             let mut got = 0;
             for (i, l) in receivers.iter_mut() {
-                got += receive(l, counters, buf, plan, counting, now, errors);
-                records[*i].tally = l.tally.clone();
+                got += receive(
+                    &mut l.st,
+                    &mut l.sock,
+                    counters,
+                    buf,
+                    plan,
+                    counting,
+                    now,
+                    errors,
+                );
+                records[*i].tally = l.st.tally.clone();
             }
             let now = Instant::now();
             if got > 0 {
                 last = now;
             }
-            let lossy = receivers.iter().any(|(_, l)| !tcp(l) && l.tally.lost() > 0);
+            let lossy = receivers
+                .iter()
+                .any(|(_, l)| !tcp(l) && l.st.tally.lost() > 0);
             if now - t0 >= DRAIN_MAX || (lossy && now - last >= QUIET) {
                 return Turn::Stop;
             }
@@ -142,8 +153,17 @@ pub(super) fn terminate(
         if now - t0 >= TERMINATE_WAIT {
             return Turn::Stop;
         }
-        for l in live.iter_mut().filter(|l| !l.sends) {
-            receive(l, counters, buf, plan, false, now, errors);
+        for l in live.iter_mut().filter(|l| !l.st.sends) {
+            receive(
+                &mut l.st,
+                &mut l.sock,
+                counters,
+                buf,
+                plan,
+                false,
+                now,
+                errors,
+            );
         }
         if read_control(ctrl).is_some() {
             return Turn::Stop;
@@ -170,14 +190,23 @@ pub(super) fn drain(
     let mut last = t0;
     let mut turn = Polled::new(driver, |at| {
         let mut got = 0;
-        for l in live.iter_mut().filter(|l| !l.sends) {
-            got += receive(l, counters, buf, plan, counting, at, errors);
+        for l in live.iter_mut().filter(|l| !l.st.sends) {
+            got += receive(
+                &mut l.st,
+                &mut l.sock,
+                counters,
+                buf,
+                plan,
+                counting,
+                at,
+                errors,
+            );
         }
         let now = Instant::now();
         if got > 0 {
             last = now;
         }
-        let open = live.iter().any(|l| !l.sends && l.open);
+        let open = live.iter().any(|l| !l.st.sends && l.st.open);
         if !open || now - last >= QUIET || now - t0 >= DRAIN_MAX {
             return Turn::Stop;
         }
@@ -194,7 +223,7 @@ pub(super) fn drain(
 pub(super) fn wait_delivered(driver: &mut Driver, events: &mut Events, live: &[Live]) {
     let fds: Vec<RawFd> = live
         .iter()
-        .filter(|l| l.sends && l.open && l.sock.is_tcp())
+        .filter(|l| l.st.sends && l.st.open && l.sock.is_tcp())
         .map(|l| l.sock.as_raw_fd())
         .collect();
     if fds.is_empty() {
