@@ -255,6 +255,8 @@ impl WorkerReport {
             connections: 0,
             socket: None,
             flow_totals: Vec::new(),
+            #[cfg(test)]
+            parked: false,
         }
     }
 }

@@ -158,6 +158,22 @@ impl ServerTest {
         &self.endpoints
     }
 
+    /// How many of its workers' sockets are parked (on the blocking
+    /// single-flow fast path) now.
+    #[cfg(test)]
+    pub(crate) fn parked_sockets(&self) -> usize {
+        self.signals.parked_count()
+    }
+
+    /// Starts traffic on `schedule` (the client side's, so that both sides
+    /// count in the same window).
+    #[cfg(test)]
+    pub(crate) fn start_on(&self, schedule: Schedule) -> Schedule {
+        let s = self.signals.start(schedule);
+        self.wake();
+        s
+    }
+
     /// Starts traffic now.
     pub fn start(&self, drain: Duration) -> Schedule {
         let s = Schedule::new(Instant::now(), self.spec.warmup, self.spec.duration, drain);

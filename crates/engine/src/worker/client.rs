@@ -334,7 +334,13 @@ impl Worker {
         for i in 0..self.flows.len() {
             self.close(i);
         }
-        self.report()
+        let report = self.report();
+        #[cfg(test)]
+        let report = WorkerReport {
+            parked: single,
+            ..report
+        };
+        report
     }
 
     /// The socket of this worker's one request/response flow, if that is
@@ -362,6 +368,8 @@ impl Worker {
             connections: self.connections,
             socket: self.socket.take(),
             flow_totals,
+            #[cfg(test)]
+            parked: false,
         }
     }
 

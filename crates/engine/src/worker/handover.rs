@@ -72,6 +72,10 @@ pub struct WorkerReport {
     /// only; empty on the server). A foreign server's per-connection report
     /// (iperf3's) is compared against these.
     pub flow_totals: Vec<(u32, Totals)>,
+    /// Whether it carried a flow on the blocking single-flow fast path (its
+    /// socket parked in the side's signals): for the engine's own tests.
+    #[cfg(test)]
+    pub(crate) parked: bool,
 }
 
 /// Segments the TCP connection `fd` has retransmitted so far (0 when it is

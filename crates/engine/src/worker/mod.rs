@@ -5,6 +5,7 @@
 //! and how its thread starts (spawn.rs).
 //! The workers: a test's client (client.rs, client/) and server (server.rs,
 //! server/) sides, and a profile's on either side (profile.rs, profile/).
+//! Both sides of a test run together on loopback in tests.rs.
 
 pub(crate) mod buffers;
 pub(crate) mod client;
@@ -16,6 +17,8 @@ pub(crate) mod profile;
 pub(crate) mod server;
 pub(crate) mod signals;
 pub(crate) mod spawn;
+#[cfg(test)]
+mod tests;
 pub(crate) mod wake;
 pub(crate) mod window;
 

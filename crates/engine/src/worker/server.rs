@@ -144,6 +144,9 @@ pub(crate) struct Worker {
     last_read: Option<Instant>,
     /// A UDP stream's flows, by slot.
     udp: udp_stream::UdpStreams,
+    /// Whether a flow of this worker went on the single-flow fast path.
+    #[cfg(test)]
+    parked: bool,
 }
 
 fn new_logic(spec: &TestSpec, flow: u32) -> Logic {
@@ -206,6 +209,8 @@ impl Worker {
             expected,
             last_read: None,
             udp: udp_stream::UdpStreams::default(),
+            #[cfg(test)]
+            parked: false,
         }
     }
 
@@ -230,6 +235,8 @@ impl Worker {
             connections: self.connections,
             socket: self.socket,
             flow_totals: Vec::new(),
+            #[cfg(test)]
+            parked: self.parked,
         }
     }
 
@@ -250,6 +257,10 @@ impl Worker {
         if f.parked.is_none() {
             // The flow stays on this path until it closes.
             f.parked = Some(self.io.park(&mut f.conn, Token(k), &self.signals)?);
+            #[cfg(test)]
+            {
+                self.parked = true;
+            }
         }
         Some(k)
     }

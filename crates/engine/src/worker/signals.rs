@@ -95,6 +95,12 @@ impl Signals {
         }
     }
 
+    /// How many sockets are parked now.
+    #[cfg(test)]
+    pub(crate) fn parked_count(&self) -> usize {
+        self.parked.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     fn stopped(&self) -> bool {
         self.aborted() || self.finishing() || self.expired()
     }
