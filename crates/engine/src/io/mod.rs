@@ -1,7 +1,8 @@
 //! The engine's sockets and the I/O on them: creating, binding and
 //! connecting data sockets and setting their options in one place
 //! (socket.rs), dialing out with a greeting (dial.rs) and accepting
-//! (accept.rs; what the accepted say first is read behind gate.rs), moving
+//! (accept.rs; what the accepted say first is read behind gate.rs), a UDP
+//! socket's registration with the server (register.rs), moving
 //! a stream flow's bytes (stream.rs), UDP's batched system calls
 //! (datagram.rs: GSO and GRO) and a UDP stream's sends and reads on top of
 //! them (udp_stream.rs). Workers do their I/O through here; flows never do.
@@ -11,6 +12,7 @@ pub(crate) mod datagram;
 pub(crate) mod dial;
 pub(crate) mod exchange;
 pub mod gate;
+pub(crate) mod register;
 pub(crate) mod socket;
 pub(crate) mod stream;
 pub(crate) mod udp_stream;
@@ -18,6 +20,7 @@ pub(crate) mod udp_stream;
 pub use accept::{accept_next, Accept, AcceptRetry, ACCEPT_RETRY};
 pub use dial::{Dial, DialError};
 pub use gate::waiting_beyond;
+pub use register::{Register, Registration, REGISTER_RETRY};
 pub use socket::{
     apply, server_sndbuf, server_sndbuf_on, tcp_connect, tcp_listener, udp_bind, udp_connect, Conn,
     DataEndpoints, HostTcpMemory, Kind, Listener, Settings, SERVER_MIN_SNDBUF,

@@ -21,7 +21,7 @@ use crate::flow::udp_stream::UdpStreamHalves;
 use crate::flow::{OpenLoop, RrClient, Want};
 use crate::io::socket::{tcp_connect, udp_connect, unix_connect, Conn, DataEndpoints, Settings};
 use crate::io::stream::{StreamHalves, StreamIo};
-use crate::io::{Dial, DialError};
+use crate::io::{Dial, DialError, Register};
 use crate::live::LiveStats;
 use crate::open_tally::OpenTally;
 use crate::schedule::{Phase, Schedule};
@@ -42,14 +42,8 @@ enum Stage {
     Queued,
     /// Connecting, then greeting the server (its preamble).
     Dialing(Dial),
-    /// A UDP stream's registration sent, its answer awaited: sent again at
-    /// `next`, given up at `deadline`.
-    Registering {
-        /// When to send it again.
-        next: Instant,
-        /// When to give up.
-        deadline: Instant,
-    },
+    /// A UDP stream's registration sent, its answer awaited.
+    Registering(Register),
     /// Carrying payload.
     Open,
     /// Connect-per-transaction: response read, waiting for the server's close.

@@ -19,7 +19,9 @@ use mio::{Events, Interest, Token};
 
 use crate::counters::OPEN_WINDOW;
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
-use crate::io::{accept_next, Accept, AcceptRetry, Dial, DialError, Listener};
+use crate::io::{
+    accept_next, Accept, AcceptRetry, Dial, DialError, Listener, Register, Registration,
+};
 use crate::program::coord::{Arrival, Coord};
 use crate::program::script::{ConnOptions, MAX_CONNS};
 use crate::program::stats::ProfileCounters;
@@ -50,16 +52,12 @@ enum Link {
     /// A TCP connection (`dial` while it connects and sends its preamble).
     Tcp { conn: Conn, dial: Option<Dial> },
     /// The client's UDP socket, connected to the server's datagram endpoint;
-    /// registered once the server answered its registration (sent again at
-    /// `retry` until then).
+    /// registered once the server answered its registration (`register`
+    /// until then).
     Udp {
         conn: Conn,
         seq: u64,
-        registered: bool,
-        retry: Instant,
-        /// This socket's place among the connects of its user and
-        /// connection, from 1: the server's n-th accept takes the n-th.
-        ordinal: u64,
+        register: Option<Register>,
     },
     /// The server's side of a UDP connection: the worker's socket and the
     /// client's address (from its first datagram).

@@ -11,39 +11,23 @@ use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 use super::{Io, Logic, Stage, Worker};
 use crate::flow::udp_stream::{nanos_since, registration};
 use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
-use crate::io::Conn;
+use crate::io::{Conn, Register, Registration};
 use crate::schedule::{Phase, Schedule};
 
-/// How long a registration waits for its answer before it is sent again.
-const REGISTER_RETRY: Duration = Duration::from_millis(100);
 /// How long a flow tries to register before the test fails.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Worker {
-    /// Sends flow `i`'s registration; its first at `now` starts its clock.
+    /// Starts flow `i`'s registration at `now`: its first datagram goes at once.
     pub(super) fn register(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let tag = self.token.session_tag();
         let f = &mut self.flows[i];
-        let first = !matches!(f.stage, Stage::Registering { .. });
-        let deadline = match f.stage {
-            Stage::Registering { deadline, .. } => deadline,
-            _ => now + REGISTER_TIMEOUT,
-        };
+        let mut reg = Register::new(registration(tag, f.id), now, Some(REGISTER_TIMEOUT));
         if let Some(sock) = f.conn.as_ref().and_then(Conn::udp) {
-            match sock.send(&registration(tag, f.id)) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
+            reg.send_due(sock, now)?;
         }
-        f.stage = Stage::Registering {
-            next: now + REGISTER_RETRY,
-            deadline,
-        };
-        if first {
-            self.registering.push(i);
-        }
+        f.stage = Stage::Registering(reg);
+        self.registering.push(i);
         Ok(())
     }
 
@@ -51,23 +35,23 @@ impl Worker {
     /// waited too long fails the setup.
     pub(super) fn retry_registrations(&mut self, now: Instant) {
         for i in std::mem::take(&mut self.registering) {
-            let Stage::Registering { next, deadline } = self.flows[i].stage else {
+            let f = &mut self.flows[i];
+            let Stage::Registering(reg) = &mut f.stage else {
                 continue;
             };
             self.registering.push(i);
-            if now >= deadline {
-                let f = &self.flows[i];
+            if reg.gave_up(now) {
+                let (id, endpoint) = (f.id, f.endpoint);
                 self.connect_error = Some(format!(
-                    "flow {} could not register with {}: no answer to its UDP datagrams within {} s \
+                    "flow {id} could not register with {}: no answer to its UDP datagrams within {} s \
                      (does something between the hosts drop UDP?)",
-                    f.id,
-                    self.describe_endpoint(f.endpoint),
+                    self.describe_endpoint(endpoint),
                     REGISTER_TIMEOUT.as_secs()
                 ));
                 return;
             }
-            if now >= next {
-                if let Err(e) = self.register(i, now) {
+            if let Some(sock) = f.conn.as_ref().and_then(Conn::udp) {
+                if let Err(e) = reg.send_due(sock, now) {
                     self.fail_registration(i, e);
                     return;
                 }
@@ -86,30 +70,20 @@ impl Worker {
 
     /// Reads flow `i`'s socket for the server's answer to its registration.
     pub(super) fn await_registration(&mut self, i: usize) {
-        let tag = self.token.session_tag();
         let f = &mut self.flows[i];
-        let Some(sock) = f.conn.as_ref().and_then(Conn::udp) else {
+        let (Stage::Registering(reg), Some(sock)) = (&f.stage, f.conn.as_ref().and_then(Conn::udp))
+        else {
             return;
         };
-        let mut hdr = [0u8; UDP_HEADER_LEN + 1];
-        loop {
-            match sock.recv(&mut hdr) {
-                Ok(k) => {
-                    let answered = k == UDP_HEADER_LEN
-                        && UdpHeader::decode(&hdr[..k])
-                            .is_ok_and(|h| h.tag == tag && h.flow == f.id);
-                    if answered {
-                        f.stage = Stage::Open;
-                        self.registering.retain(|&r| r != i);
-                        self.connecting -= 1;
-                        self.open += 1;
-                        return;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail_registration(i, e),
+        match reg.read(sock) {
+            Registration::Registered => {
+                f.stage = Stage::Open;
+                self.registering.retain(|&r| r != i);
+                self.connecting -= 1;
+                self.open += 1;
             }
+            Registration::NotYet => {}
+            Registration::Failed(e) => self.fail_registration(i, e),
         }
     }
 

@@ -8,10 +8,6 @@ use super::*;
 /// user reads them; more are dropped (the path is then losing them anyway).
 pub(super) const MAX_QUEUED: usize = 8192;
 
-/// How long a UDP connection's registration waits for the server's answer
-/// before it is sent again.
-pub(super) const REGISTER_RETRY: Duration = Duration::from_millis(100);
-
 pub(super) const UDP: Token = Token(usize::MAX - 2);
 
 /// Server: one connection's UDP registrations not yet accepted. A client
@@ -115,12 +111,12 @@ impl Worker {
         let ordinal = self.udp_opened.entry((u, c)).or_default();
         *ordinal += 1;
         let ordinal = *ordinal;
+        // No deadline of its own: the connect's timeout bounds it.
+        let register = Register::new(self.registration(u, c, ordinal), now, None);
         self.links[u][c].push(Link::Udp {
             conn,
             seq: 0,
-            registered: false,
-            retry: now,
-            ordinal,
+            register: Some(register),
         });
         self.await_udp_answer(u, c, now)
     }
@@ -131,21 +127,19 @@ impl Worker {
         matches!(
             self.links[u][c].last(),
             Some(Link::Udp {
-                registered: false,
+                register: Some(_),
                 ..
             })
         )
     }
 
-    /// The header of user `u`'s registration of connection `c`'s newest
-    /// socket in its current transaction (the socket's ordinal where the
-    /// streams put their send time).
-    pub(super) fn registration(&self, u: usize, c: usize) -> [u8; UDP_HEADER_LEN] {
+    /// The header of user `u`'s registration of connection `c`'s socket
+    /// `ordinal` in its current transaction. The ordinal, the socket's place
+    /// among the connects of its user and connection from 1 (the server's
+    /// n-th accept takes the n-th), goes where the streams put their send
+    /// time.
+    fn registration(&self, u: usize, c: usize, ordinal: u64) -> [u8; UDP_HEADER_LEN] {
         let txn = self.users[u].txn() as u64;
-        let ordinal = match self.links[u][c].last() {
-            Some(Link::Udp { ordinal, .. }) => *ordinal,
-            _ => 0,
-        };
         let mut out = [0u8; UDP_HEADER_LEN];
         UdpHeader {
             tag: self.token.session_tag(),
@@ -160,40 +154,24 @@ impl Worker {
     /// Reads the server's answer to connection `c`'s registration, sending
     /// the registration (again) when it is due; true once answered.
     pub(super) fn await_udp_answer(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        let reg = self.registration(u, c);
-        let Some(Link::Udp {
-            conn,
-            registered,
-            retry,
-            ..
-        }) = self.links[u][c].last_mut()
-        else {
+        let Some(Link::Udp { conn, register, .. }) = self.links[u][c].last_mut() else {
             return false;
         };
-        let mut answer = [0u8; UDP_HEADER_LEN + 1];
-        loop {
-            match conn.read(&mut answer) {
-                Ok(k) if answer[..k] == reg => {
-                    *registered = true;
-                    break;
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let e = e.to_string();
-                    return self.fail(u, &format!("register with the server: {e}"), now);
-                }
-            }
-        }
-        if !*registered {
-            if now >= *retry {
-                let _ = conn.write(&reg);
-                *retry = now + REGISTER_RETRY;
-            }
-            let at = *retry;
-            self.io.timers.arm(at, u, 0);
+        let (Some(reg), Some(sock)) = (register.as_mut(), conn.udp()) else {
             return false;
+        };
+        match reg.read(sock) {
+            Registration::Registered => *register = None,
+            Registration::NotYet => {
+                let _ = reg.send_due(sock, now);
+                let at = reg.due();
+                self.io.timers.arm(at, u, 0);
+                return false;
+            }
+            Registration::Failed(e) => {
+                let e = e.to_string();
+                return self.fail(u, &format!("register with the server: {e}"), now);
+            }
         }
         self.connections += 1;
         self.users[u].op_done(now, &mut self.stats);
