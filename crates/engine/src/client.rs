@@ -19,7 +19,7 @@ use crate::worker::signals::Signals;
 use crate::worker::spawn::spawn_worker;
 use crate::worker::{cpus_for, Driver, WorkerReport};
 
-use crate::worker::client::{SetupEvent, Worker};
+use crate::worker::client::{ClientWorker, SetupEvent};
 
 /// How long after the drain's end a worker still waiting for an answer is
 /// released (its blocking read ended) by [`ClientTest::wait`].
@@ -106,7 +106,7 @@ impl ClientTest {
                         return WorkerReport::empty(w as u32);
                     }
                 };
-                let worker = Worker::new(
+                let worker = ClientWorker::new(
                     w as u32, spec, opts, endpoints, token, signals, driver, clock, &ids, live,
                     greeting,
                 );

@@ -195,6 +195,8 @@ pub struct Core<K: Kind> {
     parked: Option<(usize, Parked)>,
     /// A parkable flow was looked at and could not be parked: not again.
     unparkable: bool,
+    /// Whether a flow was ever carried on the fast path.
+    parked_once: bool,
 }
 
 impl<K: Kind> Core<K> {
@@ -224,6 +226,7 @@ impl<K: Kind> Core<K> {
             live: 0,
             parked: None,
             unparkable: false,
+            parked_once: false,
         }
     }
 
@@ -274,6 +277,11 @@ impl<K: Kind> Core<K> {
         self.parked.is_some()
     }
 
+    /// Whether a flow was ever carried on the blocking fast path.
+    pub fn parked_once(&self) -> bool {
+        self.parked_once
+    }
+
     /// Gives flow `key` socket `conn` as its connection `c`, registered
     /// for both readiness edges under its token.
     pub fn attach(&mut self, key: usize, c: ConnIx, mut conn: Conn) -> std::io::Result<()> {
@@ -303,10 +311,25 @@ impl<K: Kind> Core<K> {
             let schedule = self.schedule.as_ref();
             self.window
                 .closing(&link.conn, link.retrans_before, per_transaction, schedule);
-            if link.conn.is_tcp() {
+            if self.window.watched() && link.conn.is_tcp() {
+                // Its last second's retransmits are read after it is gone.
                 slot.retrans_at_close = Some(retransmits_so_far(link.conn.as_raw_fd()));
             }
         }
+        if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.parked = None;
+        }
+        let _ = self.driver.registry().deregister(link.conn.source());
+        Some(link.conn)
+    }
+
+    /// Drops flow `key`'s newest socket of connection `c` as it is (no
+    /// TCP_INFO read): a connect-per-transaction flow's finished or failed
+    /// connection.
+    pub fn drop_link(&mut self, key: usize, c: ConnIx) -> Option<Conn> {
+        let slot = self.slots.get_mut(key)?;
+        let at = slot.links.iter().rposition(|l| l.c == c)?;
+        let mut link = slot.links.remove(at);
         if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
             self.parked = None;
         }
@@ -561,6 +584,7 @@ impl<K: Kind> Worker<K> {
         {
             Some(p) => {
                 core.parked = Some((key, p));
+                core.parked_once = true;
                 Some(key)
             }
             None => {

@@ -1,8 +1,21 @@
 //! A client worker's connections: connecting its users a bounded number at
-//! a time (each with its preamble), setting each flow up and starting it,
+//! a time (each with its preamble, or a UDP stream's registration),
 //! reconnecting a crr flow per transaction, closing.
 
-use super::*;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use linkperf_wire::Preamble;
+
+use super::flow::{ClientFlow, Logic, Stage};
+use super::{ClientKind, Run};
+use crate::flow::step::{Carried, Told};
+use crate::io::socket::{tcp_connect, udp_connect, unix_connect, DataEndpoints};
+use crate::io::{Dial, DialError};
+use crate::schedule::Phase;
+use crate::worker::generic::Core;
+use crate::worker::SocketFacts;
 
 /// Connects started but not finished, per worker, at most.
 pub(super) const MAX_CONNECTING: usize = 256;
@@ -10,24 +23,7 @@ pub(super) const MAX_CONNECTING: usize = 256;
 /// Delay before a connect-per-transaction flow retries after a failed connect.
 pub(super) const RECONNECT_BACKOFF: Duration = Duration::from_millis(5);
 
-impl Worker {
-    pub(super) fn fill_connect_slots(&mut self) {
-        while self.connecting < MAX_CONNECTING {
-            let Some(i) = self.queued.pop_front() else {
-                break;
-            };
-            if let Err(e) = self.begin_connect(i) {
-                let f = &self.flows[i];
-                self.connect_error = Some(format!(
-                    "flow {} could not connect to {}: {e}",
-                    f.id,
-                    self.describe_endpoint(f.endpoint)
-                ));
-                return;
-            }
-        }
-    }
-
+impl ClientKind {
     pub(super) fn describe_endpoint(&self, i: usize) -> String {
         match &self.endpoints {
             DataEndpoints::Tcp(v) | DataEndpoints::Udp(v) => {
@@ -37,72 +33,10 @@ impl Worker {
         }
     }
 
-    /// Starts connecting flow `i` (UDP sockets are ready at once).
-    pub(super) fn begin_connect(&mut self, i: usize) -> io::Result<()> {
-        let ep = self.flows[i].endpoint;
-        let token = Token(i);
-        match &self.endpoints {
-            DataEndpoints::Udp(addrs) => {
-                let mut s = udp_connect(addrs[ep], None, &self.opts)?;
-                let stream = matches!(self.flows[i].logic, Logic::UdpStream(_));
-                let interest = if stream {
-                    // A stream's sender waits for room in its socket buffer.
-                    Interest::READABLE | Interest::WRITABLE
-                } else {
-                    Interest::READABLE
-                };
-                self.io.registry().register(s.source(), token, interest)?;
-                if stream {
-                    // Runs of datagrams in one read, where the kernel has them so.
-                    crate::io::datagram::receive_runs(s.as_raw_fd());
-                }
-                if self.socket.is_none() {
-                    self.socket = Some(SocketFacts::read(s.as_raw_fd(), s.local_ip(), false));
-                }
-                let f = &mut self.flows[i];
-                f.conn = Some(s);
-                self.connections += 1;
-                if stream {
-                    self.connecting += 1;
-                    self.register(i, Instant::now())?;
-                } else {
-                    f.stage = Stage::Open;
-                    self.open += 1;
-                }
-                Ok(())
-            }
-            DataEndpoints::Tcp(addrs) => {
-                let conn = tcp_connect(addrs[ep], &self.opts)?;
-                self.register_connecting(i, conn)
-            }
-            DataEndpoints::Unix(names) => {
-                let conn = unix_connect(&names[ep], &self.opts)?;
-                self.register_connecting(i, conn)
-            }
-        }
-    }
-
-    pub(super) fn register_connecting(&mut self, i: usize, mut conn: Conn) -> io::Result<()> {
-        self.io.registry().register(
-            conn.source(),
-            Token(i),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
-        let dial = self.dial(i);
-        let f = &mut self.flows[i];
-        f.conn = Some(conn);
-        f.retrans_before = 0;
-        f.stage = Stage::Dialing(dial);
-        self.connecting += 1;
-        self.connections += 1;
-        Ok(())
-    }
-
-    /// How flow `i` dials the server: its preamble (the session's token,
+    /// How flow `f` dials the server: its preamble (the session's token,
     /// the flow, its connection's number), or the greeting the test was
     /// given (iperf3's cookie).
-    pub(super) fn dial(&self, i: usize) -> Dial {
-        let f = &self.flows[i];
+    fn dial(&self, f: &ClientFlow) -> Dial {
         match &self.greeting {
             Some(g) => Dial::new(g),
             None => Dial::new(
@@ -116,181 +50,246 @@ impl Worker {
         }
     }
 
-    /// Moves a dialing flow on: connect completion, then the preamble.
-    /// Returns true once the flow is open.
-    pub(super) fn advance_connect(&mut self, i: usize) -> io::Result<bool> {
-        let f = &mut self.flows[i];
-        let (Some(conn), Stage::Dialing(dial)) = (f.conn.as_mut(), &mut f.stage) else {
-            return Ok(f.stage == Stage::Open);
+    /// Flow `key` wants its connection: started if a connect slot is free
+    /// (else queued for one), moved on if under way. `Connected` once open.
+    pub(super) fn connect(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        now: Instant,
+    ) -> Option<Told> {
+        let stage = core.slots.get(key)?.flow.stage;
+        let told = match stage {
+            Stage::Queued => self.begin_connect(core, key, now),
+            Stage::Dialing => self.advance_dial(core, key),
+            Stage::Registering(_) => self.await_registration(core, key, now),
+            _ => None,
         };
-        if !dial.advance(conn).map_err(DialError::into_inner)? {
-            return Ok(false);
+        if matches!(told, Some(Told::Connected(_))) {
+            self.connected(core, key);
         }
-        f.stage = Stage::Open;
+        told
+    }
+
+    /// A connect ended (open, or failed): its slot goes to the next queued.
+    fn slot_free(&mut self, core: &mut Core<Self>) {
+        self.connecting = self.connecting.saturating_sub(1);
+        if let Some(next) = self.queued.pop_front() {
+            core.driver().again(next);
+        }
+    }
+
+    fn connected(&mut self, core: &mut Core<Self>, key: usize) {
+        if self.run == Run::Setup {
+            self.open += 1;
+        }
         if self.socket.is_none() {
-            self.socket = Some(SocketFacts::read(
-                conn.as_raw_fd(),
-                conn.local_ip(),
-                conn.is_tcp(),
-            ));
-        }
-        Ok(true)
-    }
-
-    pub(super) fn advance_setup(&mut self, i: usize) {
-        if i >= self.flows.len() {
-            return;
-        }
-        if matches!(self.flows[i].stage, Stage::Registering { .. }) {
-            self.await_registration(i);
-            return;
-        }
-        match self.advance_connect(i) {
-            Ok(true) => {
-                self.connecting -= 1;
-                self.open += 1;
-            }
-            Ok(false) => {}
-            Err(e) => {
-                let f = &self.flows[i];
-                self.connect_error = Some(format!(
-                    "flow {} could not connect to {}: {e}",
-                    f.id,
-                    self.describe_endpoint(f.endpoint)
-                ));
+            if let Some(l) = core.slots[key].links.last() {
+                let c = &l.conn;
+                self.socket = Some(SocketFacts::read(c.as_raw_fd(), c.local_ip(), c.is_tcp()));
             }
         }
     }
 
-    pub(super) fn start_flow(&mut self, i: usize, now: Instant, schedule: Schedule) {
-        let f = &mut self.flows[i];
-        match &mut f.logic {
-            Logic::Rr(rr) | Logic::Crr(rr) | Logic::Udp(rr) => {
-                rr.start(now);
-                if let Logic::Udp(_) = f.logic {
-                    let seq = f.seq;
-                    self.io.timers.arm(now + self.spec.udp_timeout, i, seq);
-                }
-            }
-            Logic::Stream(halves) => halves.start(now),
-            Logic::Open { user, .. } => user.start(now, self.spec.users),
-            Logic::UdpStream(halves) => {
-                halves.start(now);
-                // Both halves end with the window: a flow that only receives
-                // hears of it from this timer.
-                let seq = f.seq;
-                self.io.timers.arm(schedule.measure_until, i, seq);
-            }
-        }
+    /// A connect failed with `e` before the flow ever opened: the setup
+    /// fails, naming the flow and where it connected.
+    fn setup_failed(&mut self, f: &ClientFlow, e: &io::Error) {
+        let (id, at) = (f.id, self.describe_endpoint(f.endpoint));
+        self.connect_error
+            .get_or_insert_with(|| format!("flow {id} could not connect to {at}: {e}"));
     }
 
-    /// A connect-per-transaction connection failed: count it, retry after a pause.
-    pub(super) fn crr_failed(&mut self, i: usize, e: io::Error, schedule: Schedule) {
-        let now = Instant::now();
-        let id = self.flows[i].id;
-        self.counters.error(now, || format!("flow {id}: {e}"));
-        self.drop_conn(i);
-        if schedule.phase(now) == Phase::Measuring || schedule.phase(now) == Phase::Warmup {
-            self.flows[i].stage = Stage::Waiting;
-            let seq = self.flows[i].seq;
-            self.io.timers.arm(now + RECONNECT_BACKOFF, i, seq);
-        } else {
-            self.flows[i].stage = Stage::Closed;
-            self.open -= 1;
-        }
-    }
-
-    pub(super) fn drop_conn(&mut self, i: usize) {
-        if let Some(mut c) = self.flows[i].conn.take() {
-            let _ = self.io.registry().deregister(c.source());
-        }
-    }
-
-    pub(super) fn close(&mut self, i: usize) {
-        if self.flows[i].stage != Stage::Closed {
-            // A flow that ends in the window, or as it closes, is sampled now, before its socket goes.
-            let f = &self.flows[i];
-            if let Some(c) = &f.conn {
-                let crr = matches!(f.logic, Logic::Crr(_));
-                let schedule = self.signals.schedule();
-                self.window
-                    .closing(c, f.retrans_before, crr, schedule.as_ref());
+    fn begin_connect(&mut self, core: &mut Core<Self>, key: usize, now: Instant) -> Option<Told> {
+        let started = self.run != Run::Setup;
+        if !started && self.connecting >= MAX_CONNECTING {
+            if !self.queued.contains(&key) {
+                self.queued.push_back(key);
             }
-            if self.window.watched() {
-                // Its last second's retransmits are read after it is gone.
-                self.flows[i].retrans_at_close = self.flows[i].retransmits();
-            }
-            self.drop_conn(i);
-            if matches!(
-                self.flows[i].stage,
-                Stage::Open
-                    | Stage::AwaitClose
-                    | Stage::Waiting
-                    | Stage::Dialing(_)
-                    | Stage::Registering { .. }
-            ) {
-                self.open = self.open.saturating_sub(1);
-            }
-            self.flows[i].stage = Stage::Closed;
+            return None;
         }
-    }
-
-    pub(super) fn reconnect(&mut self, i: usize, now: Instant, schedule: Schedule) {
-        let ep = self.flows[i].endpoint;
-        let r = match &self.endpoints {
-            DataEndpoints::Tcp(a) => tcp_connect(a[ep], &self.opts),
-            DataEndpoints::Unix(n) => unix_connect(&n[ep], &self.opts),
-            DataEndpoints::Udp(_) => return,
+        let f = &core.slots[key].flow;
+        let ep = f.endpoint;
+        let opened = match &self.endpoints {
+            DataEndpoints::Udp(addrs) => udp_connect(addrs[ep], None, &self.opts),
+            DataEndpoints::Tcp(addrs) => tcp_connect(addrs[ep], &self.opts),
+            DataEndpoints::Unix(names) => unix_connect(&names[ep], &self.opts),
         };
-        let token = Token(i);
-        match r.and_then(|mut c| {
-            self.io.registry().register(
-                c.source(),
-                token,
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(c)
+        let conn = match opened.and_then(|c| {
+            let fd = c.as_raw_fd();
+            core.attach(key, 0, c).map(|()| fd)
         }) {
-            Ok(c) => {
-                let dial = self.dial(i);
-                let f = &mut self.flows[i];
-                f.conn = Some(c);
-                // A new connection counts its retransmits from its connect.
-                f.retrans_before = 0;
-                f.stage = Stage::Dialing(dial);
-                if let Logic::Crr(rr) = &mut f.logic {
-                    rr.restart_at(now);
-                }
-                self.connections += 1;
+            Ok(fd) => fd,
+            Err(e) => return self.connect_failed(core, key, e, now),
+        };
+        self.connections += 1;
+        if !started {
+            self.connecting += 1;
+        }
+        let f = &mut core.slots[key].flow;
+        if let Logic::Crr(rr) = &mut f.logic {
+            if started {
+                rr.restart_at(now);
             }
-            Err(e) => self.crr_failed(i, e, schedule),
+        }
+        if matches!(self.endpoints, DataEndpoints::Udp(_)) {
+            if !matches!(f.logic, Logic::UdpStream(_)) {
+                // A UDP socket is ready at once.
+                self.slot_free(core);
+                return Some(Told::Connected(0));
+            }
+            // Runs of datagrams in one read, where the kernel has them so.
+            crate::io::datagram::receive_runs(conn);
+            let socket = core.slots[key].links.last().map(|l| &l.conn);
+            if self.socket.is_none() {
+                if let Some(c) = socket {
+                    self.socket = Some(SocketFacts::read(c.as_raw_fd(), c.local_ip(), false));
+                }
+            }
+            return match self.register(core, key, now) {
+                Ok(()) => None,
+                Err(e) => {
+                    self.fail_registration(&core.slots[key].flow, e);
+                    None
+                }
+            };
+        }
+        let dial = self.dial(&core.slots[key].flow);
+        self.dials[key] = Some(dial);
+        core.slots[key].flow.stage = Stage::Dialing;
+        None
+    }
+
+    /// Moves a dialing flow on: connect completion, then the preamble.
+    fn advance_dial(&mut self, core: &mut Core<Self>, key: usize) -> Option<Told> {
+        let slot = core.slots.get_mut(key)?;
+        let conn = &mut slot.links.last_mut()?.conn;
+        let dial = self.dials[key].as_mut()?;
+        match dial.advance(conn) {
+            Ok(false) => None,
+            Ok(true) => {
+                self.dials[key] = None;
+                if self.run == Run::Setup {
+                    self.slot_free(core);
+                }
+                Some(Told::Connected(0))
+            }
+            Err(e) => {
+                self.dials[key] = None;
+                let e = DialError::into_inner(e);
+                self.connect_failed(core, key, e, Instant::now())
+            }
         }
     }
 
-    /// Reads a connect-per-transaction connection until the server closes it.
-    pub(super) fn await_close(&mut self, i: usize, schedule: Schedule) {
-        let Some(conn) = self.flows[i].conn.as_mut() else {
-            return;
-        };
-        loop {
-            match conn.read(&mut self.bufs.read) {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+    /// A connect failed: before the test, the setup fails; a
+    /// connect-per-transaction flow's counts as an error and is tried
+    /// again after a pause.
+    fn connect_failed(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        e: io::Error,
+        now: Instant,
+    ) -> Option<Told> {
+        match self.run {
+            Run::Setup | Run::Set => {
+                self.setup_failed(&core.slots[key].flow, &e);
+                None
+            }
+            Run::Running(schedule) => {
+                let id = core.slots[key].flow.id;
+                core.counts.error(now, || format!("flow {id}: {e}"));
+                core.drop_link(key, 0);
+                let f = &mut core.slots[key].flow;
+                let phase = schedule.phase(now);
+                if phase == Phase::Measuring || phase == Phase::Warmup {
+                    f.stage = Stage::Waiting {
+                        until: now + RECONNECT_BACKOFF,
+                    };
+                } else {
+                    f.stage = Stage::Closed;
+                    self.open -= 1;
+                }
+                None
             }
         }
-        self.drop_conn(i);
-        let now = Instant::now();
-        let stop = schedule.phase(now) >= Phase::Draining;
-        let f = &mut self.flows[i];
-        if stop {
-            f.stage = Stage::Closed;
-            self.open -= 1;
-        } else {
-            f.seq += 1;
-            self.reconnect(i, now, schedule);
+    }
+
+    /// A crr flow's connection failed mid-transaction.
+    pub(super) fn crr_failed(&mut self, core: &mut Core<Self>, key: usize, e: io::Error) {
+        let _ = self.connect_failed(core, key, e, Instant::now());
+    }
+
+    /// Closes flow `key`: a finished one's connection (its TCP_INFO read
+    /// first if the window is open), or, for a connect-per-transaction
+    /// flow, reads its connection until the server closes it, then
+    /// connects again (or ends, once the test drains).
+    pub(super) fn close(&mut self, core: &mut Core<Self>, key: usize) -> Option<Told> {
+        let slot = core.slots.get_mut(key)?;
+        match slot.flow.stage {
+            Stage::AwaitClose => {
+                let conn = &mut slot.links.last_mut()?.conn;
+                loop {
+                    match conn.read(&mut self.bufs.read) {
+                        Ok(0) => break,
+                        Ok(_) => continue,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(_) => break,
+                    }
+                }
+                core.drop_link(key, 0);
+                let now = Instant::now();
+                let f = &mut core.slots[key].flow;
+                if f.draining(now) {
+                    f.stage = Stage::Closed;
+                    self.open -= 1;
+                } else {
+                    f.seq += 1;
+                    f.stage = Stage::Queued;
+                }
+                Some(Told::Closed(0))
+            }
+            _ => {
+                let crr = slot.flow.per_transaction();
+                core.close(key, 0, crr);
+                core.slots[key].flow.stage = Stage::Closed;
+                self.open = self.open.saturating_sub(1);
+                Some(Told::Closed(0))
+            }
         }
+    }
+
+    /// How a carry's end moves the flow on: a finished flow closes, a
+    /// peer's early close is an error, a crr flow's failure reconnects.
+    pub(super) fn carried(&mut self, core: &mut Core<Self>, key: usize, how: Carried) -> Carried {
+        let now = Instant::now();
+        let id = core.slots[key].flow.id;
+        // A stop shuts a parked socket down: its ending is not the server's doing.
+        let stopped = self.signals.aborted() || self.signals.expired();
+        match how {
+            Carried::Blocked | Carried::Again => return how,
+            Carried::Finished => {}
+            Carried::Eof | Carried::Failed(_) if stopped => {}
+            Carried::Eof => {
+                if !core.slots[key].flow.draining(now) {
+                    core.counts.error(now, || {
+                        format!("flow {id}: the server closed the connection before the end of the test")
+                    });
+                }
+            }
+            Carried::Failed(e) => {
+                if core.slots[key].flow.per_transaction() {
+                    self.crr_failed(core, key, e);
+                    return Carried::Blocked;
+                }
+                core.counts.error(now, || format!("flow {id}: {e}"));
+            }
+        }
+        let f = &mut core.slots[key].flow;
+        if f.stage == Stage::Open {
+            f.stage = Stage::Closing;
+        }
+        Carried::Finished
     }
 }

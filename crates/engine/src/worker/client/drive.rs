@@ -1,162 +1,162 @@
-//! A client worker's flows driven on readiness: request/response over TCP,
-//! Unix and UDP, and streams, each as far as its socket lets it go.
+//! A client worker's carries: request/response over TCP, Unix and UDP,
+//! open-loop users, and streams, each as far as its socket lets it go.
 
-use super::*;
+use std::io;
+use std::time::Instant;
+
+use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+use linkperf_workload::Protocol;
+
+use super::flow::{Logic, Stage};
+use super::ClientKind;
+use crate::flow::step::{Carried, Deadline, Told};
+use crate::flow::Want;
 use crate::io::exchange::{self, Exchanged};
+use crate::io::stream::StreamIo;
+use crate::io::Conn;
+use crate::schedule::Phase;
+use crate::worker::generic::Core;
 
-impl Worker {
-    /// Drives an open flow as far as its socket allows.
-    /// `now` is a recent time (no older than the last event wait); returns
-    /// the latest time this call took (a request/response flow's reads take
-    /// it as they complete).
-    pub(super) fn drive(&mut self, i: usize, schedule: Schedule, now: Instant) -> Instant {
-        if self.flows[i].stage != Stage::Open {
-            return now;
-        }
-        let mut now = now;
-        let outcome = match self.flows[i].logic {
-            Logic::Rr(_) | Logic::Crr(_) => self.drive_rr(i, schedule, &mut now),
-            Logic::Udp(_) => self.drive_udp(i, schedule),
-            Logic::Stream(_) => self.drive_stream(i, schedule),
-            Logic::UdpStream(_) => self.drive_udp_stream(i, schedule),
-            Logic::Open { .. } if self.spec.protocol == Protocol::Udp => {
-                self.drive_open_udp(i, schedule, now)
-            }
-            Logic::Open { .. } => self.drive_open(i, schedule, &mut now),
+fn carried(e: Exchanged) -> Carried {
+    match e {
+        Exchanged::Blocked => Carried::Blocked,
+        Exchanged::Done => Carried::Finished,
+        Exchanged::Eof => Carried::Eof,
+        Exchanged::Failed(e) => Carried::Failed(e),
+    }
+}
+
+impl ClientKind {
+    /// Carries open flow `key` as far as its socket allows. `now` is a
+    /// recent time (no older than the last event wait), moved on to the
+    /// latest time the carry took (a request/response flow's reads take it
+    /// as they complete).
+    pub(super) fn carry(&mut self, core: &mut Core<Self>, key: usize, now: &mut Instant) -> Told {
+        let Some(schedule) = core.slots[key].flow.schedule else {
+            return Told::Carried {
+                conn: 0,
+                how: Carried::Blocked,
+            };
         };
-        match outcome {
-            Io::Blocked => return now,
-            Io::Again => {
-                self.io.again(i);
-                return now;
+        let how = match core.slots[key].flow.logic {
+            Logic::Rr(_) | Logic::Crr(_) => self.carry_rr(core, key, now),
+            Logic::Udp(_) => self.carry_udp(core, key),
+            Logic::Stream(_) => self.carry_stream(core, key),
+            Logic::UdpStream(_) => self.carry_udp_stream(core, key),
+            Logic::Open(_) if self.spec.protocol == Protocol::Udp => {
+                self.carry_open_udp(core, key, *now)
             }
-            _ => {}
-        }
-        let now = Instant::now();
-        let id = self.flows[i].id;
-        // A stop shuts a parked socket down: its ending is not the server's doing.
-        let stopped = self.signals.aborted() || self.signals.expired();
-        match outcome {
-            Io::Blocked | Io::Again => {}
-            Io::Finished => self.close(i),
-            Io::Eof if stopped => self.close(i),
-            Io::Failed(_) if stopped => self.close(i),
-            Io::Eof => {
-                let early = schedule.phase(now) < Phase::Draining;
-                if early {
-                    self.counters.error(now, || format!("flow {id}: the server closed the connection before the end of the test"));
-                }
-                self.close(i);
-            }
-            Io::Failed(e) => {
-                if let Logic::Crr(_) = self.flows[i].logic {
-                    self.crr_failed(i, e, schedule);
-                } else {
-                    self.counters.error(now, || format!("flow {id}: {e}"));
-                    self.close(i);
-                }
-            }
-        }
-        now
+            Logic::Open(_) => self.carry_open(core, key, now),
+        };
+        let _ = schedule;
+        let how = self.carried(core, key, how);
+        Told::Carried { conn: 0, how }
     }
 
-    pub(super) fn drive_rr(&mut self, i: usize, schedule: Schedule, now: &mut Instant) -> Io {
-        let f = &mut self.flows[i];
+    fn carry_rr(&mut self, core: &mut Core<Self>, key: usize, now: &mut Instant) -> Carried {
+        let blocking = core.blocking();
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
         let crr = matches!(f.logic, Logic::Crr(_));
+        let schedule = f.schedule;
         let (Logic::Rr(rr) | Logic::Crr(rr)) = &mut f.logic else {
-            return Io::Blocked;
+            return Carried::Blocked;
         };
-        let Some(conn) = f.conn.as_mut() else {
-            return Io::Blocked;
+        let Some(link) = slot.links.last_mut() else {
+            return Carried::Blocked;
         };
         let turn = exchange::Turn {
             payload: self.bufs.write,
             scratch: &mut self.bufs.read,
-            counters: &mut self.counters,
-            slot: i,
-            blocking: self.blocking,
+            counters: counts,
+            slot: key,
+            blocking,
             // Connect per transaction: the connection ends with it.
             once: crr,
         };
-        let stop = |at: Instant| crr || schedule.phase(at) >= Phase::Draining;
-        match exchange::exchange(rr, conn, turn, now, stop) {
-            Exchanged::Blocked => Io::Blocked,
+        let stop = |at: Instant| crr || schedule.is_some_and(|s| s.phase(at) >= Phase::Draining);
+        match exchange::exchange(rr, &mut link.conn, turn, now, stop) {
             Exchanged::Done if crr => {
+                // The server closes after its response: read to its close
+                // now (it may have come with the response's edge).
                 f.stage = Stage::AwaitClose;
-                // The server closes after its response; wait for that.
-                self.after_crr_response(i, schedule)
+                Carried::Finished
             }
-            Exchanged::Done => Io::Finished,
-            Exchanged::Eof => Io::Eof,
-            Exchanged::Failed(e) => Io::Failed(e),
+            e => carried(e),
         }
     }
 
     /// An open-loop user: the arrivals due come, what its connection has
-    /// room for goes, the answers are read; its timer is armed for the next
-    /// arrival.
-    pub(super) fn drive_open(&mut self, i: usize, schedule: Schedule, now: &mut Instant) -> Io {
-        let f = &mut self.flows[i];
-        let (Logic::Open { user, armed }, Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
-            return Io::Blocked;
+    /// room for goes, the answers are read; it wakes for the next arrival.
+    fn carry_open(&mut self, core: &mut Core<Self>, key: usize, now: &mut Instant) -> Carried {
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
+        let Some(end) = f.schedule.map(|s| s.measure_until) else {
+            return Carried::Blocked;
+        };
+        let (Logic::Open(user), Some(link)) = (&mut f.logic, slot.links.last_mut()) else {
+            return Carried::Blocked;
         };
         // No arrival comes once the window has closed; those due are
         // answered in the drain.
-        user.arrivals(*now, schedule.measure_until);
+        user.arrivals(*now, end);
         let turn = exchange::Turn {
             payload: self.bufs.write,
             scratch: &mut self.bufs.read,
-            counters: &mut self.counters,
-            slot: i,
+            counters: counts,
+            slot: key,
             blocking: false,
             once: false,
         };
-        let moved = exchange::exchange(user.as_mut(), conn, turn, now, |_| false);
+        let moved = exchange::exchange(user.as_mut(), &mut link.conn, turn, now, |_| false);
         for e in user.take_events() {
-            self.counters.open_event(&e);
+            counts.open_event(&e);
         }
-        if let Some(next) = user.next_arrival(schedule.measure_until) {
+        if let Some(next) = user.next_arrival(end) {
             let precise = user.next_goes_at_once();
-            arm(&mut self.io.timers, armed, (next, precise), i, f.seq);
+            f.wake = Some(Deadline { at: next, precise });
         }
-        match moved {
-            Exchanged::Blocked => Io::Blocked,
-            Exchanged::Done => Io::Finished,
-            Exchanged::Eof => Io::Eof,
-            Exchanged::Failed(e) => Io::Failed(e),
-        }
+        carried(moved)
     }
 
     /// An open-loop user over UDP: the answers that came are matched to
     /// their transactions by number, those unanswered past the UDP timeout
     /// are lost, the arrivals due come and what has room goes, one datagram
-    /// each; its timer is armed for the next arrival or the next loss.
-    pub(super) fn drive_open_udp(&mut self, i: usize, schedule: Schedule, now: Instant) -> Io {
+    /// each; it wakes for the next arrival or the next loss.
+    fn carry_open_udp(&mut self, core: &mut Core<Self>, key: usize, now: Instant) -> Carried {
         let tag = self.token.session_tag();
         let timeout = self.spec.udp_timeout;
-        let f = &mut self.flows[i];
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
         let id = f.id;
-        let (Logic::Open { user, armed }, Some(sock)) =
-            (&mut f.logic, f.conn.as_ref().and_then(Conn::udp))
-        else {
-            return Io::Blocked;
+        let Some(end) = f.schedule.map(|s| s.measure_until) else {
+            return Carried::Blocked;
         };
+        let (Logic::Open(user), Some(sock)) =
+            (&mut f.logic, slot.links.last().and_then(|l| l.conn.udp()))
+        else {
+            return Carried::Blocked;
+        };
+        let bufs = &mut self.bufs;
         loop {
-            match sock.recv(&mut self.bufs.read) {
+            match sock.recv(&mut bufs.read) {
                 Ok(k) => {
-                    let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
+                    let Ok(h) = UdpHeader::decode(&bufs.read[..k]) else {
                         continue;
                     };
                     if h.tag != tag || h.flow != id {
                         continue;
                     }
                     let at = Instant::now();
-                    self.counters.rx(i, k - UDP_HEADER_LEN, at);
+                    counts.rx(key, k - UDP_HEADER_LEN, at);
                     // A late answer to one counted lost is not counted again.
                     if let Some(done) = user.answered(h.seq, at) {
-                        self.counters.transactions(i, 1, done.took, at);
+                        counts.transactions(key, 1, done.took, at);
                         if let Some(service) = done.service {
-                            self.counters.open_completed(done.took, service, at);
+                            counts.open_completed(done.took, service, at);
                         }
                     }
                 }
@@ -164,21 +164,20 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 // An ICMP error for an earlier datagram: its timeout counts the loss.
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => break,
-                Err(e) => return Io::Failed(e),
+                Err(e) => return Carried::Failed(e),
             }
         }
         if let Some(before) = now.checked_sub(timeout) {
             for _ in 0..user.expire(before) {
-                self.counters
-                    .error(now, || format!("flow {id}: udp transaction timed out"));
+                counts.error(now, || format!("flow {id}: udp transaction timed out"));
             }
         }
-        user.arrivals(now, schedule.measure_until);
+        user.arrivals(now, end);
         while let Some((seq, request)) = user.send_datagram(now) {
             let n = usize::try_from(request).unwrap_or(usize::MAX);
             let len = UDP_HEADER_LEN.saturating_add(n);
-            if len > self.bufs.datagram.len() {
-                return Io::Failed(io::Error::new(
+            if len > bufs.datagram.len() {
+                return Carried::Failed(io::Error::new(
                     io::ErrorKind::InvalidInput,
                     "request larger than a datagram",
                 ));
@@ -191,53 +190,56 @@ impl Worker {
                 sent_ns: 0,
             }
             .encode(&mut hdr);
-            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
             // A datagram the socket refused (its buffer full, an ICMP error)
             // is as good as lost: its timeout counts it.
-            if sock.send(&self.bufs.datagram[..len]).is_ok() {
-                self.counters.tx(i, n, now);
+            if sock.send(&bufs.datagram[..len]).is_ok() {
+                counts.tx(key, n, now);
             }
         }
         for e in user.take_events() {
-            self.counters.open_event(&e);
+            counts.open_event(&e);
         }
         if user.finished() {
-            return Io::Finished;
+            return Carried::Finished;
         }
-        let arrival = user.next_arrival(schedule.measure_until);
+        let arrival = user.next_arrival(end);
         let loss = user.oldest_sent().map(|t| t + timeout);
         let next = match (arrival, loss) {
-            (Some(a), Some(l)) if l < a => Some((l, false)),
-            (Some(a), _) => Some((a, user.next_goes_at_once())),
-            (None, l) => l.map(|l| (l, false)),
+            (Some(a), Some(l)) if l < a => Some(Deadline::at(l)),
+            (Some(a), _) => Some(Deadline {
+                at: a,
+                precise: user.next_goes_at_once(),
+            }),
+            (None, l) => l.map(Deadline::at),
         };
-        if let Some(next) = next {
-            arm(&mut self.io.timers, armed, next, i, f.seq);
+        if next.is_some() {
+            f.wake = next;
         }
-        Io::Blocked
+        Carried::Blocked
     }
 
-    pub(super) fn after_crr_response(&mut self, i: usize, schedule: Schedule) -> Io {
-        self.await_close(i, schedule);
-        Io::Blocked
-    }
-
-    pub(super) fn drive_udp(&mut self, i: usize, schedule: Schedule) -> Io {
+    fn carry_udp(&mut self, core: &mut Core<Self>, key: usize) -> Carried {
         let tag = self.token.session_tag();
         let udp_timeout = self.spec.udp_timeout;
-        let f = &mut self.flows[i];
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
+        let id = f.id;
+        let schedule = f.schedule;
         let Logic::Udp(rr) = &mut f.logic else {
-            return Io::Blocked;
+            return Carried::Blocked;
         };
-        let Some(sock) = f.conn.as_ref().and_then(Conn::udp) else {
-            return Io::Blocked;
+        let Some(sock) = slot.links.last().and_then(|l| l.conn.udp()) else {
+            return Carried::Blocked;
         };
+        let bufs = &mut self.bufs;
         loop {
             match rr.want() {
                 Want::Write(n) => {
                     let len = UDP_HEADER_LEN + n;
-                    if len > self.bufs.datagram.len() {
-                        return Io::Failed(io::Error::new(
+                    if len > bufs.datagram.len() {
+                        return Carried::Failed(io::Error::new(
                             io::ErrorKind::InvalidInput,
                             "request larger than a datagram",
                         ));
@@ -245,18 +247,18 @@ impl Worker {
                     let mut hdr = [0u8; UDP_HEADER_LEN];
                     UdpHeader {
                         tag,
-                        flow: f.id,
+                        flow: id,
                         seq: rr.seq(),
                         sent_ns: 0,
                     }
                     .encode(&mut hdr);
-                    self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-                    match sock.send(&self.bufs.datagram[..len]) {
+                    bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+                    match sock.send(&bufs.datagram[..len]) {
                         Ok(_) => {
-                            self.counters.tx(i, n, Instant::now());
+                            counts.tx(key, n, Instant::now());
                             rr.wrote(n);
                         }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Carried::Blocked,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                         // An ICMP error (nobody listening) shows here; the timeout counts the loss.
                         Err(_) => {
@@ -264,73 +266,56 @@ impl Worker {
                         }
                     }
                 }
-                Want::Read(_) => match sock.recv(&mut self.bufs.read) {
+                Want::Read(_) => match sock.recv(&mut bufs.read) {
                     Ok(k) => {
-                        let Ok(h) = UdpHeader::decode(&self.bufs.read[..k]) else {
+                        let Ok(h) = UdpHeader::decode(&bufs.read[..k]) else {
                             continue;
                         };
-                        if h.tag != tag || h.flow != f.id || h.seq != rr.seq() {
+                        if h.tag != tag || h.flow != id || h.seq != rr.seq() {
                             continue; // a late answer to a transaction already counted lost
                         }
                         let now = Instant::now();
                         let payload = k - UDP_HEADER_LEN;
-                        self.counters.rx(i, payload, now);
-                        let stop = schedule.phase(now) >= Phase::Draining;
+                        counts.rx(key, payload, now);
+                        let stop = schedule.is_some_and(|s| s.phase(now) >= Phase::Draining);
                         if let Some(done) = rr.read(payload.max(1), now, stop) {
-                            self.counters.transactions(i, 1, done.took, now);
+                            counts.transactions(key, 1, done.took, now);
                             f.seq += 1;
-                            if !stop {
-                                self.io.timers.arm(now + udp_timeout, i, f.seq);
-                            }
+                            f.udp_due = (!stop).then(|| now + udp_timeout);
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Io::Blocked,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Carried::Blocked,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Io::Blocked,
-                    Err(e) => return Io::Failed(e),
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        return Carried::Blocked
+                    }
+                    Err(e) => return Carried::Failed(e),
                 },
-                Want::Idle => return Io::Blocked,
-                Want::Done => return Io::Finished,
+                Want::Idle => return Carried::Blocked,
+                Want::Done => return Carried::Finished,
             }
         }
     }
 
-    pub(super) fn drive_stream(&mut self, i: usize, schedule: Schedule) -> Io {
-        let f = &mut self.flows[i];
-        let (Logic::Stream(halves), Some(conn)) = (&mut f.logic, f.conn.as_mut()) else {
-            return Io::Blocked;
+    fn carry_stream(&mut self, core: &mut Core<Self>, key: usize) -> Carried {
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
+        let schedule = f.schedule;
+        let (Logic::Stream(halves), Some(link)) = (&mut f.logic, slot.links.last_mut()) else {
+            return Carried::Blocked;
         };
-        match halves.drive(conn, &mut self.bufs, &mut self.counters, i, Some(&schedule)) {
-            StreamIo::Blocked => Io::Blocked,
-            StreamIo::Again => Io::Again,
+        let conn: &mut Conn = &mut link.conn;
+        match halves.drive(conn, &mut self.bufs, counts, key, schedule.as_ref()) {
+            StreamIo::Blocked => Carried::Blocked,
+            StreamIo::Again => Carried::Again,
             StreamIo::PeerClosed {
                 still_sending: true,
-            } => Io::Eof,
+            } => Carried::Eof,
             StreamIo::PeerClosed {
                 still_sending: false,
-            } => Io::Finished,
-            StreamIo::Failed(e) => Io::Failed(e),
+            } => Carried::Finished,
+            StreamIo::Failed(e) => Carried::Failed(e),
         }
-    }
-}
-
-/// Arms an open-loop user's timer for `next` (a time, and whether it must
-/// fire to the microsecond: an arrival that goes the moment it is due),
-/// unless it is armed so already.
-fn arm(
-    timers: &mut crate::worker::driver::Timers,
-    armed: &mut Option<(Instant, bool)>,
-    next: (Instant, bool),
-    i: usize,
-    seq: u64,
-) {
-    if *armed == Some(next) {
-        return;
-    }
-    *armed = Some(next);
-    if next.1 {
-        timers.arm_precise(next.0, i, seq);
-    } else {
-        timers.arm(next.0, i, seq);
     }
 }

@@ -1,6 +1,6 @@
 //! A client worker's UDP streams: each flow's registration with the server
 //! (a header-only datagram, sent again until the server answers it), and its
-//! drive: what has arrived counted by its receiver, then what its pacer lets
+//! carry: what has arrived counted by its receiver, then what its pacer lets
 //! it send.
 
 use std::io;
@@ -8,97 +8,111 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
-use super::{Io, Logic, Stage, Worker};
+use super::flow::{ClientFlow, Logic, Stage};
+use super::ClientKind;
+use crate::flow::step::{Carried, Deadline, Told};
 use crate::flow::udp_stream::{nanos_since, registration};
 use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
-use crate::io::{Conn, Register, Registration};
-use crate::schedule::{Phase, Schedule};
+use crate::io::{Register, Registration};
+use crate::schedule::Phase;
+use crate::worker::generic::Core;
 
 /// How long a flow tries to register before the test fails.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(5);
 
-impl Worker {
-    /// Starts flow `i`'s registration at `now`: its first datagram goes at once.
-    pub(super) fn register(&mut self, i: usize, now: Instant) -> io::Result<()> {
+impl ClientKind {
+    /// Starts flow `key`'s registration at `now`: its first datagram goes
+    /// at once.
+    pub(super) fn register(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        now: Instant,
+    ) -> io::Result<()> {
         let tag = self.token.session_tag();
-        let f = &mut self.flows[i];
+        let slot = &mut core.slots[key];
+        let f = &mut slot.flow;
         let mut reg = Register::new(registration(tag, f.id), now, Some(REGISTER_TIMEOUT));
-        if let Some(sock) = f.conn.as_ref().and_then(Conn::udp) {
+        if let Some(sock) = slot.links.last().and_then(|l| l.conn.udp()) {
             reg.send_due(sock, now)?;
         }
         f.stage = Stage::Registering(reg);
-        self.registering.push(i);
         Ok(())
     }
 
-    /// Sends again the registrations whose answer is late; a flow that
-    /// waited too long fails the setup.
-    pub(super) fn retry_registrations(&mut self, now: Instant) {
-        for i in std::mem::take(&mut self.registering) {
-            let f = &mut self.flows[i];
-            let Stage::Registering(reg) = &mut f.stage else {
-                continue;
-            };
-            self.registering.push(i);
-            if reg.gave_up(now) {
-                let (id, endpoint) = (f.id, f.endpoint);
-                self.connect_error = Some(format!(
-                    "flow {id} could not register with {}: no answer to its UDP datagrams within {} s \
-                     (does something between the hosts drop UDP?)",
-                    self.describe_endpoint(endpoint),
-                    REGISTER_TIMEOUT.as_secs()
-                ));
-                return;
-            }
-            if let Some(sock) = f.conn.as_ref().and_then(Conn::udp) {
-                if let Err(e) = reg.send_due(sock, now) {
-                    self.fail_registration(i, e);
-                    return;
-                }
-            }
-        }
+    /// The setup fails: flow `f`'s registration could not go.
+    pub(super) fn fail_registration(&mut self, f: &ClientFlow, e: io::Error) {
+        let (id, endpoint) = (f.id, f.endpoint);
+        let at = self.describe_endpoint(endpoint);
+        self.connect_error
+            .get_or_insert_with(|| format!("flow {id} could not connect to {at}: {e}"));
     }
 
-    fn fail_registration(&mut self, i: usize, e: io::Error) {
-        let f = &self.flows[i];
-        self.connect_error = Some(format!(
-            "flow {} could not connect to {}: {e}",
-            f.id,
-            self.describe_endpoint(f.endpoint)
-        ));
-    }
-
-    /// Reads flow `i`'s socket for the server's answer to its registration.
-    pub(super) fn await_registration(&mut self, i: usize) {
-        let f = &mut self.flows[i];
-        let (Stage::Registering(reg), Some(sock)) = (&f.stage, f.conn.as_ref().and_then(Conn::udp))
-        else {
-            return;
+    /// Reads flow `key`'s socket for the server's answer to its
+    /// registration; sends it again when its answer is late, and fails the
+    /// setup once the flow waited too long.
+    pub(super) fn await_registration(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        now: Instant,
+    ) -> Option<Told> {
+        let slot = &mut core.slots[key];
+        let Stage::Registering(mut reg) = slot.flow.stage else {
+            return None;
         };
+        let sock = slot.links.last().and_then(|l| l.conn.udp())?;
         match reg.read(sock) {
             Registration::Registered => {
-                f.stage = Stage::Open;
-                self.registering.retain(|&r| r != i);
-                self.connecting -= 1;
-                self.open += 1;
+                self.connecting = self.connecting.saturating_sub(1);
+                if let Some(q) = self.queued.pop_front() {
+                    core.driver().again(q);
+                }
+                return Some(Told::Connected(0));
             }
             Registration::NotYet => {}
-            Registration::Failed(e) => self.fail_registration(i, e),
+            Registration::Failed(e) => {
+                let f = &core.slots[key].flow;
+                self.fail_registration(f, e);
+                return None;
+            }
         }
+        if reg.gave_up(now) {
+            let f = &core.slots[key].flow;
+            let (id, at) = (f.id, self.describe_endpoint(f.endpoint));
+            self.connect_error.get_or_insert_with(|| {
+                format!(
+                    "flow {id} could not register with {at}: no answer to its UDP datagrams within {} s \
+                     (does something between the hosts drop UDP?)",
+                    REGISTER_TIMEOUT.as_secs()
+                )
+            });
+            return None;
+        }
+        let sent = reg.send_due(sock, now);
+        core.slots[key].flow.stage = Stage::Registering(reg);
+        if let Err(e) = sent {
+            let f = &core.slots[key].flow;
+            self.fail_registration(f, e);
+        }
+        None
     }
 
-    /// Drives UDP stream flow `i`: takes in what arrived, then sends what is
-    /// due; both halves end with the window.
-    pub(super) fn drive_udp_stream(&mut self, i: usize, schedule: Schedule) -> Io {
+    /// Carries UDP stream flow `key`: takes in what arrived, then sends what
+    /// is due; both halves end with the window.
+    pub(super) fn carry_udp_stream(&mut self, core: &mut Core<Self>, key: usize) -> Carried {
         let tag = self.token.session_tag();
         let clock0 = self.clock0;
-        let f = &mut self.flows[i];
-        let (id, seq) = (f.id, f.seq);
-        let (Logic::UdpStream(h), Some(sock)) = (&mut f.logic, f.conn.as_ref().and_then(Conn::udp))
+        let Core { slots, counts, .. } = core;
+        let slot = &mut slots[key];
+        let f = &mut slot.flow;
+        let id = f.id;
+        let schedule = f.schedule;
+        let (Logic::UdpStream(h), Some(sock)) =
+            (&mut f.logic, slot.links.last().and_then(|l| l.conn.udp()))
         else {
-            return Io::Blocked;
+            return Carried::Blocked;
         };
-        let counters = &mut self.counters;
         let got = receive_due(sock, &mut self.bufs.read, |d, _| {
             let Ok(hd) = UdpHeader::decode(d) else {
                 return;
@@ -109,14 +123,14 @@ impl Worker {
             }
             let now = Instant::now();
             let clock = nanos_since(clock0, now);
-            h.received(&hd, d.len() - UDP_HEADER_LEN, now, clock, counters, i);
+            h.received(&hd, d.len() - UDP_HEADER_LEN, now, clock, counts, key);
         });
         let mut again = match got {
             Got::Drained => false,
             Got::Again => true,
-            Got::Failed(e) => return Io::Failed(e),
+            Got::Failed(e) => return Carried::Failed(e),
         };
-        let over = schedule.phase(Instant::now()) >= Phase::Draining;
+        let over = schedule.is_some_and(|s| s.phase(Instant::now()) >= Phase::Draining);
         if let Some(tx) = &mut h.tx {
             if over {
                 tx.finish();
@@ -126,24 +140,23 @@ impl Worker {
                 to: None,
                 runs: &mut self.udp_runs,
             };
-            match send_due(tx, &mut out, &mut self.bufs.datagram, &mut self.counters, i) {
+            match send_due(tx, &mut out, &mut self.bufs.datagram, counts, key) {
                 Sent::Waiting(at) => {
-                    if h.armed.is_none_or(|a| at < a) {
-                        h.armed = Some(at);
-                        self.io.timers.arm(at, i, seq);
+                    if f.wake.is_none_or(|w| at < w.at) {
+                        f.wake = Some(Deadline::at(at));
                     }
                 }
                 Sent::Again => again = true,
                 Sent::Blocked | Sent::Idle => {}
-                Sent::Failed(e) => return Io::Failed(e),
+                Sent::Failed(e) => return Carried::Failed(e),
             }
         }
         if over {
-            Io::Finished
+            Carried::Finished
         } else if again {
-            Io::Again
+            Carried::Again
         } else {
-            Io::Blocked
+            Carried::Blocked
         }
     }
 }
