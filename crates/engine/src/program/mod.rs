@@ -12,8 +12,6 @@
 //! on, so every transaction starts on clean connections.
 
 pub(crate) mod coord;
-// The profile worker carries its users as these flows from the next change.
-#[allow(dead_code)]
 pub(crate) mod flow;
 pub(crate) mod script;
 pub(crate) mod stats;

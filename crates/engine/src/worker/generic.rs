@@ -328,8 +328,9 @@ impl<K: Kind> Core<K> {
         }
     }
 
-    /// The window's reading of its flows' sockets.
-    fn window_turn(&mut self, now: Instant) {
+    /// The window's turn at `now` (the loop turns it first thing; a kind
+    /// whose window opens before its loop turns it then too).
+    pub fn window_turn(&mut self, now: Instant) {
         let Core {
             window,
             counts,
