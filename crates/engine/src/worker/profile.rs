@@ -425,7 +425,7 @@ impl Kind for ProfileKind {
     }
 
     fn stop(&mut self, _core: &Core, _now: Instant) -> bool {
-        self.aborted || self.finished == self.users
+        self.aborted || self.finished == self.users || self.coord.aborted()
     }
 
     fn perform(
