@@ -12,6 +12,7 @@
 //! on, so every transaction starts on clean connections.
 
 pub(crate) mod coord;
+pub(crate) mod flow;
 pub(crate) mod script;
 pub(crate) mod stats;
 pub(crate) mod user;

@@ -176,6 +176,11 @@ impl User {
         self.script.conns
     }
 
+    /// Which side it runs.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
     /// The script.
     pub fn script(&self) -> &Script {
         &self.script

@@ -1,7 +1,10 @@
-//! The event loop that carries a share of a profile's users, on either side:
-//! it asks each user what it needs, does the I/O (connect, accept, read,
-//! write, sendfile, close) or arms a timer, and tells the user what
-//! happened. Users wait for I/O on the event loop, never in a thread of
+//! The worker kind that carries a share of a profile's users, on either
+//! side, on the generic worker: its users are flows
+//! ([`ProfileUser`](crate::program::flow::ProfileUser)) whose steps it does
+//! the I/O of (connect, accept, read, write, sendfile, close, datagrams),
+//! and what they share stays here: the coordinator's barriers, releases
+//! and stops, the data listener behind its preamble gate, the datagram
+//! socket. Users wait for I/O on the event loop, never in a thread of
 //! their own.
 
 use std::collections::{HashMap, VecDeque};
@@ -14,21 +17,24 @@ use std::time::{Duration, Instant};
 use linkperf_metrics::ProcessCpu;
 use linkperf_records::WorkerPlacement;
 use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
+use mio::event::Event;
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};
 
 use crate::counters::OPEN_WINDOW;
+use crate::flow::step::{Carried, Step, Told};
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
 use crate::io::{
     accept_next, Accept, AcceptRetry, Dial, DialError, Listener, Register, Registration,
 };
 use crate::program::coord::{Arrival, Coord};
+use crate::program::flow::{Closing, ProfileUser};
 use crate::program::script::{ConnOptions, MAX_CONNS};
 use crate::program::stats::ProfileCounters;
 use crate::program::user::{Need, Role, User};
 use crate::schedule::Schedule;
-use crate::worker::driver::{self, Driver, Flows, Turn};
-use crate::worker::window::{Connections, Publish, Window};
+use crate::worker::driver::Driver;
+use crate::worker::generic::{self, Kind, Worker, KIND_TOKENS};
 use crate::worker::{SocketFacts, WindowClock};
 
 mod data;
@@ -37,25 +43,21 @@ mod udp;
 
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use data::MAX_CHUNK;
-use links::{conn_settings, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
+use links::{conn_settings, failed, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
 
 const LISTENER: Token = Token(usize::MAX - 1);
-/// Steps one user takes before the others get a turn.
-const BUDGET: u32 = 64;
-/// Longest a busy think spins before the worker turns to its other users.
-const SPIN_SLICE: Duration = Duration::from_millis(1);
 
-/// One user's connection.
+/// What one socket of a user's connection is, beside the socket the core
+/// keeps (the server's side of a datagram connection has none of its own).
 #[derive(Debug)]
 enum Link {
     /// A TCP connection (`dial` while it connects and sends its preamble).
-    Tcp { conn: Conn, dial: Option<Dial> },
+    Tcp { dial: Option<Dial> },
     /// The client's UDP socket, connected to the server's datagram endpoint;
     /// registered once the server answered its registration (`register`
     /// until then).
     Udp {
-        conn: Conn,
         seq: u64,
         register: Option<Register>,
     },
@@ -65,24 +67,9 @@ enum Link {
 }
 
 impl Link {
-    fn source(&mut self) -> Option<&mut dyn mio::event::Source> {
-        match self {
-            Link::Tcp { conn, .. } | Link::Udp { conn, .. } => Some(conn.source()),
-            Link::Peer { .. } => None,
-        }
-    }
-}
-
-/// A profile worker's connections as its window reads them: none. A
-/// profile's report carries no TCP_INFO (its results documents have none),
-/// so its window reads no socket.
-struct Unread;
-
-impl Connections for Unread {
-    fn each_tcp(&mut self, _f: impl FnMut(&Conn, &mut u32)) {}
-
-    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
-        std::iter::empty()
+    /// Whether the core keeps a socket for it.
+    fn socket(&self) -> bool {
+        !matches!(self, Link::Peer { .. })
     }
 }
 
@@ -137,14 +124,18 @@ pub struct WorkerSetup {
     pub live: Option<Arc<crate::LiveStats>>,
 }
 
-struct Worker {
+/// The profile's worker kind: what its users share on one worker (the
+/// coordinator's barriers, releases and stops, the data listener and its
+/// preamble gate, the datagram socket) and the I/O of their steps.
+pub(crate) struct ProfileKind {
     role: Role,
-    users: Vec<User>,
-    /// Per user, per connection: the sockets open on it, newest last (each
-    /// connect opens one more; data and disconnect use the newest).
+    /// Users on this worker (flow `u` is user `u`).
+    users: usize,
+    /// Per user, per connection: what its sockets are, newest last (each
+    /// connect opens one more; data and disconnect use the newest), beside
+    /// the sockets the core keeps for the same connection.
     links: Vec<Vec<Vec<Link>>>,
     arrived: Vec<Option<usize>>,
-    done: Vec<bool>,
     workers: usize,
     transactions: usize,
     endpoints: Vec<SocketAddr>,
@@ -171,26 +162,19 @@ struct Worker {
     tcp_count: Vec<Vec<(u64, u64)>>,
     token: DataToken,
     coord: Arc<Coord>,
-    io: Driver,
-    stats: ProfileCounters,
     /// Connections opened or accepted.
     connections: u64,
     buf: Vec<u8>,
     file: Option<OwnedFd>,
-    ready: VecDeque<usize>,
-    spinning: Vec<usize>,
     release_seen: u64,
     stop_seen: u64,
     changes_seen: u64,
-    stops: HashMap<usize, Arc<Vec<u64>>>,
     finished: usize,
+    aborted: bool,
     socket: Option<SocketFacts>,
-    /// Its turn duties: live totals, its CPU over the run.
-    window: Window,
-    /// The run as the window sees it: a window from the worker's start to
-    /// its end (at most a day).
-    schedule: Schedule,
 }
+
+type Core = generic::Core<ProfileKind>;
 
 /// Runs a worker to the end of its users' scripts (or the abort), with
 /// its clock (the thread pinned) or why the pin failed.
@@ -234,9 +218,31 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         PREAMBLE_TIMEOUT,
     );
     let start = Instant::now();
-    let window = Window::new(clock, setup.live, setup.id as usize, Publish::Totals, start);
-    let mut w = Worker {
+    let mut counts = ProfileCounters::new(setup.slots);
+    if setup.role == Role::Server {
+        counts.start(start);
+    }
+    let mut core = Core::new(
+        setup.driver,
+        clock,
+        setup.live,
+        setup.id as usize,
+        false,
+        counts,
+        start,
+    );
+    // The run as the window sees it: a window from the worker's start to
+    // its end (at most a day), open (its CPU) now.
+    core.set_schedule(Schedule::new(
+        start,
+        Duration::ZERO,
+        OPEN_WINDOW,
+        Duration::ZERO,
+    ));
+    core.window_turn(start);
+    let kind = ProfileKind {
         role: setup.role,
+        users: setup.users.len(),
         links: setup
             .users
             .iter()
@@ -248,8 +254,6 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
             .map(|u| vec![(0, 0); u.conns()])
             .collect(),
         arrived: vec![None; setup.users.len()],
-        done: vec![false; setup.users.len()],
-        users: setup.users,
         workers: setup.workers.max(1),
         transactions: setup.transactions,
         endpoints: setup.endpoints,
@@ -266,76 +270,80 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         accept_retry: AcceptRetry::default(),
         accepted: HashMap::new(),
         token: setup.token,
-        coord: setup.coord,
-        io: setup.driver,
-        stats: ProfileCounters::new(setup.slots),
+        coord: setup.coord.clone(),
         connections: 0,
         buf: vec![0x5a; chunk],
         file: None,
-        ready: VecDeque::new(),
-        spinning: Vec::new(),
         release_seen: 0,
         stop_seen: 0,
         changes_seen: 0,
-        stops: HashMap::new(),
         finished: 0,
+        aborted: false,
         socket: None,
-        window,
-        schedule: Schedule::new(start, Duration::ZERO, OPEN_WINDOW, Duration::ZERO),
     };
-    if w.role == Role::Server {
-        w.stats.start(start);
+    for user in setup.users {
+        // Flow `u` is user `u` (a fresh slab hands out keys in order).
+        core.add(ProfileUser::new(user, setup.coord.clone()));
     }
-    // The window (its CPU) opens now.
-    w.window
-        .turn(start, Some(&w.schedule), &mut w.stats.counters, &mut Unread);
-    w.event_loop();
+    let mut w = Worker::new(core, kind);
+    if w.kind.register(&mut w.core) {
+        let mut events = Events::with_capacity(1024);
+        if let Err(e) = w.run(&mut events) {
+            w.kind.coord.fail(format!("event wait: {e}"));
+        }
+    }
     // Not cut as an aborted test's: a profile's counting ends where the
     // run does (`ProgramRun::finish`), and the server's always ends so.
-    w.window.end(&mut w.stats.counters, &mut Unread, false);
-    let (cpu, placement, _) = w.window.finish(n_users);
+    w.core.end(false);
+    let Worker { core, kind } = w;
+    let mut parts = core.into_parts();
+    let (cpu, placement, _) = parts.finish(n_users);
     ProgramWorkerReport {
-        counts: w.stats,
-        connections: w.connections,
+        counts: parts.counts,
+        connections: kind.connections,
         cpu,
         placement,
-        socket: w.socket,
+        socket: kind.socket,
     }
 }
 
-impl Worker {
-    fn event_loop(&mut self) {
+impl ProfileKind {
+    /// Registers the data listener and the datagram socket; false (the
+    /// run failed) if one could not be.
+    fn register(&mut self, core: &mut Core) -> bool {
         if let Some(l) = self.listener.as_mut() {
-            if let Err(e) = self
-                .io
-                .registry()
-                .register(l.source(), LISTENER, Interest::READABLE)
+            if let Err(e) =
+                core.driver()
+                    .registry()
+                    .register(l.source(), LISTENER, Interest::READABLE)
             {
                 self.coord.fail(format!("register the data listener: {e}"));
-                return;
+                return false;
             }
         }
         if let Some(u) = self.udp.as_mut() {
             let both = Interest::READABLE | Interest::WRITABLE;
-            if let Err(e) = self.io.registry().register(u, UDP, both) {
+            if let Err(e) = core.driver().registry().register(u, UDP, both) {
                 self.coord
                     .fail(format!("register the datagram socket: {e}"));
-                return;
+                return false;
             }
         }
-        let mut events = Events::with_capacity(1024);
         if self.role == Role::Server {
-            for u in 0..self.users.len() {
-                self.ready.push_back(u);
+            for u in 0..self.users {
+                core.driver().again(u);
             }
         }
-        if let Err(e) = driver::run(self, &mut events) {
-            self.coord.fail(format!("event wait: {e}"));
-        }
+        true
+    }
+
+    /// User `u`.
+    fn user(core: &Core, u: usize) -> &User {
+        &core.slots[u].flow.user
     }
 
     /// Takes in releases (client) and stops (server) the driver posted.
-    fn check_coord(&mut self) {
+    fn check_coord(&mut self, core: &mut Core) {
         let changes = self.coord.changes();
         if changes == self.changes_seen {
             return;
@@ -352,18 +360,19 @@ impl Worker {
                 self.release_seen = r.generation;
                 let now = Instant::now();
                 if r.txn == 0 {
-                    self.stats.start(now);
+                    core.counts.start(now);
                 }
                 let last = self.transactions.saturating_sub(1);
-                for u in 0..self.users.len() {
-                    if self.users[u].finished() {
+                for u in 0..self.users {
+                    let user = &mut core.slots[u].flow.user;
+                    if user.finished() {
                         continue;
                     }
-                    let id = self.users[u].id as usize;
+                    let id = user.id as usize;
                     let empty = Vec::new();
                     let drain = r.drain.get(id).unwrap_or(&empty);
-                    self.users[u].release(r.txn, drain, now, last);
-                    self.ready.push_back(u);
+                    user.release(r.txn, drain, now, last);
+                    core.driver().again(u);
                 }
             }
             Role::Server => {
@@ -372,261 +381,139 @@ impl Worker {
                     return;
                 }
                 self.stop_seen = generation;
-                self.stops = stops;
-                for u in 0..self.users.len() {
-                    self.ready.push_back(u);
+                let stops = Arc::new(stops);
+                for u in 0..self.users {
+                    core.slots[u].flow.set_stops(stops.clone());
+                    core.driver().again(u);
                 }
             }
         }
     }
 
-    fn user_token(u: usize, c: usize) -> Token {
-        Token(u * MAX_CONNS + c)
-    }
-
-    /// Runs user `u` until it waits.
-    fn drive(&mut self, u: usize) {
-        if self.done[u] {
-            return;
-        }
-        if self.users[u].finished() {
-            self.finish_user(u);
-            return;
-        }
-        let mut budget = BUDGET;
-        loop {
-            let now = Instant::now();
-            if self.role == Role::Server {
-                let txn = self.users[u].txn();
-                if let Some(s) = self.stops.get(&txn) {
-                    let id = self.users[u].id as usize;
-                    if let Some(n) = s.get(id) {
-                        self.users[u].stop_at(txn, *n, now);
-                    }
-                }
-            }
-            let need = self.users[u].need(now, &mut self.stats, &mut budget);
-            if let Some((txn, written, close)) = self.users[u].ended.take() {
-                for c in close {
-                    self.drop_link(u, c);
-                }
-                self.coord.ended(txn, self.users[u].id, written);
-            }
-            let go_on = match need {
-                Need::Connect(c) => self.connect(u, c, now),
-                Need::Accept(c) => self.take_accepted(u, c, now),
-                Need::Disconnect(c) => self.disconnect(u, c, now),
-                Need::Write {
-                    conn,
-                    len,
-                    sendfile,
-                } => self.write(u, conn, len, sendfile, now),
-                Need::Read { conn, len } | Need::Drain { conn, len } => {
-                    self.read(u, conn, len, now)
-                }
-                Need::Wait { until, busy } => {
-                    if until <= now {
-                        self.ready.push_back(u);
-                    } else if busy {
-                        self.spinning.push(u);
-                    } else {
-                        self.io.timers.arm(until, u, 0);
-                    }
-                    false
-                }
-                Need::Spin(left) => {
-                    // This user's CPU time: the worker spins for it alone, a
-                    // slice at a time so the others (and their I/O) get turns.
-                    let slice = left.min(SPIN_SLICE);
-                    let start = Instant::now();
-                    while start.elapsed() < slice {
-                        std::hint::spin_loop();
-                    }
-                    self.users[u].spun(start.elapsed());
-                    self.ready.push_back(u);
-                    false
-                }
-                Need::Barrier(next) => {
-                    if self.arrived[u] != Some(next) {
-                        self.arrived[u] = Some(next);
-                        let user = &self.users[u];
-                        self.coord.arrive(
-                            user.id,
-                            next,
-                            Arrival {
-                                iterations: user.iterations(),
-                                read: user.read_per_conn().to_vec(),
-                            },
-                        );
-                    }
-                    false
-                }
-                Need::Done => {
-                    self.finish_user(u);
-                    false
-                }
-            };
-            if !go_on {
-                // Waiting on I/O: make sure the deadline is watched.
-                if let Some(d) = self.users[u].deadline() {
-                    if matches!(
-                        need,
-                        Need::Connect(_)
-                            | Need::Accept(_)
-                            | Need::Disconnect(_)
-                            | Need::Write { .. }
-                            | Need::Read { .. }
-                            | Need::Drain { .. }
-                    ) {
-                        if d <= now {
-                            if matches!(need, Need::Drain { .. }) {
-                                self.users[u].stop_draining(now, &mut self.stats);
-                                continue;
-                            }
-                            if self.role == Role::Server {
-                                // What the client sent before its end of the
-                                // timed transaction and never came was lost.
-                                self.users[u].give_up_lost(now, &mut self.stats);
-                                continue;
-                            }
-                            if let Need::Connect(c) = need {
-                                // A connect (or a UDP registration) that timed
-                                // out leaves nothing open.
-                                if self.connecting(u, c) || self.registering(u, c) {
-                                    self.drop_link(u, c);
-                                }
-                            }
-                            let why = if self.is_udp(u, &need) {
-                                "no datagram before its timeout (lost)"
-                            } else {
-                                "no progress before its timeout"
-                            };
-                            if self.fail(u, why, now) {
-                                continue;
-                            }
-                        } else {
-                            self.io.timers.arm(d, u, 0);
-                        }
-                    }
-                }
-                return;
-            }
-        }
-    }
-
-    fn finish_user(&mut self, u: usize) {
-        if std::mem::replace(&mut self.done[u], true) {
-            return;
-        }
-        for c in 0..self.links[u].len() {
-            while !self.links[u][c].is_empty() {
-                self.drop_link(u, c);
-            }
-        }
-        self.finished += 1;
-        self.coord.user_finished();
-        if let Some(m) = self.users[u].failure() {
-            match self.role {
-                Role::Client if m != "aborted" => self.coord.fail(m.to_string()),
-                Role::Client => {}
-                Role::Server => self.coord.gone(self.users[u].id),
-            }
-        }
-    }
-
-    /// The current operation failed; true if the user goes on (canfail).
-    fn fail(&mut self, u: usize, why: &str, now: Instant) -> bool {
-        match self.users[u].fail(why, now, &mut self.stats) {
-            None => true,
-            Some(_) => {
-                self.finish_user(u);
-                false
-            }
-        }
-    }
-
-    fn is_udp(&self, u: usize, need: &Need) -> bool {
-        let c = match *need {
-            Need::Read { conn, .. } | Need::Drain { conn, .. } | Need::Write { conn, .. } => conn,
-            _ => return false,
-        };
-        self.users[u]
-            .script()
-            .conn_options
-            .get(c)
-            .is_some_and(|o| o.udp)
-    }
-
-    fn worker_index(&self) -> usize {
-        self.users
-            .first()
-            .map(|u| u.id as usize % self.workers)
+    fn worker_index(&self, core: &Core) -> usize {
+        core.slots
+            .get(0)
+            .map(|s| s.flow.user.id as usize % self.workers)
             .unwrap_or(0)
     }
 }
 
-/// The worker's users as the driver's loop turns them.
-impl Flows for Worker {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.io
-    }
+impl Kind for ProfileKind {
+    type Flow = ProfileUser;
+    type Counts = ProfileCounters;
+    /// A profile's report carries no TCP_INFO (its results documents have
+    /// none), so its window reads no socket.
+    const TCP_INFO: bool = false;
 
-    fn turn(&mut self, now: Instant) -> Turn {
+    fn begin(&mut self, core: &mut Core, now: Instant) {
         if self.coord.aborted() {
-            for u in &mut self.users {
-                u.abandon("aborted");
+            if !self.aborted {
+                self.aborted = true;
+                for (_, s) in core.slots.iter_mut() {
+                    s.flow.user.abandon("aborted");
+                }
             }
-            return Turn::Stop;
+            return;
         }
-        self.check_coord();
-        self.window.turn(
-            now,
-            Some(&self.schedule),
-            &mut self.stats.counters,
-            &mut Unread,
-        );
-        // Users that are due: ready ones, spinners, expired timers.
-        let mut due: Vec<usize> = self.ready.drain(..).collect();
-        let spinning = std::mem::take(&mut self.spinning);
-        due.extend(spinning);
-        while let Some((_, u, _)) = self.io.timers.due(now) {
-            due.push(u);
-        }
-        for u in due {
-            self.drive(u);
-        }
-        if self.finished == self.users.len() {
-            return Turn::Stop;
-        }
-        self.expire_pending(now);
+        self.check_coord(core);
+        self.expire_pending(core, now);
         if self.accept_retry.due(now) {
-            self.accept_all();
+            self.accept_all(core);
         }
-        let queued = !self.ready.is_empty() || !self.spinning.is_empty();
-        let retry = self.accept_retry.deadline();
-        Turn::Wait(self.io.timeout(Instant::now(), None, retry, queued))
     }
 
-    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
+    fn stop(&mut self, _core: &Core, _now: Instant) -> bool {
+        self.aborted || self.finished == self.users || self.coord.aborted()
+    }
+
+    fn perform(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        step: Step,
+        now: &mut Instant,
+    ) -> Option<Told> {
+        match step {
+            Step::Connect(c) => self.connect(core, u, c, *now),
+            Step::Accept(c) => self.take_accepted(core, u, c, *now),
+            Step::Close(c) => match core.slots[u].flow.closing {
+                Closing::Disconnect => self.disconnect(core, u, c, *now),
+                Closing::Abandoned => {
+                    self.drop_link(core, u, c);
+                    Some(Told::Closed(c))
+                }
+                Closing::TimedOut => {
+                    if self.connecting(u, c) || self.registering(u, c) {
+                        self.drop_link(core, u, c);
+                    }
+                    Some(Told::Closed(c))
+                }
+            },
+            Step::Carry(c) => match core.slots[u].flow.need {
+                Need::Write { len, sendfile, .. } => {
+                    Some(self.write(core, u, c, len, sendfile, now))
+                }
+                Need::Read { len, .. } | Need::Drain { len, .. } => {
+                    Some(self.read(core, u, c, len, now))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    fn event(&mut self, core: &mut Core, event: &Event, _now: Instant) {
         match event.token() {
-            LISTENER => self.accept_all(),
+            LISTENER => self.accept_all(core),
             UDP => {
                 if event.is_readable() {
-                    self.receive_datagrams();
+                    self.receive_datagrams(core);
                 }
                 if event.is_writable() {
                     for u in std::mem::take(&mut self.udp_blocked) {
-                        self.drive(u);
+                        core.driver().again(u);
                     }
                 }
             }
-            Token(t) if t >= PENDING_BASE => self.preamble(t - PENDING_BASE),
-            Token(t) => {
-                let u = t / MAX_CONNS;
-                if u < self.users.len() {
-                    self.drive(u);
-                }
+            Token(t) if t >= PENDING_BASE => self.preamble(core, t - PENDING_BASE),
+            Token(_) => {}
+        }
+    }
+
+    fn held(&mut self, core: &mut Core, u: usize, next: usize) {
+        if self.arrived[u] != Some(next) {
+            self.arrived[u] = Some(next);
+            let user = Self::user(core, u);
+            self.coord.arrive(
+                user.id,
+                next,
+                Arrival {
+                    iterations: user.iterations(),
+                    read: user.read_per_conn().to_vec(),
+                },
+            );
+        }
+    }
+
+    fn done(&mut self, core: &mut Core, u: usize) {
+        for c in 0..self.links[u].len() {
+            while !self.links[u][c].is_empty() {
+                self.drop_link(core, u, c);
             }
         }
+        self.finished += 1;
+        self.coord.user_finished();
+        let user = Self::user(core, u);
+        if let Some(m) = user.failure() {
+            match self.role {
+                Role::Client if m != "aborted" => self.coord.fail(m.to_string()),
+                Role::Client => {}
+                Role::Server => self.coord.gone(user.id),
+            }
+        }
+    }
+
+    fn deadline(&self, _core: &Core) -> Option<Instant> {
+        self.accept_retry.deadline()
     }
 }

@@ -34,39 +34,54 @@ pub(super) fn send_file(sock: RawFd, file: RawFd, n: usize) -> io::Result<usize>
     }
 }
 
-impl Worker {
+impl ProfileKind {
+    /// Writes (or sends from the payload file) up to `len` bytes of user
+    /// `u`'s current write on connection `c`.
     pub(super) fn write(
         &mut self,
+        core: &mut Core,
         u: usize,
         c: usize,
         len: u64,
         sendfile: bool,
-        now: Instant,
-    ) -> bool {
+        now: &mut Instant,
+    ) -> Told {
+        let failed = |why: String| Told::Carried {
+            conn: c,
+            how: Carried::Failed(io::Error::other(why)),
+        };
         if sendfile && self.file.is_none() {
             match payload_file(&self.buf) {
                 Ok(f) => self.file = Some(f),
-                Err(e) => return self.fail(u, &format!("sendfile payload: {e}"), now),
+                Err(e) => return failed(format!("sendfile payload: {e}")),
             }
         }
-        let id = self.users[u].id;
+        let generic::Core { slots, counts, .. } = &mut *core;
+        let slot = &mut slots[u];
+        let id = slot.flow.user.id;
         let tag = self.token.session_tag();
         let r = match self.links[u][c].last_mut() {
-            None => return self.fail(u, "the connection is not open", now),
-            Some(Link::Tcp { conn, .. }) => {
+            None => return failed("the connection is not open".into()),
+            Some(Link::Tcp { .. }) => {
+                let Some(l) = slot.link(c) else {
+                    return failed("the connection is not open".into());
+                };
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
                 if sendfile {
                     let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-                    send_file(conn.as_raw_fd(), file, n)
+                    send_file(l.conn.as_raw_fd(), file, n)
                 } else {
-                    conn.write(&self.buf[..n])
+                    l.conn.write(&self.buf[..n])
                 }
             }
-            Some(Link::Udp { conn, seq, .. }) => {
+            Some(Link::Udp { seq, .. }) => {
+                let Some(l) = slot.link(c) else {
+                    return failed("the connection is not open".into());
+                };
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
-                conn.write(&self.buf[..n]).map(|_| {
+                l.conn.write(&self.buf[..n]).map(|_| {
                     *seq += 1;
                     n - UDP_HEADER_LEN
                 })
@@ -74,7 +89,7 @@ impl Worker {
             Some(Link::Peer { addr, seq }) => {
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
                 let Some(sock) = self.udp.as_ref() else {
-                    return self.fail(u, "no datagram socket", now);
+                    return failed("no datagram socket".into());
                 };
                 let r = sock.send_to(&self.buf[..n], *addr).map(|_| {
                     *seq += 1;
@@ -86,76 +101,106 @@ impl Worker {
                 r
             }
         };
-        match r {
-            Ok(0) if len > 0 => self.fail(u, "the connection wrote nothing", now),
+        let how = match r {
+            Ok(0) if len > 0 => return failed("the connection wrote nothing".into()),
             Ok(k) => {
-                self.users[u].wrote(k as u64, Instant::now(), &mut self.stats);
-                true
+                *now = Instant::now();
+                slot.flow.user.wrote(k as u64, *now, counts);
+                Carried::Finished
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Carried::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Carried::Finished,
             Err(e) => {
                 if matches!(self.links[u][c].last(), Some(Link::Tcp { .. })) {
-                    self.drop_link(u, c);
+                    self.drop_link(core, u, c);
                 }
-                self.fail(u, &e.to_string(), now)
+                Carried::Failed(e)
             }
-        }
+        };
+        Told::Carried { conn: c, how }
     }
 
-    pub(super) fn read(&mut self, u: usize, c: usize, len: u64, now: Instant) -> bool {
+    /// Reads up to `len` bytes of user `u`'s current read (or drain) on
+    /// connection `c`, or one datagram.
+    pub(super) fn read(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        len: u64,
+        now: &mut Instant,
+    ) -> Told {
+        let carried = |how| Told::Carried { conn: c, how };
         let tag = self.token.session_tag();
-        match self.links[u][c].last_mut() {
-            None => self.fail(u, "the connection is not open", now),
-            Some(Link::Tcp { conn, .. }) => {
+        let generic::Core { slots, counts, .. } = &mut *core;
+        let slot = &mut slots[u];
+        let how = match self.links[u][c].last_mut() {
+            None => Carried::Failed(io::Error::other("the connection is not open")),
+            Some(Link::Tcp { .. }) => {
+                let Some(l) = slot.link(c) else {
+                    return carried(Carried::Failed(io::Error::other(
+                        "the connection is not open",
+                    )));
+                };
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
-                match conn.read(&mut self.buf[..n]) {
+                match l.conn.read(&mut self.buf[..n]) {
                     Ok(0) => {
-                        self.drop_link(u, c);
-                        self.fail(u, "the other side closed the connection", now)
+                        self.drop_link(core, u, c);
+                        Carried::Eof
                     }
                     Ok(k) => {
-                        self.users[u].got(k as u64, Instant::now(), &mut self.stats);
-                        true
+                        *now = Instant::now();
+                        slot.flow.user.got(k as u64, *now, counts);
+                        Carried::Finished
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => true,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => Carried::Blocked,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => Carried::Finished,
                     Err(e) => {
-                        self.drop_link(u, c);
-                        self.fail(u, &e.to_string(), now)
+                        self.drop_link(core, u, c);
+                        Carried::Failed(e)
                     }
                 }
             }
-            Some(Link::Udp { conn, .. }) => loop {
-                match conn.read(&mut self.buf) {
-                    Ok(k) => {
-                        // Only this session's datagrams count; one of the
-                        // header alone is a late answer to a registration.
-                        let ours = k > UDP_HEADER_LEN
-                            && UdpHeader::decode(&self.buf[..k]).is_ok_and(|h| h.tag == tag);
-                        if ours {
-                            let n = (k - UDP_HEADER_LEN) as u64;
-                            self.users[u].got_datagram(n, Instant::now(), &mut self.stats);
-                            return true;
+            Some(Link::Udp { .. }) => {
+                let Some(l) = slot.link(c) else {
+                    return carried(Carried::Failed(io::Error::other(
+                        "the connection is not open",
+                    )));
+                };
+                loop {
+                    match l.conn.read(&mut self.buf) {
+                        Ok(k) => {
+                            // Only this session's datagrams count; one of the
+                            // header alone is a late answer to a registration.
+                            let ours = k > UDP_HEADER_LEN
+                                && UdpHeader::decode(&self.buf[..k]).is_ok_and(|h| h.tag == tag);
+                            if ours {
+                                let n = (k - UDP_HEADER_LEN) as u64;
+                                *now = Instant::now();
+                                slot.flow.user.got_datagram(n, *now, counts);
+                                break Carried::Finished;
+                            }
                         }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Carried::Blocked,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        // An ICMP error for an earlier datagram: the read times
+                        // out if the server stays away.
+                        Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
+                        Err(e) => break Carried::Failed(e),
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    // An ICMP error for an earlier datagram: the read times
-                    // out if the server stays away.
-                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {}
-                    Err(e) => return self.fail(u, &e.to_string(), now),
                 }
-            },
+            }
             Some(Link::Peer { .. }) => {
                 let Some((_, n)) = self.dgrams.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
-                    return false;
+                    return carried(Carried::Blocked);
                 };
-                self.users[u].got_datagram(n as u64, Instant::now(), &mut self.stats);
-                true
+                *now = Instant::now();
+                slot.flow.user.got_datagram(n as u64, *now, counts);
+                Carried::Finished
             }
-        }
+        };
+        carried(how)
     }
 }

@@ -4,7 +4,7 @@
 
 use super::*;
 
-pub(super) const PENDING_BASE: usize = 1 << 48;
+pub(super) const PENDING_BASE: usize = KIND_TOKENS;
 
 /// Longest a new connection may take to send its preamble.
 pub(super) const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -134,86 +134,90 @@ pub(super) fn conn_settings(o: &ConnOptions) -> Settings {
     }
 }
 
-impl Worker {
-    pub(super) fn connect(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        let udp = self.users[u].script().conn_options[c].udp;
+/// A failure of the step on connection `c`, in the user's words.
+pub(super) fn failed(c: usize, why: impl Into<String>) -> Option<Told> {
+    Some(Told::Failed(c, io::Error::other(why.into())))
+}
+
+impl ProfileKind {
+    pub(super) fn connect(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        now: Instant,
+    ) -> Option<Told> {
+        let udp = Self::user(core, u).script().conn_options[c].udp;
         // A UDP registration under way goes on.
         if self.registering(u, c) {
-            return self.await_udp_answer(u, c, now);
+            return self.await_udp_answer(core, u, c, now);
         }
         // A connect under way goes on; otherwise this one opens another
         // socket, the earlier ones staying open (as uperf's connect does).
         if !self.connecting(u, c) {
             if udp {
-                return self.connect_udp(u, c, now);
+                return self.connect_udp(core, u, c, now);
             }
             if self.endpoints.is_empty() {
-                return self.fail(u, "no endpoint to connect to", now);
+                return failed(c, "no endpoint to connect to");
             }
-            let id = self.users[u].id;
+            let user = Self::user(core, u);
+            let id = user.id;
             let addr = self.endpoints[id as usize % self.endpoints.len()];
-            let settings = conn_settings(&self.users[u].script().conn_options[c]);
+            let settings = conn_settings(&user.script().conn_options[c]);
             let conn = match tcp_connect(addr, &settings) {
                 Ok(conn) => conn,
-                Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+                Err(e) => return failed(c, format!("connect to {addr}: {e}")),
             };
             // The transaction it is opened in (an accepting side takes only
             // its current transaction's), the connection, and its number
             // among the connection's connects in the transaction: the
             // server's n-th accept takes the n-th.
-            let Ok(txn) = u16::try_from(self.users[u].txn()) else {
-                return self.fail(u, "more transactions than a preamble can number", now);
+            let Ok(txn) = u16::try_from(user.txn()) else {
+                return failed(c, "more transactions than a preamble can number");
             };
-            let seq = ConnectSeq::new(txn, c as u8, self.next_ordinal(u, c));
+            let seq = ConnectSeq::new(txn, c as u8, self.next_ordinal(core, u, c));
             let pre = Preamble {
                 token: self.token,
                 flow: id,
                 seq: seq.pack(),
             }
             .encode();
-            let mut link = Link::Tcp {
-                conn,
-                dial: Some(Dial::new(&pre)),
-            };
-            if let Some(src) = link.source() {
-                if let Err(e) = self.io.registry().register(
-                    src,
-                    Self::user_token(u, c),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    return self.fail(u, &format!("register a connection: {e}"), now);
-                }
+            if let Err(e) = core.attach(u, c, conn) {
+                return failed(c, format!("register a connection: {e}"));
             }
-            self.links[u][c].push(link);
-            return false;
+            self.links[u][c].push(Link::Tcp {
+                dial: Some(Dial::new(&pre)),
+            });
+            return None;
         }
-        let Some(Link::Tcp { conn, dial }) = self.links[u][c].last_mut() else {
-            return false;
+        let Some(Link::Tcp { dial }) = self.links[u][c].last_mut() else {
+            return None;
         };
         if let Some(d) = dial {
+            let conn = &mut core.slots[u].link(c)?.conn;
             match d.advance(conn) {
-                Ok(false) => return false,
+                Ok(false) => return None,
                 Ok(true) => *dial = None,
                 Err(e) => {
-                    self.drop_link(u, c);
+                    self.drop_link(core, u, c);
                     let why = match e {
                         DialError::Connect(e) => format!("connect: {e}"),
                         DialError::Greet(e) => format!("send the preamble: {e}"),
                     };
-                    return self.fail(u, &why, now);
+                    return failed(c, why);
                 }
             }
         }
-        self.count_tcp(u, c);
-        self.established(u, c);
-        self.users[u].op_done(now, &mut self.stats);
-        true
+        self.count_tcp(core, u, c);
+        self.established(core, u, c);
+        Some(Told::Connected(c))
     }
 
     /// User `u` opened (client) or took (server) one more TCP socket on
     /// connection `c` in its transaction: the next is numbered one higher.
-    fn count_tcp(&mut self, u: usize, c: usize) {
-        let txn = self.users[u].txn() as u64;
+    fn count_tcp(&mut self, core: &Core, u: usize, c: usize) {
+        let txn = Self::user(core, u).txn() as u64;
         let count = &mut self.tcp_count[u][c];
         if count.0 != txn {
             *count = (txn, 0);
@@ -223,10 +227,11 @@ impl Worker {
 
     /// A TCP connection of user `u` on connection `c` is open (the client
     /// sent its preamble, the server took it).
-    pub(super) fn established(&mut self, u: usize, c: usize) {
+    pub(super) fn established(&mut self, core: &mut Core, u: usize, c: usize) {
         self.connections += 1;
         if self.socket.is_none() {
-            if let Some(Link::Tcp { conn, .. }) = self.links[u][c].last() {
+            if let Some(l) = core.slots[u].link(c) {
+                let conn = &l.conn;
                 self.socket = Some(SocketFacts::read(conn.as_raw_fd(), conn.local_ip(), true));
             }
         }
@@ -236,8 +241,8 @@ impl Worker {
     /// `c` in its current transaction, from 1: one more than those
     /// established in it (a user's connects on one connection follow one
     /// another, and one that fails is not counted).
-    pub(super) fn next_ordinal(&self, u: usize, c: usize) -> u64 {
-        let txn = self.users[u].txn() as u64;
+    pub(super) fn next_ordinal(&self, core: &Core, u: usize, c: usize) -> u64 {
+        let txn = Self::user(core, u).txn() as u64;
         match self.tcp_count[u][c] {
             (t, n) if t == txn => n + 1,
             _ => 1,
@@ -246,99 +251,108 @@ impl Worker {
 
     /// Whether connection `c`'s newest socket is a connect under way.
     pub(super) fn connecting(&self, u: usize, c: usize) -> bool {
-        matches!(
-            self.links[u][c].last(),
-            Some(Link::Tcp { dial: Some(_), .. })
-        )
+        matches!(self.links[u][c].last(), Some(Link::Tcp { dial: Some(_) }))
     }
 
     /// Closes connection `c`'s newest socket.
-    pub(super) fn drop_link(&mut self, u: usize, c: usize) {
-        if let Some(mut l) = self.links[u][c].pop() {
-            if let Some(src) = l.source() {
-                let _ = self.io.registry().deregister(src);
+    pub(super) fn drop_link(&mut self, core: &mut Core, u: usize, c: usize) {
+        if let Some(l) = self.links[u][c].pop() {
+            if l.socket() {
+                core.close(u, c, false);
             }
         }
     }
 
-    pub(super) fn take_accepted(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        if self.users[u].script().conn_options[c].udp {
+    pub(super) fn take_accepted(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        _now: Instant,
+    ) -> Option<Told> {
+        let user = Self::user(core, u);
+        let txn = user.txn() as u64;
+        if user.script().conn_options[c].udp {
             // A datagram "connection" is there once the client registered it
             // in this transaction.
-            let txn = self.users[u].txn() as u64;
-            let Some(addr) = self.peers.get_mut(&(u, c)).and_then(|r| r.take(txn)) else {
-                return false;
-            };
+            let addr = self.peers.get_mut(&(u, c)).and_then(|r| r.take(txn))?;
             self.links[u][c].push(Link::Peer { addr, seq: 0 });
             self.connections += 1;
-            self.users[u].op_done(now, &mut self.stats);
-            return true;
+            return Some(Told::Accepted(c));
         }
         // The socket the client numbered as this accept; those opened for
         // an earlier transaction (the other side ran ahead of a timed
         // transaction's end) are stale and closed.
-        let txn = self.users[u].txn() as u64;
-        let ordinal = ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal;
+        let ordinal = ConnectSeq::new(0, 0, self.next_ordinal(core, u, c)).ordinal;
         let taken = match self.accepted.get_mut(&(u, c)) {
             Some(q) => q.take(txn, ordinal),
             None => Taken::NotYet,
         };
         let conn = match taken {
             Taken::Socket(s) => s,
-            Taken::NotYet => return false,
+            Taken::NotYet => return None,
             Taken::Refused => {
                 // Counted, so that the next accept takes the next socket.
-                self.count_tcp(u, c);
-                return self.fail(
-                    u,
+                self.count_tcp(core, u, c);
+                return failed(
+                    c,
                     "the server closed this connection at once: more of its sockets waited \
                      to be accepted than the user holds open",
-                    now,
                 );
             }
         };
         // Counted before its options, which may fail (canfail goes on).
-        self.count_tcp(u, c);
-        if let Err(e) = conn.apply(&conn_settings(&self.users[u].script().conn_options[c])) {
-            return self.fail(u, &format!("socket options: {e}"), now);
+        self.count_tcp(core, u, c);
+        let settings = conn_settings(&Self::user(core, u).script().conn_options[c]);
+        if let Err(e) = conn.apply(&settings) {
+            return failed(c, format!("socket options: {e}"));
         }
-        self.links[u][c].push(Link::Tcp { conn, dial: None });
-        self.established(u, c);
-        self.users[u].op_done(now, &mut self.stats);
-        true
+        if let Err(e) = core.attach(u, c, conn) {
+            return failed(c, format!("register a connection: {e}"));
+        }
+        self.links[u][c].push(Link::Tcp { dial: None });
+        self.established(core, u, c);
+        Some(Told::Accepted(c))
     }
 
-    pub(super) fn disconnect(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        if self.links[u][c].is_empty() {
+    pub(super) fn disconnect(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        now: Instant,
+    ) -> Option<Told> {
+        let Some(last) = self.links[u][c].last() else {
             // uperf: "Connection already closed".
-            return self.fail(u, "the connection is not open", now);
-        }
-        let tcp = matches!(self.links[u][c].last(), Some(Link::Tcp { .. }));
+            return failed(c, "the connection is not open");
+        };
+        let tcp = matches!(last, Link::Tcp { .. });
         if !tcp || self.role == Role::Client {
             // Datagrams have no close to wait for.
-            self.drop_link(u, c);
-            self.users[u].op_done(now, &mut self.stats);
-            return true;
+            self.drop_link(core, u, c);
+            return Some(Told::Closed(c));
         }
         // The server closes once the client has: read to its EOF.
-        loop {
-            let Some(Link::Tcp { conn, .. }) = self.links[u][c].last_mut() else {
-                return true;
+        {
+            let generic::Core { slots, counts, .. } = &mut *core;
+            let Some(l) = slots[u].link(c) else {
+                return Some(Told::Closed(c));
             };
-            match conn.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => self.stats.drained(n as u64, now),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => break,
+            loop {
+                match l.conn.read(&mut self.buf) {
+                    Ok(0) => break,
+                    Ok(n) => counts.drained(n as u64, now),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
             }
         }
-        self.drop_link(u, c);
-        self.users[u].op_done(now, &mut self.stats);
-        true
+        self.drop_link(core, u, c);
+        Some(Told::Closed(c))
     }
 
-    pub(super) fn accept_all(&mut self) {
+    pub(super) fn accept_all(&mut self, core: &mut Core) {
         loop {
             let Some(listener) = self.listener.as_ref() else {
                 return;
@@ -355,8 +369,8 @@ impl Worker {
             };
             let entry = self.pending.vacant_entry();
             let key = entry.key();
-            if self
-                .io
+            if core
+                .driver()
                 .registry()
                 .register(conn.source(), Token(PENDING_BASE + key), Interest::READABLE)
                 .is_ok()
@@ -365,80 +379,70 @@ impl Worker {
                 // Connections that never present a preamble stay bounded:
                 // the one waiting longest makes room.
                 if let Some(oldest) = self.gate.admit(key, Instant::now()) {
-                    self.drop_pending(oldest);
+                    self.drop_pending(core, oldest);
                 }
-                self.preamble(key);
+                self.preamble(core, key);
             }
         }
     }
 
     /// Reads a new connection's preamble and hands it to its user.
-    pub(super) fn preamble(&mut self, key: usize) {
+    pub(super) fn preamble(&mut self, core: &mut Core, key: usize) {
         let Some(conn) = self.pending.get_mut(key) else {
             return;
         };
         let pre = match self.gate.read(key, conn) {
             Presented::Waiting => return,
             Presented::Refused => {
-                self.drop_pending(key);
+                self.drop_pending(core, key);
                 return;
             }
             Presented::Through(p) => p,
         };
         let mut conn = self.pending.remove(key);
-        let _ = self.io.registry().deregister(conn.source());
+        let _ = core.driver().registry().deregister(conn.source());
         let id = pre.flow as usize;
-        if id % self.workers != self.worker_index() {
+        if id % self.workers != self.worker_index(core) {
             return;
         }
         let u = id / self.workers;
         let seq = ConnectSeq::unpack(pre.seq);
         let (txn, c) = (u64::from(seq.txn), usize::from(seq.conn));
-        if u >= self.users.len() || c >= self.users[u].conns() {
+        if u >= self.users || c >= Self::user(core, u).conns() {
             return;
         }
         // No more may wait than the user's connection holds open, but
         // always the socket its user takes next.
-        let most = usize::try_from(self.users[u].script().peaks[c])
+        let user = Self::user(core, u);
+        let most = usize::try_from(user.script().peaks[c])
             .unwrap_or(usize::MAX)
             .max(ACCEPTED_PER_SLOT);
         let next = (
-            self.users[u].txn() as u64,
-            ConnectSeq::new(0, 0, self.next_ordinal(u, c)).ordinal,
+            user.txn() as u64,
+            ConnectSeq::new(0, 0, self.next_ordinal(core, u, c)).ordinal,
         );
-        if self
-            .io
-            .registry()
-            .register(
-                conn.source(),
-                Self::user_token(u, c),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .is_err()
-        {
-            return;
-        }
+        // It waits off the poll: the user's accept registers it (and is
+        // told at once if it is readable by then).
         let queue = self.accepted.entry((u, c)).or_default();
         if let Some(refused) = queue.insert((txn, seq.ordinal), conn, next, most) {
-            // Closed (which takes it off the poll).
             drop(refused);
             return;
         }
-        self.drive(u);
+        core.driver().again(u);
     }
 
     /// Closes a connection that has not presented its preamble.
-    pub(super) fn drop_pending(&mut self, key: usize) {
+    pub(super) fn drop_pending(&mut self, core: &mut Core, key: usize) {
         self.gate.forget(key);
         if let Some(mut conn) = self.pending.try_remove(key) {
-            let _ = self.io.registry().deregister(conn.source());
+            let _ = core.driver().registry().deregister(conn.source());
         }
     }
 
     /// Closes the connections whose time for their preamble ran out.
-    pub(super) fn expire_pending(&mut self, now: Instant) {
+    pub(super) fn expire_pending(&mut self, core: &mut Core, now: Instant) {
         while let Some(key) = self.gate.expired(now) {
-            self.drop_pending(key);
+            self.drop_pending(core, key);
         }
     }
 }

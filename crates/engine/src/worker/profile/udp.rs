@@ -10,6 +10,8 @@ pub(super) const MAX_QUEUED: usize = 8192;
 
 pub(super) const UDP: Token = Token(usize::MAX - 2);
 
+const _: () = assert!(usize::MAX - 2 >= KIND_TOKENS);
+
 /// Server: one connection's UDP registrations not yet accepted. A client
 /// sends a registration again until it is answered, so the same socket's
 /// may arrive twice, late, or after the next socket's: each names its
@@ -84,41 +86,43 @@ pub(super) fn datagram(
     UDP_HEADER_LEN + payload
 }
 
-impl Worker {
+impl ProfileKind {
     /// A UDP "connection": a socket connected to the server's datagram
     /// endpoint, registered with the server (a header-only datagram naming
     /// the user, the connection and the transaction, which the server
     /// answers) so that the server knows where to send before the client
     /// sends anything: a connection the server writes to first works too.
-    pub(super) fn connect_udp(&mut self, u: usize, c: usize, now: Instant) -> bool {
+    pub(super) fn connect_udp(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        now: Instant,
+    ) -> Option<Told> {
         if self.udp_endpoints.is_empty() {
-            return self.fail(u, "the server offered no datagram endpoint", now);
+            return failed(c, "the server offered no datagram endpoint");
         }
-        let id = self.users[u].id;
+        let user = Self::user(core, u);
+        let id = user.id;
         let addr = self.udp_endpoints[id as usize % self.udp_endpoints.len()];
-        let settings = conn_settings(&self.users[u].script().conn_options[c]);
-        let mut conn = match udp_connect(addr, None, &settings) {
+        let settings = conn_settings(&user.script().conn_options[c]);
+        let conn = match udp_connect(addr, None, &settings) {
             Ok(s) => s,
-            Err(e) => return self.fail(u, &format!("connect to {addr}: {e}"), now),
+            Err(e) => return failed(c, format!("connect to {addr}: {e}")),
         };
-        if let Err(e) =
-            self.io
-                .registry()
-                .register(conn.source(), Self::user_token(u, c), Interest::READABLE)
-        {
-            return self.fail(u, &format!("register a connection: {e}"), now);
+        if let Err(e) = core.attach(u, c, conn) {
+            return failed(c, format!("register a connection: {e}"));
         }
         let ordinal = self.udp_opened.entry((u, c)).or_default();
         *ordinal += 1;
         let ordinal = *ordinal;
         // No deadline of its own: the connect's timeout bounds it.
-        let register = Register::new(self.registration(u, c, ordinal), now, None);
+        let register = Register::new(self.registration(core, u, c, ordinal), now, None);
         self.links[u][c].push(Link::Udp {
-            conn,
             seq: 0,
             register: Some(register),
         });
-        self.await_udp_answer(u, c, now)
+        self.await_udp_answer(core, u, c, now)
     }
 
     /// Whether connection `c`'s newest socket is a UDP registration the
@@ -138,12 +142,13 @@ impl Worker {
     /// among the connects of its user and connection from 1 (the server's
     /// n-th accept takes the n-th), goes where the streams put their send
     /// time.
-    fn registration(&self, u: usize, c: usize, ordinal: u64) -> [u8; UDP_HEADER_LEN] {
-        let txn = self.users[u].txn() as u64;
+    fn registration(&self, core: &Core, u: usize, c: usize, ordinal: u64) -> [u8; UDP_HEADER_LEN] {
+        let user = Self::user(core, u);
+        let txn = user.txn() as u64;
         let mut out = [0u8; UDP_HEADER_LEN];
         UdpHeader {
             tag: self.token.session_tag(),
-            flow: self.users[u].id,
+            flow: user.id,
             seq: ((c as u64) << 48) | (txn & ((1 << 48) - 1)),
             sent_ns: ordinal,
         }
@@ -152,37 +157,42 @@ impl Worker {
     }
 
     /// Reads the server's answer to connection `c`'s registration, sending
-    /// the registration (again) when it is due; true once answered.
-    pub(super) fn await_udp_answer(&mut self, u: usize, c: usize, now: Instant) -> bool {
-        let Some(Link::Udp { conn, register, .. }) = self.links[u][c].last_mut() else {
-            return false;
+    /// the registration (again) when it is due; the connect's end once
+    /// answered.
+    pub(super) fn await_udp_answer(
+        &mut self,
+        core: &mut Core,
+        u: usize,
+        c: usize,
+        now: Instant,
+    ) -> Option<Told> {
+        let Some(Link::Udp { register, .. }) = self.links[u][c].last_mut() else {
+            return None;
         };
-        let (Some(reg), Some(sock)) = (register.as_mut(), conn.udp()) else {
-            return false;
-        };
+        let reg = register.as_mut()?;
+        let slot = &mut core.slots[u];
+        let sock = slot.link(c)?.conn.udp()?;
         match reg.read(sock) {
             Registration::Registered => *register = None,
             Registration::NotYet => {
                 let _ = reg.send_due(sock, now);
-                let at = reg.due();
-                self.io.timers.arm(at, u, 0);
-                return false;
+                // Looked at again then, if no answer comes before.
+                slot.flow.retry = Some(reg.due());
+                return None;
             }
             Registration::Failed(e) => {
-                let e = e.to_string();
-                return self.fail(u, &format!("register with the server: {e}"), now);
+                return failed(c, format!("register with the server: {e}"));
             }
         }
         self.connections += 1;
-        self.users[u].op_done(now, &mut self.stats);
-        true
+        Some(Told::Connected(c))
     }
 
     /// Server: takes in every datagram waiting on the worker's socket, queues
     /// each for its user and connection, and runs the users that got one.
-    pub(super) fn receive_datagrams(&mut self) {
+    pub(super) fn receive_datagrams(&mut self, core: &mut Core) {
         let tag = self.token.session_tag();
-        let me = self.worker_index();
+        let me = self.worker_index(core);
         let mut woken: Vec<usize> = Vec::new();
         loop {
             let Some(sock) = self.udp.as_ref() else {
@@ -202,7 +212,7 @@ impl Worker {
                     }
                     let u = id / self.workers;
                     let c = (h.seq >> 48) as usize;
-                    if u >= self.users.len() || c >= self.users[u].conns() {
+                    if u >= self.users || c >= Self::user(core, u).conns() {
                         continue;
                     }
                     if k == UDP_HEADER_LEN {
@@ -233,7 +243,7 @@ impl Worker {
             }
         }
         for u in woken {
-            self.drive(u);
+            core.driver().again(u);
         }
     }
 }
