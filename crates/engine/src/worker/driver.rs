@@ -1,14 +1,13 @@
-//! The I/O driver every engine worker runs on: a test's client and server
-//! workers and a profile's on either side (and, for its event wait, the
-//! iperf3 server's per-test loop). It owns the event wait and what
+//! The I/O driver every engine worker runs on: the event wait and what
 //! decides how long to sleep in it (busy-poll, the window's next edge, the
 //! next timer, flows to drive again at once), the timers, the flows whose
-//! last drive stopped at its budget with the socket still ready, and the
-//! single flow's blocking fast path, and the one loop every worker turns
-//! ([`run`]). What a worker does with a readiness event, a timer or a flow
-//! is its own ([`Flows`]): the flows themselves are sans-IO state machines
-//! (flow.rs, udp_stream.rs, program/user.rs, the iperf3 server's
-//! accounting).
+//! last drive stopped at their budget with the socket still ready, the
+//! single flow's blocking park, and the one loop ([`run`]). The one worker
+//! that turns it is generic over what it carries (`worker::generic`: a
+//! test's client and server workers, a profile's, the iperf3 server's
+//! streams); the acceptors and control shells turn it too, and [`Polled`]
+//! turns a closure on it for a phase that looks at its sockets itself (the
+//! iperf3 server's tail).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -242,11 +241,12 @@ pub enum Turn {
     Wait(Duration),
 }
 
-/// A worker's flows as the one loop ([`run`]) drives them: a test's client
-/// and server workers, a profile's workers on either side and the iperf3
-/// server's per-test streams each implement it. The loop owns the order of
-/// a turn; the implementor owns what a turn, an event and a flow driven
-/// again do.
+/// What the one loop ([`run`]) turns: the generic worker carrying flows
+/// (`worker::generic::Worker`), an acceptor or a control connection's shell
+/// (the session's lobby, the iperf3 listener and client), or a [`Polled`]
+/// closure. The loop owns when
+/// a turn starts, waits and hands over its events; the implementor what a
+/// turn, an event and a flow driven again do.
 pub trait Flows {
     /// The driver the flows are registered with.
     fn driver(&mut self) -> &mut Driver;
