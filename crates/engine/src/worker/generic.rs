@@ -186,6 +186,11 @@ pub struct Core<K: Kind> {
     parked: Option<(usize, Parked)>,
     /// A parkable flow was looked at and could not be parked: not again.
     unparkable: bool,
+    /// The last generation a flow's deadline was armed with.
+    generations: u64,
+    /// Whether the window publishes each second (with the flows'
+    /// retransmits), or totals only.
+    seconds: bool,
 }
 
 impl<K: Kind> Core<K> {
@@ -214,6 +219,8 @@ impl<K: Kind> Core<K> {
             live: 0,
             parked: None,
             unparkable: false,
+            generations: 0,
+            seconds,
         }
     }
 
@@ -273,6 +280,45 @@ impl<K: Kind> Core<K> {
         Ok(())
     }
 
+    /// Gives flow `key` socket `conn` as its connection `c`, already
+    /// registered with this worker's event wait under another token (one
+    /// the kind held it under before a flow took it): registered again, for
+    /// both readiness edges, under the flow's token. Readiness it has now
+    /// is reported again.
+    pub fn adopt(&mut self, key: usize, c: ConnIx, mut conn: Conn) -> std::io::Result<()> {
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        self.driver
+            .registry()
+            .reregister(conn.source(), token(key, c), interest)?;
+        if let Some(s) = self.slots.get_mut(key) {
+            s.links.push(Link {
+                c,
+                conn,
+                retrans_before: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Takes flow `key` out of the worker, with its sockets (still
+    /// registered): a kind keeps no flow that is done, or one that never
+    /// got its connection. A deadline it had armed drives nothing.
+    pub fn remove(&mut self, key: usize) -> Option<Slot<K::Flow>> {
+        let slot = self.slots.try_remove(key)?;
+        if !slot.done {
+            self.live -= 1;
+        }
+        if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.parked = None;
+        }
+        Some(slot)
+    }
+
+    /// Whether the event wait never sleeps (busy-polling).
+    pub fn busy_polls(&self) -> bool {
+        self.driver.busy_polls()
+    }
+
     /// Closes flow `key`'s newest socket of connection `c`: the window
     /// reads its TCP_INFO first if it is one of the test's
     /// (`per_transaction`: one of a connect-per-transaction flow's many,
@@ -285,7 +331,9 @@ impl<K: Kind> Core<K> {
             let schedule = self.schedule.as_ref();
             self.window
                 .closing(&link.conn, link.retrans_before, per_transaction, schedule);
-            if link.conn.is_tcp() {
+            // Kept for the live seconds' retransmits only: a window of
+            // totals reads nothing more as a connection closes.
+            if self.seconds && link.conn.is_tcp() {
                 slot.retrans_at_close = Some(retransmits_so_far(link.conn.as_raw_fd()));
             }
         }
@@ -317,7 +365,10 @@ impl<K: Kind> Core<K> {
         if want == s.armed {
             return;
         }
-        s.generation += 1;
+        // Generations count across the worker's flows: a timer armed for
+        // a flow since removed never matches one that took its key.
+        self.generations += 1;
+        s.generation = self.generations;
         s.armed = want;
         if let Some(d) = want {
             if d.precise {
@@ -563,8 +614,11 @@ impl<K: Kind> Flows for Worker<K> {
             return Turn::Stop;
         }
         if let Some(key) = self.fast() {
+            // The next turn goes on from the time its last read ended, if
+            // it read (a read that waited in vain leaves the time as it was:
+            // the next turn reads the clock).
             let at = self.drive(key, now);
-            return Turn::Again(Some(at));
+            return Turn::Again((at != now).then_some(at));
         }
         while let Some((at, key, generation)) = self.core.driver.timers.due(now) {
             let Some(s) = self.core.slots.get_mut(key) else {
