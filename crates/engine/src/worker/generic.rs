@@ -761,7 +761,7 @@ mod tests {
             core: &mut Core<Self>,
             key: usize,
             step: Step,
-            _now: &mut Instant,
+            now: &mut Instant,
         ) -> Option<Told> {
             let Step::Carry(c) = step else {
                 panic!("asked {step:?}");
@@ -781,6 +781,8 @@ mod tests {
                 let how = match link.conn.read(&mut buf) {
                     Ok(0) => Carried::Eof,
                     Ok(n) => {
+                        // The time the read ended.
+                        *now = Instant::now();
                         slot.flow.got += n;
                         if let Some(d) = slot.flow.then.take() {
                             slot.flow.deadline = Some(d);
@@ -988,5 +990,98 @@ mod tests {
         w.run(&mut Events::with_capacity(16)).unwrap();
         assert_eq!(w.core.live(), 0);
         assert!(w.kind.blocking.iter().all(|b| !*b), "{:?}", w.kind.blocking);
+    }
+
+    #[test]
+    fn the_single_flows_next_turn_goes_on_from_when_its_read_ended_if_it_read() {
+        let mut kind = Fake::new();
+        kind.signals = Some(Arc::new(Signals::default()));
+        let mut w = worker(kind);
+        let flow = Reader {
+            want: 1,
+            parkable: true,
+            ..Reader::default()
+        };
+        let (_, mut peer) = with_pair(&mut w, flow);
+        peer.write_all(b"x").unwrap();
+        let t0 = Instant::now();
+        let Turn::Again(Some(at)) = w.turn(t0) else {
+            panic!("the parked flow read: its time goes on");
+        };
+        assert!(at > t0);
+        // Done without reading: the next turn reads the clock.
+        let (_, _peer) = with_pair(
+            &mut w,
+            Reader {
+                want: 0,
+                parkable: true,
+                ..Reader::default()
+            },
+        );
+        w.core.remove(0);
+        assert_eq!(w.core.live(), 1);
+        assert_eq!(w.turn(Instant::now()), Turn::Again(None));
+        assert_eq!(w.core.live(), 0);
+    }
+
+    #[test]
+    fn an_adopted_socket_is_its_flows_and_its_waiting_bytes_drive_it() {
+        let mut w = worker(Fake::new());
+        let (a, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let mut conn = Conn::Unix(mio::net::UnixStream::from_std(a));
+        // The kind's own first (a connection behind a gate).
+        let mine = Token(KIND_TOKENS + 5);
+        w.core
+            .driver()
+            .registry()
+            .register(conn.source(), mine, Interest::READABLE)
+            .unwrap();
+        peer.write_all(b"hi").unwrap();
+        let key = w.core.add(Reader {
+            want: 2,
+            ..Reader::default()
+        });
+        w.core.adopt(key, 0, conn).unwrap();
+        // No drive: the readiness it had is reported under the flow's token.
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.slots[key].flow.got, 2);
+        assert_eq!(w.core.live(), 0);
+    }
+
+    #[test]
+    fn a_removed_flows_deadline_is_never_told_to_the_flow_that_takes_its_key() {
+        let mut kind = Fake::new();
+        let start = Instant::now();
+        kind.limit = start + Duration::from_millis(150);
+        let mut w = worker(kind);
+        let (early, late) = (
+            start + Duration::from_millis(20),
+            start + Duration::from_millis(60),
+        );
+        let (gone, _p1) = with_pair(
+            &mut w,
+            Reader {
+                want: usize::MAX,
+                deadline: Some(Deadline::at(early)),
+                ..Reader::default()
+            },
+        );
+        w.drive(gone, start);
+        assert!(w.core.remove(gone).is_some());
+        assert_eq!(w.core.live(), 0);
+        let (key, _p2) = with_pair(
+            &mut w,
+            Reader {
+                want: usize::MAX,
+                deadline: Some(Deadline::at(late)),
+                done_at_timer: true,
+                ..Reader::default()
+            },
+        );
+        assert_eq!(key, gone, "the key is taken again");
+        w.drive(key, start);
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.slots[key].flow.timers, vec![late]);
     }
 }
