@@ -135,6 +135,14 @@ pub trait Kind: Sized {
         now: &mut Instant,
     ) -> Option<Told>;
 
+    /// The flow whose socket is registered under `token`, one of the
+    /// kind's own ([`Core::adopt`]): the event drives that flow. `None`: the
+    /// event is the kind's ([`Kind::event`]).
+    fn route(&self, token: usize) -> Option<usize> {
+        let _ = token;
+        None
+    }
+
     /// A readiness event under a token that is no flow's.
     fn event(&mut self, core: &mut Core<Self>, event: &Event, now: Instant) {
         let _ = (core, event, now);
@@ -280,16 +288,12 @@ impl<K: Kind> Core<K> {
         Ok(())
     }
 
-    /// Gives flow `key` socket `conn` as its connection `c`, already
-    /// registered with this worker's event wait under another token (one
-    /// the kind held it under before a flow took it): registered again, for
-    /// both readiness edges, under the flow's token. Readiness it has now
-    /// is reported again.
-    pub fn adopt(&mut self, key: usize, c: ConnIx, mut conn: Conn) -> std::io::Result<()> {
-        let interest = Interest::READABLE | Interest::WRITABLE;
-        self.driver
-            .registry()
-            .reregister(conn.source(), token(key, c), interest)?;
+    /// Gives flow `key` socket `conn` as its connection `c`, left
+    /// registered with this worker's event wait under the kind's own token
+    /// (one it held the socket under before a flow took it, as a connection
+    /// behind a gate): its events go to the kind's [`Kind::route`], which
+    /// names the flow they drive. No system call.
+    pub fn adopt(&mut self, key: usize, c: ConnIx, conn: Conn) {
         if let Some(s) = self.slots.get_mut(key) {
             s.links.push(Link {
                 c,
@@ -297,7 +301,6 @@ impl<K: Kind> Core<K> {
                 retrans_before: 0,
             });
         }
-        Ok(())
     }
 
     /// Takes flow `key` out of the worker, with its sockets (still
@@ -475,6 +478,82 @@ impl<F> Connections for Linked<'_, F> {
     }
 }
 
+/// Drives flow `key` of `core` from `now` until it waits; the time its
+/// last read ended at, or `now`. A kind may drive a flow it made ready in
+/// its own event (an accept loop that serves each connection as it comes,
+/// before it takes the next).
+pub fn drive<K: Kind>(core: &mut Core<K>, kind: &mut K, key: usize, now: Instant) -> Instant {
+    let mut now = now;
+    let mut steps = 0;
+    loop {
+        let Some(slot) = core.slots.get_mut(key) else {
+            return now;
+        };
+        if slot.done {
+            break;
+        }
+        steps += 1;
+        if steps > STEP_BUDGET {
+            core.driver.again(key);
+            break;
+        }
+        match slot.flow.step(now, &mut core.counts) {
+            Step::Wait => break,
+            Step::Again => {
+                core.driver.again(key);
+                break;
+            }
+            Step::Spin(left) => {
+                // Its CPU time: the worker spins for it alone, a slice
+                // at a time, so that the other flows get turns.
+                let slice = left.min(SPIN_SLICE);
+                let start = Instant::now();
+                while start.elapsed() < slice {
+                    std::hint::spin_loop();
+                }
+                now = Instant::now();
+                slot.flow
+                    .told(Told::Spun(now - start), now, &mut core.counts);
+                core.driver.again(key);
+                break;
+            }
+            Step::Hold(n) => {
+                kind.held(core, key, n);
+                break;
+            }
+            Step::Done => {
+                core.finish(key);
+                kind.done(core, key);
+                break;
+            }
+            step => {
+                let told = kind.perform(core, key, step, &mut now);
+                match told {
+                    None
+                    | Some(Told::Carried {
+                        how: Carried::Blocked,
+                        ..
+                    }) => break,
+                    Some(Told::Carried {
+                        how: Carried::Again,
+                        ..
+                    }) => {
+                        core.driver.again(key);
+                        break;
+                    }
+                    Some(t) => {
+                        if let Some(s) = core.slots.get_mut(key) {
+                            s.flow.told(t, now, &mut core.counts);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    core.arm(key);
+    now
+}
+
 /// A worker: its core and its kind, turned by the driver's loop.
 pub struct Worker<K: Kind> {
     /// What every worker has.
@@ -498,76 +577,7 @@ impl<K: Kind> Worker<K> {
     /// Drives flow `key` from `now` until it waits; the time its last read
     /// ended at, or `now`.
     pub fn drive(&mut self, key: usize, now: Instant) -> Instant {
-        let mut now = now;
-        let mut steps = 0;
-        loop {
-            let core = &mut self.core;
-            let Some(slot) = core.slots.get_mut(key) else {
-                return now;
-            };
-            if slot.done {
-                break;
-            }
-            steps += 1;
-            if steps > STEP_BUDGET {
-                core.driver.again(key);
-                break;
-            }
-            match slot.flow.step(now, &mut core.counts) {
-                Step::Wait => break,
-                Step::Again => {
-                    core.driver.again(key);
-                    break;
-                }
-                Step::Spin(left) => {
-                    // Its CPU time: the worker spins for it alone, a slice
-                    // at a time, so that the other flows get turns.
-                    let slice = left.min(SPIN_SLICE);
-                    let start = Instant::now();
-                    while start.elapsed() < slice {
-                        std::hint::spin_loop();
-                    }
-                    now = Instant::now();
-                    slot.flow
-                        .told(Told::Spun(now - start), now, &mut core.counts);
-                    core.driver.again(key);
-                    break;
-                }
-                Step::Hold(n) => {
-                    self.kind.held(core, key, n);
-                    break;
-                }
-                Step::Done => {
-                    core.finish(key);
-                    self.kind.done(core, key);
-                    break;
-                }
-                step => {
-                    let told = self.kind.perform(core, key, step, &mut now);
-                    match told {
-                        None
-                        | Some(Told::Carried {
-                            how: Carried::Blocked,
-                            ..
-                        }) => break,
-                        Some(Told::Carried {
-                            how: Carried::Again,
-                            ..
-                        }) => {
-                            core.driver.again(key);
-                            break;
-                        }
-                        Some(t) => {
-                            if let Some(s) = core.slots.get_mut(key) {
-                                s.flow.told(t, now, &mut core.counts);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        self.core.arm(key);
-        now
+        drive(&mut self.core, &mut self.kind, key, now)
     }
 
     /// Parks the single flow if the kind allows and it is parkable; its
@@ -646,7 +656,14 @@ impl<K: Kind> Flows for Worker<K> {
     fn event(&mut self, event: &Event, now: Instant) {
         let t = event.token().0;
         if t >= KIND_TOKENS {
-            self.kind.event(&mut self.core, event, now);
+            match self.kind.route(t) {
+                Some(key) => {
+                    if self.core.slots.contains(key) {
+                        self.drive(key, now);
+                    }
+                }
+                None => self.kind.event(&mut self.core, event, now),
+            }
             return;
         }
         let key = t / MAX_CONNS;
@@ -733,6 +750,8 @@ mod tests {
         /// Whether the carries found the socket blocking.
         blocking: Vec<bool>,
         signals: Option<Arc<Signals>>,
+        /// Tokens of its own that are flows' sockets, and their flows.
+        routes: Vec<(usize, usize)>,
     }
 
     impl Fake {
@@ -743,6 +762,7 @@ mod tests {
                 carries: 0,
                 blocking: Vec::new(),
                 signals: None,
+                routes: Vec::new(),
             }
         }
     }
@@ -805,6 +825,10 @@ mod tests {
 
         fn single(&self, _core: &Core<Self>) -> Option<Arc<Signals>> {
             self.signals.clone()
+        }
+
+        fn route(&self, token: usize) -> Option<usize> {
+            self.routes.iter().find(|r| r.0 == token).map(|r| r.1)
         }
     }
 
@@ -1025,28 +1049,30 @@ mod tests {
     }
 
     #[test]
-    fn an_adopted_socket_is_its_flows_and_its_waiting_bytes_drive_it() {
+    fn an_adopted_sockets_events_under_the_kinds_token_drive_its_flow() {
         let mut w = worker(Fake::new());
         let (a, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
         a.set_nonblocking(true).unwrap();
         let mut conn = Conn::Unix(mio::net::UnixStream::from_std(a));
         // The kind's own first (a connection behind a gate).
-        let mine = Token(KIND_TOKENS + 5);
+        let mine = KIND_TOKENS + 5;
         w.core
             .driver()
             .registry()
-            .register(conn.source(), mine, Interest::READABLE)
+            .register(conn.source(), Token(mine), Interest::READABLE)
             .unwrap();
-        peer.write_all(b"hi").unwrap();
         let key = w.core.add(Reader {
             want: 2,
             ..Reader::default()
         });
-        w.core.adopt(key, 0, conn).unwrap();
-        // No drive: the readiness it had is reported under the flow's token.
+        w.core.adopt(key, 0, conn);
+        w.kind.routes.push((mine, key));
+        // No drive: the bytes' event under the kind's token drives the flow.
+        peer.write_all(b"hi").unwrap();
         w.run(&mut Events::with_capacity(16)).unwrap();
         assert_eq!(w.core.slots[key].flow.got, 2);
         assert_eq!(w.core.live(), 0);
+        assert!(Instant::now() < w.kind.limit);
     }
 
     #[test]

@@ -83,9 +83,9 @@ pub(crate) struct ServerKind {
     token: DataToken,
     signals: Arc<Signals>,
     source: Source,
-    /// Connections accepted that have not presented their preamble yet,
-    /// under token `KIND_TOKENS + k`.
-    pending: Slab<Conn>,
+    /// Connections accepted, under token `KIND_TOKENS + k`: behind the
+    /// gate, or through it (their flow's, which their events drive).
+    pending: Slab<Pending>,
     /// Their gate.
     gate: PreambleGate,
     /// When to take again what an accept stopped at (out of descriptors).
@@ -114,6 +114,14 @@ pub(crate) struct ServerKind {
     udp_keys: Vec<Option<usize>>,
     /// The datagram socket's state.
     udp: udp_stream::UdpState,
+}
+
+/// A connection accepted, under the worker's token `KIND_TOKENS + k`.
+enum Pending {
+    /// It has not presented its preamble yet.
+    Gate(Conn),
+    /// Through the gate: flow `key`'s connection.
+    Flow(usize),
 }
 
 fn new_logic(spec: &TestSpec, flow: u32) -> Logic {
@@ -265,6 +273,13 @@ impl Kind for ServerKind {
         }
     }
 
+    fn route(&self, token: usize) -> Option<usize> {
+        match self.pending.get(token.checked_sub(KIND_TOKENS)?)? {
+            Pending::Flow(key) => Some(*key),
+            Pending::Gate(_) => None,
+        }
+    }
+
     fn done(&mut self, core: &mut Core<Self>, key: usize) {
         // Its connection is closed: nothing of it is kept.
         core.remove(key);
@@ -313,7 +328,10 @@ impl ServerKind {
             }
             core.driver().again(k);
         }
-        let pending: Vec<usize> = self.pending.iter().map(|(k, _)| k).collect();
+        let pending: Vec<usize> = (self.pending.iter())
+            .filter(|(_, p)| matches!(p, Pending::Gate(_)))
+            .map(|(k, _)| k)
+            .collect();
         for k in pending {
             self.read_preamble(core, k, now);
         }

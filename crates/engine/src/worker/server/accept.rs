@@ -1,7 +1,8 @@
 //! A server worker's admission: accepting data connections behind the
 //! preamble gate (bounded, the oldest waiting closed first, expired after
 //! their timeout), outside the worker's flows until their preamble names
-//! one, then matching each to a flow of its own.
+//! one, then matching each to a flow of its own (its events, under the
+//! token it was accepted under, then drive that flow).
 
 use super::*;
 
@@ -15,9 +16,11 @@ impl ServerKind {
 
     /// Closes connection `k` behind the gate.
     fn close_pending(&mut self, core: &mut Core<Self>, k: usize) {
-        if let Some(mut conn) = self.pending.try_remove(k) {
+        if let Some(Pending::Gate(_)) = self.pending.get(k) {
+            if let Some(Pending::Gate(mut conn)) = self.pending.try_remove(k) {
+                let _ = core.driver().registry().deregister(conn.source());
+            }
             self.gate.forget(k);
-            let _ = core.driver().registry().deregister(conn.source());
         }
     }
 
@@ -53,7 +56,7 @@ impl ServerKind {
             {
                 continue;
             }
-            entry.insert(conn);
+            entry.insert(Pending::Gate(conn));
             // Connections that never present a preamble (anyone may open one
             // to a data port) stay bounded: the one waiting longest is closed
             // to make room.
@@ -70,7 +73,7 @@ impl ServerKind {
     /// Reads what connection `k` behind the gate presented: through it, it
     /// becomes its flow's connection, driven in this turn.
     pub(super) fn read_preamble(&mut self, core: &mut Core<Self>, k: usize, now: Instant) {
-        let Some(conn) = self.pending.get_mut(k) else {
+        let Some(Pending::Gate(conn)) = self.pending.get_mut(k) else {
             return;
         };
         let p = match self.gate.read(k, conn) {
@@ -101,12 +104,18 @@ impl ServerKind {
         if self.open[slot] {
             return self.close_pending(core, k);
         }
-        let conn = self.pending.remove(k);
-        self.gate.forget(k);
         let mut logic = new_logic(&self.spec, p.flow);
         if let (true, Logic::Stream(halves)) = (self.started, &mut logic) {
             halves.start(now);
         }
+        let conn = match std::mem::replace(&mut self.pending[k], Pending::Flow(usize::MAX)) {
+            Pending::Gate(conn) => conn,
+            // Read above: behind the gate.
+            Pending::Flow(_) => return,
+        };
+        self.gate.forget(k);
+        let key = core.add(ServerFlow::new(slot, logic).routed(k));
+        self.pending[k] = Pending::Flow(key);
         if self.socket.is_none() {
             self.socket = Some(SocketFacts::read(
                 conn.as_raw_fd(),
@@ -114,17 +123,15 @@ impl ServerKind {
                 conn.is_tcp(),
             ));
         }
-        let key = core.add(ServerFlow::new(slot, logic));
-        if core.adopt(key, 0, conn).is_err() {
-            core.remove(key);
-            return;
-        }
+        // Its events, under the token it was accepted under, drive its flow.
+        core.adopt(key, 0, conn);
         self.open[slot] = true;
         self.connected += 1;
         // A connection of the test: counted (junk and refused ones never are).
         self.connections += 1;
-        // What came behind the preamble is carried in this turn.
-        core.driver().again(key);
+        // What came behind the preamble is carried now, before the next
+        // connection is taken.
+        generic::drive(core, self, key, now);
     }
 
     /// Whether flow `flow` is one of this test's users carried by this worker.

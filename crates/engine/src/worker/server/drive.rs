@@ -90,11 +90,14 @@ impl ServerKind {
         let Some(s) = core.slots.get(key) else {
             return Told::Closed(c);
         };
-        let (slot, crr) = (s.flow.slot, s.flow.per_transaction());
+        let (slot, crr, route) = (s.flow.slot, s.flow.per_transaction(), s.flow.route);
         // A flow that ends in the window, or as it closes (a single flow's
         // client closes right after its last transaction), is sampled now,
         // before its socket goes.
         core.close(key, c, crr);
+        if let Some(k) = route {
+            self.pending.try_remove(k);
+        }
         if let Some(o) = self.open.get_mut(slot) {
             if std::mem::take(o) {
                 self.connected -= 1;

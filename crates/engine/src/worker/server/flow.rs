@@ -54,6 +54,9 @@ pub(crate) struct ServerFlow {
     /// Where its traffic is counted.
     pub slot: FlowSlotId,
     pub logic: Logic,
+    /// The worker's own token its connection's events come under (the one
+    /// it was accepted under), if it has a connection.
+    pub route: Option<usize>,
     end: End,
 }
 
@@ -63,8 +66,16 @@ impl ServerFlow {
         ServerFlow {
             slot,
             logic,
+            route: None,
             end: End::Open,
         }
+    }
+
+    /// The same, its connection's events coming under the worker's token
+    /// `route`.
+    pub fn routed(mut self, route: usize) -> Self {
+        self.route = Some(route);
+        self
     }
 
     /// A connect-per-transaction flow (its connection's retransmits count
