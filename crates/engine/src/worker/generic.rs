@@ -141,6 +141,14 @@ pub trait Kind: Sized {
         now: &mut Instant,
     ) -> Option<Told>;
 
+    /// The flow whose socket is registered under `token`, one of the
+    /// kind's own ([`Core::adopt`]): the event drives that flow. `None`: the
+    /// event is the kind's ([`Kind::event`]).
+    fn route(&self, token: usize) -> Option<usize> {
+        let _ = token;
+        None
+    }
+
     /// A readiness event under a token that is no flow's.
     fn event(&mut self, core: &mut Core<Self>, event: &Event, now: Instant) {
         let _ = (core, event, now);
@@ -197,6 +205,11 @@ pub struct Core<K: Kind> {
     unparkable: bool,
     /// Whether a flow was ever carried on the fast path.
     parked_once: bool,
+    /// The last generation a flow's deadline was armed with.
+    generations: u64,
+    /// Whether the window publishes each second (with the flows'
+    /// retransmits), or totals only.
+    seconds: bool,
 }
 
 impl<K: Kind> Core<K> {
@@ -227,6 +240,8 @@ impl<K: Kind> Core<K> {
             parked: None,
             unparkable: false,
             parked_once: false,
+            generations: 0,
+            seconds,
         }
     }
 
@@ -299,6 +314,40 @@ impl<K: Kind> Core<K> {
         Ok(())
     }
 
+    /// Gives flow `key` socket `conn` as its connection `c`, left
+    /// registered with this worker's event wait under the kind's own token
+    /// (one it held the socket under before a flow took it, as a connection
+    /// behind a gate): its events go to the kind's [`Kind::route`], which
+    /// names the flow they drive. No system call.
+    pub fn adopt(&mut self, key: usize, c: ConnIx, conn: Conn) {
+        if let Some(s) = self.slots.get_mut(key) {
+            s.links.push(Link {
+                c,
+                conn,
+                retrans_before: 0,
+            });
+        }
+    }
+
+    /// Takes flow `key` out of the worker, with its sockets (still
+    /// registered): a kind keeps no flow that is done, or one that never
+    /// got its connection. A deadline it had armed drives nothing.
+    pub fn remove(&mut self, key: usize) -> Option<Slot<K::Flow>> {
+        let slot = self.slots.try_remove(key)?;
+        if !slot.done {
+            self.live -= 1;
+        }
+        if self.parked.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.parked = None;
+        }
+        Some(slot)
+    }
+
+    /// Whether the event wait never sleeps (busy-polling).
+    pub fn busy_polls(&self) -> bool {
+        self.driver.busy_polls()
+    }
+
     /// Closes flow `key`'s newest socket of connection `c`: the window
     /// reads its TCP_INFO first if it is one of the test's
     /// (`per_transaction`: one of a connect-per-transaction flow's many,
@@ -311,8 +360,10 @@ impl<K: Kind> Core<K> {
             let schedule = self.schedule.as_ref();
             self.window
                 .closing(&link.conn, link.retrans_before, per_transaction, schedule);
-            if self.window.watched() && link.conn.is_tcp() {
-                // Its last second's retransmits are read after it is gone.
+            // Kept for the live seconds' retransmits only (read after it
+            // is gone): a window of totals, or one nobody watches, reads
+            // nothing more as a connection closes.
+            if self.seconds && self.window.watched() && link.conn.is_tcp() {
                 slot.retrans_at_close = Some(retransmits_so_far(link.conn.as_raw_fd()));
             }
         }
@@ -358,7 +409,10 @@ impl<K: Kind> Core<K> {
         if want == s.armed {
             return;
         }
-        s.generation += 1;
+        // Generations count across the worker's flows: a timer armed for
+        // a flow since removed never matches one that took its key.
+        self.generations += 1;
+        s.generation = self.generations;
         s.armed = want;
         if let Some(d) = want {
             if d.precise {
@@ -468,6 +522,82 @@ impl<F> Connections for Linked<'_, F> {
     }
 }
 
+/// Drives flow `key` of `core` from `now` until it waits; the time its
+/// last read ended at, or `now`. A kind may drive a flow it made ready in
+/// its own event (an accept loop that serves each connection as it comes,
+/// before it takes the next).
+pub fn drive<K: Kind>(core: &mut Core<K>, kind: &mut K, key: usize, now: Instant) -> Instant {
+    let mut now = now;
+    let mut steps = 0;
+    loop {
+        let Some(slot) = core.slots.get_mut(key) else {
+            return now;
+        };
+        if slot.done {
+            break;
+        }
+        steps += 1;
+        if steps > STEP_BUDGET {
+            core.driver.again(key);
+            break;
+        }
+        match slot.flow.step(now, &mut core.counts) {
+            Step::Wait => break,
+            Step::Again => {
+                core.driver.again(key);
+                break;
+            }
+            Step::Spin(left) => {
+                // Its CPU time: the worker spins for it alone, a slice
+                // at a time, so that the other flows get turns.
+                let slice = left.min(SPIN_SLICE);
+                let start = Instant::now();
+                while start.elapsed() < slice {
+                    std::hint::spin_loop();
+                }
+                now = Instant::now();
+                slot.flow
+                    .told(Told::Spun(now - start), now, &mut core.counts);
+                core.driver.again(key);
+                break;
+            }
+            Step::Hold(n) => {
+                kind.held(core, key, n);
+                break;
+            }
+            Step::Done => {
+                core.finish(key);
+                kind.done(core, key);
+                break;
+            }
+            step => {
+                let told = kind.perform(core, key, step, &mut now);
+                match told {
+                    None
+                    | Some(Told::Carried {
+                        how: Carried::Blocked,
+                        ..
+                    }) => break,
+                    Some(Told::Carried {
+                        how: Carried::Again,
+                        ..
+                    }) => {
+                        core.driver.again(key);
+                        break;
+                    }
+                    Some(t) => {
+                        if let Some(s) = core.slots.get_mut(key) {
+                            s.flow.told(t, now, &mut core.counts);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    core.arm(key);
+    now
+}
+
 /// A worker: its core and its kind, turned by the driver's loop.
 pub struct Worker<K: Kind> {
     /// What every worker has.
@@ -491,76 +621,7 @@ impl<K: Kind> Worker<K> {
     /// Drives flow `key` from `now` until it waits; the time its last read
     /// ended at, or `now`.
     pub fn drive(&mut self, key: usize, now: Instant) -> Instant {
-        let mut now = now;
-        let mut steps = 0;
-        loop {
-            let core = &mut self.core;
-            let Some(slot) = core.slots.get_mut(key) else {
-                return now;
-            };
-            if slot.done {
-                break;
-            }
-            steps += 1;
-            if steps > STEP_BUDGET {
-                core.driver.again(key);
-                break;
-            }
-            match slot.flow.step(now, &mut core.counts) {
-                Step::Wait => break,
-                Step::Again => {
-                    core.driver.again(key);
-                    break;
-                }
-                Step::Spin(left) => {
-                    // Its CPU time: the worker spins for it alone, a slice
-                    // at a time, so that the other flows get turns.
-                    let slice = left.min(SPIN_SLICE);
-                    let start = Instant::now();
-                    while start.elapsed() < slice {
-                        std::hint::spin_loop();
-                    }
-                    now = Instant::now();
-                    slot.flow
-                        .told(Told::Spun(now - start), now, &mut core.counts);
-                    core.driver.again(key);
-                    break;
-                }
-                Step::Hold(n) => {
-                    self.kind.held(core, key, n);
-                    break;
-                }
-                Step::Done => {
-                    core.finish(key);
-                    self.kind.done(core, key);
-                    break;
-                }
-                step => {
-                    let told = self.kind.perform(core, key, step, &mut now);
-                    match told {
-                        None
-                        | Some(Told::Carried {
-                            how: Carried::Blocked,
-                            ..
-                        }) => break,
-                        Some(Told::Carried {
-                            how: Carried::Again,
-                            ..
-                        }) => {
-                            core.driver.again(key);
-                            break;
-                        }
-                        Some(t) => {
-                            if let Some(s) = core.slots.get_mut(key) {
-                                s.flow.told(t, now, &mut core.counts);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        self.core.arm(key);
-        now
+        drive(&mut self.core, &mut self.kind, key, now)
     }
 
     /// Parks the single flow if the kind allows and it is parkable; its
@@ -608,8 +669,11 @@ impl<K: Kind> Flows for Worker<K> {
             return Turn::Stop;
         }
         if let Some(key) = self.fast() {
+            // The next turn goes on from the time its last read ended, if
+            // it read (a read that waited in vain leaves the time as it was:
+            // the next turn reads the clock).
             let at = self.drive(key, now);
-            return Turn::Again(Some(at));
+            return Turn::Again((at != now).then_some(at));
         }
         while let Some((at, key, generation)) = self.core.driver.timers.due(now) {
             let Some(s) = self.core.slots.get_mut(key) else {
@@ -637,7 +701,14 @@ impl<K: Kind> Flows for Worker<K> {
     fn event(&mut self, event: &Event, now: Instant) {
         let t = event.token().0;
         if t >= KIND_TOKENS {
-            self.kind.event(&mut self.core, event, now);
+            match self.kind.route(t) {
+                Some(key) => {
+                    if self.core.slots.contains(key) {
+                        self.drive(key, now);
+                    }
+                }
+                None => self.kind.event(&mut self.core, event, now),
+            }
             return;
         }
         let key = t / MAX_CONNS;
@@ -727,6 +798,8 @@ mod tests {
         /// Whether the carries found the socket blocking.
         blocking: Vec<bool>,
         signals: Option<Arc<Signals>>,
+        /// Tokens of its own that are flows' sockets, and their flows.
+        routes: Vec<(usize, usize)>,
     }
 
     impl Fake {
@@ -737,6 +810,7 @@ mod tests {
                 carries: 0,
                 blocking: Vec::new(),
                 signals: None,
+                routes: Vec::new(),
             }
         }
     }
@@ -755,7 +829,7 @@ mod tests {
             core: &mut Core<Self>,
             key: usize,
             step: Step,
-            _now: &mut Instant,
+            now: &mut Instant,
         ) -> Option<Told> {
             let Step::Carry(c) = step else {
                 panic!("asked {step:?}");
@@ -775,6 +849,8 @@ mod tests {
                 let how = match link.conn.read(&mut buf) {
                     Ok(0) => Carried::Eof,
                     Ok(n) => {
+                        // The time the read ended.
+                        *now = Instant::now();
                         slot.flow.got += n;
                         if let Some(d) = slot.flow.then.take() {
                             slot.flow.deadline = Some(d);
@@ -797,6 +873,10 @@ mod tests {
 
         fn single(&self, _core: &Core<Self>) -> Option<Arc<Signals>> {
             self.signals.clone()
+        }
+
+        fn route(&self, token: usize) -> Option<usize> {
+            self.routes.iter().find(|r| r.0 == token).map(|r| r.1)
         }
     }
 
@@ -986,5 +1066,100 @@ mod tests {
         w.run(&mut Events::with_capacity(16)).unwrap();
         assert_eq!(w.core.live(), 0);
         assert!(w.kind.blocking.iter().all(|b| !*b), "{:?}", w.kind.blocking);
+    }
+
+    #[test]
+    fn the_single_flows_next_turn_goes_on_from_when_its_read_ended_if_it_read() {
+        let mut kind = Fake::new();
+        kind.signals = Some(Arc::new(Signals::default()));
+        let mut w = worker(kind);
+        let flow = Reader {
+            want: 1,
+            parkable: true,
+            ..Reader::default()
+        };
+        let (_, mut peer) = with_pair(&mut w, flow);
+        peer.write_all(b"x").unwrap();
+        let t0 = Instant::now();
+        let Turn::Again(Some(at)) = w.turn(t0) else {
+            panic!("the parked flow read: its time goes on");
+        };
+        assert!(at > t0);
+        // Done without reading: the next turn reads the clock.
+        let (_, _peer) = with_pair(
+            &mut w,
+            Reader {
+                want: 0,
+                parkable: true,
+                ..Reader::default()
+            },
+        );
+        w.core.remove(0);
+        assert_eq!(w.core.live(), 1);
+        assert_eq!(w.turn(Instant::now()), Turn::Again(None));
+        assert_eq!(w.core.live(), 0);
+    }
+
+    #[test]
+    fn an_adopted_sockets_events_under_the_kinds_token_drive_its_flow() {
+        let mut w = worker(Fake::new());
+        let (a, mut peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let mut conn = Conn::Unix(mio::net::UnixStream::from_std(a));
+        // The kind's own first (a connection behind a gate).
+        let mine = KIND_TOKENS + 5;
+        w.core
+            .driver()
+            .registry()
+            .register(conn.source(), Token(mine), Interest::READABLE)
+            .unwrap();
+        let key = w.core.add(Reader {
+            want: 2,
+            ..Reader::default()
+        });
+        w.core.adopt(key, 0, conn);
+        w.kind.routes.push((mine, key));
+        // No drive: the bytes' event under the kind's token drives the flow.
+        peer.write_all(b"hi").unwrap();
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.slots[key].flow.got, 2);
+        assert_eq!(w.core.live(), 0);
+        assert!(Instant::now() < w.kind.limit);
+    }
+
+    #[test]
+    fn a_removed_flows_deadline_is_never_told_to_the_flow_that_takes_its_key() {
+        let mut kind = Fake::new();
+        let start = Instant::now();
+        kind.limit = start + Duration::from_millis(150);
+        let mut w = worker(kind);
+        let (early, late) = (
+            start + Duration::from_millis(20),
+            start + Duration::from_millis(60),
+        );
+        let (gone, _p1) = with_pair(
+            &mut w,
+            Reader {
+                want: usize::MAX,
+                deadline: Some(Deadline::at(early)),
+                ..Reader::default()
+            },
+        );
+        w.drive(gone, start);
+        assert!(w.core.remove(gone).is_some());
+        assert_eq!(w.core.live(), 0);
+        let (key, _p2) = with_pair(
+            &mut w,
+            Reader {
+                want: usize::MAX,
+                deadline: Some(Deadline::at(late)),
+                done_at_timer: true,
+                ..Reader::default()
+            },
+        );
+        assert_eq!(key, gone, "the key is taken again");
+        w.drive(key, start);
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        assert_eq!(w.core.slots[key].flow.timers, vec![late]);
     }
 }

@@ -1,9 +1,12 @@
-//! A server worker: one event loop that accepts its share of a test's data
-//! connections behind the preamble gate (or takes its users' datagrams on
-//! its UDP socket) and drives their flows, counting what it saw itself.
+//! A server worker: the one generic worker ([`generic::Worker`]) of a
+//! [`ServerKind`], which accepts its share of a test's data connections
+//! behind the preamble gate (or takes its users' datagrams on its UDP
+//! socket) and carries their flows ([`ServerFlow`]), counting what it saw
+//! itself.
 
 mod accept;
 mod drive;
+mod flow;
 mod udp_stream;
 
 use std::collections::HashMap;
@@ -15,21 +18,24 @@ use std::time::{Duration, Instant};
 
 use linkperf_wire::{DataToken, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
+use mio::event::Event;
 use mio::{Events, Interest, Token};
 use slab::Slab;
 
 use crate::counters::{Counters, FlowSlotId};
+use crate::flow::step::{Step, Told};
 use crate::flow::RrServer;
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{Conn, Listener, Settings};
-use crate::io::stream::{StreamHalves, StreamIo};
+use crate::io::stream::StreamHalves;
 use crate::io::{accept_next, Accept, AcceptRetry};
 use crate::live::LiveStats;
-use crate::schedule::Schedule;
-use crate::worker::driver::{self, Driver, Flows, Turn};
-use crate::worker::signals::{Parked, Signals};
-use crate::worker::window::{Connections, Publish, Window};
+use crate::worker::driver::Driver;
+use crate::worker::generic::{self, Core, Kind, KIND_TOKENS};
+use crate::worker::signals::Signals;
 use crate::worker::{Buffers, SocketFacts, WindowClock, WorkerReport};
+
+use flow::{Logic, ServerFlow};
 
 /// The token of a worker's data source (its listener or UDP socket).
 pub(crate) const LISTENER: Token = Token(usize::MAX - 1);
@@ -59,27 +65,6 @@ pub(crate) struct Setup {
     pub udp_peer: Option<IpAddr>,
 }
 
-enum Logic {
-    /// Behind the preamble gate.
-    Preamble,
-    Rr(RrServer),
-    Crr(RrServer),
-    Stream(StreamHalves),
-}
-
-struct ServerFlow {
-    conn: Conn,
-    logic: Logic,
-    /// Its socket blocks (the worker's single flow waits in its read) and is
-    /// parked in the signals, so that a stop ends the wait.
-    parked: Option<Parked>,
-    /// Its connection's retransmits when the window opened (0 for one
-    /// accepted since).
-    retrans_before: u32,
-    /// Where its traffic is counted (set once its preamble names the flow).
-    slot: FlowSlotId,
-}
-
 /// A worker's data source.
 pub(crate) enum Source {
     /// A TCP or Unix listener.
@@ -88,41 +73,24 @@ pub(crate) enum Source {
     Udp(mio::net::UdpSocket),
 }
 
-/// A server worker's flows as its window reads their connections: those
-/// through the gate.
-struct Tracked<'a>(&'a mut Slab<ServerFlow>);
-
-impl Connections for Tracked<'_> {
-    fn each_tcp(&mut self, mut f: impl FnMut(&Conn, &mut u32)) {
-        for (_, flow) in self.0.iter_mut() {
-            if flow.conn.is_tcp() && !matches!(flow.logic, Logic::Preamble) {
-                f(&flow.conn, &mut flow.retrans_before);
-            }
-        }
-    }
-
-    fn retransmits(&self) -> impl Iterator<Item = Option<u32>> {
-        // The server publishes its totals only.
-        std::iter::empty()
-    }
-}
-
-pub(crate) struct Worker {
+/// What a server worker keeps beside its flows: its data source, the
+/// connections behind the gate (outside the flows, under tokens from
+/// [`KIND_TOKENS`]), which flows are its own and connected, and its UDP
+/// flows by user.
+pub(crate) struct ServerKind {
     spec: TestSpec,
     opts: Settings,
     token: DataToken,
     signals: Arc<Signals>,
-    io: Driver,
     source: Source,
-    flows: Slab<ServerFlow>,
-    /// Connections accepted that have not presented their preamble yet.
+    /// Connections accepted, under token `KIND_TOKENS + k`: behind the
+    /// gate, or through it (their flow's, which their events drive).
+    pending: Slab<Pending>,
+    /// Their gate.
     gate: PreambleGate,
     /// When to take again what an accept stopped at (out of descriptors).
     accept_retry: AcceptRetry,
     bufs: Buffers,
-    counters: Counters,
-    window: Window,
-    schedule: Option<Schedule>,
     connections: u64,
     /// Each flow's counting slot, by flow id.
     slots: HashMap<u32, FlowSlotId>,
@@ -140,13 +108,20 @@ pub(crate) struct Worker {
     index: usize,
     /// Flows this worker will carry (users `i` with `i % workers == index`).
     expected: usize,
-    /// When this drive's last read of a request ended, if it read one.
-    last_read: Option<Instant>,
-    /// A UDP stream's flows, by slot.
-    udp: udp_stream::UdpStreams,
-    /// Whether a flow of this worker went on the single-flow fast path.
-    #[cfg(test)]
-    parked: bool,
+    /// Whether the test started (its schedule came).
+    started: bool,
+    /// The UDP flows' keys, by counting slot.
+    udp_keys: Vec<Option<usize>>,
+    /// The datagram socket's state.
+    udp: udp_stream::UdpState,
+}
+
+/// A connection accepted, under the worker's token `KIND_TOKENS + k`.
+enum Pending {
+    /// It has not presented its preamble yet.
+    Gate(Conn),
+    /// Through the gate: flow `key`'s connection.
+    Flow(usize),
 }
 
 fn new_logic(spec: &TestSpec, flow: u32) -> Logic {
@@ -170,12 +145,8 @@ fn new_logic(spec: &TestSpec, flow: u32) -> Logic {
     }
 }
 
-enum Io {
-    Blocked,
-    /// Still ready: drive again soon, without waiting for an event.
-    Again,
-    Close,
-}
+/// A server worker: the generic worker of a [`ServerKind`].
+pub(crate) struct Worker(generic::Worker<ServerKind>);
 
 impl Worker {
     pub(crate) fn new(s: Setup) -> Self {
@@ -184,20 +155,26 @@ impl Worker {
         let threads = s.workers.max(1);
         let expected = s.users / threads + usize::from(s.index < s.users % threads);
         let cap = crate::io::gate::preamble_cap(expected, 0);
-        Worker {
+        let now = Instant::now();
+        let core = Core::new(
+            s.driver,
+            s.clock,
+            s.live,
+            s.index,
+            false,
+            Counters::new(false),
+            now,
+        );
+        let kind = ServerKind {
             gate: PreambleGate::new(SessionPreamble(s.token), cap, s.preamble_timeout),
             accept_retry: AcceptRetry::default(),
             spec: s.spec,
             opts: s.opts,
             token: s.token,
             signals: s.signals,
-            io: s.driver,
             source: s.source,
-            flows: Slab::new(),
+            pending: Slab::new(),
             bufs: Buffers::new(largest, udp),
-            counters: Counters::new(false),
-            window: Window::new(s.clock, s.live, s.index, Publish::Totals, Instant::now()),
-            schedule: None,
             connections: 0,
             slots: HashMap::new(),
             open: Vec::new(),
@@ -207,144 +184,160 @@ impl Worker {
             socket: None,
             index: s.index,
             expected,
-            last_read: None,
-            udp: udp_stream::UdpStreams::default(),
-            #[cfg(test)]
-            parked: false,
-        }
+            started: false,
+            udp_keys: Vec::new(),
+            udp: udp_stream::UdpState::default(),
+        };
+        Worker(generic::Worker::new(core, kind))
     }
 
-    pub(crate) fn run(mut self) -> WorkerReport {
-        let mut events = Events::with_capacity(1024);
-        let mut serving = Serving { w: &mut self };
-        let _ = driver::run(&mut serving, &mut events);
-        let aborted = self.signals.aborted();
-        self.window
-            .end(&mut self.counters, &mut Tracked(&mut self.flows), aborted);
-        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
-        for k in keys {
-            self.close(k);
-        }
-        let flows = u32::try_from(self.counters.flow_count()).unwrap_or(u32::MAX);
-        let (cpu, placement, tcp) = self.window.finish(flows);
+    pub(crate) fn run(self) -> WorkerReport {
+        let generic::Worker { mut core, kind } = {
+            let mut w = self.0;
+            let _ = w.run(&mut Events::with_capacity(1024));
+            w
+        };
+        core.end(kind.signals.aborted());
+        #[cfg(test)]
+        let parked = core.parked_once();
+        let mut parts = core.into_parts();
+        let flows = u32::try_from(parts.counts.flow_count()).unwrap_or(u32::MAX);
+        let (cpu, placement, tcp) = parts.finish(flows);
         WorkerReport {
-            counters: self.counters,
+            counters: parts.counts,
             cpu,
             placement,
             tcp,
-            connections: self.connections,
-            socket: self.socket,
+            connections: kind.connections,
+            socket: kind.socket,
             flow_totals: Vec::new(),
             #[cfg(test)]
-            parked: self.parked,
+            parked,
         }
     }
+}
 
-    /// The one request/response flow of a worker that carries exactly one,
-    /// once it runs: it then waits in its own read rather than in the event
-    /// wait (one system call less per transaction, a direct wake-up).
-    fn single_flow(&mut self) -> Option<usize> {
-        if self.io.busy_polls() || self.expected != 1 || self.schedule.is_none() {
-            return None;
-        }
-        if self.flows.len() != 1 {
-            return None;
-        }
-        let (k, f) = self.flows.iter_mut().next()?;
-        if !matches!(f.logic, Logic::Rr(_)) {
-            return None;
-        }
-        if f.parked.is_none() {
-            // The flow stays on this path until it closes.
-            f.parked = Some(self.io.park(&mut f.conn, Token(k), &self.signals)?);
-            #[cfg(test)]
-            {
-                self.parked = true;
+impl Kind for ServerKind {
+    type Flow = ServerFlow;
+    type Counts = Counters;
+    const TCP_INFO: bool = true;
+
+    fn begin(&mut self, core: &mut Core<Self>, now: Instant) {
+        if !self.started {
+            if let Some(s) = self.signals.schedule() {
+                self.start(core, s, now);
             }
         }
-        Some(k)
+        self.expire_preambles(core, now);
+        if self.accept_retry.due(now) {
+            self.accept_all(core);
+        }
     }
 
-    fn begin(&mut self, s: Schedule, now: Instant) {
-        self.schedule = Some(s);
-        self.counters.set_schedule(s);
-        self.start_udp_streams(now);
-        let keys: Vec<usize> = self.flows.iter().map(|(k, _)| k).collect();
+    fn stop(&mut self, core: &Core<Self>, now: Instant) -> bool {
+        if core
+            .schedule()
+            .is_some_and(|s| now > s.drain_until + SAFETY_MARGIN)
+        {
+            return true;
+        }
+        self.signals.finishing() || self.signals.aborted()
+    }
+
+    fn perform(
+        &mut self,
+        core: &mut Core<Self>,
+        key: usize,
+        step: Step,
+        now: &mut Instant,
+    ) -> Option<Told> {
+        match step {
+            Step::Carry(c) => Some(self.carry(core, key, c, now)),
+            Step::Close(c) => Some(self.close(core, key, c)),
+            _ => None,
+        }
+    }
+
+    fn event(&mut self, core: &mut Core<Self>, event: &Event, now: Instant) {
+        if event.token() == LISTENER {
+            if event.is_readable() {
+                match &self.source {
+                    Source::Listener(_) => self.accept_all(core),
+                    Source::Udp(_) if self.spec.is_udp_stream() => self.serve_udp_stream(core, now),
+                    Source::Udp(_) => self.serve_udp(core),
+                }
+            }
+            if event.is_writable() {
+                self.udp_writable(core);
+            }
+            return;
+        }
+        if let Some(k) = event.token().0.checked_sub(KIND_TOKENS) {
+            self.read_preamble(core, k, now);
+        }
+    }
+
+    fn route(&self, token: usize) -> Option<usize> {
+        match self.pending.get(token.checked_sub(KIND_TOKENS)?)? {
+            Pending::Flow(key) => Some(*key),
+            Pending::Gate(_) => None,
+        }
+    }
+
+    fn done(&mut self, core: &mut Core<Self>, key: usize) {
+        // Its connection is closed: nothing of it is kept.
+        core.remove(key);
+    }
+
+    fn deadline(&self, _core: &Core<Self>) -> Option<Instant> {
+        [
+            self.gate.next_deadline(),
+            self.accept_retry.deadline(),
+            self.udp.again_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn single(&self, core: &Core<Self>) -> Option<Arc<Signals>> {
+        // The one request/response flow of a worker that carries exactly
+        // one, once it runs, waits in its own read rather than in the event
+        // wait (one system call less per transaction, a direct wake-up).
+        (self.expected == 1 && self.started && !core.busy_polls()).then(|| self.signals.clone())
+    }
+
+    fn turned(&mut self, core: &mut Core<Self>, now: Instant) {
+        if self.udp.again_at.take().is_some() {
+            self.serve_udp_stream(core, now);
+        }
+    }
+}
+
+impl ServerKind {
+    /// The test starts at `now` on schedule `s`: the streams' halves start
+    /// and every flow is driven.
+    fn start(&mut self, core: &mut Core<Self>, s: crate::schedule::Schedule, now: Instant) {
+        self.started = true;
+        core.set_schedule(s);
+        core.counts.set_schedule(s);
+        let keys: Vec<usize> = core.slots.iter().map(|(k, _)| k).collect();
         for k in keys {
-            if let Some(f) = self.flows.get_mut(k) {
-                if let Logic::Stream(halves) = &mut f.logic {
-                    halves.start(now);
+            if let Some(slot) = core.slots.get_mut(k) {
+                match &mut slot.flow.logic {
+                    Logic::Stream(halves) => halves.start(now),
+                    Logic::UdpStream { halves, .. } => halves.start(now),
+                    _ => {}
                 }
             }
-            self.drive(k, now);
+            core.driver().again(k);
         }
-    }
-}
-
-/// A server worker's flows as the driver's loop turns them.
-struct Serving<'a> {
-    w: &'a mut Worker,
-}
-
-impl Flows for Serving<'_> {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.w.io
-    }
-
-    fn turn(&mut self, now: Instant) -> Turn {
-        let w = &mut *self.w;
-        if w.schedule.is_none() {
-            if let Some(s) = w.signals.schedule() {
-                w.begin(s, now);
-            }
+        let pending: Vec<usize> = (self.pending.iter())
+            .filter(|(_, p)| matches!(p, Pending::Gate(_)))
+            .map(|(k, _)| k)
+            .collect();
+        for k in pending {
+            self.read_preamble(core, k, now);
         }
-        let flows = &mut Tracked(&mut w.flows);
-        w.window
-            .turn(now, w.schedule.as_ref(), &mut w.counters, flows);
-        if let Some(s) = w.schedule {
-            if now > s.drain_until + SAFETY_MARGIN {
-                return Turn::Stop;
-            }
-        }
-        if w.signals.finishing() || w.signals.aborted() {
-            return Turn::Stop;
-        }
-        w.expire_preambles(now);
-        if w.accept_retry.due(now) {
-            w.accept_all();
-        }
-        if let Some(k) = w.single_flow() {
-            w.drive(k, now);
-            // The next turn reuses the time the request's read ended at.
-            return Turn::Again(w.last_read.take());
-        }
-        w.fire_udp_timers(now);
-        let deadline = [w.gate.next_deadline(), w.accept_retry.deadline()]
-            .into_iter()
-            .flatten()
-            .min();
-        Turn::Wait(w.io.timeout(now, w.schedule.as_ref(), deadline, !w.udp.again.is_empty()))
-    }
-
-    fn event(&mut self, event: &mio::event::Event, now: Instant) {
-        match event.token() {
-            LISTENER => {
-                if event.is_readable() {
-                    self.w.on_source();
-                }
-                if event.is_writable() {
-                    self.w.udp_writable();
-                }
-            }
-            Token(k) => self.w.drive(k, now),
-        }
-    }
-
-    fn again(&mut self, key: usize, now: Instant) {
-        self.w.drive(key, now);
-    }
-
-    fn turned(&mut self, _now: Instant) {
-        self.w.udp_again();
     }
 }

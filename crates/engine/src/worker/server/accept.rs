@@ -1,47 +1,30 @@
 //! A server worker's admission: accepting data connections behind the
 //! preamble gate (bounded, the oldest waiting closed first, expired after
-//! their timeout), matching each to a flow of its own, closing.
+//! their timeout), outside the worker's flows until their preamble names
+//! one, then matching each to a flow of its own (its events, under the
+//! token it was accepted under, then drive that flow).
 
 use super::*;
 
-impl Worker {
+impl ServerKind {
     /// Closes the connections whose time for their preamble ran out.
-    pub(super) fn expire_preambles(&mut self, now: Instant) {
+    pub(super) fn expire_preambles(&mut self, core: &mut Core<Self>, now: Instant) {
         while let Some(k) = self.gate.expired(now) {
-            self.close(k);
+            self.close_pending(core, k);
         }
     }
 
-    pub(super) fn close(&mut self, k: usize) {
-        if self.flows.contains(k) {
-            let mut f = self.flows.remove(k);
-            if matches!(f.logic, Logic::Preamble) {
-                self.gate.forget(k);
-            } else if let Some(o) = self.open.get_mut(f.slot) {
-                if std::mem::take(o) {
-                    self.connected -= 1;
-                }
+    /// Closes connection `k` behind the gate.
+    fn close_pending(&mut self, core: &mut Core<Self>, k: usize) {
+        if let Some(Pending::Gate(_)) = self.pending.get(k) {
+            if let Some(Pending::Gate(mut conn)) = self.pending.try_remove(k) {
+                let _ = core.driver().registry().deregister(conn.source());
             }
-            // A flow that ends in the window, or as it closes (a single
-            // flow's client closes right after its last transaction), is
-            // sampled now, before its socket goes.
-            if !matches!(f.logic, Logic::Preamble) {
-                let crr = matches!(f.logic, Logic::Crr(_));
-                self.window
-                    .closing(&f.conn, f.retrans_before, crr, self.schedule.as_ref());
-            }
-            let _ = self.io.registry().deregister(f.conn.source());
+            self.gate.forget(k);
         }
     }
 
-    pub(super) fn on_source(&mut self) {
-        match &self.source {
-            Source::Listener(_) => self.accept_all(),
-            Source::Udp(_) => self.serve_udp(),
-        }
-    }
-
-    pub(super) fn accept_all(&mut self) {
+    pub(super) fn accept_all(&mut self, core: &mut Core<Self>) {
         loop {
             let Source::Listener(listener) = &self.source else {
                 return;
@@ -59,27 +42,21 @@ impl Worker {
             if conn.apply(&self.opts).is_err() {
                 continue;
             }
-            let entry = self.flows.vacant_entry();
+            let entry = self.pending.vacant_entry();
             let k = entry.key();
-            if self
-                .io
+            if core
+                .driver()
                 .registry()
                 .register(
                     conn.source(),
-                    Token(k),
+                    Token(KIND_TOKENS + k),
                     Interest::READABLE | Interest::WRITABLE,
                 )
                 .is_err()
             {
                 continue;
             }
-            entry.insert(ServerFlow {
-                conn,
-                parked: None,
-                retrans_before: 0,
-                slot: usize::MAX,
-                logic: Logic::Preamble,
-            });
+            entry.insert(Pending::Gate(conn));
             // Connections that never present a preamble (anyone may open one
             // to a data port) stay bounded: the one waiting longest is closed
             // to make room.
@@ -87,19 +64,21 @@ impl Worker {
             self.gate
                 .set_cap(crate::io::gate::preamble_cap(self.expected, self.connected));
             if let Some(oldest) = self.gate.admit(k, now) {
-                self.close(oldest);
+                self.close_pending(core, oldest);
             }
-            self.drive(k, now);
+            self.read_preamble(core, k, now);
         }
     }
 
-    pub(super) fn read_preamble(&mut self, k: usize, now: Instant) -> Io {
-        let Some(f) = self.flows.get_mut(k) else {
-            return Io::Close;
+    /// Reads what connection `k` behind the gate presented: through it, it
+    /// becomes its flow's connection, driven in this turn.
+    pub(super) fn read_preamble(&mut self, core: &mut Core<Self>, k: usize, now: Instant) {
+        let Some(Pending::Gate(conn)) = self.pending.get_mut(k) else {
+            return;
         };
-        let p = match self.gate.read(k, &mut f.conn) {
-            Presented::Waiting => return Io::Blocked,
-            Presented::Refused => return Io::Close,
+        let p = match self.gate.read(k, conn) {
+            Presented::Waiting => return,
+            Presented::Refused => return self.close_pending(core, k),
             Presented::Through(p) => p,
         };
         // A user whose first connection is taken only once the window has
@@ -107,44 +86,52 @@ impl Worker {
         // descriptors) was not served in it: it is not counted as a flow
         // this side carried, so the run says it was never served. (A
         // connect-per-transaction flow's later connections are its own.)
-        let closed = self.schedule.is_some_and(|s| now >= s.measure_until);
+        let closed = core.schedule().is_some_and(|s| now >= s.measure_until);
         if closed && !self.slots.contains_key(&p.flow) {
-            return Io::Close;
+            return self.close_pending(core, k);
         }
         // The client numbers its users from 0 and sends user `i` to worker
         // `i % workers`: any other flow is not one of this test's, whatever
         // token it shows.
         if !self.flow_is_mine(p.flow) {
-            return Io::Close;
+            return self.close_pending(core, k);
         }
         let slot = match self.slots.get(&p.flow) {
             Some(&s) => s,
-            None => self.add_slot(p.flow),
+            None => self.add_slot(core, p.flow),
         };
         // One connection per flow at a time: a second is not a user's.
         if self.open[slot] {
-            return Io::Close;
+            return self.close_pending(core, k);
         }
-        let Some(f) = self.flows.get_mut(k) else {
-            return Io::Close;
+        let mut logic = new_logic(&self.spec, p.flow);
+        if let (true, Logic::Stream(halves)) = (self.started, &mut logic) {
+            halves.start(now);
+        }
+        let conn = match std::mem::replace(&mut self.pending[k], Pending::Flow(usize::MAX)) {
+            Pending::Gate(conn) => conn,
+            // Read above: behind the gate.
+            Pending::Flow(_) => return,
         };
-        f.logic = new_logic(&self.spec, p.flow);
-        f.slot = slot;
+        self.gate.forget(k);
+        let key = core.add(ServerFlow::new(slot, logic).routed(k));
+        self.pending[k] = Pending::Flow(key);
+        if self.socket.is_none() {
+            self.socket = Some(SocketFacts::read(
+                conn.as_raw_fd(),
+                conn.local_ip(),
+                conn.is_tcp(),
+            ));
+        }
+        // Its events, under the token it was accepted under, drive its flow.
+        core.adopt(key, 0, conn);
         self.open[slot] = true;
         self.connected += 1;
         // A connection of the test: counted (junk and refused ones never are).
         self.connections += 1;
-        if self.socket.is_none() {
-            self.socket = Some(SocketFacts::read(
-                f.conn.as_raw_fd(),
-                f.conn.local_ip(),
-                f.conn.is_tcp(),
-            ));
-        }
-        if let (Some(_), Logic::Stream(halves)) = (self.schedule, &mut f.logic) {
-            halves.start(now);
-        }
-        self.drive_flow(k, now)
+        // What came behind the preamble is carried now, before the next
+        // connection is taken.
+        generic::drive(core, self, key, now);
     }
 
     /// Whether flow `flow` is one of this test's users carried by this worker.
@@ -153,8 +140,8 @@ impl Worker {
     }
 
     /// A counting slot for a flow seen for the first time.
-    pub(super) fn add_slot(&mut self, flow: u32) -> FlowSlotId {
-        let s = self.counters.add_flow(flow);
+    pub(super) fn add_slot(&mut self, core: &mut Core<Self>, flow: u32) -> FlowSlotId {
+        let s = core.counts.add_flow(flow);
         self.slots.insert(flow, s);
         self.open.push(false);
         s

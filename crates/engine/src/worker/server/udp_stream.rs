@@ -1,44 +1,27 @@
 //! A server worker's UDP streams. Every flow of the worker shares its one
 //! datagram socket. A flow registers first (a header-only datagram, from the
-//! control connection's host only), which gives it a counting slot and the
-//! address its datagrams go to, and is answered; its data datagrams are then
-//! counted by its receiver, and its sender sends to that address at its pace.
+//! control connection's host only), which gives it a counting slot, a flow
+//! of the worker and the address its datagrams go to, and is answered; its
+//! data datagrams are then counted by its receiver, and its sender sends to
+//! that address at its pace (the flow's deadline is its next send).
 //! Nothing is kept for a flow that did not register, and a flow is one of
 //! the test's users carried by this worker: what is kept stays bounded by
 //! the worker's share of the users.
 
-use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
-use std::time::{Duration, Instant};
-
-use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
-use linkperf_workload::Workload;
-
-use super::{Source, Worker};
+use crate::flow::step::Carried;
 use crate::flow::udp_stream::{nanos_since, UdpStreamHalves};
 use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
 use crate::schedule::Phase;
-use crate::worker::SocketFacts;
 
-/// One registered flow.
-#[derive(Debug)]
-struct UdpFlow {
-    /// Where its datagrams go (where its registration came from).
-    addr: SocketAddr,
-    halves: UdpStreamHalves,
-    /// Its flow (user).
-    flow: u32,
-    /// Counted among the worker's connections.
-    counted: bool,
-}
+use super::*;
 
-/// A worker's UDP stream flows, by counting slot.
+/// The datagram socket's state.
 #[derive(Debug)]
-pub(super) struct UdpStreams {
-    flows: Vec<Option<UdpFlow>>,
-    /// Senders whose last turn stopped at its budget.
-    pub(super) again: Vec<usize>,
-    /// Senders that found the socket buffer full.
+pub(super) struct UdpState {
+    /// The receiver stopped at its budget (at this time): it reads again
+    /// at the end of the turn, and the wait does not sleep.
+    pub(super) again_at: Option<Instant>,
+    /// Senders (flow keys) that found the socket buffer full.
     blocked: Vec<usize>,
     /// The origin of this worker's clock for jitter (arrival times).
     clock0: Instant,
@@ -47,11 +30,10 @@ pub(super) struct UdpStreams {
     runs: bool,
 }
 
-impl Default for UdpStreams {
+impl Default for UdpState {
     fn default() -> Self {
-        UdpStreams {
-            flows: Vec::new(),
-            again: Vec::new(),
+        UdpState {
+            again_at: None,
             blocked: Vec::new(),
             clock0: Instant::now(),
             runs: true,
@@ -59,9 +41,9 @@ impl Default for UdpStreams {
     }
 }
 
-impl Worker {
+impl ServerKind {
     /// Takes in every datagram waiting: registrations (answered) and data.
-    pub(super) fn serve_udp_stream(&mut self) {
+    pub(super) fn serve_udp_stream(&mut self, core: &mut Core<Self>, now: Instant) {
         let tag = self.token.session_tag();
         let Workload::Stream {
             message, direction, ..
@@ -82,15 +64,15 @@ impl Worker {
                 false,
             ));
         }
-        let started = self.schedule.is_some();
+        let started = self.started;
         let peer = self.udp_peer;
         let (users, workers, index) = (self.spec.users, self.workers.max(1), self.index);
         let mine = |flow: u32| flow < users && flow as usize % workers == index;
-        let (slots, open, counters, udp) = (
+        let (slots, open, keys, clock0) = (
             &mut self.slots,
             &mut self.open,
-            &mut self.counters,
-            &mut self.udp,
+            &mut self.udp_keys,
+            self.udp.clock0,
         );
         let mut registered = Vec::new();
         let got = receive_due(sock, &mut self.bufs.read, |d, from| {
@@ -105,156 +87,142 @@ impl Worker {
             }
             let now = Instant::now();
             if d.len() == UDP_HEADER_LEN {
-                // A registration: the flow's slot and address, and the answer.
+                // A registration: the flow's slot, flow and address, and the
+                // answer.
                 let slot = match slots.get(&h.flow) {
                     Some(&s) => s,
                     None => {
-                        let s = counters.add_flow(h.flow);
+                        let s = core.counts.add_flow(h.flow);
                         slots.insert(h.flow, s);
                         open.push(true);
                         s
                     }
                 };
-                if udp.flows.len() <= slot {
-                    udp.flows.resize_with(slot + 1, || None);
+                if keys.len() <= slot {
+                    keys.resize(slot + 1, None);
                 }
-                let f = udp.flows[slot].get_or_insert_with(|| UdpFlow {
-                    addr: from,
-                    halves: UdpStreamHalves::for_side(
-                        tag,
-                        h.flow,
-                        message.as_usize(),
-                        direction,
-                        rate,
-                        false,
-                    ),
-                    flow: h.flow,
-                    counted: false,
-                });
-                f.addr = from;
-                if started {
-                    f.halves.start(now);
+                let key = match keys[slot] {
+                    Some(k) => k,
+                    None => {
+                        let halves = UdpStreamHalves::for_side(
+                            tag,
+                            h.flow,
+                            message.as_usize(),
+                            direction,
+                            rate,
+                            false,
+                        );
+                        let logic = Logic::UdpStream {
+                            addr: from,
+                            flow: h.flow,
+                            halves: Box::new(halves),
+                            next: None,
+                        };
+                        let k = core.add(ServerFlow::new(slot, logic));
+                        keys[slot] = Some(k);
+                        registered.push(k);
+                        k
+                    }
+                };
+                if let Some(Logic::UdpStream { addr, halves, .. }) =
+                    core.slots.get_mut(key).map(|s| &mut s.flow.logic)
+                {
+                    *addr = from;
+                    if started {
+                        halves.start(now);
+                    }
                 }
                 let _ = sock.send_to(d, from);
-                registered.push(slot);
+                if started {
+                    core.driver().again(key);
+                }
                 return;
             }
             let Some(&slot) = slots.get(&h.flow) else {
                 return; // never registered
             };
-            let Some(f) = udp.flows.get_mut(slot).and_then(Option::as_mut) else {
+            let Some(Some(key)) = keys.get(slot) else {
                 return;
             };
-            let clock = nanos_since(udp.clock0, now);
-            f.halves
-                .received(&h, d.len() - UDP_HEADER_LEN, now, clock, counters, slot);
+            let Core { slots, counts, .. } = &mut *core;
+            if let Some(Logic::UdpStream { halves, .. }) =
+                slots.get_mut(*key).map(|s| &mut s.flow.logic)
+            {
+                let clock = nanos_since(clock0, now);
+                halves.received(&h, d.len() - UDP_HEADER_LEN, now, clock, counts, slot);
+            }
         });
-        for slot in registered {
-            // A flow counts as one connection, once.
-            if let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) {
-                if !std::mem::replace(&mut f.counted, true) {
-                    self.connections += 1;
-                }
-            }
-            if started {
-                self.send_udp(slot);
-            }
-        }
+        // A flow counts as one connection, once.
+        self.connections += registered.len() as u64;
         if let Got::Again = got {
             // Come back after the other work of this turn.
-            self.udp.again.push(usize::MAX);
-        }
-    }
-
-    /// The test starts at `now`: every registered flow's halves start.
-    pub(super) fn start_udp_streams(&mut self, now: Instant) {
-        for f in self.udp.flows.iter_mut().flatten() {
-            f.halves.start(now);
-        }
-        for slot in 0..self.udp.flows.len() {
-            self.send_udp(slot);
-        }
-    }
-
-    /// Senders whose time has come.
-    pub(super) fn fire_udp_timers(&mut self, now: Instant) {
-        // The driver's timers are the senders' (by slot): the worker's
-        // other flows wait for readiness only.
-        while let Some((at, slot, _)) = self.io.timers.due(now) {
-            if let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) {
-                if f.halves.armed == Some(at) {
-                    f.halves.armed = None;
-                }
-            }
-            self.send_udp(slot);
+            self.udp.again_at = Some(now);
         }
     }
 
     /// The socket has room again: the senders that found it full go on.
-    pub(super) fn udp_writable(&mut self) {
-        for slot in std::mem::take(&mut self.udp.blocked) {
-            self.send_udp(slot);
+    pub(super) fn udp_writable(&mut self, core: &mut Core<Self>) {
+        for key in std::mem::take(&mut self.udp.blocked) {
+            core.driver().again(key);
         }
     }
 
-    /// Senders (and the receiver, `usize::MAX`) that stopped at their budget.
-    pub(super) fn udp_again(&mut self) {
-        for slot in std::mem::take(&mut self.udp.again) {
-            if slot == usize::MAX {
-                self.serve_udp_stream();
-            } else {
-                self.send_udp(slot);
-            }
-        }
-    }
-
-    /// Sends what flow `slot`'s pacer lets go; its sender stops with the window.
-    fn send_udp(&mut self, slot: usize) {
-        let Some(schedule) = self.schedule else {
-            return;
+    /// Sends what flow `key`'s pacer lets go; its sender stops with the
+    /// window.
+    pub(super) fn send_udp(&mut self, core: &mut Core<Self>, key: usize) -> Told {
+        let blocked = Told::Carried {
+            conn: 0,
+            how: Carried::Blocked,
+        };
+        let Some(schedule) = core.schedule().copied() else {
+            return blocked;
         };
         let Source::Udp(sock) = &self.source else {
-            return;
+            return blocked;
         };
-        let Some(f) = self.udp.flows.get_mut(slot).and_then(Option::as_mut) else {
-            return;
+        let Core { slots, counts, .. } = core;
+        let Some(s) = slots.get_mut(key) else {
+            return blocked;
         };
-        let Some(tx) = &mut f.halves.tx else {
-            return;
+        let slot = s.flow.slot;
+        let Logic::UdpStream {
+            addr,
+            flow,
+            halves,
+            next,
+        } = &mut s.flow.logic
+        else {
+            return blocked;
+        };
+        let Some(tx) = &mut halves.tx else {
+            return blocked;
         };
         if schedule.phase(Instant::now()) >= Phase::Draining {
             tx.finish();
         }
         let mut out = Out {
             sock,
-            to: Some(f.addr),
+            to: Some(*addr),
             runs: &mut self.udp.runs,
         };
-        match send_due(
-            tx,
-            &mut out,
-            &mut self.bufs.datagram,
-            &mut self.counters,
-            slot,
-        ) {
-            Sent::Waiting(at) => {
-                if f.halves.armed.is_none_or(|a| at < a) {
-                    f.halves.armed = Some(at);
-                    self.io.timers.arm(at, slot, 0);
+        match send_due(tx, &mut out, &mut self.bufs.datagram, counts, slot) {
+            Sent::Waiting(at) => *next = Some(at),
+            Sent::Again => {
+                return Told::Carried {
+                    conn: 0,
+                    how: Carried::Again,
                 }
             }
-            Sent::Again => self.udp.again.push(slot),
-            Sent::Blocked => self.udp.blocked.push(slot),
+            Sent::Blocked => self.udp.blocked.push(key),
             Sent::Idle => {}
             Sent::Failed(e) => {
                 // Not again at once: the other side's report will say.
                 let now = Instant::now();
-                let id = f.flow;
-                self.counters
-                    .error(now, || format!("flow {id}: sending failed: {e}"));
-                let at = now + Duration::from_millis(1);
-                self.io.timers.arm(at, slot, 0);
+                let id = *flow;
+                counts.error(now, || format!("flow {id}: sending failed: {e}"));
+                *next = Some(now + Duration::from_millis(1));
             }
         }
+        blocked
     }
 }
