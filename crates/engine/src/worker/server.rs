@@ -192,11 +192,9 @@ impl Worker {
     }
 
     pub(crate) fn run(self) -> WorkerReport {
-        let generic::Worker { mut core, kind } = {
-            let mut w = self.0;
-            let _ = w.run(&mut Events::with_capacity(1024));
-            w
-        };
+        let mut w = self.0;
+        let _ = w.run(&mut Events::with_capacity(1024));
+        let generic::Worker { mut core, kind } = w;
         core.end(kind.signals.aborted());
         let mut parts = core.into_parts();
         let flows = u32::try_from(parts.counts.flow_count()).unwrap_or(u32::MAX);
