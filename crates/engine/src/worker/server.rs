@@ -192,11 +192,9 @@ impl Worker {
     }
 
     pub(crate) fn run(self) -> WorkerReport {
-        let generic::Worker { mut core, kind } = {
-            let mut w = self.0;
-            let _ = w.run(&mut Events::with_capacity(1024));
-            w
-        };
+        let mut w = self.0;
+        let _ = w.run(&mut Events::with_capacity(1024));
+        let generic::Worker { mut core, kind } = w;
         core.end(kind.signals.aborted());
         #[cfg(test)]
         let parked = core.parked_once();
