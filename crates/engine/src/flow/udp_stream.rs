@@ -290,8 +290,6 @@ pub struct UdpStreamHalves {
     /// When the last datagram arrived (a received message's time is the
     /// time since the one before).
     last_rx: Option<Instant>,
-    /// When the sender's timer is set for, if it is.
-    pub armed: Option<Instant>,
 }
 
 impl UdpStreamHalves {
@@ -315,7 +313,6 @@ impl UdpStreamHalves {
             tx: sends.then(|| DatagramTx::new(tag, flow, message, rate)),
             rx: receives.then(SequenceRx::new),
             last_rx: None,
-            armed: None,
         }
     }
 
