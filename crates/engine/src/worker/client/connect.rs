@@ -263,6 +263,10 @@ impl ClientKind {
     /// How a carry's end moves the flow on: a finished flow closes, a
     /// peer's early close is an error, a crr flow's failure reconnects.
     pub(super) fn carried(&mut self, core: &mut Core<Self>, key: usize, how: Carried) -> Carried {
+        if matches!(how, Carried::Blocked | Carried::Again) {
+            // The common case, each transaction's: nothing ended.
+            return how;
+        }
         let now = Instant::now();
         let id = core.slots[key].flow.id;
         // A stop shuts a parked socket down: its ending is not the server's doing.
