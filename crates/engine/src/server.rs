@@ -84,11 +84,11 @@ impl ServerTest {
             let registry = driver.registry();
             let reg = match &mut source {
                 Source::Listener(l) => registry.register(l.source(), LISTENER, Interest::READABLE),
-                // A UDP stream's senders wait for room in the socket buffer.
-                Source::Udp(s) if cfg.spec.is_udp_stream() => {
+                // Its flows' answers and streams wait for room in the
+                // socket buffer.
+                Source::Udp(s) => {
                     registry.register(s, LISTENER, Interest::READABLE | Interest::WRITABLE)
                 }
-                Source::Udp(s) => registry.register(s, LISTENER, Interest::READABLE),
             };
             reg.map_err(setup)?;
             wakers.push(waker);

@@ -12,7 +12,10 @@
 //! all.
 
 use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+
+use linkperf_wire::UdpHeader;
 
 /// A flow's connection by its number among the flow's own: 0 for a flow
 /// of one connection, a profile user's named connection otherwise (fewer
@@ -100,6 +103,20 @@ pub enum Told {
     Closed(ConnIx),
     /// Opening connection `c` failed.
     Failed(ConnIx, io::Error),
+    /// A datagram for it came on a socket its worker shares among its
+    /// flows (the worker read it and found whose it is).
+    Datagram {
+        /// The connection it came on.
+        conn: ConnIx,
+        /// Its header.
+        header: UdpHeader,
+        /// Its bytes past the header.
+        payload: usize,
+        /// Where it came from.
+        from: SocketAddr,
+        /// When it came, in nanoseconds on the worker's clock for jitter.
+        clock_ns: u64,
+    },
     /// The deadline the flow gave last has come.
     Timer(Instant),
     /// It spun this long.

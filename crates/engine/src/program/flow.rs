@@ -5,7 +5,7 @@
 //! timeout, a drain's, the server's wait for lost datagrams) come back as
 //! [`Told::Timer`] and end the operation here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,6 +18,10 @@ use crate::flow::step::{Carried, ConnIx, Deadline, Flow, Step, Told};
 /// Instant steps (a nop, a think that is over, an iteration's end) one
 /// drive of a user takes before the worker's other users get a turn.
 const BUDGET: u32 = 64;
+
+/// Datagrams a server's user keeps per connection until it reads them
+/// (more are lost, as a full socket buffer would lose them).
+pub const MAX_DATAGRAMS: usize = 8192;
 
 /// The stops of the client's timed transactions the server has heard of:
 /// per transaction, each user's iterations.
@@ -83,6 +87,10 @@ pub struct ProfileUser {
     /// worker's rounds is given the round's time twice, though it spun or
     /// read since; its clock never goes back.
     latest: Option<Instant>,
+    /// Server: the payload sizes of the datagrams told for each of its
+    /// connections on the worker's shared socket, oldest first, until a
+    /// read takes them.
+    datagrams: HashMap<ConnIx, VecDeque<usize>>,
 }
 
 impl ProfileUser {
@@ -103,7 +111,14 @@ impl ProfileUser {
             pending: None,
             timed_out: None,
             latest: None,
+            datagrams: HashMap::new(),
         }
+    }
+
+    /// Server: the payload size of the oldest datagram told for connection
+    /// `c` and not read yet, taken.
+    pub fn take_datagram(&mut self, c: ConnIx) -> Option<usize> {
+        self.datagrams.get_mut(&c)?.pop_front()
     }
 
     /// `now`, or the latest time it was given if that is later.
@@ -256,6 +271,14 @@ impl Flow for ProfileUser {
     }
 
     fn told(&mut self, what: Told, now: Instant, counts: &mut ProfileCounters) {
+        if let Told::Datagram { conn, payload, .. } = what {
+            // Kept for its read; not an answer to its last step.
+            let q = self.datagrams.entry(conn).or_default();
+            if q.len() < MAX_DATAGRAMS {
+                q.push_back(payload);
+            }
+            return;
+        }
         let now = self.at(now);
         self.told = true;
         match what {
@@ -290,6 +313,7 @@ impl Flow for ProfileUser {
                 }
             }
             Told::Spun(d) => self.user.spun(d),
+            Told::Datagram { .. } => {}
         }
     }
 

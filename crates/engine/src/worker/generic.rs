@@ -281,6 +281,15 @@ impl<K: Kind> Core<K> {
         })
     }
 
+    /// Tells flow `key` (if it is there and not done) `what` at `now`:
+    /// what came for it outside its own steps, such as a datagram the kind
+    /// read on a socket its flows share.
+    pub fn tell(&mut self, key: usize, what: Told, now: Instant) {
+        if let Some(s) = self.slots.get_mut(key).filter(|s| !s.done) {
+            s.flow.told(what, now, &mut self.counts);
+        }
+    }
+
     /// Flows not done.
     pub fn live(&self) -> usize {
         self.live

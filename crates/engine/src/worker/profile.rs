@@ -143,7 +143,6 @@ pub(crate) struct ProfileKind {
     udp_endpoints: Vec<SocketAddr>,
     udp: Option<UdpSocket>,
     udp_peer: Option<IpAddr>,
-    dgrams: HashMap<(usize, usize), VecDeque<(SocketAddr, usize)>>,
     /// Server: by user and connection, the UDP registrations not yet
     /// accepted, in the clients' connect order.
     peers: HashMap<(usize, usize), Registrations>,
@@ -261,7 +260,6 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         udp_endpoints: setup.udp_endpoints,
         udp: setup.udp,
         udp_peer: setup.udp_peer,
-        dgrams: HashMap::new(),
         peers: HashMap::new(),
         udp_opened: HashMap::new(),
         udp_blocked: Vec::new(),

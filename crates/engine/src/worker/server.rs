@@ -7,7 +7,7 @@
 mod accept;
 mod drive;
 mod flow;
-mod udp_stream;
+mod udp;
 
 use std::collections::HashMap;
 use std::io;
@@ -113,7 +113,7 @@ pub(crate) struct ServerKind {
     /// The UDP flows' keys, by counting slot.
     udp_keys: Vec<Option<usize>>,
     /// The datagram socket's state.
-    udp: udp_stream::UdpState,
+    udp: udp::UdpState,
 }
 
 /// A connection accepted, under the worker's token `KIND_TOKENS + k`.
@@ -186,7 +186,7 @@ impl Worker {
             expected,
             started: false,
             udp_keys: Vec::new(),
-            udp: udp_stream::UdpState::default(),
+            udp: udp::UdpState::default(),
         };
         Worker(generic::Worker::new(core, kind))
     }
@@ -261,8 +261,7 @@ impl Kind for ServerKind {
             if event.is_readable() {
                 match &self.source {
                     Source::Listener(_) => self.accept_all(core),
-                    Source::Udp(_) if self.spec.is_udp_stream() => self.serve_udp_stream(core, now),
-                    Source::Udp(_) => self.serve_udp(core),
+                    Source::Udp(_) => self.receive_udp(core, now),
                 }
             }
             if event.is_writable() {
@@ -307,7 +306,7 @@ impl Kind for ServerKind {
 
     fn turned(&mut self, core: &mut Core<Self>, now: Instant) {
         if self.udp.again_at.take().is_some() {
-            self.serve_udp_stream(core, now);
+            self.receive_udp(core, now);
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Both sides of a test on loopback, in process: a client side
 //! ([`ClientTest`]) and a server side ([`ServerTest`]) on real sockets and
 //! real worker threads, or one side against a peer written here that speaks
-//! the data protocol (a preamble, a registration) itself. These pin what the
-//! client and server workers do today: the blocking single-flow fast path on
-//! both sides, a crr flow's connection per transaction, a UDP stream's
-//! registration and end, and a stop ending a parked flow.
+//! the data protocol (a preamble, a registration, UDP requests) itself.
+//! These pin what the client and server workers do today: the blocking
+//! single-flow fast path on both sides, a crr flow's connection per
+//! transaction, a UDP stream's registration and end, UDP request/response
+//! answers, and a stop ending a parked flow.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream, UdpSocket};
@@ -339,6 +340,82 @@ fn a_udp_stream_registers_then_both_halves_end_with_the_window() {
             rate.0
         );
     }
+}
+
+/// A request of `size` payload bytes for user `flow` of session `tag`.
+fn udp_request(tag: u32, flow: u32, seq: u64, size: usize) -> Vec<u8> {
+    let mut d = vec![0u8; UDP_HEADER_LEN + size];
+    let h = UdpHeader {
+        tag,
+        flow,
+        seq,
+        sent_ns: 0,
+    };
+    let mut hdr = [0u8; UDP_HEADER_LEN];
+    h.encode(&mut hdr);
+    d[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+    d
+}
+
+#[test]
+fn a_udp_rr_server_answers_each_request_of_a_burst_in_order_to_where_it_came_from() {
+    // Two users, each on its own socket, each sending a burst of requests
+    // without waiting for answers (as an open loop with several requests
+    // outstanding does), and a stranger of another session.
+    const BURST: u64 = 50;
+    let spec = spec("rr:100x200", Protocol::Udp, 2, Duration::from_secs(60));
+    let server = ServerTest::bind(server_config(&spec)).expect("the server binds");
+    let DataEndpoints::Udp(addrs) = server.endpoints().clone() else {
+        panic!("a UDP test's endpoints are UDP");
+    };
+    server.start(DRAIN);
+    let socket = || {
+        let s = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        s.connect(addrs[0]).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s
+    };
+    let tag = TOKEN.session_tag();
+    let stranger = socket();
+    stranger
+        .send(&udp_request(tag.wrapping_add(1), 0, 0, 100))
+        .unwrap();
+    let users = [socket(), socket()];
+    for (flow, s) in (0u32..).zip(&users) {
+        for seq in 0..BURST {
+            s.send(&udp_request(tag, flow, seq, 100)).unwrap();
+        }
+    }
+    let mut buf = [0u8; 2048];
+    for (flow, s) in (0u32..).zip(&users) {
+        for seq in 0..BURST {
+            let n = s.recv(&mut buf).expect("an answer to each request");
+            assert_eq!(n, UDP_HEADER_LEN + 200, "the response size");
+            let h = UdpHeader::decode(&buf[..n]).unwrap();
+            assert_eq!(
+                (h.tag, h.flow, h.seq),
+                (tag, flow, seq),
+                "each answer echoes its request's header, in order, to the user's own socket"
+            );
+        }
+    }
+    // The stranger's datagram was read before the users' (loopback
+    // delivers as it is sent, and one socket is read in order): an answer
+    // to it would be waiting by now.
+    stranger.set_nonblocking(true).unwrap();
+    let unanswered = stranger.recv(&mut buf);
+    assert!(
+        matches!(&unanswered, Err(e) if e.kind() == ErrorKind::WouldBlock),
+        "another session's datagram is not answered: {unanswered:?}"
+    );
+    let reports = server.finish().expect("the server's workers return");
+    assert_eq!(connections(&reports), 2, "one flow per user seen");
+    assert_eq!(life_transactions(&reports), 2 * BURST);
+    let bytes =
+        |f: fn(&crate::Counters) -> u64| -> u64 { reports.iter().map(|r| f(&r.counters)).sum() };
+    assert_eq!(bytes(|c| c.totals.rx_bytes), 2 * BURST * 100);
+    assert_eq!(bytes(|c| c.totals.tx_bytes), 2 * BURST * 200);
+    assert_eq!(errors(&reports), Vec::<String>::new());
 }
 
 #[test]

@@ -193,7 +193,7 @@ impl ProfileKind {
                 }
             }
             Some(Link::Peer { .. }) => {
-                let Some((_, n)) = self.dgrams.get_mut(&(u, c)).and_then(|q| q.pop_front()) else {
+                let Some(n) = slot.flow.take_datagram(c) else {
                     return carried(Carried::Blocked);
                 };
                 *now = Instant::now();

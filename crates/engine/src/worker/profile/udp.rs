@@ -188,8 +188,9 @@ impl ProfileKind {
         Some(Told::Connected(c))
     }
 
-    /// Server: takes in every datagram waiting on the worker's socket, queues
-    /// each for its user and connection, and runs the users that got one.
+    /// Server: takes in every datagram waiting on the worker's socket,
+    /// tells each to its user (for its connection), and runs the users that
+    /// got one.
     pub(super) fn receive_datagrams(&mut self, core: &mut Core) {
         let tag = self.token.session_tag();
         let me = self.worker_index(core);
@@ -229,10 +230,14 @@ impl ProfileKind {
                         }
                         continue;
                     }
-                    let q = self.dgrams.entry((u, c)).or_default();
-                    if q.len() < MAX_QUEUED {
-                        q.push_back((from, k - UDP_HEADER_LEN));
-                    }
+                    let told = Told::Datagram {
+                        conn: c,
+                        header: h,
+                        payload: k - UDP_HEADER_LEN,
+                        from,
+                        clock_ns: 0,
+                    };
+                    core.tell(u, told, Instant::now());
                     if !woken.contains(&u) {
                         woken.push(u);
                     }

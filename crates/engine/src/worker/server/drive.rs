@@ -1,5 +1,5 @@
-//! A server worker's carries: each connection's flow on its socket, and
-//! UDP request/response answered on the worker's socket as it comes.
+//! A server worker's carries on connections: each connection's flow on
+//! its socket, and its close.
 
 use super::*;
 use crate::flow::step::Carried;
@@ -20,9 +20,10 @@ impl ServerKind {
         // A single flow's blocking socket: a read or write that moved only
         // part of a message returns to the loop (its intervals, its window
         // edges) before the next part.
-        let udp = core.slots.get(key).map(|s| &s.flow.logic);
-        if matches!(udp, Some(Logic::UdpStream { .. })) {
-            return self.send_udp(core, key);
+        match core.slots.get(key).map(|s| &s.flow.logic) {
+            Some(Logic::UdpStream { .. }) => return self.send_udp(core, key),
+            Some(Logic::UdpRr { .. }) => return self.answer_udp(core, key),
+            _ => {}
         }
         let blocking = core.blocking();
         let schedule = core.schedule().copied();
@@ -104,81 +105,5 @@ impl ServerKind {
             }
         }
         Told::Closed(c)
-    }
-
-    /// Answers every request waiting on the worker's UDP socket.
-    pub(super) fn serve_udp(&mut self, core: &mut Core<Self>) {
-        let Source::Udp(sock) = &self.source else {
-            return;
-        };
-        let Some(sizes) = self.spec.workload.transaction_sizes() else {
-            return;
-        };
-        let tag = self.token.session_tag();
-        loop {
-            let (n, from): (usize, SocketAddr) = match sock.recv_from(&mut self.bufs.read) {
-                Ok(r) => r,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => continue,
-            };
-            if !crate::io::socket::answers(self.udp_peer, from.ip()) {
-                continue;
-            }
-            let Ok(h) = UdpHeader::decode(&self.bufs.read[..n]) else {
-                continue;
-            };
-            // Only this test's users, each on its own worker.
-            if h.tag != tag || !self.flow_is_mine(h.flow) {
-                continue;
-            }
-            let slot = match self.slots.get(&h.flow) {
-                Some(&s) => {
-                    if let Some(Some(k)) = self.udp_keys.get(s) {
-                        if let Some(Logic::UdpRr { addr }) =
-                            core.slots.get_mut(*k).map(|s| &mut s.flow.logic)
-                        {
-                            *addr = from;
-                        }
-                    }
-                    s
-                }
-                None => {
-                    // A UDP user has no connection; count its flow when first seen.
-                    self.connections += 1;
-                    let s = core.counts.add_flow(h.flow);
-                    self.slots.insert(h.flow, s);
-                    self.open.push(true);
-                    let key = core.add(ServerFlow::new(s, Logic::UdpRr { addr: from }));
-                    if self.udp_keys.len() <= s {
-                        self.udp_keys.resize(s + 1, None);
-                    }
-                    self.udp_keys[s] = Some(key);
-                    s
-                }
-            };
-            let now = Instant::now();
-            core.counts.rx(slot, n - UDP_HEADER_LEN, now);
-            let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
-            let len = UDP_HEADER_LEN + resp;
-            if len > self.bufs.datagram.len() {
-                continue;
-            }
-            let mut hdr = [0u8; UDP_HEADER_LEN];
-            h.encode(&mut hdr);
-            self.bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-            if sock.send_to(&self.bufs.datagram[..len], from).is_ok() {
-                let now = Instant::now();
-                core.counts.tx(slot, resp, now);
-                core.counts.transactions(slot, 1, Duration::ZERO, now);
-            }
-            if self.socket.is_none() {
-                self.socket = Some(SocketFacts::read(
-                    sock.as_raw_fd(),
-                    sock.local_addr().ok().map(|a| a.ip()),
-                    false,
-                ));
-            }
-        }
     }
 }

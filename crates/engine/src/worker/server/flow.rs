@@ -1,10 +1,15 @@
-//! A server worker's flow once through the gate (or registered on its
-//! datagram socket), sans-IO: it says what it wants of the worker and is
-//! told what came of it. The bytes themselves are moved by the kind's
-//! executors (`io::exchange`, `StreamHalves::drive`, `io::udp_stream`).
+//! A server worker's flow once through the gate (or seen on its datagram
+//! socket), sans-IO: it says what it wants of the worker and is told what
+//! came of it, its datagrams included (the worker reads its shared datagram
+//! socket and tells each datagram to its flow). The bytes themselves are
+//! moved by the kind's executors (`io::exchange`, `StreamHalves::drive`,
+//! `io::udp_stream`, the UDP answers).
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
+
+use linkperf_wire::UdpHeader;
 
 use crate::counters::{Counters, FlowSlotId};
 use crate::flow::step::{Carried, Deadline, Flow, Step, Told};
@@ -21,11 +26,13 @@ pub(crate) enum Logic {
     Crr(RrServer),
     /// A TCP (or Unix) stream's halves.
     Stream(StreamHalves),
-    /// UDP request/response: the worker answers each request on its
-    /// datagram socket as it comes, to where it came from.
+    /// UDP request/response on the worker's datagram socket: each request
+    /// told is answered, to where it came from, by the next carry.
     UdpRr {
-        /// Where its requests came from last.
-        addr: SocketAddr,
+        /// Requests told and not answered yet, oldest first: their headers
+        /// (echoed in the answers) and where they came from. A carry answers
+        /// them all unless the socket buffer is full.
+        requests: VecDeque<(UdpHeader, SocketAddr)>,
     },
     /// A UDP stream on the worker's datagram socket.
     UdpStream {
@@ -38,6 +45,10 @@ pub(crate) enum Logic {
         next: Option<Instant>,
     },
 }
+
+/// Requests a UDP request/response flow keeps while its answers cannot go
+/// out (the socket buffer is full).
+const MAX_UNANSWERED: usize = 1024;
 
 /// Where a flow is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,16 +103,37 @@ impl Flow for ServerFlow {
         match self.end {
             End::Closed => Step::Done,
             End::Closing => Step::Close(0),
-            End::Open => match self.logic {
-                // Datagrams are answered as they come: nothing to drive.
-                Logic::UdpRr { .. } => Step::Wait,
+            End::Open => match &self.logic {
+                // Nothing to answer: the next request is told.
+                Logic::UdpRr { requests } if requests.is_empty() => Step::Wait,
                 _ => Step::Carry(0),
             },
         }
     }
 
-    fn told(&mut self, what: Told, _now: Instant, _counts: &mut Counters) {
+    fn told(&mut self, what: Told, now: Instant, counts: &mut Counters) {
         match what {
+            Told::Datagram {
+                header,
+                payload,
+                from,
+                clock_ns,
+                ..
+            } => match &mut self.logic {
+                Logic::UdpRr { requests } => {
+                    counts.rx(self.slot, payload, now);
+                    // More than a socket buffer's worth waiting means the
+                    // answers cannot go out: the newest are lost, as the
+                    // kernel would lose them.
+                    if requests.len() < MAX_UNANSWERED {
+                        requests.push_back((header, from));
+                    }
+                }
+                Logic::UdpStream { halves, .. } => {
+                    halves.received(&header, payload, now, clock_ns, counts, self.slot)
+                }
+                _ => {}
+            },
             // The client is done (or gone), a crr response is out, or the
             // connection failed: it closes.
             Told::Carried {
@@ -210,15 +242,56 @@ mod tests {
         assert_eq!(f.step(now, &mut c), Step::Close(0));
     }
 
+    fn datagram(seq: u64, payload: usize) -> Told {
+        Told::Datagram {
+            conn: 0,
+            header: UdpHeader {
+                tag: 7,
+                flow: 0,
+                seq,
+                sent_ns: 0,
+            },
+            payload,
+            from: "127.0.0.1:9".parse().unwrap(),
+            clock_ns: 0,
+        }
+    }
+
     #[test]
-    fn a_udp_request_response_flow_only_waits() {
-        let addr = "127.0.0.1:9".parse().unwrap();
-        let mut f = ServerFlow::new(0, Logic::UdpRr { addr });
+    fn a_udp_request_response_flow_carries_while_requests_wait_and_keeps_them_bounded() {
+        let mut f = ServerFlow::new(
+            0,
+            Logic::UdpRr {
+                requests: VecDeque::new(),
+            },
+        );
         let mut c = Counters::new(false);
         let now = Instant::now();
+        c.add_flow(0);
+        assert_eq!(f.step(now, &mut c), Step::Wait, "nothing to answer");
+        f.told(datagram(0, 100), now, &mut c);
+        f.told(datagram(1, 100), now, &mut c);
+        assert_eq!(f.step(now, &mut c), Step::Carry(0));
+        let Logic::UdpRr { requests } = &mut f.logic else {
+            unreachable!()
+        };
+        let seqs: Vec<u64> = requests.iter().map(|(h, _)| h.seq).collect();
+        assert_eq!(seqs, [0, 1], "oldest first");
+        // The carry answered them.
+        requests.clear();
         assert_eq!(f.step(now, &mut c), Step::Wait);
+        for seq in 0..2 * MAX_UNANSWERED as u64 {
+            f.told(datagram(seq, 1), now, &mut c);
+        }
+        let Logic::UdpRr { requests } = &f.logic else {
+            unreachable!()
+        };
+        assert_eq!(requests.len(), MAX_UNANSWERED);
+        assert_eq!(
+            requests.back().map(|(h, _)| h.seq),
+            Some(MAX_UNANSWERED as u64 - 1)
+        );
         f.told(Told::Timer(now), now, &mut c);
-        assert_eq!(f.step(now, &mut c), Step::Wait);
         assert_eq!(f.deadline(), None);
         assert!(!f.parkable());
     }

@@ -1,16 +1,24 @@
-//! A server worker's UDP streams. Every flow of the worker shares its one
-//! datagram socket. A flow registers first (a header-only datagram, from the
-//! control connection's host only), which gives it a counting slot, a flow
-//! of the worker and the address its datagrams go to, and is answered; its
-//! data datagrams are then counted by its receiver, and its sender sends to
-//! that address at its pace (the flow's deadline is its next send).
-//! Nothing is kept for a flow that did not register, and a flow is one of
-//! the test's users carried by this worker: what is kept stays bounded by
-//! the worker's share of the users.
+//! A server worker's datagram socket, shared by all its UDP flows: one
+//! receive path reads it and tells each datagram to its flow; the flows'
+//! carries answer requests and send streams on it.
+//!
+//! A request/response flow is made when its user's first request comes;
+//! each request is told to it and its carry answers at once, to where the
+//! request came from. A stream flow registers first (a header-only
+//! datagram, from the control connection's host only), which gives it a
+//! counting slot, a flow of the worker and the address its datagrams go to,
+//! and is answered; its data datagrams are then told to its receiver, and
+//! its sender sends to that address at its pace (the flow's deadline is its
+//! next send). Nothing is kept for a user not seen or not registered, and a
+//! flow is one of the test's users carried by this worker: what is kept
+//! stays bounded by the worker's share of the users.
+
+use std::collections::VecDeque;
 
 use crate::flow::step::Carried;
 use crate::flow::udp_stream::{nanos_since, UdpStreamHalves};
-use crate::io::udp_stream::{receive_due, send_due, Got, Out, Sent};
+use crate::io::datagram::receive;
+use crate::io::udp_stream::{send_due, Out, Sent, DRIVE_BUDGET};
 use crate::schedule::Phase;
 
 use super::*;
@@ -21,7 +29,7 @@ pub(super) struct UdpState {
     /// The receiver stopped at its budget (at this time): it reads again
     /// at the end of the turn, and the wait does not sleep.
     pub(super) again_at: Option<Instant>,
-    /// Senders (flow keys) that found the socket buffer full.
+    /// Flows (keys) whose sends found the socket buffer full.
     blocked: Vec<usize>,
     /// The origin of this worker's clock for jitter (arrival times).
     clock0: Instant,
@@ -42,18 +50,10 @@ impl Default for UdpState {
 }
 
 impl ServerKind {
-    /// Takes in every datagram waiting: registrations (answered) and data.
-    pub(super) fn serve_udp_stream(&mut self, core: &mut Core<Self>, now: Instant) {
-        let tag = self.token.session_tag();
-        let Workload::Stream {
-            message, direction, ..
-        } = self.spec.workload
-        else {
-            return;
-        };
-        let Some(rate) = self.spec.stream_rate() else {
-            return;
-        };
+    /// Reads every datagram waiting (up to its budget) and tells each to
+    /// its flow: a request/response flow's request is answered before the
+    /// next read; a stream's registration is answered here.
+    pub(super) fn receive_udp(&mut self, core: &mut Core<Self>, now: Instant) {
         let Source::Udp(sock) = &self.source else {
             return;
         };
@@ -64,99 +64,155 @@ impl ServerKind {
                 false,
             ));
         }
-        let started = self.started;
-        let peer = self.udp_peer;
-        let (users, workers, index) = (self.spec.users, self.workers.max(1), self.index);
-        let mine = |flow: u32| flow < users && flow as usize % workers == index;
-        let (slots, open, keys, clock0) = (
-            &mut self.slots,
-            &mut self.open,
-            &mut self.udp_keys,
-            self.udp.clock0,
-        );
-        let mut registered = Vec::new();
-        let got = receive_due(sock, &mut self.bufs.read, |d, from| {
-            let Some(from) = from.filter(|f| crate::io::socket::answers(peer, f.ip())) else {
-                return;
-            };
-            let Ok(h) = UdpHeader::decode(d) else {
-                return;
-            };
-            if h.tag != tag || !mine(h.flow) {
-                return;
+        let fd = sock.as_raw_fd();
+        // The read buffer is taken out of the worker while its datagrams
+        // are told (their flows' carries use the worker's other buffers).
+        let mut buf = std::mem::take(&mut self.bufs.read);
+        let mut budget = DRIVE_BUDGET;
+        loop {
+            if budget == 0 {
+                // Come back after the other work of this turn.
+                self.udp.again_at = Some(now);
+                break;
             }
-            let now = Instant::now();
-            if d.len() == UDP_HEADER_LEN {
-                // A registration: the flow's slot, flow and address, and the
-                // answer.
-                let slot = match slots.get(&h.flow) {
-                    Some(&s) => s,
-                    None => {
-                        let s = core.counts.add_flow(h.flow);
-                        slots.insert(h.flow, s);
-                        open.push(true);
-                        s
-                    }
+            let r = match receive(fd, &mut buf) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // An ICMP error for an earlier datagram: the client's
+                // report says.
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+                // Drained (or failing): the next readiness edge reads on.
+                Err(_) => break,
+            };
+            budget = budget.saturating_sub(r.len.max(1));
+            let Some(from) = r.from else {
+                continue;
+            };
+            for d in r.datagrams(&buf) {
+                self.take_datagram(core, d, from);
+            }
+        }
+        self.bufs.read = buf;
+    }
+
+    /// One datagram from `from`: to its flow, if it is one of this test's
+    /// users carried by this worker.
+    fn take_datagram(&mut self, core: &mut Core<Self>, d: &[u8], from: SocketAddr) {
+        if !crate::io::socket::answers(self.udp_peer, from.ip()) {
+            return;
+        }
+        let Ok(header) = UdpHeader::decode(d) else {
+            return;
+        };
+        if header.tag != self.token.session_tag() || !self.flow_is_mine(header.flow) {
+            return;
+        }
+        let now = Instant::now();
+        let stream = self.spec.is_udp_stream();
+        if stream && d.len() == UDP_HEADER_LEN {
+            self.register(core, d, &header, from, now);
+            return;
+        }
+        let key = match self.udp_flow(&header) {
+            Some(key) => key,
+            // A stream's data before its registration is nobody's.
+            None if stream => return,
+            None => {
+                // A UDP user has no connection: its flow counts as one when
+                // first seen.
+                let requests = VecDeque::new();
+                self.new_udp_flow(core, header.flow, Logic::UdpRr { requests })
+            }
+        };
+        let told = Told::Datagram {
+            conn: 0,
+            header,
+            payload: d.len() - UDP_HEADER_LEN,
+            from,
+            clock_ns: nanos_since(self.udp.clock0, now),
+        };
+        core.tell(key, told, now);
+        if !stream {
+            // Its answer goes before the next read.
+            generic::drive(core, self, key, now);
+        }
+    }
+
+    /// The key of the flow of `header`'s user, if it was seen.
+    fn udp_flow(&self, header: &UdpHeader) -> Option<usize> {
+        let slot = *self.slots.get(&header.flow)?;
+        *self.udp_keys.get(slot)?
+    }
+
+    /// A new flow for user `flow` carrying `logic`, counted as a
+    /// connection; its key.
+    fn new_udp_flow(&mut self, core: &mut Core<Self>, flow: u32, logic: Logic) -> usize {
+        self.connections += 1;
+        let slot = match self.slots.get(&flow) {
+            Some(&s) => s,
+            None => self.add_slot(core, flow),
+        };
+        self.open[slot] = true;
+        let key = core.add(ServerFlow::new(slot, logic));
+        if self.udp_keys.len() <= slot {
+            self.udp_keys.resize(slot + 1, None);
+        }
+        self.udp_keys[slot] = Some(key);
+        key
+    }
+
+    /// A stream's registration `d` from `from`: its flow (made the first
+    /// time) sends to `from` from now on, and the registration is answered.
+    fn register(
+        &mut self,
+        core: &mut Core<Self>,
+        d: &[u8],
+        header: &UdpHeader,
+        from: SocketAddr,
+        now: Instant,
+    ) {
+        let Workload::Stream {
+            message, direction, ..
+        } = self.spec.workload
+        else {
+            return;
+        };
+        let Some(rate) = self.spec.stream_rate() else {
+            return;
+        };
+        let key = match self.udp_flow(header) {
+            Some(key) => key,
+            None => {
+                let halves = UdpStreamHalves::for_side(
+                    header.tag,
+                    header.flow,
+                    message.as_usize(),
+                    direction,
+                    rate,
+                    false,
+                );
+                let logic = Logic::UdpStream {
+                    addr: from,
+                    flow: header.flow,
+                    halves: Box::new(halves),
+                    next: None,
                 };
-                if keys.len() <= slot {
-                    keys.resize(slot + 1, None);
-                }
-                let key = match keys[slot] {
-                    Some(k) => k,
-                    None => {
-                        let halves = UdpStreamHalves::for_side(
-                            tag,
-                            h.flow,
-                            message.as_usize(),
-                            direction,
-                            rate,
-                            false,
-                        );
-                        let logic = Logic::UdpStream {
-                            addr: from,
-                            flow: h.flow,
-                            halves: Box::new(halves),
-                            next: None,
-                        };
-                        let k = core.add(ServerFlow::new(slot, logic));
-                        keys[slot] = Some(k);
-                        registered.push(k);
-                        k
-                    }
-                };
-                if let Some(Logic::UdpStream { addr, halves, .. }) =
-                    core.slots.get_mut(key).map(|s| &mut s.flow.logic)
-                {
-                    *addr = from;
-                    if started {
-                        halves.start(now);
-                    }
-                }
-                let _ = sock.send_to(d, from);
-                if started {
-                    core.driver().again(key);
-                }
-                return;
+                self.new_udp_flow(core, header.flow, logic)
             }
-            let Some(&slot) = slots.get(&h.flow) else {
-                return; // never registered
-            };
-            let Some(Some(key)) = keys.get(slot) else {
-                return;
-            };
-            let Core { slots, counts, .. } = &mut *core;
-            if let Some(Logic::UdpStream { halves, .. }) =
-                slots.get_mut(*key).map(|s| &mut s.flow.logic)
-            {
-                let clock = nanos_since(clock0, now);
-                halves.received(&h, d.len() - UDP_HEADER_LEN, now, clock, counts, slot);
+        };
+        if let Some(Logic::UdpStream { addr, halves, .. }) =
+            core.slots.get_mut(key).map(|s| &mut s.flow.logic)
+        {
+            *addr = from;
+            if self.started {
+                halves.start(now);
             }
-        });
-        // A flow counts as one connection, once.
-        self.connections += registered.len() as u64;
-        if let Got::Again = got {
-            // Come back after the other work of this turn.
-            self.udp.again_at = Some(now);
+        }
+        if let Source::Udp(sock) = &self.source {
+            let _ = sock.send_to(d, from);
+        }
+        if self.started {
+            core.driver().again(key);
         }
     }
 
@@ -222,6 +278,60 @@ impl ServerKind {
                 counts.error(now, || format!("flow {id}: sending failed: {e}"));
                 *next = Some(now + Duration::from_millis(1));
             }
+        }
+        blocked
+    }
+
+    /// Answers the requests flow `key` was told, oldest first, each to
+    /// where it came from, until the socket buffer is full.
+    pub(super) fn answer_udp(&mut self, core: &mut Core<Self>, key: usize) -> Told {
+        let blocked = Told::Carried {
+            conn: 0,
+            how: Carried::Blocked,
+        };
+        let Source::Udp(sock) = &self.source else {
+            return blocked;
+        };
+        let Some(sizes) = self.spec.workload.transaction_sizes() else {
+            return blocked;
+        };
+        let Core { slots, counts, .. } = core;
+        let Some(s) = slots.get_mut(key) else {
+            return blocked;
+        };
+        let slot = s.flow.slot;
+        let Logic::UdpRr { requests } = &mut s.flow.logic else {
+            return blocked;
+        };
+        while let Some((h, to)) = requests.front() {
+            let resp = usize::try_from(sizes.at(h.flow, h.seq).1).unwrap_or(usize::MAX);
+            let Some(out) = (UDP_HEADER_LEN.checked_add(resp))
+                .and_then(|len| self.bufs.datagram.get_mut(..len))
+            else {
+                // Larger than any answer of the test: not a request of it.
+                requests.pop_front();
+                continue;
+            };
+            let mut hdr = [0u8; UDP_HEADER_LEN];
+            h.encode(&mut hdr);
+            out[..UDP_HEADER_LEN].copy_from_slice(&hdr);
+            match sock.send_to(out, *to) {
+                Ok(_) => {
+                    let now = Instant::now();
+                    counts.tx(slot, resp, now);
+                    counts.transactions(slot, 1, Duration::ZERO, now);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // It goes when the socket has room.
+                    self.udp.blocked.push(key);
+                    return blocked;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Lost, as the network could lose it: the client's report
+                // says.
+                Err(_) => {}
+            }
+            requests.pop_front();
         }
         blocked
     }
