@@ -152,6 +152,7 @@ impl Worker {
     pub(crate) fn new(s: Setup) -> Self {
         let largest = s.spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
         let udp = s.spec.protocol == Protocol::Udp;
+        let spec_udp_stream = udp && s.spec.is_udp_stream();
         let threads = s.workers.max(1);
         let expected = s.users / threads + usize::from(s.index < s.users % threads);
         let cap = crate::io::gate::preamble_cap(expected, 0);
@@ -186,7 +187,8 @@ impl Worker {
             expected,
             started: false,
             udp_keys: Vec::new(),
-            udp: udp::UdpState::default(),
+            // Registered for room too if it carries streams (server.rs).
+            udp: udp::UdpState::new(spec_udp_stream),
         };
         Worker(generic::Worker::new(core, kind))
     }

@@ -36,15 +36,20 @@ pub(super) struct UdpState {
     /// Whether senders send runs of datagrams in one call (until the kernel
     /// refuses one).
     runs: bool,
+    /// Whether the socket's room is watched (a stream's from the start).
+    writable_watched: bool,
 }
 
-impl Default for UdpState {
-    fn default() -> Self {
+impl UdpState {
+    /// A datagram socket's state, watched for room from the start if it
+    /// carries streams (`writable_watched`).
+    pub(super) fn new(writable_watched: bool) -> Self {
         UdpState {
             again_at: None,
             blocked: Vec::new(),
             clock0: Instant::now(),
             runs: true,
+            writable_watched,
         }
     }
 }
@@ -324,6 +329,7 @@ impl ServerKind {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     // It goes when the socket has room.
                     self.udp.blocked.push(key);
+                    self.watch_writable(core);
                     return blocked;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -334,5 +340,26 @@ impl ServerKind {
             requests.pop_front();
         }
         blocked
+    }
+
+    /// Has the datagram socket's room reported from now on. A
+    /// request/response socket is watched for reading only until an answer
+    /// finds its buffer full: watched for room, every datagram it sends
+    /// would raise an edge and wake the next wait.
+    fn watch_writable(&mut self, core: &mut Core<Self>) {
+        if self.udp.writable_watched {
+            return;
+        }
+        if let Source::Udp(sock) = &mut self.source {
+            let both = Interest::READABLE | Interest::WRITABLE;
+            if core
+                .driver()
+                .registry()
+                .reregister(sock, LISTENER, both)
+                .is_ok()
+            {
+                self.udp.writable_watched = true;
+            }
+        }
     }
 }
