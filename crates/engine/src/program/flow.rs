@@ -336,72 +336,34 @@ mod tests {
     use std::time::Duration;
 
     use linkperf_workload::profile::{
-        mirror, Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Rate, Size,
-        Transaction, Xfer,
+        mirror, Flowop, FlowopKind, Limit, Profile, ProfileProtocol, Rate,
     };
 
     use super::*;
+    use crate::program::fixtures::{connect_then, op, x};
     use crate::program::script::compile;
     use crate::program::user::{STALL, UDP_QUIET};
 
     fn flowop(kind: FlowopKind, timeout: Option<Duration>) -> Flowop {
         Flowop {
-            kind,
-            count: 1,
-            conn: None,
             timeout,
-            canfail: false,
-            line: 1,
+            ..op(kind, 1)
         }
     }
 
     fn xfer(n: u64) -> FlowopKind {
-        FlowopKind::Read(Xfer {
-            size: Size::Fixed(n),
-            rsize: None,
-        })
+        FlowopKind::Read(x(n))
     }
 
     fn write(n: u64) -> FlowopKind {
-        FlowopKind::Write(Xfer {
-            size: Size::Fixed(n),
-            rsize: None,
-        })
+        FlowopKind::Write(x(n))
     }
 
     /// Connect, then a timed or counted transaction of a write and a read
     /// (`timeout` on the read), over `protocol`.
     fn profile(limit: Limit, protocol: ProfileProtocol, timeout: Option<Duration>) -> Profile {
-        let ep = Endpoint {
-            remotehost: None,
-            protocol,
-            port: None,
-            wndsz: None,
-            nodelay: true,
-            cc: None,
-        };
-        Profile {
-            name: "t".into(),
-            groups: vec![Group {
-                number: 0,
-                users: 1,
-                line: 1,
-                transactions: vec![
-                    Transaction {
-                        limit: Limit::Iterations(1),
-                        rate: None,
-                        flowops: vec![flowop(FlowopKind::Connect(ep), None)],
-                        line: 2,
-                    },
-                    Transaction {
-                        limit,
-                        rate: None,
-                        flowops: vec![flowop(write(90), None), flowop(xfer(90), timeout)],
-                        line: 3,
-                    },
-                ],
-            }],
-        }
+        let flowops = vec![flowop(write(90), None), flowop(xfer(90), timeout)];
+        connect_then(limit, protocol, flowops)
     }
 
     fn user(p: &Profile, role: Role, t0: Instant) -> (ProfileUser, ProfileCounters) {

@@ -461,4 +461,6 @@ impl ProgramRun {
 }
 
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod tests;

@@ -9,29 +9,11 @@ use linkperf_wire::DataToken;
 
 use crate::LiveStats;
 use linkperf_workload::profile::{
-    mirror, Endpoint, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Size,
-    Transaction, Xfer,
+    mirror, Flowop, FlowopKind, Group, Limit, Profile, ProfileProtocol, Transaction,
 };
 
+use super::fixtures::{connect_over, op, x};
 use super::*;
-
-fn op(kind: FlowopKind, count: u64) -> Flowop {
-    Flowop {
-        kind,
-        count,
-        conn: None,
-        timeout: None,
-        canfail: false,
-        line: 1,
-    }
-}
-
-fn x(n: u64) -> Xfer {
-    Xfer {
-        size: Size::Fixed(n),
-        rsize: None,
-    }
-}
 
 fn txn(limit: Limit, flowops: Vec<Flowop>) -> Transaction {
     Transaction {
@@ -43,17 +25,7 @@ fn txn(limit: Limit, flowops: Vec<Flowop>) -> Transaction {
 }
 
 fn connect() -> Flowop {
-    op(
-        FlowopKind::Connect(Endpoint {
-            remotehost: None,
-            protocol: ProfileProtocol::Tcp,
-            port: None,
-            wndsz: None,
-            nodelay: true,
-            cc: None,
-        }),
-        1,
-    )
+    connect_over(ProfileProtocol::Tcp)
 }
 
 /// Runs `p` with `threads` workers a side; (client, server) outcomes.
@@ -330,17 +302,7 @@ fn think_adds_its_time_and_rate_paces_iterations() {
 }
 
 fn udp_connect_op() -> Flowop {
-    op(
-        FlowopKind::Connect(Endpoint {
-            remotehost: None,
-            protocol: ProfileProtocol::Udp,
-            port: None,
-            wndsz: None,
-            nodelay: false,
-            cc: None,
-        }),
-        1,
-    )
+    connect_over(ProfileProtocol::Udp)
 }
 
 #[test]

@@ -686,67 +686,20 @@ impl User {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::program::fixtures::{connect_then, op, x};
     use crate::program::script::compile;
-    use linkperf_workload::profile::{
-        Endpoint, Flowop, FlowopKind, Group, Profile, ProfileProtocol, Size, Transaction, Xfer,
-    };
-
-    fn flowop(kind: FlowopKind, count: u64) -> Flowop {
-        Flowop {
-            kind,
-            count,
-            conn: None,
-            timeout: None,
-            canfail: false,
-            line: 1,
-        }
-    }
-
-    fn xfer(n: u64) -> Xfer {
-        Xfer {
-            size: Size::Fixed(n),
-            rsize: None,
-        }
-    }
+    use linkperf_workload::profile::{FlowopKind, Group, Profile, ProfileProtocol, Transaction};
 
     fn rr_profile(limit: Limit) -> Profile {
         profile_over(limit, ProfileProtocol::Tcp)
     }
 
     fn profile_over(limit: Limit, protocol: ProfileProtocol) -> Profile {
-        let ep = Endpoint {
-            remotehost: None,
-            protocol,
-            port: None,
-            wndsz: None,
-            nodelay: true,
-            cc: None,
-        };
-        Profile {
-            name: "t".into(),
-            groups: vec![Group {
-                number: 0,
-                users: 1,
-                line: 1,
-                transactions: vec![
-                    Transaction {
-                        limit: Limit::Iterations(1),
-                        rate: None,
-                        flowops: vec![flowop(FlowopKind::Connect(ep), 1)],
-                        line: 2,
-                    },
-                    Transaction {
-                        limit,
-                        rate: None,
-                        flowops: vec![
-                            flowop(FlowopKind::Write(xfer(90)), 2),
-                            flowop(FlowopKind::Read(xfer(90)), 1),
-                        ],
-                        line: 3,
-                    },
-                ],
-            }],
-        }
+        let flowops = vec![
+            op(FlowopKind::Write(x(90)), 2),
+            op(FlowopKind::Read(x(90)), 1),
+        ];
+        connect_then(limit, protocol, flowops)
     }
 
     #[test]
@@ -812,7 +765,7 @@ mod tests {
                 transactions: vec![Transaction {
                     limit: Limit::Duration(Duration::from_millis(500)),
                     rate: Some(linkperf_workload::profile::Rate(20.0)),
-                    flowops: vec![flowop(FlowopKind::Write(xfer(1)), 1)],
+                    flowops: vec![op(FlowopKind::Write(x(1)), 1)],
                     line: 2,
                 }],
             }],
