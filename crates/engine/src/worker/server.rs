@@ -110,8 +110,6 @@ pub(crate) struct ServerKind {
     expected: usize,
     /// Whether the test started (its schedule came).
     started: bool,
-    /// The UDP flows' keys, by counting slot.
-    udp_keys: Vec<Option<usize>>,
     /// The datagram socket's state.
     udp: udp::UdpState,
 }
@@ -152,7 +150,6 @@ impl Worker {
     pub(crate) fn new(s: Setup) -> Self {
         let largest = s.spec.workload.largest_message().as_usize() + UDP_HEADER_LEN;
         let udp = s.spec.protocol == Protocol::Udp;
-        let spec_udp_stream = udp && s.spec.is_udp_stream();
         let threads = s.workers.max(1);
         let expected = s.users / threads + usize::from(s.index < s.users % threads);
         let cap = crate::io::gate::preamble_cap(expected, 0);
@@ -169,7 +166,6 @@ impl Worker {
         let kind = ServerKind {
             gate: PreambleGate::new(SessionPreamble(s.token), cap, s.preamble_timeout),
             accept_retry: AcceptRetry::default(),
-            spec: s.spec,
             opts: s.opts,
             token: s.token,
             signals: s.signals,
@@ -186,9 +182,9 @@ impl Worker {
             index: s.index,
             expected,
             started: false,
-            udp_keys: Vec::new(),
             // Registered for room too if it carries streams (server.rs).
-            udp: udp::UdpState::new(spec_udp_stream),
+            udp: udp::UdpState::new(&s.spec),
+            spec: s.spec,
         };
         Worker(generic::Worker::new(core, kind))
     }

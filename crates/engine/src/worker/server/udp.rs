@@ -38,18 +38,29 @@ pub(super) struct UdpState {
     runs: bool,
     /// Whether the socket's room is watched (a stream's from the start).
     writable_watched: bool,
+    /// Whether the socket carries streams (else request/response).
+    stream: bool,
+    /// Request/response: each transaction's sizes.
+    sizes: Option<TransactionSizes>,
+    /// Each user's flow, by its number among this worker's users
+    /// (`flow / workers`).
+    keys: Vec<Option<usize>>,
 }
 
 impl UdpState {
-    /// A datagram socket's state, watched for room from the start if it
-    /// carries streams (`writable_watched`).
-    pub(super) fn new(writable_watched: bool) -> Self {
+    /// The state of a datagram socket carrying `spec`'s flows (a stream's
+    /// socket is watched for room from the start).
+    pub(super) fn new(spec: &TestSpec) -> Self {
+        let stream = spec.is_udp_stream();
         UdpState {
             again_at: None,
             blocked: Vec::new(),
             clock0: Instant::now(),
             runs: true,
-            writable_watched,
+            writable_watched: stream,
+            stream,
+            sizes: spec.workload.transaction_sizes(),
+            keys: Vec::new(),
         }
     }
 }
@@ -113,7 +124,7 @@ impl ServerKind {
             return;
         }
         let now = Instant::now();
-        let stream = self.spec.is_udp_stream();
+        let stream = self.udp.stream;
         if stream && d.len() == UDP_HEADER_LEN {
             self.register(core, d, &header, from, now);
             return;
@@ -134,7 +145,12 @@ impl ServerKind {
             header,
             payload: d.len() - UDP_HEADER_LEN,
             from,
-            clock_ns: nanos_since(self.udp.clock0, now),
+            // Only a stream's receiver takes jitter.
+            clock_ns: if stream {
+                nanos_since(self.udp.clock0, now)
+            } else {
+                0
+            },
         };
         core.tell(key, told, now);
         if !stream {
@@ -143,10 +159,13 @@ impl ServerKind {
         }
     }
 
-    /// The key of the flow of `header`'s user, if it was seen.
+    /// The key of the flow of `header`'s user (one of this worker's), if
+    /// it was seen.
     fn udp_flow(&self, header: &UdpHeader) -> Option<usize> {
-        let slot = *self.slots.get(&header.flow)?;
-        *self.udp_keys.get(slot)?
+        *self
+            .udp
+            .keys
+            .get(header.flow as usize / self.workers.max(1))?
     }
 
     /// A new flow for user `flow` carrying `logic`, counted as a
@@ -159,10 +178,11 @@ impl ServerKind {
         };
         self.open[slot] = true;
         let key = core.add(ServerFlow::new(slot, logic));
-        if self.udp_keys.len() <= slot {
-            self.udp_keys.resize(slot + 1, None);
+        let mine = flow as usize / self.workers.max(1);
+        if self.udp.keys.len() <= mine {
+            self.udp.keys.resize(mine + 1, None);
         }
-        self.udp_keys[slot] = Some(key);
+        self.udp.keys[mine] = Some(key);
         key
     }
 
@@ -297,7 +317,7 @@ impl ServerKind {
         let Source::Udp(sock) = &self.source else {
             return blocked;
         };
-        let Some(sizes) = self.spec.workload.transaction_sizes() else {
+        let Some(sizes) = &self.udp.sizes else {
             return blocked;
         };
         let Core { slots, counts, .. } = core;
