@@ -195,6 +195,9 @@ impl ProfileKind {
         let tag = self.token.session_tag();
         let me = self.worker_index(core);
         let mut woken: Vec<usize> = Vec::new();
+        // A user keeps what it is told for its read, which takes its own
+        // time: one time for the whole batch.
+        let now = Instant::now();
         loop {
             let Some(sock) = self.udp.as_ref() else {
                 return;
@@ -237,7 +240,7 @@ impl ProfileKind {
                         from,
                         clock_ns: 0,
                     };
-                    core.tell(u, told, Instant::now());
+                    core.tell(u, told, now);
                     if !woken.contains(&u) {
                         woken.push(u);
                     }
