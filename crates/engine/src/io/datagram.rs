@@ -179,6 +179,39 @@ pub fn receive(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
     })
 }
 
+/// Reads one datagram waiting on UDP socket `fd` into `buf`, with no room
+/// for control messages (`recvfrom`: cheaper for the kernel than
+/// [`receive`]'s `recvmsg`, for a socket that takes no runs).
+pub fn receive_one(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
+    // SAFETY: sockaddr_storage is plain data, large enough for any address.
+    let mut name: libc::sockaddr_storage = unsafe { MaybeUninit::zeroed().assume_init() };
+    let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    // SAFETY: the buffer and the address are live locals passed with their
+    // lengths; the kernel writes at most those.
+    let r = unsafe {
+        libc::recvfrom(
+            fd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            0,
+            (&mut name as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let from = (len > 0)
+        // SAFETY: the kernel wrote a socket address of `len` bytes.
+        .then(|| unsafe { socket2::SockAddr::new(name, len) })
+        .and_then(|a| a.as_socket());
+    Ok(Received {
+        len: r as usize,
+        segment: None,
+        from,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, UdpSocket};

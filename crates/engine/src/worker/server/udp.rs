@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 use crate::flow::step::Carried;
 use crate::flow::udp_stream::{nanos_since, UdpStreamHalves};
-use crate::io::datagram::receive;
+use crate::io::datagram::{receive, receive_one};
 use crate::io::udp_stream::{send_due, Out, Sent, DRIVE_BUDGET};
 use crate::schedule::Phase;
 
@@ -91,7 +91,15 @@ impl ServerKind {
                 self.udp.again_at = Some(now);
                 break;
             }
-            let r = match receive(fd, &mut buf) {
+            // A request/response socket takes no runs: one datagram per
+            // read, by the plainer call (recvfrom costs the kernel less than
+            // recvmsg with room for control messages).
+            let got = if self.udp.stream {
+                receive(fd, &mut buf)
+            } else {
+                receive_one(fd, &mut buf)
+            };
+            let r = match got {
                 Ok(r) => r,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // An ICMP error for an earlier datagram: the client's
