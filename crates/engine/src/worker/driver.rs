@@ -59,6 +59,12 @@ impl Timers {
         self.precise.push(Reverse((at, key, seq)));
     }
 
+    /// Timers armed and not yet due (stale ones too).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len() + self.precise.len()
+    }
+
     /// The next deadline.
     pub(crate) fn next(&self) -> Option<Instant> {
         [&self.heap, &self.precise]

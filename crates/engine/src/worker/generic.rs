@@ -24,7 +24,8 @@
 //! to the kind ([`Kind::perform`]) and tells the flow what came of it.
 //! After each drive the flow's deadline is armed if it changed (one
 //! generation per flow, so that a timer armed before the flow moved on
-//! drives nothing).
+//! drives nothing; a plain deadline put off keeps its timer, which arms the
+//! later one when it comes).
 
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
@@ -86,6 +87,8 @@ pub struct Slot<F> {
     /// The deadline armed for it last, and its generation.
     armed: Option<Deadline>,
     generation: u64,
+    /// Whether that deadline's timer is still to come (not yet due).
+    pending: bool,
     done: bool,
     /// Its TCP connection's retransmits when its last one closed.
     retrans_at_close: Option<u32>,
@@ -274,6 +277,7 @@ impl<K: Kind> Core<K> {
             links: Vec::new(),
             armed: None,
             generation: 0,
+            pending: false,
             done: false,
             retrans_at_close: None,
             readable: true,
@@ -410,6 +414,12 @@ impl<K: Kind> Core<K> {
     }
 
     /// Arms flow `key`'s deadline if it changed since it was armed.
+    ///
+    /// A plain deadline put off while its timer is still to come keeps that
+    /// timer: when it comes, the flow is not told, and its deadline is
+    /// armed anew (a flow that moves its deadline on with each transaction,
+    /// as a UDP user's loss timeout does, costs a timer per timeout, not
+    /// one per transaction left in the heap until its time).
     fn arm(&mut self, key: usize) {
         let Some(s) = self.slots.get_mut(key) else {
             return;
@@ -418,11 +428,17 @@ impl<K: Kind> Core<K> {
         if want == s.armed {
             return;
         }
+        if let (Some(w), Some(a)) = (want, s.armed) {
+            if s.pending && !w.precise && !a.precise && w.at > a.at {
+                return;
+            }
+        }
         // Generations count across the worker's flows: a timer armed for
         // a flow since removed never matches one that took its key.
         self.generations += 1;
         s.generation = self.generations;
         s.armed = want;
+        s.pending = want.is_some();
         if let Some(d) = want {
             if d.precise {
                 self.driver.timers.arm_precise(d.at, key, s.generation);
@@ -642,12 +658,13 @@ impl<K: Kind> Worker<K> {
         if self.core.unparkable || self.core.live != 1 || self.core.slots.len() != 1 {
             return None;
         }
-        let signals = self.kind.single(&self.core)?;
-        let core = &mut self.core;
-        let (key, slot) = core.slots.iter_mut().next()?;
+        let (_, slot) = self.core.slots.iter().next()?;
         if slot.done || !slot.flow.parkable() || slot.links.len() != 1 {
             return None;
         }
+        let signals = self.kind.single(&self.core)?;
+        let core = &mut self.core;
+        let (key, slot) = core.slots.iter_mut().next()?;
         let link = &mut slot.links[0];
         match core
             .driver
@@ -691,6 +708,12 @@ impl<K: Kind> Flows for Worker<K> {
             // Only the deadline armed last; it stays armed (told once) until
             // the flow gives another.
             if s.done || s.generation != generation {
+                continue;
+            }
+            s.pending = false;
+            if s.flow.deadline().is_some_and(|d| d.at > at) {
+                // Put off since it was armed: armed for when it is now.
+                self.core.arm(key);
                 continue;
             }
             s.flow.told(Told::Timer(at), now, &mut self.core.counts);
@@ -956,6 +979,42 @@ mod tests {
         w.run(&mut Events::with_capacity(16)).unwrap();
         let s = &w.core.slots[key];
         assert_eq!(s.flow.got, 1);
+        assert_eq!(s.flow.timers, vec![last], "told of its last deadline only");
+        assert!(s.is_done());
+        assert!(Instant::now() >= last);
+    }
+
+    /// A UDP user moves its loss timeout on with each transaction: the
+    /// worker keeps one timer for it, not one per move, and tells it only
+    /// of the deadline it gives when that timer comes.
+    #[test]
+    fn a_deadline_put_off_again_and_again_keeps_one_timer_and_is_told_once() {
+        let mut kind = Fake::new();
+        let start = Instant::now();
+        kind.limit = start + Duration::from_secs(30);
+        let mut w = worker(kind);
+        let flow = Reader {
+            want: usize::MAX,
+            done_at_timer: true,
+            ..Reader::default()
+        };
+        let (key, _peer) = with_pair(&mut w, flow);
+        let mut last = start;
+        for i in 0..100 {
+            last = start + Duration::from_millis(20 + i);
+            w.core.slots[key].flow.deadline = Some(Deadline::at(last));
+            w.drive(key, start);
+        }
+        assert_eq!(w.core.driver.timers.len(), 1, "one timer for 100 moves");
+        // Moved earlier than the timer armed: that one is armed too.
+        let early = start + Duration::from_millis(10);
+        w.core.slots[key].flow.deadline = Some(Deadline::at(early));
+        w.drive(key, start);
+        assert_eq!(w.core.driver.timers.len(), 2);
+        w.core.slots[key].flow.deadline = Some(Deadline::at(last));
+        w.drive(key, start);
+        w.run(&mut Events::with_capacity(16)).unwrap();
+        let s = &w.core.slots[key];
         assert_eq!(s.flow.timers, vec![last], "told of its last deadline only");
         assert!(s.is_done());
         assert!(Instant::now() >= last);
