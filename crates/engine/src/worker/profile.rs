@@ -37,13 +37,13 @@ use crate::worker::driver::Driver;
 use crate::worker::generic::{self, Kind, Worker, KIND_TOKENS};
 use crate::worker::{SocketFacts, WindowClock};
 
+mod conns;
 mod data;
-mod links;
 mod udp;
 
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
+use conns::{conn_settings, failed, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use data::MAX_CHUNK;
-use links::{conn_settings, failed, pending_cap, Accepted, PENDING_BASE, PREAMBLE_TIMEOUT};
 use udp::{datagram, Registrations, UDP};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -51,7 +51,7 @@ const LISTENER: Token = Token(usize::MAX - 1);
 /// What one socket of a user's connection is, beside the socket the core
 /// keeps (the server's side of a datagram connection has none of its own).
 #[derive(Debug)]
-enum Link {
+enum SocketState {
     /// A TCP connection (`dial` while it connects and sends its preamble).
     Tcp { dial: Option<Dial> },
     /// The client's UDP socket, connected to the server's datagram endpoint;
@@ -66,10 +66,10 @@ enum Link {
     Peer { addr: SocketAddr, seq: u64 },
 }
 
-impl Link {
+impl SocketState {
     /// Whether the core keeps a socket for it.
     fn socket(&self) -> bool {
-        !matches!(self, Link::Peer { .. })
+        !matches!(self, SocketState::Peer { .. })
     }
 }
 
@@ -134,7 +134,7 @@ pub(crate) struct ProfileKind {
     /// Per user, per connection: what its sockets are, newest last (each
     /// connect opens one more; data and disconnect use the newest), beside
     /// the sockets the core keeps for the same connection.
-    links: Vec<Vec<Vec<Link>>>,
+    sockets: Vec<Vec<Vec<SocketState>>>,
     arrived: Vec<Option<usize>>,
     workers: usize,
     transactions: usize,
@@ -242,7 +242,7 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
     let kind = ProfileKind {
         role: setup.role,
         users: setup.users.len(),
-        links: setup
+        sockets: setup
             .users
             .iter()
             .map(|u| (0..u.conns()).map(|_| Vec::new()).collect())
@@ -494,8 +494,8 @@ impl Kind for ProfileKind {
     }
 
     fn done(&mut self, core: &mut Core, u: usize) {
-        for c in 0..self.links[u].len() {
-            while !self.links[u][c].is_empty() {
+        for c in 0..self.sockets[u].len() {
+            while !self.sockets[u][c].is_empty() {
                 self.drop_link(core, u, c);
             }
         }

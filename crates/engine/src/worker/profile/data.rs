@@ -60,9 +60,9 @@ impl ProfileKind {
         let slot = &mut slots[u];
         let id = slot.flow.user.id;
         let tag = self.token.session_tag();
-        let r = match self.links[u][c].last_mut() {
+        let r = match self.sockets[u][c].last_mut() {
             None => return failed("the connection is not open".into()),
-            Some(Link::Tcp { .. }) => {
+            Some(SocketState::Tcp { .. }) => {
                 let Some(l) = slot.link(c) else {
                     return failed("the connection is not open".into());
                 };
@@ -76,7 +76,7 @@ impl ProfileKind {
                     l.conn.write(&self.buf[..n])
                 }
             }
-            Some(Link::Udp { seq, .. }) => {
+            Some(SocketState::Udp { seq, .. }) => {
                 let Some(l) = slot.link(c) else {
                     return failed("the connection is not open".into());
                 };
@@ -86,7 +86,7 @@ impl ProfileKind {
                     n - UDP_HEADER_LEN
                 })
             }
-            Some(Link::Peer { addr, seq }) => {
+            Some(SocketState::Peer { addr, seq }) => {
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
                 let Some(sock) = self.udp.as_ref() else {
                     return failed("no datagram socket".into());
@@ -111,7 +111,7 @@ impl ProfileKind {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Carried::Blocked,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Carried::Finished,
             Err(e) => {
-                if matches!(self.links[u][c].last(), Some(Link::Tcp { .. })) {
+                if matches!(self.sockets[u][c].last(), Some(SocketState::Tcp { .. })) {
                     self.drop_link(core, u, c);
                 }
                 Carried::Failed(e)
@@ -134,9 +134,9 @@ impl ProfileKind {
         let tag = self.token.session_tag();
         let generic::Core { slots, counts, .. } = &mut *core;
         let slot = &mut slots[u];
-        let how = match self.links[u][c].last_mut() {
+        let how = match self.sockets[u][c].last_mut() {
             None => Carried::Failed(io::Error::other("the connection is not open")),
-            Some(Link::Tcp { .. }) => {
+            Some(SocketState::Tcp { .. }) => {
                 let Some(l) = slot.link(c) else {
                     return carried(Carried::Failed(io::Error::other(
                         "the connection is not open",
@@ -163,7 +163,7 @@ impl ProfileKind {
                     }
                 }
             }
-            Some(Link::Udp { .. }) => {
+            Some(SocketState::Udp { .. }) => {
                 let Some(l) = slot.link(c) else {
                     return carried(Carried::Failed(io::Error::other(
                         "the connection is not open",
@@ -192,7 +192,7 @@ impl ProfileKind {
                     }
                 }
             }
-            Some(Link::Peer { .. }) => {
+            Some(SocketState::Peer { .. }) => {
                 let Some(n) = slot.flow.take_datagram(c) else {
                     return carried(Carried::Blocked);
                 };

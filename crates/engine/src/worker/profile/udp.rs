@@ -118,7 +118,7 @@ impl ProfileKind {
         let ordinal = *ordinal;
         // No deadline of its own: the connect's timeout bounds it.
         let register = Register::new(self.registration(core, u, c, ordinal), now, None);
-        self.links[u][c].push(Link::Udp {
+        self.sockets[u][c].push(SocketState::Udp {
             seq: 0,
             register: Some(register),
         });
@@ -129,8 +129,8 @@ impl ProfileKind {
     /// server has not answered yet.
     pub(super) fn registering(&self, u: usize, c: usize) -> bool {
         matches!(
-            self.links[u][c].last(),
-            Some(Link::Udp {
+            self.sockets[u][c].last(),
+            Some(SocketState::Udp {
                 register: Some(_),
                 ..
             })
@@ -166,7 +166,7 @@ impl ProfileKind {
         c: usize,
         now: Instant,
     ) -> Option<Told> {
-        let Some(Link::Udp { register, .. }) = self.links[u][c].last_mut() else {
+        let Some(SocketState::Udp { register, .. }) = self.sockets[u][c].last_mut() else {
             return None;
         };
         let reg = register.as_mut()?;

@@ -186,12 +186,12 @@ impl ProfileKind {
             if let Err(e) = core.attach(u, c, conn) {
                 return failed(c, format!("register a connection: {e}"));
             }
-            self.links[u][c].push(Link::Tcp {
+            self.sockets[u][c].push(SocketState::Tcp {
                 dial: Some(Dial::new(&pre)),
             });
             return None;
         }
-        let Some(Link::Tcp { dial }) = self.links[u][c].last_mut() else {
+        let Some(SocketState::Tcp { dial }) = self.sockets[u][c].last_mut() else {
             return None;
         };
         if let Some(d) = dial {
@@ -251,12 +251,15 @@ impl ProfileKind {
 
     /// Whether connection `c`'s newest socket is a connect under way.
     pub(super) fn connecting(&self, u: usize, c: usize) -> bool {
-        matches!(self.links[u][c].last(), Some(Link::Tcp { dial: Some(_) }))
+        matches!(
+            self.sockets[u][c].last(),
+            Some(SocketState::Tcp { dial: Some(_) })
+        )
     }
 
     /// Closes connection `c`'s newest socket.
     pub(super) fn drop_link(&mut self, core: &mut Core, u: usize, c: usize) {
-        if let Some(l) = self.links[u][c].pop() {
+        if let Some(l) = self.sockets[u][c].pop() {
             if l.socket() {
                 core.close(u, c, false);
             }
@@ -276,7 +279,7 @@ impl ProfileKind {
             // A datagram "connection" is there once the client registered it
             // in this transaction.
             let addr = self.peers.get_mut(&(u, c)).and_then(|r| r.take(txn))?;
-            self.links[u][c].push(Link::Peer { addr, seq: 0 });
+            self.sockets[u][c].push(SocketState::Peer { addr, seq: 0 });
             self.connections += 1;
             return Some(Told::Accepted(c));
         }
@@ -310,7 +313,7 @@ impl ProfileKind {
         if let Err(e) = core.attach(u, c, conn) {
             return failed(c, format!("register a connection: {e}"));
         }
-        self.links[u][c].push(Link::Tcp { dial: None });
+        self.sockets[u][c].push(SocketState::Tcp { dial: None });
         self.established(core, u, c);
         Some(Told::Accepted(c))
     }
@@ -322,11 +325,11 @@ impl ProfileKind {
         c: usize,
         now: Instant,
     ) -> Option<Told> {
-        let Some(last) = self.links[u][c].last() else {
+        let Some(last) = self.sockets[u][c].last() else {
             // uperf: "Connection already closed".
             return failed(c, "the connection is not open");
         };
-        let tcp = matches!(last, Link::Tcp { .. });
+        let tcp = matches!(last, SocketState::Tcp { .. });
         if !tcp || self.role == Role::Client {
             // Datagrams have no close to wait for.
             self.drop_link(core, u, c);
