@@ -679,7 +679,7 @@ impl Counters {
     /// window: an arrival by when it was due, a send by when it went.
     pub fn open_event(&mut self, e: &OpenEvent) {
         let inside = match *e {
-            OpenEvent::Arrived { due, .. } | OpenEvent::Dropped(due) => self.inside(due),
+            OpenEvent::Arrived { due, .. } | OpenEvent::Dropped { due, .. } => self.inside(due),
             OpenEvent::Sent { sent, .. } => self.inside(sent),
         };
         let Some(t) = self.open.as_mut().filter(|_| inside) else {
@@ -687,7 +687,7 @@ impl Counters {
         };
         match *e {
             OpenEvent::Arrived { late, .. } => t.arrived(late),
-            OpenEvent::Dropped(_) => t.dropped(),
+            OpenEvent::Dropped { n, .. } => t.dropped(n),
             OpenEvent::Sent {
                 due,
                 sent,

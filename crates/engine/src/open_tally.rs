@@ -58,9 +58,10 @@ impl OpenTally {
         self.late += u64::from(late);
     }
 
-    /// An arrival was dropped in the window.
-    pub fn dropped(&mut self) {
-        self.dropped += 1;
+    /// `n` arrivals came due in the window and were dropped.
+    pub fn dropped(&mut self, n: u64) {
+        self.arrivals += n;
+        self.dropped += n;
     }
 
     /// An arrival was sent in the window `delay` after it was due, `waited`
@@ -180,13 +181,14 @@ mod tests {
                 Duration::from_micros(30),
             );
         }
-        a.dropped();
+        // A dropped arrival came due too.
+        a.dropped(1);
         a.sent(Duration::from_millis(3), false, None);
         a.sent(Duration::from_millis(9), true, None);
         let r = a.record(2);
         assert_eq!(
             (r.arrivals, r.sent, r.late, r.dropped, r.behind),
-            (10_000, 10_002, 1000, 1, 1)
+            (10_001, 10_002, 1000, 1, 1)
         );
         assert_eq!(r.gaps_ns.len(), MAX_GAPS);
         assert!(
@@ -200,7 +202,7 @@ mod tests {
         b.completed(3, Duration::from_micros(10), Duration::from_micros(10));
         b.merge(&a);
         let r = b.record(2);
-        assert_eq!(r.arrivals, 10_001);
+        assert_eq!(r.arrivals, 10_002);
         assert_eq!(r.seconds_p99_us.len(), 4);
         assert_eq!(r.seconds_p99_us[2], None);
     }

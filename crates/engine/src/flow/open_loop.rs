@@ -23,6 +23,9 @@ use super::want::{clamp, Completed, Want};
 pub const MAX_WAIT: Duration = Duration::from_secs(2);
 /// Arrivals a connection may keep waiting whatever its rate.
 const MIN_WAITING: usize = 64;
+/// Dropped arrivals drawn one by one in a stretch before the rest of it is
+/// counted in one draw.
+const DROP_DRAWS: u64 = 256;
 /// Arrivals a connection keeps waiting at most whatever its rate (2 s of
 /// 32k/s): a bound on memory when far more is offered than is carried.
 const MAX_WAITING: usize = 1 << 16;
@@ -59,8 +62,15 @@ pub enum Event {
         /// bound, and waits.
         late: bool,
     },
-    /// The arrival due then was dropped: too many were waiting.
-    Dropped(Instant),
+    /// A stretch of `n` arrivals, the first due at `due`, dropped: too
+    /// many were waiting. A stretch lies wholly before the window opens or
+    /// wholly in it.
+    Dropped {
+        /// When the first was due.
+        due: Instant,
+        /// How many.
+        n: u64,
+    },
     /// One was sent at `sent`, due at `due`; `waited` if it found the
     /// connection's outstanding transactions at their bound.
     Sent {
@@ -97,6 +107,66 @@ impl Schedule {
             Arrival::Poisson => -(1.0 - self.rng.f64()).ln() * self.mean_ns,
         };
         Duration::from_nanos(ns.clamp(0.0, 1e15) as u64)
+    }
+
+    /// Passes every arrival due from `next` to `to` (inclusive): their
+    /// number. The first [`DROP_DRAWS`] are drawn one by one; the rest of
+    /// the stretch is counted in one draw of the same law, so that a
+    /// generator far behind (offered far more than it can send, or starved
+    /// of CPU) catches up in bounded time instead of spending it on
+    /// arrivals it drops.
+    fn pass_until(&mut self, to: Instant) -> u64 {
+        let mut n = 0;
+        while self.next <= to {
+            if n == DROP_DRAWS {
+                return n + self.jump_until(to);
+            }
+            n += 1;
+            let gap = self.gap();
+            self.next += gap;
+        }
+        n
+    }
+
+    /// [`Schedule::pass_until`] in one draw: the arrival at `next` (at or
+    /// before `to`) and those after it up to `to`, and `next` moved to the
+    /// first after `to`.
+    fn jump_until(&mut self, to: Instant) -> u64 {
+        let span = to.saturating_duration_since(self.next).as_nanos() as f64;
+        match self.arrival {
+            Arrival::Fixed => {
+                // As the draws one by one step: whole nanoseconds.
+                let gap = (self.mean_ns.clamp(1.0, 1e15) as u64) as f64;
+                let k = (span / gap).floor();
+                self.next += Duration::from_nanos(((k + 1.0) * gap) as u64);
+                1 + k as u64
+            }
+            Arrival::Poisson => {
+                // The arrivals in (next, to] are Poisson with mean span /
+                // mean gap; the first after `to` is an exponential gap
+                // away from it (a Poisson process has no memory).
+                let mean = span / self.mean_ns.max(1e-9);
+                let after = if mean < 64.0 {
+                    let mut k = 0;
+                    let mut at = self.next + self.gap();
+                    while at <= to {
+                        k += 1;
+                        let gap = self.gap();
+                        at += gap;
+                    }
+                    k
+                } else {
+                    // Normal approximation, within a fraction of a percent
+                    // at this mean; Box–Muller for the normal draw.
+                    let u1 = 1.0 - self.rng.f64();
+                    let u2 = self.rng.f64();
+                    let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                    (mean + mean.sqrt() * z).round().max(0.0) as u64
+                };
+                self.next = to + self.gap();
+                1 + after
+            }
+        }
     }
 }
 
@@ -142,6 +212,8 @@ pub struct OpenLoop {
     /// The last arrival sent: when it was due, when it went, whether it
     /// waited (see [`Event::Sent`]'s gap).
     last_offered: Option<(Instant, Instant, bool)>,
+    /// When the window opens (drops before it are not the window's).
+    opens: Option<Instant>,
 }
 
 impl OpenLoop {
@@ -180,6 +252,7 @@ impl OpenLoop {
             counts: OpenCounts::default(),
             events: Vec::new(),
             last_offered: None,
+            opens: None,
         }
     }
 
@@ -211,15 +284,15 @@ impl OpenLoop {
             return;
         }
         while self.schedule.next <= now && self.schedule.next < end {
+            if self.queue.len() - self.outstanding >= self.max_waiting {
+                // Every arrival due from here to `now` finds as many
+                // waiting: dropped, counted by the stretch.
+                self.drop_until(now, end);
+                break;
+            }
             let due = self.schedule.next;
             self.schedule.next = due + self.schedule.gap();
             self.counts.arrivals += 1;
-            if self.queue.len() - self.outstanding >= self.max_waiting {
-                self.counts.dropped += 1;
-                self.events.push(Event::Arrived { due, late: false });
-                self.events.push(Event::Dropped(due));
-                continue;
-            }
             let (request, response) = self.sizes.at(self.flow, self.seq);
             let seq = self.seq;
             self.seq += 1;
@@ -242,6 +315,36 @@ impl OpenLoop {
         if now >= end {
             self.stopped = true;
         }
+    }
+
+    /// Drops every arrival due from the next to `now` (and before `end`),
+    /// in a stretch before the window opens and one in it.
+    fn drop_until(&mut self, now: Instant, end: Instant) {
+        let Some(last) = end.checked_sub(Duration::from_nanos(1)) else {
+            return;
+        };
+        let to = now.min(last);
+        let mut stops = [
+            self.opens
+                .and_then(|o| o.checked_sub(Duration::from_nanos(1))),
+            Some(to),
+        ];
+        stops[0] = stops[0].filter(|o| *o < to);
+        for stop in stops.into_iter().flatten() {
+            let due = self.schedule.next;
+            let n = self.schedule.pass_until(stop);
+            if n > 0 {
+                self.counts.arrivals += n;
+                self.counts.dropped += n;
+                self.events.push(Event::Dropped { due, n });
+            }
+        }
+    }
+
+    /// The window opens at `at`: a stretch of drops is split there (those
+    /// before are not the window's).
+    pub fn opens_at(&mut self, at: Instant) {
+        self.opens = Some(at);
     }
 
     /// When the user should next look at its schedule, `end` the window's
@@ -501,6 +604,46 @@ mod tests {
     fn one(mut done: Vec<Completed>) -> Completed {
         assert_eq!(done.len(), 1, "{done:?}");
         done.pop().unwrap()
+    }
+
+    /// A generator offered far more than it sends drops by the stretch: a
+    /// stretch before the window opens and one in it, each one event, with
+    /// the count the offered rate gives, however long the stretch (a
+    /// starved generator catches up in bounded work, not one draw per
+    /// arrival it drops).
+    #[test]
+    fn arrivals_dropped_far_behind_are_counted_by_the_stretch_split_where_the_window_opens() {
+        for arrival in [Arrival::Fixed, Arrival::Poisson] {
+            let t0 = Instant::now();
+            let (opens, far) = (t0 + Duration::from_secs(1), t0 + Duration::from_secs(3600));
+            let mut u = user(&load(10_000_000, arrival, 1), t0);
+            u.opens_at(opens);
+            u.start(t0, 1);
+            u.arrivals(t0, far);
+            wrote(&mut u, 10, t0);
+            // Never answered: 3 s of arrivals wait until as many as may
+            // wait do, and the rest are dropped.
+            u.arrivals(t0 + Duration::from_secs(3), far);
+            let drops: Vec<(Instant, u64)> = u
+                .take_events()
+                .filter_map(|e| match e {
+                    Event::Dropped { due, n } => Some((due, n)),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(drops.len(), 2, "{arrival:?}: {drops:?}");
+            assert!(drops[0].0 < opens && drops[1].0 >= opens, "{drops:?}");
+            let c = u.counts();
+            let near = |got: u64, want: f64| (got as f64 / want - 1.0).abs() < 1e-3;
+            // 10 M/s for 3 s (Poisson: a standard deviation of 0.02 %).
+            assert!(near(c.arrivals, 30e6), "{arrival:?}: {c:?}");
+            assert!(
+                near(drops[1].1, 20e6),
+                "{arrival:?}: the window's 2 s: {drops:?}"
+            );
+            assert_eq!(c.dropped, drops[0].1 + drops[1].1);
+            assert_eq!(c.arrivals, c.dropped + c.sent + MAX_WAITING as u64);
+        }
     }
 
     #[test]

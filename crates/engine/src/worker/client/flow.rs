@@ -146,7 +146,10 @@ impl ClientFlow {
                 self.udp_due = Some(now + self.udp_timeout);
             }
             Logic::Stream(halves) => halves.start(now),
-            Logic::Open(user) => user.start(now, users),
+            Logic::Open(user) => {
+                user.opens_at(schedule.measure_from);
+                user.start(now, users);
+            }
             Logic::UdpStream(halves) => halves.start(now),
         }
     }
