@@ -90,8 +90,12 @@ impl Progress {
                 let txns = now.1.transactions.saturating_sub(last.1.transactions);
                 let left = eta.saturating_sub(started.elapsed());
                 let moved = now.1.tx_bytes + now.1.rx_bytes > 0;
-                let state = if !moved {
+                let seconds = live.intervals();
+                let state = if !moved && seconds.is_empty() {
                     "connecting".to_string()
+                } else if !moved {
+                    // The warm-up's seconds come before the running totals.
+                    "warming up".to_string()
                 } else if bytes == 0 && txns == 0 && started.elapsed() >= traffic {
                     // The window is over: the drain, then the server's results.
                     "finishing".to_string()
@@ -103,7 +107,7 @@ impl Progress {
                     )
                 };
                 bar.set_prefix(format!("{head}  {state}  ETA {}", fmt_eta(left)));
-                if let Some(second) = live.intervals().last() {
+                if let Some(second) = seconds.last() {
                     // One space between figures: the line is cut at the
                     // terminal's width.
                     let line = crate::watch::line(second, &columns);

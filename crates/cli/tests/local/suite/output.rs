@@ -305,6 +305,8 @@ users = 1
     for part in screen.split("str-readx30k--1 run 1/1  ").skip(1) {
         if part.starts_with("finishing") {
             states.push(None);
+        } else if part.starts_with("connecting") || part.starts_with("warming up") {
+            // No rate yet (the line under the bar may show a warm-up second).
         } else if let Some((gbit, _)) = part.split_once(" Gbit/s") {
             states.push(Some(gbit.trim().parse::<f64>().expect(gbit)));
         }
