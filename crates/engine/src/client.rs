@@ -16,8 +16,8 @@ use crate::io::socket::{DataEndpoints, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
 use crate::worker::signals::Signals;
-use crate::worker::spawn::spawn_worker;
-use crate::worker::{cpus_for, Driver, WorkerReport};
+use crate::worker::spawn::WorkerLoop;
+use crate::worker::{cpus_for, WorkerReport};
 
 use crate::worker::client::{ClientWorker, SetupEvent};
 
@@ -81,9 +81,9 @@ impl ClientTest {
         let mut handles = Vec::new();
         let opts = Settings::for_test(&cfg.spec);
         for w in 0..threads {
-            let (driver, waker) = Driver::new(cfg.busy_poll)
-                .map_err(|e| crate::EngineError::Worker(e.to_string()))?;
-            wakers.push(waker);
+            let cpus = cpus_for(w, cfg.affinity.as_ref());
+            let worker = WorkerLoop::new(format!("lp-client-{w}"), w as u32, cpus, cfg.busy_poll)?;
+            wakers.push(worker.waker());
             let ids: Vec<u32> = (0..cfg.spec.users)
                 .filter(|u| *u as usize % threads == w)
                 .collect();
@@ -91,13 +91,12 @@ impl ClientTest {
             let endpoints = cfg.endpoints.clone();
             let signals = signals.clone();
             let setup_tx = setup_tx.clone();
-            let cpus = cpus_for(w, cfg.affinity.as_ref());
             let opts = opts.clone();
             let token = cfg.token;
             let live = cfg.live.clone();
             let greeting = cfg.greeting.clone();
             let done_tx = done_tx.clone();
-            let h = spawn_worker(format!("lp-client-{w}"), w as u32, cpus, move |clock| {
+            let h = worker.spawn(move |driver, clock| {
                 let _done = done_tx;
                 let clock = match clock {
                     Ok(c) => c,

@@ -16,10 +16,9 @@ use mio::{Interest, Waker};
 use crate::io::socket::{tcp_listener, udp_bind, unix_listener, DataEndpoints, Listener, Settings};
 use crate::live::LiveStats;
 use crate::schedule::Schedule;
-use crate::worker::driver::Driver;
 use crate::worker::server::{Setup, Source, Worker, LISTENER};
 use crate::worker::signals::Signals;
-use crate::worker::spawn::spawn_worker;
+use crate::worker::spawn::WorkerLoop;
 use crate::worker::{cpus_for, WorkerReport};
 use crate::EngineError;
 
@@ -79,9 +78,9 @@ impl ServerTest {
         let mut handles = Vec::new();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), String>>();
         for (w, mut source) in sources.into_iter().enumerate() {
-            let (driver, waker) =
-                Driver::new(cfg.busy_poll).map_err(|e| EngineError::Worker(e.to_string()))?;
-            let registry = driver.registry();
+            let cpus = cpus_for(w, cfg.affinity.as_ref());
+            let worker = WorkerLoop::new(format!("lp-server-{w}"), w as u32, cpus, cfg.busy_poll)?;
+            let registry = worker.registry();
             let reg = match &mut source {
                 Source::Listener(l) => registry.register(l.source(), LISTENER, Interest::READABLE),
                 // A UDP stream's senders wait for room in the socket buffer
@@ -93,8 +92,7 @@ impl ServerTest {
                 Source::Udp(s) => registry.register(s, LISTENER, Interest::READABLE),
             };
             reg.map_err(setup)?;
-            wakers.push(waker);
-            let cpus = cpus_for(w, cfg.affinity.as_ref());
+            wakers.push(worker.waker());
             let spec = cfg.spec.clone();
             let opts = opts.clone();
             let signals = signals.clone();
@@ -104,7 +102,7 @@ impl ServerTest {
             let live = cfg.live.clone();
             let udp_peer = cfg.udp_peer;
             let users = cfg.spec.users as usize;
-            let h = spawn_worker(format!("lp-server-{w}"), w as u32, cpus, move |clock| {
+            let h = worker.spawn(move |driver, clock| {
                 let clock = match clock {
                     Ok(c) => c,
                     Err(e) => {

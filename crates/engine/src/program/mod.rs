@@ -35,8 +35,8 @@ pub use user::{Role, STALL};
 
 use crate::io::socket::{tcp_listener, Listener, Settings};
 use crate::worker::profile::{self as worker, ProgramWorkerReport, WorkerSetup};
-use crate::worker::spawn::spawn_worker;
-use crate::worker::{cpus_for, Driver, SocketFacts};
+use crate::worker::spawn::WorkerLoop;
+use crate::worker::{cpus_for, SocketFacts};
 use crate::EngineError;
 use coord::Coord;
 use user::User;
@@ -245,9 +245,17 @@ impl ProgramRun {
         let mut handles = Vec::new();
         let largest = compiled.largest_op();
         for (w, users) in per_worker.into_iter().enumerate() {
-            let (driver, waker) =
-                Driver::new(cfg.busy_poll).map_err(|e| EngineError::Worker(e.to_string()))?;
-            coord.add_waker(waker);
+            let side = match cfg.role {
+                Role::Client => "client",
+                Role::Server => "server",
+            };
+            let worker = WorkerLoop::new(
+                format!("lp-profile-{side}-{w}"),
+                w as u32,
+                cpus_for(w, cfg.affinity.as_ref()),
+                cfg.busy_poll,
+            )?;
+            coord.add_waker(worker.waker());
             let setup = WorkerSetup {
                 id: w as u32,
                 role: cfg.role,
@@ -262,20 +270,10 @@ impl ProgramRun {
                 udp_peer: cfg.udp_peer,
                 token: cfg.token,
                 coord: coord.clone(),
-                driver,
                 largest,
                 live: cfg.live.clone(),
             };
-            let side = match cfg.role {
-                Role::Client => "client",
-                Role::Server => "server",
-            };
-            let h = spawn_worker(
-                format!("lp-profile-{side}-{w}"),
-                w as u32,
-                cpus_for(w, cfg.affinity.as_ref()),
-                move |clock| worker::run(setup, clock),
-            );
+            let h = worker.spawn(move |driver, clock| worker::run(setup, driver, clock));
             match h {
                 Ok(h) => handles.push(h),
                 Err(e) => {

@@ -2,7 +2,7 @@
 //! it turns and its event wait (driver.rs), what the coordinating thread
 //! tells it (signals.rs), its window clock and placement (clock.rs), its
 //! payload buffers (buffers.rs), what it hands over at its end (handover.rs)
-//! and how its thread starts (spawn.rs).
+//! and how it starts, its event loop made and its thread pinned (spawn.rs).
 //! The workers: a test's client (client.rs, client/) and server (server.rs,
 //! server/) sides, and a profile's on either side (profile.rs, profile/).
 //! Both sides of a test run together on loopback in tests.rs.
@@ -16,7 +16,7 @@ pub(crate) mod handover;
 pub(crate) mod profile;
 pub(crate) mod server;
 pub(crate) mod signals;
-pub(crate) mod spawn;
+pub mod spawn;
 #[cfg(test)]
 mod tests;
 pub(crate) mod wake;
@@ -26,3 +26,4 @@ pub use buffers::{payload, Buffers, BUFFER_BYTES_PER_WORKER};
 pub use clock::{cpus_for, WindowClock};
 pub use driver::{Driver, Flows, Polled, Turn, MAX_SLEEP, WAKER};
 pub use handover::{retransmits_so_far, sample_tcp_info, SocketFacts, WorkerReport};
+pub use spawn::WorkerLoop;

@@ -116,8 +116,6 @@ pub struct WorkerSetup {
     pub token: DataToken,
     /// Shared with the driver.
     pub coord: Arc<Coord>,
-    /// Its event wait (its waker with the coordinator).
-    pub driver: Driver,
     /// Largest single operation in the profile.
     pub largest: u64,
     /// Where it publishes its totals (slot `id`), if anyone watches.
@@ -177,7 +175,11 @@ type Core = generic::Core<ProfileKind>;
 
 /// Runs a worker to the end of its users' scripts (or the abort), with
 /// its clock (the thread pinned) or why the pin failed.
-pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWorkerReport {
+pub fn run(
+    setup: WorkerSetup,
+    driver: Driver,
+    clock: Result<WindowClock, String>,
+) -> ProgramWorkerReport {
     let clock = match clock {
         Ok(c) => c,
         Err(e) => {
@@ -222,7 +224,7 @@ pub fn run(setup: WorkerSetup, clock: Result<WindowClock, String>) -> ProgramWor
         counts.start(start);
     }
     let mut core = Core::new(
-        setup.driver,
+        driver,
         clock,
         setup.live,
         setup.id as usize,
