@@ -34,6 +34,19 @@ impl ControlConn {
         })
     }
 
+    /// Waits at most `timeout` for bytes (or the peer's end) to arrive,
+    /// taking none of them.
+    pub(crate) fn wait_readable(&mut self, timeout: Duration) -> io::Result<()> {
+        if timeout.is_zero() {
+            return Ok(());
+        }
+        self.stream.set_read_timeout(Some(timeout))?;
+        // Its end: bytes, the peer's end, the timeout (EAGAIN), a signal,
+        // or a failure, which the next read takes up.
+        let _ = self.stream.peek(&mut [0u8; 1]);
+        Ok(())
+    }
+
     /// At most `max` bytes of what has arrived, without waiting: `None`
     /// when nothing has.
     pub(crate) fn recv_now(&mut self, max: usize) -> Result<Option<Vec<u8>>, ControlError> {

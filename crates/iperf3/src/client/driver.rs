@@ -9,26 +9,26 @@
 //! users twice, once each way, on separate connections (iperf3 streams carry
 //! one direction each): the sending connections first, as iperf3 expects.
 //!
-//! The shell turns one engine event loop over the control connection: each
-//! turn it gives the control the time, what the connection holds (as much
-//! as the message awaited needs) and the cancel flag, then does what the
-//! control says: sends, connects and starts the engine, looks whether the
-//! server has taken in what was sent, stops the engine, builds the report.
-//! The engine's end is waited for on a thread of its own, which wakes the
-//! loop. A flag and a peer's acknowledgements raise no event, so the loop
-//! looks at them in its wait: the flag every 50 ms
+//! The shell is blocking, like the linkperf client's session: each turn it
+//! gives the control the time, what the connection holds (as much as the
+//! message awaited needs) and the cancel flag, then does what the control
+//! says: sends, connects and starts the engine, looks whether the server
+//! has taken in what was sent, stops the engine, builds the report. Between
+//! turns it waits for the control connection's bytes, at most until the
+//! control's next deadline. The engine's end is waited for on a thread of
+//! its own, looked at every [`ENGINE_LOOK`] while the engine runs. A flag
+//! and a peer's acknowledgements raise no event, so the control asks to
+//! look at them in its wait: the flag every 50 ms
 //! ([`CANCEL_LOOK`](crate::proto::client::CANCEL_LOOK)), the
 //! acknowledgements every 2 ms after the window
 //! ([`DELIVERY_LOOK`](crate::proto::client::DELIVERY_LOOK)).
 
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use linkperf_engine::driver::{self, Driver, Flows, Turn};
 use linkperf_engine::{
     aggregate, Aborter, ClientConfig, ClientTest, DataEndpoints, EngineError, Sampler, Schedule,
     WindowCpu, WorkerReport,
@@ -37,8 +37,6 @@ use linkperf_metrics::capture_environment;
 use linkperf_records::{Environment, ProcessMethod, SideReport, Totals};
 use linkperf_wire::DataToken;
 use linkperf_workload::{Bytes, StreamDirection, Workload};
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Token, Waker};
 use serde_json::Map;
 
 use super::delivery::Delivery;
@@ -53,13 +51,15 @@ use crate::ClientError;
 
 /// After the window, how long the engine's flows may take to end.
 const DRAIN: Duration = Duration::from_secs(10);
-/// The control connection's token in the loop.
-const CONTROL: Token = Token(0);
 /// Bytes taken off the control connection at a time.
 const READ_CHUNK: usize = 64 * 1024;
-/// The longest wait when nothing is due: the engine's end and the control
-/// connection wake the loop.
+/// The longest wait when nothing is due: the control connection's bytes
+/// end it.
 const IDLE_WAIT: Duration = Duration::from_secs(60);
+/// While the engine runs, the longest wait on the control connection: how
+/// late its end may be seen (as the linkperf client's session watches its
+/// workers).
+const ENGINE_LOOK: Duration = Duration::from_millis(50);
 
 /// Runs one test against the iperf3 server at `target`.
 pub fn run_client(
@@ -82,12 +82,6 @@ pub fn run_client(
     let local = stream.local_addr().ok();
     let conn = ControlConn::new(stream).map_err(connect)?;
     let looping = |e: std::io::Error| ClientError::Control(format!("the control loop: {e}"));
-    let (driver, waker) = Driver::new(false).map_err(looping)?;
-    let fd = conn.stream().as_raw_fd();
-    driver
-        .registry()
-        .register(&mut SourceFd(&fd), CONTROL, Interest::READABLE)
-        .map_err(looping)?;
     let cookie = new_cookie();
     let control = ClientControl::new(
         &cookie,
@@ -96,8 +90,6 @@ pub fn run_client(
         Instant::now(),
     );
     let mut shell = Shell {
-        driver,
-        waker,
         conn,
         control,
         req,
@@ -114,7 +106,20 @@ pub fn run_client(
         side: None,
         end: None,
     };
-    driver::run(&mut shell, &mut Events::with_capacity(8)).map_err(looping)?;
+    loop {
+        match shell.turn(Instant::now()) {
+            Turn::Stop => break,
+            Turn::Again => {}
+            Turn::Wait(d) => {
+                let d = if shell.waiter.is_some() {
+                    d.min(ENGINE_LOOK)
+                } else {
+                    d
+                };
+                shell.conn.wait_readable(d).map_err(looping)?;
+            }
+        }
+    }
     shell.end.unwrap_or_else(|| {
         Err(ClientError::Control(
             "the control exchange stopped before its end".into(),
@@ -150,18 +155,17 @@ struct Side {
     up_n: usize,
 }
 
-/// Wakes the control loop when dropped.
-struct WakeOnDrop(Arc<Waker>);
-
-impl Drop for WakeOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.wake();
-    }
+/// What a turn of the shell came to.
+enum Turn {
+    /// The test is over.
+    Stop,
+    /// More is due at once.
+    Again,
+    /// Nothing until the control connection's bytes, or this long.
+    Wait(Duration),
 }
 
 struct Shell<'a> {
-    driver: Driver,
-    waker: Arc<Waker>,
     conn: ControlConn,
     control: ClientControl,
     req: &'a ClientRequest,
@@ -180,11 +184,7 @@ struct Shell<'a> {
     end: Option<Result<ClientOutcome, ClientError>>,
 }
 
-impl Flows for Shell<'_> {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.driver
-    }
-
+impl Shell<'_> {
     fn turn(&mut self, now: Instant) -> Turn {
         if self.end.is_some() {
             return Turn::Stop;
@@ -220,18 +220,11 @@ impl Flows for Shell<'_> {
         }
         if acted {
             // What was done took time and may have made more due.
-            return Turn::Again(None);
+            return Turn::Again;
         }
         Turn::Wait(self.control.wait(now).unwrap_or(IDLE_WAIT))
     }
 
-    fn event(&mut self, _event: &mio::event::Event, _now: Instant) {
-        // The control connection is read at the next turn's start, as
-        // much as the control awaits.
-    }
-}
-
-impl Shell<'_> {
     /// What the control connection holds, as much as the control awaits.
     fn read(&mut self, now: Instant) {
         loop {
@@ -329,21 +322,17 @@ impl Shell<'_> {
         self.control.started(schedule.measure_until, Instant::now());
     }
 
-    /// Waits for the engine's flows on a thread of its own, which wakes the
-    /// loop when they have ended.
+    /// Waits for the engine's flows on a thread of its own, which the
+    /// shell's turns ask whether they have ended.
     fn await_engine(&mut self) {
         let Some(engine) = self.engine.as_mut() else {
             return;
         };
         let (up, down) = (engine.up.take(), engine.down.take());
-        let waker = self.waker.clone();
         let (tx, rx) = mpsc::channel();
         let waiter = std::thread::Builder::new()
             .name("lp-iperf3-wait".into())
             .spawn(move || {
-                // Dropped last, even in a panic: the reports (or the
-                // channel's end) are there before the loop wakes for them.
-                let _wake = WakeOnDrop(waker);
                 let tx = tx;
                 let reports = up
                     .map(|t| t.wait())
