@@ -610,6 +610,29 @@ mod tests {
         done.pop().unwrap()
     }
 
+    /// A user whose window opens at `opens` starts at `t0`, sends its first
+    /// request and is never answered: its arrivals until `until` wait as
+    /// many as may, and the rest are dropped. The stretches of drops.
+    fn dropped_behind(
+        u: &mut OpenLoop,
+        t0: Instant,
+        opens: Instant,
+        until: Instant,
+    ) -> Vec<(Instant, u64)> {
+        let far = t0 + Duration::from_secs(3600);
+        u.opens_at(opens);
+        u.start(t0, 1);
+        u.arrivals(t0, far);
+        wrote(u, 10, t0);
+        u.arrivals(until, far);
+        u.take_events()
+            .filter_map(|e| match e {
+                Event::Dropped { due, n } => Some((due, n)),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A generator offered far more than it sends drops by the stretch: a
     /// stretch before the window opens and one in it, each one event, with
     /// the count the offered rate gives, however long the stretch (a
@@ -619,22 +642,9 @@ mod tests {
     fn arrivals_dropped_far_behind_are_counted_by_the_stretch_split_where_the_window_opens() {
         for arrival in [Arrival::Fixed, Arrival::Poisson] {
             let t0 = Instant::now();
-            let (opens, far) = (t0 + Duration::from_secs(1), t0 + Duration::from_secs(3600));
+            let opens = t0 + Duration::from_secs(1);
             let mut u = user(&load(10_000_000, arrival, 1), t0);
-            u.opens_at(opens);
-            u.start(t0, 1);
-            u.arrivals(t0, far);
-            wrote(&mut u, 10, t0);
-            // Never answered: 3 s of arrivals wait until as many as may
-            // wait do, and the rest are dropped.
-            u.arrivals(t0 + Duration::from_secs(3), far);
-            let drops: Vec<(Instant, u64)> = u
-                .take_events()
-                .filter_map(|e| match e {
-                    Event::Dropped { due, n } => Some((due, n)),
-                    _ => None,
-                })
-                .collect();
+            let drops = dropped_behind(&mut u, t0, opens, t0 + Duration::from_secs(3));
             assert_eq!(drops.len(), 2, "{arrival:?}: {drops:?}");
             assert!(drops[0].0 < opens && drops[1].0 >= opens, "{drops:?}");
             let c = u.counts();
@@ -662,20 +672,9 @@ mod tests {
         let l = load(1_000_000_000, Arrival::Poisson, 1);
         for seed in 0..20 {
             let t0 = Instant::now();
-            let (opens, far) = (t0 + 10 * MS, t0 + Duration::from_secs(3600));
+            let opens = t0 + 10 * MS;
             let mut u = OpenLoop::new(sizes.clone(), 0, 1, &l, seed, t0);
-            u.opens_at(opens);
-            u.start(t0, 1);
-            u.arrivals(t0, far);
-            wrote(&mut u, 10, t0);
-            u.arrivals(t0 + 20 * MS, far);
-            let drops: Vec<(Instant, u64)> = u
-                .take_events()
-                .filter_map(|e| match e {
-                    Event::Dropped { due, n } => Some((due, n)),
-                    _ => None,
-                })
-                .collect();
+            let drops = dropped_behind(&mut u, t0, opens, t0 + 20 * MS);
             assert_eq!(drops.len(), 2, "seed {seed}: {drops:?}");
             assert!(drops[1].0 >= opens, "seed {seed}: {drops:?}");
             // 10 ms at 1 G/s.
