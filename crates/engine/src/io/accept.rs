@@ -10,10 +10,20 @@
 //! descriptors are free again. Without it, users that came during a flood
 //! at the descriptor limit would wait unserved for as long as no other
 //! connection arrived.
+//!
+//! The loop itself is written once ([`accept_all`]): every acceptor (a
+//! test's and a profile's server workers, through [`accept_behind`]; the
+//! engine's one acceptor, `worker::acceptor`, for the daemon's lobby and
+//! the iperf3 port) says where it accepts, its retry, and what it does
+//! with each connection taken ([`Accepting`]). The data acceptors' step
+//! after it is one too: kept under a key of theirs, admitted behind the
+//! gate (the one waiting longest closed to make room), and what the
+//! connection sent with it read at once ([`Behind`]).
 
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::io::gate::{Gate, Greeting};
 use crate::io::socket::{Conn, Listener};
 
 /// After an accept that failed for want of a resource, when to try again.
@@ -47,6 +57,105 @@ pub fn accept_next(listener: &Listener) -> Accept {
                 ) => {}
             Err(e) => return Accept::Stopped(e),
         }
+    }
+}
+
+/// An acceptor's side of the one accept loop ([`accept_all`]).
+pub trait Accepting {
+    /// Where it accepts (`None`: nowhere, nothing is taken).
+    fn listener(&self) -> Option<&Listener>;
+    /// When it takes again what a stopped accept left in the backlog.
+    fn retry(&mut self) -> &mut AcceptRetry;
+    /// Connection `conn` was taken at `now`: the acceptor sets it up,
+    /// registers and admits it, and reads what came with it, before the
+    /// next is taken (so that its bound holds while a flood is accepted).
+    fn taken(&mut self, conn: Conn, now: Instant);
+}
+
+/// What one round of [`accept_all`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Round {
+    /// No connection is left waiting (or there is no listener).
+    Drained,
+    /// An accept stopped for want of a resource: the retry is armed.
+    Stopped,
+    /// It took as many as it was allowed: more may wait, and no new edge
+    /// comes for them (the acceptor takes them at its next turn).
+    Full,
+}
+
+/// The one accept loop: takes the connections waiting on `a`'s listener,
+/// at most `most`, each handed to [`Accepting::taken`] with the time it
+/// was taken; an accept that stops for want of a resource arms `a`'s
+/// retry. A system call per connection and one to find the backlog
+/// empty, as any edge-triggered acceptor makes.
+pub fn accept_all<A: Accepting + ?Sized>(a: &mut A, most: usize) -> Round {
+    for _ in 0..most {
+        let Some(listener) = a.listener() else {
+            return Round::Drained;
+        };
+        match accept_next(listener) {
+            Accept::Conn(conn) => a.taken(conn, Instant::now()),
+            Accept::Drained => return Round::Drained,
+            Accept::Stopped(_) => {
+                a.retry().stopped(Instant::now());
+                return Round::Stopped;
+            }
+        }
+    }
+    Round::Full
+}
+
+/// A data acceptor whose new connections wait behind its gate until their
+/// greeting ([`accept_behind`]): what is its own is where it keeps a
+/// connection (its key, its token, its registration), how it closes one,
+/// and what a greeting read leads to.
+pub trait Behind {
+    /// What its connections say first.
+    type Greeting: Greeting;
+    /// Where it accepts (`None`: nowhere).
+    fn listener(&self) -> Option<&Listener>;
+    /// When it takes again what a stopped accept left in the backlog.
+    fn retry(&mut self) -> &mut AcceptRetry;
+    /// Its gate.
+    fn gate(&mut self) -> &mut Gate<Self::Greeting>;
+    /// Sets connection `conn` up, registers it and keeps it: the key it is
+    /// kept under, or `None` if it could not be (it is dropped, closed).
+    /// The gate's bound may be set here, before it is admitted.
+    fn keep(&mut self, conn: Conn, now: Instant) -> Option<usize>;
+    /// Closes connection `key`, behind the gate (the gate has forgotten it).
+    fn close(&mut self, key: usize);
+    /// Reads connection `key`'s greeting as far as it has come (through
+    /// the gate, it is the acceptor's to hand on).
+    fn greet(&mut self, key: usize, now: Instant);
+}
+
+/// Accepts every connection waiting on `b`'s listener behind its gate:
+/// each kept under its key, admitted (closing the one waiting longest if
+/// the gate is full), and its greeting read at once (it often came with
+/// the connection).
+pub fn accept_behind<B: Behind + ?Sized>(b: &mut B) -> Round {
+    accept_all(&mut Gated(b), usize::MAX)
+}
+
+/// A [`Behind`] acceptor as the accept loop sees it.
+struct Gated<'a, B: ?Sized>(&'a mut B);
+
+impl<B: Behind + ?Sized> Accepting for Gated<'_, B> {
+    fn listener(&self) -> Option<&Listener> {
+        self.0.listener()
+    }
+    fn retry(&mut self) -> &mut AcceptRetry {
+        self.0.retry()
+    }
+    fn taken(&mut self, conn: Conn, now: Instant) {
+        let Some(key) = self.0.keep(conn, now) else {
+            return;
+        };
+        if let Some(oldest) = self.0.gate().admit(key, now) {
+            self.0.close(oldest);
+        }
+        self.0.greet(key, now);
     }
 }
 
