@@ -205,6 +205,183 @@ impl AcceptRetry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::gate::Presented;
+    use crate::worker::driver::Driver;
+    use std::collections::HashMap;
+    use std::io::Write;
+    use std::net::TcpStream;
+
+    const LISTENER: mio::Token = mio::Token(0);
+
+    struct Helo;
+
+    impl Greeting for Helo {
+        const LEN: usize = 4;
+        type Said = ();
+        fn check(&self, bytes: &[u8]) -> Option<()> {
+            (bytes == b"helo").then_some(())
+        }
+    }
+
+    /// A data acceptor as the workers are: its connections in a map under
+    /// its keys, registered, behind its gate.
+    struct Acceptor {
+        driver: Driver,
+        listener: Option<Listener>,
+        retry: AcceptRetry,
+        gate: Gate<Helo>,
+        waiting: HashMap<usize, Conn>,
+        next: usize,
+        through: Vec<Conn>,
+        closed: usize,
+        most: usize,
+    }
+
+    impl Behind for Acceptor {
+        type Greeting = Helo;
+        fn listener(&self) -> Option<&Listener> {
+            self.listener.as_ref()
+        }
+        fn retry(&mut self) -> &mut AcceptRetry {
+            &mut self.retry
+        }
+        fn gate(&mut self) -> &mut Gate<Helo> {
+            &mut self.gate
+        }
+        fn keep(&mut self, mut conn: Conn, _now: Instant) -> Option<usize> {
+            self.next += 1; // never the listener's token
+            let r = self.driver.registry();
+            r.register(
+                conn.source(),
+                mio::Token(self.next),
+                mio::Interest::READABLE,
+            )
+            .ok()?;
+            self.waiting.insert(self.next, conn);
+            Some(self.next)
+        }
+        fn close(&mut self, key: usize) {
+            self.closed += 1;
+            self.waiting.remove(&key);
+        }
+        fn greet(&mut self, key: usize, _now: Instant) {
+            self.most = self.most.max(self.waiting.len());
+            let Some(conn) = self.waiting.get_mut(&key) else {
+                return;
+            };
+            match self.gate.read(key, conn) {
+                Presented::Waiting => {}
+                Presented::Refused => self.close(key),
+                Presented::Through(()) => self.through.extend(self.waiting.remove(&key)),
+            }
+        }
+    }
+
+    /// A flood behind the gate holds no more than its bound, the oldest
+    /// closed first, and a greeting that came with its connection is read
+    /// at once; one round takes every connection waiting.
+    #[test]
+    fn accepting_behind_the_gate_keeps_its_bound_and_reads_the_greeting_at_once() {
+        let listener = mio::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut a = Acceptor {
+            driver: Driver::new(false).unwrap().0,
+            listener: Some(Listener::Tcp(listener)),
+            retry: AcceptRetry::default(),
+            gate: Gate::new(Helo, 3, Duration::from_secs(600)),
+            waiting: HashMap::new(),
+            next: 0,
+            through: Vec::new(),
+            closed: 0,
+            most: 0,
+        };
+        if let Some(Listener::Tcp(l)) = &mut a.listener {
+            a.driver
+                .registry()
+                .register(l, LISTENER, mio::Interest::READABLE)
+                .unwrap();
+        }
+        let mut events = mio::Events::with_capacity(64);
+        // Turns until `done`, on the listener's and the connections' events
+        // (bounded: a broken acceptor fails here rather than hanging).
+        let mut turn = |a: &mut Acceptor, done: &dyn Fn(&Acceptor) -> bool| {
+            for _ in 0..600 {
+                if done(a) {
+                    return;
+                }
+                a.driver
+                    .wait(&mut events, Duration::from_millis(100))
+                    .unwrap();
+                for ev in events.iter() {
+                    match ev.token() {
+                        LISTENER => assert_ne!(accept_behind(a), Round::Full),
+                        mio::Token(k) => a.greet(k, Instant::now()),
+                    }
+                }
+            }
+            panic!("not done in time");
+        };
+        let _silent: Vec<TcpStream> = (0..20).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        turn(&mut a, &|a| a.closed + a.waiting.len() == 20);
+        let mut user = TcpStream::connect(addr).unwrap();
+        user.write_all(b"helo").unwrap();
+        turn(&mut a, &|a| a.through.len() == 1);
+        assert!(a.most <= 3, "{}", a.most);
+        // 21 admitted, 3 held at most: 18 closed, the user through.
+        assert_eq!((a.closed, a.waiting.len()), (18, 2));
+        assert_eq!(a.retry.stops(), 0);
+        // No listener: nothing is taken.
+        a.listener = None;
+        assert_eq!(accept_behind(&mut a), Round::Drained);
+    }
+
+    /// A round of at most `most` stops there and says more may wait.
+    #[test]
+    fn a_round_stops_at_its_batch_and_the_next_takes_the_rest() {
+        struct Count(Listener, AcceptRetry, usize);
+        impl Accepting for Count {
+            fn listener(&self) -> Option<&Listener> {
+                Some(&self.0)
+            }
+            fn retry(&mut self) -> &mut AcceptRetry {
+                &mut self.1
+            }
+            fn taken(&mut self, _conn: Conn, _now: Instant) {
+                self.2 += 1;
+            }
+        }
+        let listener = mio::net::TcpListener::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _peers: Vec<TcpStream> = (0..7).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let mut listener = listener;
+        let mut driver = Driver::new(false).unwrap().0;
+        driver
+            .registry()
+            .register(&mut listener, LISTENER, mio::Interest::READABLE)
+            .unwrap();
+        let mut c = Count(Listener::Tcp(listener), AcceptRetry::default(), 0);
+        let mut events = mio::Events::with_capacity(8);
+        // Bounded: a broken loop fails here rather than hanging.
+        for _ in 0..600 {
+            let before = c.2;
+            let round = accept_all(&mut c, 5);
+            let took = c.2 - before;
+            assert!(took <= 5);
+            // A round that took its batch says so; one that took less
+            // found the backlog empty.
+            assert_eq!(round == Round::Full, took == 5, "{round:?} {took}");
+            if c.2 == 7 {
+                break;
+            }
+            if round != Round::Full {
+                driver
+                    .wait(&mut events, Duration::from_millis(100))
+                    .unwrap();
+            }
+        }
+        assert_eq!(c.2, 7);
+        assert_eq!(accept_all(&mut c, 5), Round::Drained);
+    }
 
     #[test]
     fn a_stopped_accept_is_retried_once_its_time_comes_and_not_before() {
