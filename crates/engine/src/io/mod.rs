@@ -17,7 +17,10 @@ pub(crate) mod socket;
 pub(crate) mod stream;
 pub(crate) mod udp_stream;
 
-pub use accept::{accept_next, Accept, AcceptRetry, ACCEPT_RETRY};
+pub use accept::{
+    accept_all, accept_behind, accept_next, Accept, AcceptRetry, Accepting, Behind, Round,
+    ACCEPT_RETRY,
+};
 pub use dial::{Dial, DialError};
 pub use gate::waiting_beyond;
 pub use register::{Register, Registration, REGISTER_RETRY};

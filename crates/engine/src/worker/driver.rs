@@ -5,7 +5,8 @@
 //! single flow's blocking park, and the one loop ([`run`]). The one worker
 //! that turns it is generic over what it carries (`worker::generic`: a
 //! test's client and server workers, a profile's, the iperf3 server's
-//! streams); the acceptors and control shells turn it too, and [`Polled`]
+//! streams); the one acceptor (`worker::acceptor`, for the daemon's lobby
+//! and the iperf3 port) and the control shells turn it too, and [`Polled`]
 //! turns a closure on it for a phase that looks at its sockets itself (the
 //! iperf3 server's tail).
 
@@ -248,8 +249,9 @@ pub enum Turn {
 }
 
 /// What the one loop ([`run`]) turns: the generic worker carrying flows
-/// (`worker::generic::Worker`), an acceptor or a control connection's shell
-/// (the session's lobby, the iperf3 listener and client), or a [`Polled`]
+/// (`worker::generic::Worker`), the one acceptor (`worker::acceptor`: the
+/// session's lobby, the iperf3 port), a control connection's shell (the
+/// iperf3 client), or a [`Polled`]
 /// closure. The loop owns when
 /// a turn starts, waits and hands over its events; the implementor what a
 /// turn, an event and a flow driven again do.

@@ -25,7 +25,7 @@ use crate::counters::OPEN_WINDOW;
 use crate::flow::step::{Carried, Step, Told};
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
 use crate::io::{
-    accept_next, Accept, AcceptRetry, Dial, DialError, Listener, Register, Registration,
+    accept_behind, AcceptRetry, Behind, Dial, DialError, Listener, Register, Registration,
 };
 use crate::program::coord::{Arrival, Coord};
 use crate::program::flow::{Closing, ProfileUser};

@@ -28,7 +28,7 @@ use crate::flow::RrServer;
 use crate::io::gate::{PreambleGate, Presented, SessionPreamble};
 use crate::io::socket::{Conn, Listener, Settings};
 use crate::io::stream::StreamHalves;
-use crate::io::{accept_next, Accept, AcceptRetry};
+use crate::io::{accept_behind, AcceptRetry, Behind};
 use crate::live::LiveStats;
 use crate::worker::driver::Driver;
 use crate::worker::generic::{self, Core, Kind, KIND_TOKENS};

@@ -2,32 +2,27 @@
 //! control connection of a new test and on each of a test's data streams
 //! alike. One acceptor thread reads the cookies of all new connections
 //! without blocking, behind the engine's gate (bounded in number, the
-//! oldest closed to make room, and in time), turned by the engine's loop,
-//! and routes each: to the test that is waiting for its streams, to a new
+//! oldest closed to make room, and in time), on the engine's one acceptor
+//! (`linkperf_engine::worker::Acceptor`: the event loop, the accepts, the
+//! stop), and routes each: to the test that is waiting for its streams, to a new
 //! test thread, or away with `ACCESS_DENIED`.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use linkperf_engine::driver::{self, Driver, Flows, Turn};
 use linkperf_engine::io::gate::{Gate, Greeting, Presented};
-use linkperf_engine::io::{accept_next, Accept, AcceptRetry, Conn, Listener};
+use linkperf_engine::worker::{Acceptor, Admission, Conns, Held, Stop};
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Token, Waker};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::server::registry::{DataConn, Route, Shared};
 use crate::server::{session, ServerConfig};
 use crate::wire::{Cookie, State, COOKIE_LEN};
 use crate::ServerError;
-
-const LISTENER: Token = Token(0);
-const FIRST_CONN: usize = 1;
 
 /// A bound iperf3 server, not yet serving.
 pub struct Iperf3Server {
@@ -40,8 +35,7 @@ pub struct Iperf3Server {
 /// on their own, unless [`ServerHandle::terminator`] ended them).
 pub struct ServerHandle {
     addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
+    stop: Stop,
     thread: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
 }
@@ -86,8 +80,7 @@ impl ServerHandle {
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        let _ = self.waker.wake();
+        self.stop.stop();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -139,51 +132,35 @@ impl Iperf3Server {
         self.addr
     }
 
-    /// Serves on a thread of its own.
+    /// Serves on a thread of its own, on the engine's acceptor.
     pub fn spawn(self) -> Result<ServerHandle, ServerError> {
-        let (driver, waker) = Driver::new(false).map_err(ServerError::Setup)?;
-        let stop = Arc::new(AtomicBool::new(false));
+        let (acceptor, stop) = Acceptor::new(self.listener).map_err(ServerError::Setup)?;
         let addr = self.addr;
-        let shared = self.shared.clone();
-        let st = stop.clone();
+        let shared = self.shared;
+        let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("lp-iperf3".into())
-            .spawn(move || self.run(driver, st))
+            .spawn(move || run(acceptor, sh))
             .map_err(ServerError::Setup)?;
         Ok(ServerHandle {
             addr,
             stop,
-            waker,
             thread: Some(thread),
             shared,
         })
     }
+}
 
-    fn run(mut self, driver: Driver, stop: Arc<AtomicBool>) {
-        if let Err(e) = driver
-            .registry()
-            .register(&mut self.listener, LISTENER, Interest::READABLE)
-        {
-            eprintln!("linkperf serve: iperf3 listener failed: {e}");
-            return;
-        }
-        let cfg = &self.shared.cfg;
-        let gate = Gate::new(CookieGreeting, cfg.max_pending, cfg.handshake_timeout);
-        let mut acceptor = Acceptor {
-            driver,
-            listener: Listener::Tcp(self.listener),
-            shared: self.shared.clone(),
-            stop,
-            pending: HashMap::new(),
-            gate,
-            next_token: FIRST_CONN,
-            seq: 0,
-            retry_accept: AcceptRetry::default(),
-        };
-        let mut events = Events::with_capacity(256);
-        if let Err(e) = driver::run(&mut acceptor, &mut events) {
-            eprintln!("linkperf serve: iperf3 listener failed: {e}");
-        }
+fn run(acceptor: Acceptor, shared: Arc<Shared>) {
+    let cfg = &shared.cfg;
+    let gate = Gate::new(CookieGreeting, cfg.max_pending, cfg.handshake_timeout);
+    let mut cookies = Cookies {
+        shared: shared.clone(),
+        gate,
+        seq: 0,
+    };
+    if let Err(e) = acceptor.run(&mut cookies) {
+        eprintln!("linkperf serve: iperf3 listener failed: {e}");
     }
 }
 
@@ -206,111 +183,73 @@ struct Pending {
     seq: u64,
 }
 
-/// The iperf3 port's acceptor: new connections wait behind the engine's
-/// gate (at most `max_pending`, the oldest closed to make room, each at
-/// most the handshake timeout) until their cookie routes them.
-struct Acceptor {
-    driver: Driver,
-    listener: Listener,
+impl Held for Pending {
+    fn stream(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+}
+
+/// The iperf3 port's admission, on the engine's acceptor: new connections
+/// wait behind the engine's gate (at most `max_pending`, the oldest closed
+/// to make room, each at most the handshake timeout) until their cookie
+/// routes them.
+struct Cookies {
     shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
-    pending: HashMap<usize, Pending>,
     gate: Gate<CookieGreeting>,
-    next_token: usize,
     seq: u64,
-    retry_accept: AcceptRetry,
 }
 
-impl Flows for Acceptor {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.driver
+impl Admission for Cookies {
+    type Conn = Pending;
+
+    fn admit(
+        &mut self,
+        conns: &mut Conns<'_, Pending>,
+        key: usize,
+        stream: TcpStream,
+        peer: SocketAddr,
+        now: Instant,
+    ) {
+        self.seq += 1;
+        let seq = self.seq;
+        conns.insert(key, Pending { stream, peer, seq });
+        if let Some(oldest) = self.gate.admit(key, now) {
+            conns.close(oldest);
+        }
+        // The cookie is often there already.
+        self.progress(conns, key, now);
     }
 
-    fn turn(&mut self, now: Instant) -> Turn {
-        if self.stop.load(Ordering::Acquire) {
-            return Turn::Stop;
-        }
-        if self.retry_accept.due(now) {
-            self.accept();
-        }
-        while let Some(k) = self.gate.expired(now) {
-            self.close(k);
-        }
-        let wake = [self.gate.next_deadline(), self.retry_accept.deadline()]
-            .into_iter()
-            .flatten()
-            .fold(now + Duration::from_secs(1), Instant::min);
-        Turn::Wait(wake.saturating_duration_since(now))
-    }
-
-    fn event(&mut self, event: &mio::event::Event, _now: Instant) {
-        match event.token() {
-            LISTENER => self.accept(),
-            Token(t) => self.read_cookie(t),
-        }
-    }
-}
-
-impl Acceptor {
-    fn accept(&mut self) {
-        loop {
-            let stream = match accept_next(&self.listener) {
-                Accept::Conn(Conn::Tcp(stream)) => stream,
-                Accept::Conn(_) => continue,
-                Accept::Drained => return,
-                Accept::Stopped(_) => {
-                    // Out of descriptors or similar: the backlog waits a moment.
-                    self.retry_accept.stopped(Instant::now());
-                    return;
-                }
-            };
-            let Ok(peer) = stream.peer_addr() else {
-                continue; // reset before it was taken
-            };
-            let mut stream = stream;
-            let token = self.next_token;
-            self.next_token = self.next_token.wrapping_add(1).max(FIRST_CONN);
-            let registry = self.driver.registry();
-            if registry
-                .register(&mut stream, Token(token), Interest::READABLE)
-                .is_err()
-            {
-                continue;
-            }
-            self.seq += 1;
-            let seq = self.seq;
-            self.pending.insert(token, Pending { stream, peer, seq });
-            if let Some(oldest) = self.gate.admit(token, Instant::now()) {
-                self.close(oldest);
-            }
-            // The cookie is often there already.
-            self.read_cookie(token);
-        }
-    }
-
-    fn read_cookie(&mut self, token: usize) {
-        let Some(p) = self.pending.get_mut(&token) else {
+    fn progress(&mut self, conns: &mut Conns<'_, Pending>, key: usize, _now: Instant) {
+        let Some(p) = conns.get_mut(key) else {
             return;
         };
-        match self.gate.read(token, &mut p.stream) {
+        match self.gate.read(key, &mut p.stream) {
             Presented::Waiting => {}
-            Presented::Refused => self.close(token),
+            Presented::Refused => conns.close(key),
             Presented::Through(cookie) => {
-                if let Some(mut p) = self.pending.remove(&token) {
-                    let _ = self.driver.registry().deregister(&mut p.stream);
+                if let Some(p) = conns.remove(key) {
                     self.dispatch(cookie, p);
                 }
             }
         }
     }
 
-    /// Closes a connection that will not pass (the gate has forgotten it).
-    fn close(&mut self, token: usize) {
-        if let Some(mut p) = self.pending.remove(&token) {
-            let _ = self.driver.registry().deregister(&mut p.stream);
-        }
+    fn due(&mut self, now: Instant) -> Option<usize> {
+        self.gate.expired(now)
     }
 
+    /// Its time for its cookie ran out (the gate has forgotten it).
+    fn expire(&mut self, conns: &mut Conns<'_, Pending>, key: usize, _now: Instant) {
+        conns.close(key);
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.gate.next_deadline()
+    }
+}
+
+impl Cookies {
     fn dispatch(&mut self, cookie: Cookie, mut p: Pending) {
         match self.shared.route(cookie) {
             Route::Stream(tx) => {

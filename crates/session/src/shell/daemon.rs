@@ -27,9 +27,8 @@ use std::sync::{Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use linkperf_engine::worker::Driver;
+use linkperf_engine::worker::{Acceptor, Stop};
 use mio::net::TcpListener;
-use mio::Waker;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use linkperf_records::{AgentIdentity, ProcessMethod};
@@ -308,10 +307,10 @@ impl DaemonState {
 
 /// A bound daemon.
 pub struct Daemon {
-    listener: TcpListener,
-    /// The lobby's event wait, and its waker.
-    driver: Driver,
-    waker: Arc<Waker>,
+    /// The control listener and the lobby's event loop on it.
+    acceptor: Acceptor,
+    /// What stops that loop.
+    stop: Stop,
     config: DaemonConfig,
     state: Arc<DaemonState>,
 }
@@ -328,7 +327,7 @@ pub struct DaemonHandle {
 pub struct Shutdown {
     state: Arc<DaemonState>,
     /// Wakes the lobby's loop to see the flag.
-    waker: Arc<Waker>,
+    stop: Stop,
 }
 
 /// How serving ended.
@@ -363,11 +362,10 @@ impl Daemon {
             source,
         };
         let listener = control_listener(config.listen).map_err(failed)?;
-        let (driver, waker) = Driver::new(false).map_err(failed)?;
+        let (acceptor, stop) = Acceptor::new(listener).map_err(failed)?;
         Ok(Daemon {
-            listener,
-            driver,
-            waker,
+            acceptor,
+            stop,
             config,
             state: Arc::new(DaemonState::default()),
         })
@@ -375,14 +373,14 @@ impl Daemon {
 
     /// Where it listens.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().unwrap_or(self.config.listen)
+        self.acceptor.local_addr()
     }
 
     /// A handle that stops [`Daemon::serve`] from another thread.
     pub fn shutdown_handle(&self) -> Shutdown {
         Shutdown {
             state: self.state.clone(),
-            waker: self.waker.clone(),
+            stop: self.stop.clone(),
         }
     }
 
@@ -393,14 +391,13 @@ impl Daemon {
     /// session has ended, or after a grace of a few seconds.
     pub fn serve(self) -> ServeSummary {
         let Daemon {
-            listener,
-            driver,
+            acceptor,
             config,
             state,
             ..
         } = self;
         let config = Arc::new(config);
-        if let Err(e) = lobby::serve(driver, listener, &config, &state) {
+        if let Err(e) = lobby::serve(acceptor, &config, &state) {
             eprintln!("linkperf serve: the control port's event loop failed: {e}; shutting down");
             state.shutdown.store(true, Ordering::Release);
         }
@@ -435,7 +432,7 @@ impl Shutdown {
     /// [`Daemon::serve`] return.
     pub fn shutdown(&self) {
         self.state.shutdown.store(true, Ordering::Release);
-        let _ = self.waker.wake();
+        self.stop.stop();
     }
 }
 

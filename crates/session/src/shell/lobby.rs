@@ -1,8 +1,9 @@
 //! The daemon's lobby: every control connection waits here, on one event
-//! loop (the engine's [`Driver`], turned by [`driver::run`]), until its
-//! handshake is over; only then does it get a thread of its own.
+//! loop (the engine's one [`Acceptor`], which accepts, holds the
+//! connections, expires them on the lobby's deadlines and stops), until
+//! its handshake is over; only then does it get a thread of its own.
 //!
-//! The lobby accepts, reads each connection's frames as they come and
+//! The lobby admits, reads each connection's frames as they come and
 //! writes its welcome without blocking: the handshake itself is
 //! [`Stranger`]'s, bytes in and bytes out. A connection in its handshake
 //! holds a slot of the handshake table ([`Handshakes`]: at most
@@ -16,20 +17,15 @@
 //! the loop when there is none) and is handed, with what it sent past the
 //! handshake, to a thread of its own ([`serve_session`]).
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_engine::driver::{self, Driver, Flows, Turn};
-use linkperf_engine::io::{accept_next, Accept, AcceptRetry, Listener};
-use linkperf_engine::worker::WAKER;
+use linkperf_engine::worker::{Acceptor, Admission, Conns, Held};
 use linkperf_wire::{encode_server, ErrorCode, FrameDecoder, LimitKind};
-use mio::event::Event;
-use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Token};
+use mio::net::TcpStream;
 
 use crate::proto::server::fail::{fail, shutting_down, Fail};
 use crate::proto::server::stranger::{Came, Door, Stranger};
@@ -38,12 +34,6 @@ use crate::shell::daemon::{DaemonConfig, DaemonState, Setting};
 use crate::shell::key::new_challenge;
 use crate::shell::server::{serve_session, told, Shaken, LINGER, LINGER_BYTES};
 
-const LISTENER: Token = Token(0);
-const FIRST_CONN: usize = 1;
-/// Most connections accepted in one go before the others' bytes are read.
-const ACCEPT_BATCH: usize = 64;
-/// Longest sleep with nothing due (a shutdown wakes the loop at once).
-const IDLE_WAIT: Duration = Duration::from_secs(1);
 /// Most bytes waiting to be sent to one connection in its handshake: a
 /// welcome (with an agent's identity, about 1 KiB at most) and an error. A
 /// peer that leaves more unread is dropped.
@@ -54,18 +44,13 @@ const SCRATCH: usize = 16 * 1024;
 /// it are counted, and the count logged once the second is over.
 const LOG_LINES_PER_SECOND: u32 = 20;
 
-/// Serves the lobby on `listener` until the daemon shuts down; the
+/// Serves the lobby on `acceptor` until the daemon shuts down; the
 /// sessions it hands over run on. An error is the event wait's.
 pub(crate) fn serve(
-    driver: Driver,
-    mut listener: TcpListener,
+    acceptor: Acceptor,
     config: &Arc<DaemonConfig>,
     state: &Arc<DaemonState>,
 ) -> io::Result<()> {
-    driver
-        .registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)?;
-    let listener = Listener::Tcp(listener);
     let door = Door {
         key: config.auth_key.as_ref(),
         identity: config.identity.as_ref(),
@@ -75,20 +60,14 @@ pub(crate) fn serve(
         frame_setting: config.name(Setting::MaxFrame),
     };
     let mut lobby = Lobby {
-        driver,
-        listener,
         config,
         state,
         door,
         table: Handshakes::new(config.max_handshakes),
-        conns: HashMap::new(),
-        next_key: FIRST_CONN,
-        accept_more: false,
-        retry_accept: AcceptRetry::default(),
         scratch: vec![0; SCRATCH].into_boxed_slice(),
         log: LogBudget::default(),
     };
-    driver::run(&mut lobby, &mut Events::with_capacity(1024))
+    acceptor.run(&mut lobby)
 }
 
 /// Bytes waiting to be sent to one connection, at most [`OUTBOX_MAX`].
@@ -140,6 +119,12 @@ enum Phase<'k> {
     Closing { shut: bool, left: usize },
 }
 
+impl Held for Conn<'_> {
+    fn stream(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+}
+
 /// A connection in the lobby.
 struct Conn<'k> {
     stream: TcpStream,
@@ -156,6 +141,9 @@ struct Conn<'k> {
 enum Next {
     /// Nothing more until its next event.
     Wait,
+    /// Nothing more until its next event, which must come when it is
+    /// writable too (a write would have blocked).
+    WantWrites,
     /// Its handshake failed.
     Fail(Fail),
     /// Through its handshake, all of it sent.
@@ -166,7 +154,7 @@ enum Next {
 
 impl Conn<'_> {
     /// Reads, writes and decides what it can without blocking.
-    fn advance(&mut self, key: usize, scratch: &mut [u8], registry: &mio::Registry) -> Next {
+    fn advance(&mut self, scratch: &mut [u8]) -> Next {
         if let Phase::Shaking(s) = &mut self.phase {
             let Ok((came, said)) = read_handshake(&mut self.stream, s, scratch) else {
                 return Next::Close(None);
@@ -185,14 +173,8 @@ impl Conn<'_> {
             Ok(true) => {}
             Ok(false) => {
                 if !self.writable {
-                    let both = Interest::READABLE | Interest::WRITABLE;
                     self.writable = true;
-                    if registry
-                        .reregister(&mut self.stream, Token(key), both)
-                        .is_err()
-                    {
-                        return Next::Close(None);
-                    }
+                    return Next::WantWrites;
                 }
                 return Next::Wait;
             }
@@ -324,110 +306,35 @@ impl LogBudget {
     }
 }
 
-/// The lobby: the control listener and the connections in their handshake.
+/// The lobby: what becomes of the control connections in their handshake,
+/// on the engine's acceptor (which holds them, and accepts, expires and
+/// stops).
 struct Lobby<'a> {
-    driver: Driver,
-    listener: Listener,
     config: &'a Arc<DaemonConfig>,
     state: &'a Arc<DaemonState>,
     door: Door<'a>,
     table: Handshakes,
-    conns: HashMap<usize, Conn<'a>>,
-    next_key: usize,
-    /// The last accept stopped at its batch: accept more next turn.
-    accept_more: bool,
-    retry_accept: AcceptRetry,
     scratch: Box<[u8]>,
     log: LogBudget,
 }
 
-impl Flows for Lobby<'_> {
-    fn driver(&mut self) -> &mut Driver {
-        &mut self.driver
-    }
+/// The connections the lobby's acceptor holds.
+type InLobby<'c, 'a> = Conns<'c, Conn<'a>>;
 
-    fn turn(&mut self, now: Instant) -> Turn {
-        if self.state.shutting_down() {
-            self.close_all();
-            return Turn::Stop;
-        }
-        if self.retry_accept.due(now) || self.accept_more {
-            self.accept(now);
-        }
-        while let Some(key) = self.table.due(now) {
-            self.expire(key, now);
-        }
-        self.tell_left_out(now);
-        if self.accept_more {
-            return Turn::Wait(Duration::ZERO);
-        }
-        let wake = [
-            self.table.next_deadline(),
-            self.retry_accept.deadline(),
-            self.log.due(),
-        ]
-        .into_iter()
-        .flatten()
-        .fold(now + IDLE_WAIT, Instant::min);
-        Turn::Wait(wake.saturating_duration_since(now))
-    }
-
-    fn event(&mut self, event: &Event, now: Instant) {
-        match event.token() {
-            LISTENER => self.accept(now),
-            Token(key) => self.progress(key, now),
-        }
-    }
-}
-
-impl<'a> Lobby<'a> {
-    /// Accepts what waits, at most [`ACCEPT_BATCH`] this turn.
-    fn accept(&mut self, now: Instant) {
-        self.accept_more = false;
-        for _ in 0..ACCEPT_BATCH {
-            let stream = match accept_next(&self.listener) {
-                Accept::Conn(linkperf_engine::io::Conn::Tcp(stream)) => stream,
-                Accept::Conn(_) => continue,
-                Accept::Drained => return,
-                Accept::Stopped(_) => {
-                    // Out of descriptors or similar: the backlog waits a
-                    // moment (the handshakes ending free some).
-                    self.retry_accept.stopped(now);
-                    return;
-                }
-            };
-            // Reset before it was taken: gone.
-            if let Ok(peer) = stream.peer_addr() {
-                self.admit(stream, peer, now);
-            }
-        }
-        self.accept_more = true;
-    }
-
-    /// A key no connection holds.
-    fn new_key(&mut self) -> usize {
-        loop {
-            let key = self.next_key;
-            self.next_key = key.wrapping_add(1).max(FIRST_CONN);
-            if key != WAKER.0 && !self.conns.contains_key(&key) {
-                return key;
-            }
-        }
-    }
+impl<'a> Admission for Lobby<'a> {
+    type Conn = Conn<'a>;
 
     /// A new connection begins its handshake: it takes a slot of the
     /// table (pushing out the oldest when full), and what it sent with its
     /// connection is read at once.
-    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr, now: Instant) {
-        let key = self.new_key();
-        if self
-            .driver
-            .registry()
-            .register(&mut stream, Token(key), Interest::READABLE)
-            .is_err()
-        {
-            return;
-        }
+    fn admit(
+        &mut self,
+        conns: &mut InLobby<'_, 'a>,
+        key: usize,
+        stream: TcpStream,
+        peer: SocketAddr,
+        now: Instant,
+    ) {
         let id = self.state.next_session.fetch_add(1, Ordering::Relaxed) + 1;
         let challenge = self.door.key.map(|_| new_challenge()).transpose();
         let (challenge, failed) = match challenge {
@@ -439,9 +346,9 @@ impl<'a> Lobby<'a> {
         };
         let stranger = Stranger::new(self.door, id, now, challenge);
         for old in self.table.admit(key, peer.ip(), stranger.deadline()) {
-            self.push_out(old, now);
+            self.push_out(conns, old, now);
         }
-        self.conns.insert(
+        conns.insert(
             key,
             Conn {
                 stream,
@@ -453,42 +360,107 @@ impl<'a> Lobby<'a> {
             },
         );
         match failed {
-            Some(f) => self.fail(key, f, now),
-            None => self.progress(key, now),
+            Some(f) => self.fail(conns, key, f, now),
+            None => self.progress(conns, key, now),
         }
     }
 
     /// Moves connection `key` on as far as it goes without blocking.
-    fn progress(&mut self, key: usize, now: Instant) {
+    fn progress(&mut self, conns: &mut InLobby<'_, 'a>, key: usize, now: Instant) {
         // Each round either ends or moves the connection to a later phase.
         for _ in 0..4 {
-            let Some(conn) = self.conns.get_mut(&key) else {
+            let Some(conn) = conns.get_mut(key) else {
                 return;
             };
-            match conn.advance(key, &mut self.scratch, self.driver.registry()) {
+            match conn.advance(&mut self.scratch) {
                 Next::Wait => return,
-                Next::Fail(f) => self.fail(key, f, now),
-                Next::HandOver => match self.hand_over(key) {
+                Next::WantWrites => {
+                    if conns.want_writes(key).is_err() {
+                        self.close(conns, key);
+                    }
+                    return;
+                }
+                Next::Fail(f) => self.fail(conns, key, f, now),
+                Next::HandOver => match self.hand_over(conns, key) {
                     Ok(()) => return,
-                    Err(f) => self.fail(key, f, now),
+                    Err(f) => self.fail(conns, key, f, now),
                 },
                 Next::Close(why) => {
                     if let Some(why) = why {
-                        self.say_of(key, now, why);
+                        self.say_of(conns, key, now, why);
                     }
-                    self.close(key);
+                    self.close(conns, key);
                     return;
                 }
             }
         }
     }
 
+    fn due(&mut self, now: Instant) -> Option<usize> {
+        self.table.due(now)
+    }
+
+    /// Connection `key`'s deadline passed: one in its handshake is late,
+    /// one closing (or not reading its welcome) is closed.
+    fn expire(&mut self, conns: &mut InLobby<'_, 'a>, key: usize, now: Instant) {
+        let Some(conn) = conns.get(key) else {
+            self.table.remove(key);
+            return;
+        };
+        match &conn.phase {
+            Phase::Shaking(s) => {
+                let late = s.late();
+                self.fail(conns, key, late, now);
+                self.progress(conns, key, now);
+            }
+            Phase::Through(_) => {
+                self.say_of(
+                    conns,
+                    key,
+                    now,
+                    "left its welcome unread past the handshake timeout",
+                );
+                self.close(conns, key);
+            }
+            Phase::Closing { .. } => self.close(conns, key),
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        [self.table.next_deadline(), self.log.due()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    fn turn(&mut self, now: Instant) {
+        self.tell_left_out(now);
+    }
+
+    fn stopping(&self) -> bool {
+        self.state.shutting_down()
+    }
+
+    /// The daemon shuts down: every connection still in its handshake is
+    /// told so, if its socket takes the words at once, and closed.
+    fn stop(&mut self, conns: &mut InLobby<'_, 'a>) {
+        let words = encode_server(&shutting_down().message());
+        for (_, mut conn) in conns.drain() {
+            if matches!(conn.phase, Phase::Shaking(_)) {
+                let _ = conn.stream.write(&words);
+            }
+        }
+        self.table.drain();
+    }
+}
+
+impl<'a> Lobby<'a> {
     /// Connection `key`'s handshake failed: it is logged, sent the error,
     /// and closed within [`LINGER`].
-    fn fail(&mut self, key: usize, f: Fail, now: Instant) {
+    fn fail(&mut self, conns: &mut InLobby<'_, 'a>, key: usize, f: Fail, now: Instant) {
         let words = told(&f, self.config);
-        self.say_of(key, now, &words);
-        let Some(conn) = self.conns.get_mut(&key) else {
+        self.say_of(conns, key, now, &words);
+        let Some(conn) = conns.get_mut(key) else {
             return;
         };
         if matches!(conn.phase, Phase::Closing { .. }) {
@@ -499,42 +471,17 @@ impl<'a> Lobby<'a> {
             left: LINGER_BYTES,
         };
         if conn.outbox.queue(&encode_server(&f.message())).is_err() {
-            self.close(key);
+            self.close(conns, key);
             return;
         }
         self.table.set_deadline(key, now + LINGER);
-    }
-
-    /// Connection `key`'s deadline passed: one in its handshake is late,
-    /// one closing (or not reading its welcome) is closed.
-    fn expire(&mut self, key: usize, now: Instant) {
-        let Some(conn) = self.conns.get(&key) else {
-            self.table.remove(key);
-            return;
-        };
-        match &conn.phase {
-            Phase::Shaking(s) => {
-                let late = s.late();
-                self.fail(key, late, now);
-                self.progress(key, now);
-            }
-            Phase::Through(_) => {
-                self.say_of(
-                    key,
-                    now,
-                    "left its welcome unread past the handshake timeout",
-                );
-                self.close(key);
-            }
-            Phase::Closing { .. } => self.close(key),
-        }
     }
 
     /// Connection `key` is through its handshake and has been sent all it
     /// was to be sent: it takes a session slot and is handed to a thread of
     /// its own (closed, and logged, if none can be started). `Err`: no
     /// session slot is free; it stays in the lobby to be told so.
-    fn hand_over(&mut self, key: usize) -> Result<(), Fail> {
+    fn hand_over(&mut self, conns: &mut InLobby<'_, 'a>, key: usize) -> Result<(), Fail> {
         let config = self.config;
         if !self.state.take_session(config.max_sessions) {
             return Err(fail(
@@ -546,12 +493,11 @@ impl<'a> Lobby<'a> {
                 ),
             ));
         }
-        let Some(mut conn) = self.conns.remove(&key) else {
+        let Some(conn) = conns.remove(key) else {
             self.state.sessions.fetch_sub(1, Ordering::AcqRel);
             return Ok(());
         };
         self.table.remove(key);
-        let _ = self.driver.registry().deregister(&mut conn.stream);
         let Phase::Through(rest) = conn.phase else {
             self.state.sessions.fetch_sub(1, Ordering::AcqRel);
             return Ok(());
@@ -583,43 +529,29 @@ impl<'a> Lobby<'a> {
 
     /// Connection `key` was pushed out of the full table for a newer one:
     /// it is closed (and logged), nothing sent.
-    fn push_out(&mut self, key: usize, now: Instant) {
+    fn push_out(&mut self, conns: &mut InLobby<'_, 'a>, key: usize, now: Instant) {
         let max = self.config.max_handshakes;
         let why = format!(
             "dropped for a newer connection: this server holds at most {max} connections in \
              their handshake, {} from one address",
             per_source(max).min(max.max(1))
         );
-        self.say_of(key, now, &why);
-        self.close(key);
+        self.say_of(conns, key, now, &why);
+        self.close(conns, key);
     }
 
     /// Closes connection `key`.
-    fn close(&mut self, key: usize) {
+    fn close(&mut self, conns: &mut InLobby<'_, 'a>, key: usize) {
         self.table.remove(key);
-        if let Some(mut conn) = self.conns.remove(&key) {
-            let _ = self.driver.registry().deregister(&mut conn.stream);
-        }
-    }
-
-    /// The daemon shuts down: every connection still in its handshake is
-    /// told so, if its socket takes the words at once, and closed.
-    fn close_all(&mut self) {
-        let words = encode_server(&shutting_down().message());
-        for (_, mut conn) in self.conns.drain() {
-            if matches!(conn.phase, Phase::Shaking(_)) {
-                let _ = conn.stream.write(&words);
-            }
-        }
-        self.table.drain();
+        conns.close(key);
     }
 
     /// Logs `what` of connection `key`, within the log's budget.
-    fn say_of(&mut self, key: usize, now: Instant, what: &str) {
+    fn say_of(&mut self, conns: &InLobby<'_, 'a>, key: usize, now: Instant, what: &str) {
         if !self.config.log {
             return;
         }
-        let Some(conn) = self.conns.get(&key) else {
+        let Some(conn) = conns.get(key) else {
             return;
         };
         let (id, peer) = (conn.id, conn.peer);

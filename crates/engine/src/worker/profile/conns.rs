@@ -134,6 +134,50 @@ pub(super) fn conn_settings(o: &ConnOptions) -> Settings {
     }
 }
 
+/// A profile's worker as the one accept loop sees it.
+struct Accepting<'a> {
+    kind: &'a mut ProfileKind,
+    core: &'a mut Core,
+}
+
+impl Behind for Accepting<'_> {
+    type Greeting = SessionPreamble;
+
+    fn listener(&self) -> Option<&Listener> {
+        self.kind.listener.as_ref()
+    }
+
+    fn retry(&mut self) -> &mut AcceptRetry {
+        &mut self.kind.accept_retry
+    }
+
+    fn gate(&mut self) -> &mut PreambleGate {
+        &mut self.kind.gate
+    }
+
+    /// Under token `PENDING_BASE + key`, readable: through the gate, it
+    /// leaves the poll until its user's accept takes it.
+    fn keep(&mut self, mut conn: Conn, _now: Instant) -> Option<usize> {
+        let entry = self.kind.pending.vacant_entry();
+        let key = entry.key();
+        self.core
+            .driver()
+            .registry()
+            .register(conn.source(), Token(PENDING_BASE + key), Interest::READABLE)
+            .ok()?;
+        entry.insert(conn);
+        Some(key)
+    }
+
+    fn close(&mut self, key: usize) {
+        self.kind.drop_pending(self.core, key);
+    }
+
+    fn greet(&mut self, key: usize, _now: Instant) {
+        self.kind.preamble(self.core, key);
+    }
+}
+
 /// A failure of the step on connection `c`, in the user's words.
 pub(super) fn failed(c: usize, why: impl Into<String>) -> Option<Told> {
     Some(Told::Failed(c, io::Error::other(why.into())))
@@ -355,38 +399,9 @@ impl ProfileKind {
         Some(Told::Closed(c))
     }
 
+    /// Accepts every connection waiting, behind the gate.
     pub(super) fn accept_all(&mut self, core: &mut Core) {
-        loop {
-            let Some(listener) = self.listener.as_ref() else {
-                return;
-            };
-            let mut conn = match accept_next(listener) {
-                Accept::Conn(conn) => conn,
-                Accept::Drained => return,
-                // Out of descriptors: the rest wait in the backlog for the
-                // retry.
-                Accept::Stopped(_) => {
-                    self.accept_retry.stopped(Instant::now());
-                    return;
-                }
-            };
-            let entry = self.pending.vacant_entry();
-            let key = entry.key();
-            if core
-                .driver()
-                .registry()
-                .register(conn.source(), Token(PENDING_BASE + key), Interest::READABLE)
-                .is_ok()
-            {
-                entry.insert(conn);
-                // Connections that never present a preamble stay bounded:
-                // the one waiting longest makes room.
-                if let Some(oldest) = self.gate.admit(key, Instant::now()) {
-                    self.drop_pending(core, oldest);
-                }
-                self.preamble(core, key);
-            }
-        }
+        accept_behind(&mut Accepting { kind: self, core });
     }
 
     /// Reads a new connection's preamble and hands it to its user.

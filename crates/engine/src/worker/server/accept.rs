@@ -6,6 +6,62 @@
 
 use super::*;
 
+/// A server worker as the one accept loop sees it.
+struct Accepting<'a> {
+    kind: &'a mut ServerKind,
+    core: &'a mut Core<ServerKind>,
+}
+
+impl Behind for Accepting<'_> {
+    type Greeting = SessionPreamble;
+
+    fn listener(&self) -> Option<&Listener> {
+        match &self.kind.source {
+            Source::Listener(l) => Some(l),
+            Source::Udp(_) => None,
+        }
+    }
+
+    fn retry(&mut self) -> &mut AcceptRetry {
+        &mut self.kind.accept_retry
+    }
+
+    fn gate(&mut self) -> &mut PreambleGate {
+        &mut self.kind.gate
+    }
+
+    /// Under token `KIND_TOKENS + k`, readable and writable (its flow's
+    /// events come under it once it is through); the gate's bound follows
+    /// the flows connected now.
+    fn keep(&mut self, mut conn: Conn, _now: Instant) -> Option<usize> {
+        let kind = &mut *self.kind;
+        conn.apply(&kind.opts).ok()?;
+        let entry = kind.pending.vacant_entry();
+        let k = entry.key();
+        self.core
+            .driver()
+            .registry()
+            .register(
+                conn.source(),
+                Token(KIND_TOKENS + k),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .ok()?;
+        entry.insert(Pending::Gate(conn));
+        kind.gate
+            .set_cap(crate::io::gate::preamble_cap(kind.expected, kind.connected));
+        Some(k)
+    }
+
+    fn close(&mut self, key: usize) {
+        self.kind.close_pending(self.core, key);
+    }
+
+    fn greet(&mut self, key: usize, now: Instant) {
+        self.kind.read_preamble(self.core, key, now);
+    }
+}
+
 impl ServerKind {
     /// Closes the connections whose time for their preamble ran out.
     pub(super) fn expire_preambles(&mut self, core: &mut Core<Self>, now: Instant) {
@@ -24,50 +80,9 @@ impl ServerKind {
         }
     }
 
+    /// Accepts every connection waiting, behind the gate.
     pub(super) fn accept_all(&mut self, core: &mut Core<Self>) {
-        loop {
-            let Source::Listener(listener) = &self.source else {
-                return;
-            };
-            let mut conn = match accept_next(listener) {
-                Accept::Conn(conn) => conn,
-                Accept::Drained => return,
-                // Out of descriptors: keep serving; the rest wait in the
-                // backlog for the retry.
-                Accept::Stopped(_) => {
-                    self.accept_retry.stopped(Instant::now());
-                    return;
-                }
-            };
-            if conn.apply(&self.opts).is_err() {
-                continue;
-            }
-            let entry = self.pending.vacant_entry();
-            let k = entry.key();
-            if core
-                .driver()
-                .registry()
-                .register(
-                    conn.source(),
-                    Token(KIND_TOKENS + k),
-                    Interest::READABLE | Interest::WRITABLE,
-                )
-                .is_err()
-            {
-                continue;
-            }
-            entry.insert(Pending::Gate(conn));
-            // Connections that never present a preamble (anyone may open one
-            // to a data port) stay bounded: the one waiting longest is closed
-            // to make room.
-            let now = Instant::now();
-            self.gate
-                .set_cap(crate::io::gate::preamble_cap(self.expected, self.connected));
-            if let Some(oldest) = self.gate.admit(k, now) {
-                self.close_pending(core, oldest);
-            }
-            self.read_preamble(core, k, now);
-        }
+        accept_behind(&mut Accepting { kind: self, core });
     }
 
     /// Reads what connection `k` behind the gate presented: through it, it
