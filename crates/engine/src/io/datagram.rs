@@ -179,6 +179,24 @@ pub fn receive(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
     })
 }
 
+/// Sends datagram `d` on UDP socket `sock`: to `to`, or to the socket's peer
+/// when `None` (one system call, no segmentation).
+#[inline]
+pub fn send_one(sock: &mio::net::UdpSocket, d: &[u8], to: Option<SocketAddr>) -> io::Result<usize> {
+    match to {
+        Some(a) => sock.send_to(d, a),
+        None => sock.send(d),
+    }
+}
+
+/// Reads one datagram from the peer of connected UDP socket `sock` into
+/// `buf` (`recv`: the kernel has only the peer's to hand, and no address to
+/// write back).
+#[inline]
+pub fn receive_connected(sock: &mio::net::UdpSocket, buf: &mut [u8]) -> io::Result<usize> {
+    sock.recv(buf)
+}
+
 /// Reads one datagram waiting on UDP socket `fd` into `buf`, with no room
 /// for control messages (`recvfrom`: cheaper for the kernel than
 /// [`receive`]'s `recvmsg`, for a socket that takes no runs).

@@ -18,6 +18,37 @@ use crate::worker::Buffers;
 /// the whole test.
 const DRIVE_BUDGET: usize = 1024 * 1024;
 
+/// Reads what has arrived on `conn` into `buf`, in one system call: bytes
+/// of a stream (none: its peer closed), or one datagram of a connected UDP
+/// socket.
+#[inline]
+pub fn read_some(conn: &mut Conn, buf: &mut [u8]) -> io::Result<usize> {
+    conn.read(buf)
+}
+
+/// Writes what `conn` takes of `buf`, in one system call: a stream's bytes,
+/// or `buf` as one datagram of a connected UDP socket.
+#[inline]
+pub fn write_some(conn: &mut Conn, buf: &[u8]) -> io::Result<usize> {
+    conn.write(buf)
+}
+
+/// Reads and discards what `conn` carries until its peer closes it,
+/// `drained` told each read's bytes: true once the peer has closed (or the
+/// connection failed), false when the socket has nothing more for now (a
+/// readable event goes on).
+pub fn drain_to_close(conn: &mut Conn, buf: &mut [u8], mut drained: impl FnMut(usize)) -> bool {
+    loop {
+        match conn.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => drained(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+}
+
 /// The halves of one stream flow.
 #[derive(Debug)]
 pub struct StreamHalves {
