@@ -292,4 +292,36 @@ mod tests {
             );
         }
     }
+
+    /// Blocking mio sockets (mio leaves a socket it is given as it is), so
+    /// that each receive waits for its datagram; bounded by a read timeout.
+    fn blocking(sock: UdpSocket) -> mio::net::UdpSocket {
+        sock.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        mio::net::UdpSocket::from_std(sock)
+    }
+
+    #[test]
+    fn a_datagram_goes_to_the_peer_or_the_address_named_and_only_the_peers_is_read() {
+        let server = blocking(UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap());
+        let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        let client = blocking(client);
+        let stranger = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let mut buf = [0u8; 64];
+
+        assert_eq!(send_one(&client, b"request", None).unwrap(), 7);
+        let r = receive_one(server.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..r.len], b"request");
+        assert_eq!(r.from, Some(client.local_addr().unwrap()));
+        assert_eq!(r.segment, None);
+
+        // The stranger's datagram comes first, but only the peer's is read.
+        stranger
+            .send_to(b"stranger", client.local_addr().unwrap())
+            .unwrap();
+        assert_eq!(send_one(&server, b"answer", r.from).unwrap(), 6);
+        let k = receive_connected(&client, &mut buf).unwrap();
+        assert_eq!(&buf[..k], b"answer");
+    }
 }

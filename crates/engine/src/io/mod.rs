@@ -6,7 +6,8 @@
 //! a stream flow's bytes (stream.rs), sendfile(2) from a memory file
 //! (sendfile.rs), UDP's batched system calls
 //! (datagram.rs: GSO and GRO) and a UDP stream's sends and reads on top of
-//! them (udp_stream.rs). Workers do their I/O through here; flows never do.
+//! them (udp_stream.rs). Workers do their I/O through here; flows never do
+//! (layout.rs checks that workers and programs call no socket themselves).
 
 pub(crate) mod accept;
 pub(crate) mod datagram;

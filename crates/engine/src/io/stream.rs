@@ -221,6 +221,24 @@ mod tests {
 
     use super::*;
 
+    #[test]
+    fn a_drain_reads_what_came_and_ends_only_when_the_peer_has_closed() {
+        let (a, b) = mio::net::UnixStream::pair().unwrap();
+        let (mut peer, mut conn) = (Conn::Unix(a), Conn::Unix(b));
+        let mut buf = [0u8; 64];
+        let mut drained = 0;
+        assert_eq!(write_some(&mut peer, &[1u8; 100]).unwrap(), 100);
+        // What came is read (in reads of the buffer's size), and the peer is
+        // still there: not closed yet.
+        assert!(!drain_to_close(&mut conn, &mut buf, |n| drained += n));
+        assert_eq!(drained, 100);
+        peer.write_all(b"last").unwrap();
+        drop(peer);
+        assert!(drain_to_close(&mut conn, &mut buf, |n| drained += n));
+        assert_eq!(drained, 104);
+        assert_eq!(read_some(&mut conn, &mut buf).unwrap(), 0);
+    }
+
     /// Regression (issue 32): about 40 % of `str-readx30k` runs against a
     /// separate server took 3 s more than asked. The client's last bytes and
     /// its end (FIN) reached the server in one readiness edge; the server's
