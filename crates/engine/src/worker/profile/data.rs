@@ -41,9 +41,13 @@ impl ProfileKind {
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
-                match &self.file {
-                    Some(file) if sendfile => send_file(&l.conn, file, n),
-                    _ => write_some(&mut l.conn, &self.buf[..n]),
+                if sendfile {
+                    let Some(file) = &self.file else {
+                        return failed("no sendfile payload".into());
+                    };
+                    send_file(&l.conn, file, n)
+                } else {
+                    write_some(&mut l.conn, &self.buf[..n])
                 }
             }
             Some(SocketState::Udp { seq, .. }) => {
