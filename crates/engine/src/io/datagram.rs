@@ -179,6 +179,24 @@ pub fn receive(fd: RawFd, buf: &mut [u8]) -> io::Result<Received> {
     })
 }
 
+/// Sends datagram `d` on UDP socket `sock`: to `to`, or to the socket's peer
+/// when `None` (one system call, no segmentation).
+#[inline]
+pub fn send_one(sock: &mio::net::UdpSocket, d: &[u8], to: Option<SocketAddr>) -> io::Result<usize> {
+    match to {
+        Some(a) => sock.send_to(d, a),
+        None => sock.send(d),
+    }
+}
+
+/// Reads one datagram from the peer of connected UDP socket `sock` into
+/// `buf` (`recv`: the kernel has only the peer's to hand, and no address to
+/// write back).
+#[inline]
+pub fn receive_connected(sock: &mio::net::UdpSocket, buf: &mut [u8]) -> io::Result<usize> {
+    sock.recv(buf)
+}
+
 /// Reads one datagram waiting on UDP socket `fd` into `buf`, with no room
 /// for control messages (`recvfrom`: cheaper for the kernel than
 /// [`receive`]'s `recvmsg`, for a socket that takes no runs).
@@ -273,5 +291,37 @@ mod tests {
                 [(0, 100), (1, 100), (2, 100), (3, 100), (4, 100), (5, 30)]
             );
         }
+    }
+
+    /// Blocking mio sockets (mio leaves a socket it is given as it is), so
+    /// that each receive waits for its datagram; bounded by a read timeout.
+    fn blocking(sock: UdpSocket) -> mio::net::UdpSocket {
+        sock.set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        mio::net::UdpSocket::from_std(sock)
+    }
+
+    #[test]
+    fn a_datagram_goes_to_the_peer_or_the_address_named_and_only_the_peers_is_read() {
+        let server = blocking(UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap());
+        let client = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        let client = blocking(client);
+        let stranger = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let mut buf = [0u8; 64];
+
+        assert_eq!(send_one(&client, b"request", None).unwrap(), 7);
+        let r = receive_one(server.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..r.len], b"request");
+        assert_eq!(r.from, Some(client.local_addr().unwrap()));
+        assert_eq!(r.segment, None);
+
+        // The stranger's datagram comes first, but only the peer's is read.
+        stranger
+            .send_to(b"stranger", client.local_addr().unwrap())
+            .unwrap();
+        assert_eq!(send_one(&server, b"answer", r.from).unwrap(), 6);
+        let k = receive_connected(&client, &mut buf).unwrap();
+        assert_eq!(&buf[..k], b"answer");
     }
 }

@@ -3,16 +3,21 @@
 //! (socket.rs), dialing out with a greeting (dial.rs) and accepting
 //! (accept.rs; what the accepted say first is read behind gate.rs), a UDP
 //! socket's registration with the server (register.rs), moving
-//! a stream flow's bytes (stream.rs), UDP's batched system calls
+//! a stream flow's bytes (stream.rs), sendfile(2) from a memory file
+//! (sendfile.rs), UDP's batched system calls
 //! (datagram.rs: GSO and GRO) and a UDP stream's sends and reads on top of
-//! them (udp_stream.rs). Workers do their I/O through here; flows never do.
+//! them (udp_stream.rs). Workers do their I/O through here; flows never do
+//! (layout.rs checks that workers and programs call no socket themselves).
 
 pub(crate) mod accept;
 pub(crate) mod datagram;
 pub(crate) mod dial;
 pub(crate) mod exchange;
 pub mod gate;
+#[cfg(test)]
+mod layout;
 pub(crate) mod register;
+pub(crate) mod sendfile;
 pub(crate) mod socket;
 pub(crate) mod stream;
 pub(crate) mod udp_stream;

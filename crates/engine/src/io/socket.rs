@@ -436,6 +436,13 @@ impl Write for Conn {
     }
 }
 
+/// Shuts `socket` down both ways, ignoring errors: a thread blocked in a read
+/// on it (or on another descriptor of it) returns end-of-file, one in a write
+/// fails.
+pub fn shut_down(socket: &OwnedFd) {
+    let _ = SockRef::from(socket).shutdown(Shutdown::Both);
+}
+
 /// A listener for stream connections, TCP or Unix.
 #[derive(Debug)]
 pub enum Listener {

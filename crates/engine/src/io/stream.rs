@@ -18,6 +18,37 @@ use crate::worker::Buffers;
 /// the whole test.
 const DRIVE_BUDGET: usize = 1024 * 1024;
 
+/// Reads what has arrived on `conn` into `buf`, in one system call: bytes
+/// of a stream (none: its peer closed), or one datagram of a connected UDP
+/// socket.
+#[inline]
+pub fn read_some(conn: &mut Conn, buf: &mut [u8]) -> io::Result<usize> {
+    conn.read(buf)
+}
+
+/// Writes what `conn` takes of `buf`, in one system call: a stream's bytes,
+/// or `buf` as one datagram of a connected UDP socket.
+#[inline]
+pub fn write_some(conn: &mut Conn, buf: &[u8]) -> io::Result<usize> {
+    conn.write(buf)
+}
+
+/// Reads and discards what `conn` carries until its peer closes it,
+/// `drained` told each read's bytes: true once the peer has closed (or the
+/// connection failed), false when the socket has nothing more for now (a
+/// readable event goes on).
+pub fn drain_to_close(conn: &mut Conn, buf: &mut [u8], mut drained: impl FnMut(usize)) -> bool {
+    loop {
+        match conn.read(buf) {
+            Ok(0) => return true,
+            Ok(n) => drained(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return true,
+        }
+    }
+}
+
 /// The halves of one stream flow.
 #[derive(Debug)]
 pub struct StreamHalves {
@@ -189,6 +220,24 @@ mod tests {
     use linkperf_workload::StreamDirection;
 
     use super::*;
+
+    #[test]
+    fn a_drain_reads_what_came_and_ends_only_when_the_peer_has_closed() {
+        let (a, b) = mio::net::UnixStream::pair().unwrap();
+        let (mut peer, mut conn) = (Conn::Unix(a), Conn::Unix(b));
+        let mut buf = [0u8; 64];
+        let mut drained = 0;
+        assert_eq!(write_some(&mut peer, &[1u8; 100]).unwrap(), 100);
+        // What came is read (in reads of the buffer's size), and the peer is
+        // still there: not closed yet.
+        assert!(!drain_to_close(&mut conn, &mut buf, |n| drained += n));
+        assert_eq!(drained, 100);
+        peer.write_all(b"last").unwrap();
+        drop(peer);
+        assert!(drain_to_close(&mut conn, &mut buf, |n| drained += n));
+        assert_eq!(drained, 104);
+        assert_eq!(read_some(&mut conn, &mut buf).unwrap(), 0);
+    }
 
     /// Regression (issue 32): about 40 % of `str-readx30k` runs against a
     /// separate server took 3 s more than asked. The client's last bytes and

@@ -12,7 +12,7 @@ use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
 
 use crate::counters::{Counters, FlowSlotId};
 use crate::flow::udp_stream::{DatagramTx, TxWant};
-use crate::io::datagram::{receive, run_length, segmentation_refused, send_segments};
+use crate::io::datagram::{receive, run_length, segmentation_refused, send_one, send_segments};
 
 /// Most payload bytes one turn moves each way before the worker goes on to
 /// its other flows, its clock and its signals (as a TCP stream's drive).
@@ -46,11 +46,9 @@ pub struct Out<'a> {
 }
 
 impl Out<'_> {
+    #[inline]
     fn send_one(&self, d: &[u8]) -> io::Result<usize> {
-        match self.to {
-            Some(a) => self.sock.send_to(d, a),
-            None => self.sock.send(d),
-        }
+        send_one(self.sock, d, self.to)
     }
 }
 

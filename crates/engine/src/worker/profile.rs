@@ -8,9 +8,9 @@
 //! their own.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,10 @@ use mio::{Events, Interest, Token};
 
 use crate::counters::OPEN_WINDOW;
 use crate::flow::step::{Carried, Step, Told};
+use crate::io::datagram::{receive_one, send_one, Received};
+use crate::io::sendfile::{payload_file, send_file};
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
+use crate::io::stream::{read_some, write_some};
 use crate::io::{
     accept_behind, AcceptRetry, Behind, Dial, DialError, Listener, Register, Registration,
 };

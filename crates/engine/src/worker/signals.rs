@@ -12,8 +12,7 @@ use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use socket2::SockRef;
-
+use crate::io::socket::shut_down;
 use crate::schedule::Schedule;
 
 /// Signals shared by the coordinator and the workers of one side of one test.
@@ -86,7 +85,7 @@ impl Signals {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let mut parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
         if self.stopped() {
-            shut(&socket);
+            shut_down(&socket);
         }
         parked.push((key, socket));
         Parked {
@@ -108,14 +107,10 @@ impl Signals {
     fn interrupt_parked(&self) {
         let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
         for (_, socket) in parked.iter() {
-            shut(socket);
+            // Ends the blocking calls on it: reads return end-of-file, writes fail.
+            shut_down(socket);
         }
     }
-}
-
-/// Ends the blocking calls on a socket: reads return end-of-file, writes fail.
-fn shut(socket: &OwnedFd) {
-    let _ = SockRef::from(socket).shutdown(std::net::Shutdown::Both);
 }
 
 /// A socket parked in [`Signals`]; dropping this un-parks (and closes the duplicate).

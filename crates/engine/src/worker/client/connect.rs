@@ -2,7 +2,7 @@
 //! a time (each with its preamble, or a UDP stream's registration),
 //! reconnecting a crr flow per transaction, closing.
 
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use super::flow::{ClientFlow, Logic, Stage};
 use super::{ClientKind, Run};
 use crate::flow::step::{Carried, Told};
 use crate::io::socket::{tcp_connect, udp_connect, unix_connect, DataEndpoints};
+use crate::io::stream::drain_to_close;
 use crate::io::{Dial, DialError};
 use crate::schedule::Phase;
 use crate::worker::generic::Core;
@@ -229,14 +230,8 @@ impl ClientKind {
         match slot.flow.stage {
             Stage::AwaitClose => {
                 let conn = &mut slot.links.last_mut()?.conn;
-                loop {
-                    match conn.read(&mut self.bufs.read) {
-                        Ok(0) => break,
-                        Ok(_) => continue,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(_) => break,
-                    }
+                if !drain_to_close(conn, &mut self.bufs.read, |_| {}) {
+                    return None;
                 }
                 core.drop_link(key, 0);
                 let now = Instant::now();

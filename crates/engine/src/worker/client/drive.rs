@@ -11,6 +11,7 @@ use super::flow::{Logic, Stage};
 use super::ClientKind;
 use crate::flow::step::{Carried, Deadline, Told};
 use crate::flow::Want;
+use crate::io::datagram::{receive_connected, send_one};
 use crate::io::exchange::{self, Exchanged};
 use crate::io::stream::StreamIo;
 use crate::io::Conn;
@@ -142,7 +143,7 @@ impl ClientKind {
         };
         let bufs = &mut self.bufs;
         loop {
-            match sock.recv(&mut bufs.read) {
+            match receive_connected(sock, &mut bufs.read) {
                 Ok(k) => {
                     let Ok(h) = UdpHeader::decode(&bufs.read[..k]) else {
                         continue;
@@ -193,7 +194,7 @@ impl ClientKind {
             bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
             // A datagram the socket refused (its buffer full, an ICMP error)
             // is as good as lost: its timeout counts it.
-            if sock.send(&bufs.datagram[..len]).is_ok() {
+            if send_one(sock, &bufs.datagram[..len], None).is_ok() {
                 counts.tx(key, n, now);
             }
         }
@@ -253,7 +254,7 @@ impl ClientKind {
                     }
                     .encode(&mut hdr);
                     bufs.datagram[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-                    match sock.send(&bufs.datagram[..len]) {
+                    match send_one(sock, &bufs.datagram[..len], None) {
                         Ok(_) => {
                             counts.tx(key, n, Instant::now());
                             rr.wrote(n);
@@ -266,7 +267,7 @@ impl ClientKind {
                         }
                     }
                 }
-                Want::Read(_) => match sock.recv(&mut bufs.read) {
+                Want::Read(_) => match receive_connected(sock, &mut bufs.read) {
                     Ok(k) => {
                         let Ok(h) = UdpHeader::decode(&bufs.read[..k]) else {
                             continue;

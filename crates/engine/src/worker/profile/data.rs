@@ -6,34 +6,6 @@ use super::*;
 /// Largest single read or write.
 pub(super) const MAX_CHUNK: usize = 256 * 1024;
 
-/// An anonymous file holding `payload`, for sendfile(2).
-pub(super) fn payload_file(payload: &[u8]) -> io::Result<OwnedFd> {
-    // SAFETY: memfd_create takes a NUL-terminated name and flags; it returns
-    // a new descriptor or -1.
-    let fd = unsafe { libc::memfd_create(c"linkperf-sendfile".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a descriptor we just created and own.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut f = std::fs::File::from(owned.try_clone()?);
-    f.write_all(payload)?;
-    Ok(owned)
-}
-
-/// sendfile(2) of `n` bytes of `file` from its start to `sock`.
-pub(super) fn send_file(sock: RawFd, file: RawFd, n: usize) -> io::Result<usize> {
-    let mut off: libc::off_t = 0;
-    // SAFETY: both descriptors are open for the call; `off` is a valid
-    // pointer the kernel updates.
-    let r = unsafe { libc::sendfile(sock, file, &mut off, n) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r as usize)
-    }
-}
-
 impl ProfileKind {
     /// Writes (or sends from the payload file) up to `len` bytes of user
     /// `u`'s current write on connection `c`.
@@ -70,10 +42,12 @@ impl ProfileKind {
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
                 if sendfile {
-                    let file = self.file.as_ref().map(|f| f.as_raw_fd()).unwrap_or(-1);
-                    send_file(l.conn.as_raw_fd(), file, n)
+                    let Some(file) = &self.file else {
+                        return failed("no sendfile payload".into());
+                    };
+                    send_file(&l.conn, file, n)
                 } else {
-                    l.conn.write(&self.buf[..n])
+                    write_some(&mut l.conn, &self.buf[..n])
                 }
             }
             Some(SocketState::Udp { seq, .. }) => {
@@ -81,7 +55,7 @@ impl ProfileKind {
                     return failed("the connection is not open".into());
                 };
                 let n = datagram(&mut self.buf, tag, id, c, *seq, len);
-                l.conn.write(&self.buf[..n]).map(|_| {
+                write_some(&mut l.conn, &self.buf[..n]).map(|_| {
                     *seq += 1;
                     n - UDP_HEADER_LEN
                 })
@@ -91,7 +65,7 @@ impl ProfileKind {
                 let Some(sock) = self.udp.as_ref() else {
                     return failed("no datagram socket".into());
                 };
-                let r = sock.send_to(&self.buf[..n], *addr).map(|_| {
+                let r = send_one(sock, &self.buf[..n], Some(*addr)).map(|_| {
                     *seq += 1;
                     n - UDP_HEADER_LEN
                 });
@@ -145,7 +119,7 @@ impl ProfileKind {
                 let n = usize::try_from(len)
                     .unwrap_or(usize::MAX)
                     .min(self.buf.len());
-                match l.conn.read(&mut self.buf[..n]) {
+                match read_some(&mut l.conn, &mut self.buf[..n]) {
                     Ok(0) => {
                         self.drop_link(core, u, c);
                         Carried::Eof
@@ -170,7 +144,7 @@ impl ProfileKind {
                     )));
                 };
                 loop {
-                    match l.conn.read(&mut self.buf) {
+                    match read_some(&mut l.conn, &mut self.buf) {
                         Ok(k) => {
                             // Only this session's datagrams count; one of the
                             // header alone is a late answer to a registration.

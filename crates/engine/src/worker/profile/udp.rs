@@ -202,8 +202,12 @@ impl ProfileKind {
             let Some(sock) = self.udp.as_ref() else {
                 return;
             };
-            match sock.recv_from(&mut self.buf) {
-                Ok((k, from)) => {
+            match receive_one(sock.as_raw_fd(), &mut self.buf) {
+                Ok(Received {
+                    len: k,
+                    from: Some(from),
+                    ..
+                }) => {
                     if !crate::io::socket::answers(self.udp_peer, from.ip()) {
                         continue;
                     }
@@ -227,7 +231,7 @@ impl ProfileKind {
                             .entry((u, c))
                             .or_default()
                             .register(txn, h.sent_ns, from);
-                        let _ = sock.send_to(&self.buf[..k], from);
+                        let _ = send_one(sock, &self.buf[..k], Some(from));
                         if !woken.contains(&u) {
                             woken.push(u);
                         }
@@ -245,6 +249,8 @@ impl ProfileKind {
                         woken.push(u);
                     }
                 }
+                // A datagram with no address (none comes on UDP): not a user's.
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => break,

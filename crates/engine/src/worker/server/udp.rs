@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 
 use crate::flow::step::Carried;
 use crate::flow::udp_stream::{nanos_since, UdpStreamHalves};
-use crate::io::datagram::{receive, receive_one};
+use crate::io::datagram::{receive, receive_one, send_one};
 use crate::io::udp_stream::{send_due, Out, Sent, DRIVE_BUDGET};
 use crate::schedule::Phase;
 
@@ -242,7 +242,7 @@ impl ServerKind {
             }
         }
         if let Source::Udp(sock) = &self.source {
-            let _ = sock.send_to(d, from);
+            let _ = send_one(sock, d, Some(from));
         }
         if self.started {
             core.driver().again(key);
@@ -348,7 +348,7 @@ impl ServerKind {
             let mut hdr = [0u8; UDP_HEADER_LEN];
             h.encode(&mut hdr);
             out[..UDP_HEADER_LEN].copy_from_slice(&hdr);
-            match sock.send_to(out, *to) {
+            match send_one(sock, out, Some(*to)) {
                 Ok(_) => {
                     let now = Instant::now();
                     counts.tx(slot, resp, now);
