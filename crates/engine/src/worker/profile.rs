@@ -8,7 +8,7 @@
 //! their own.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use crate::flow::step::{Carried, Step, Told};
 use crate::io::datagram::{receive_one, send_one, Received};
 use crate::io::sendfile::{payload_file, send_file};
 use crate::io::socket::{tcp_connect, udp_connect, Conn, Settings};
-use crate::io::stream::{read_some, write_some};
+use crate::io::stream::{drain_to_close, read_some, write_some};
 use crate::io::{
     accept_behind, AcceptRetry, Behind, Dial, DialError, Listener, Register, Registration,
 };

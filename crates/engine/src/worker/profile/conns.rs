@@ -385,14 +385,11 @@ impl ProfileKind {
             let Some(l) = slots[u].link(c) else {
                 return Some(Told::Closed(c));
             };
-            loop {
-                match l.conn.read(&mut self.buf) {
-                    Ok(0) => break,
-                    Ok(n) => counts.drained(n as u64, now),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return None,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
+            let closed = drain_to_close(&mut l.conn, &mut self.buf, |n| {
+                counts.drained(n as u64, now)
+            });
+            if !closed {
+                return None;
             }
         }
         self.drop_link(core, u, c);
