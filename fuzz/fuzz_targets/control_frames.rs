@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linkperf_wire::{decode_client, decode_server, encode_client, encode_server, FrameDecoder};
+use linkperf_protocol::{decode_client, decode_server, encode_client, encode_server, FrameDecoder};
 
 fuzz_target!(|data: &[u8]| {
     // The raw bytes as one payload, as a decoder would see a frame's content.

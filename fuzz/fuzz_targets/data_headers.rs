@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use linkperf_wire::{Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_protocol::{Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
 
 fuzz_target!(|data: &[u8]| {
     if let Some(bytes) = data.first_chunk::<PREAMBLE_LEN>() {

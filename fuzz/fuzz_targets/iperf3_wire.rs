@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use linkperf_iperf3::server::plan::{plan, Limits};
-use linkperf_iperf3::wire::{
+use linkperf_iperf3::codec::{
     decode_json, describe_errno, encode_json, frame_length, server_error_from_bytes,
     udp_connect_reply, Cookie, State, TestParams, TestResults, UdpHeader, LENGTH_PREFIX_LEN,
 };

@@ -1,7 +1,7 @@
 //! Turning validated arguments into a plan: the test spec, both sides'
 //! placement, where the server is. Nothing here runs anything.
 
-use linkperf_records::ProcessMethod;
+use linkperf_measured::ProcessMethod;
 use linkperf_session::{parse_address, AuthKey, RunRequest, Target};
 use linkperf_workload::profile::{
     check_runnable, load_profile_warned, profile_spec, split_by_host,

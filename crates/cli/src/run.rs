@@ -303,9 +303,9 @@ fn run_profile_plan(
     };
     let mut request = plan.request.clone();
     if embedded.is_some() {
-        request.process_method = linkperf_records::ProcessMethod::RusageThreadSum;
+        request.process_method = linkperf_measured::ProcessMethod::RusageThreadSum;
     } else {
-        request.process_method = linkperf_records::ProcessMethod::RusageSelf;
+        request.process_method = linkperf_measured::ProcessMethod::RusageSelf;
     }
     if !a.quiet {
         eprintln!(
@@ -398,7 +398,7 @@ fn run_groups(
         .zip(sides)
         .map(|((server, target, mut request), live)| {
             // The groups share this process: each counts its own workers' CPU.
-            request.process_method = linkperf_records::ProcessMethod::RusageThreadSum;
+            request.process_method = linkperf_measured::ProcessMethod::RusageThreadSum;
             let label = a.label.clone();
             let command_line = command_line.clone();
             // The groups share this host: its noise is judged on their aggregate.
@@ -517,7 +517,7 @@ pub fn embedded_server(
     linkperf_metrics::raise_fd_limit(2 * connections + 512)
         .context("too few file descriptors for both sides in this process")?;
     let mut cfg = DaemonConfig::new(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
-    cfg.process_method = linkperf_records::ProcessMethod::RusageThreadSum;
+    cfg.process_method = linkperf_measured::ProcessMethod::RusageThreadSum;
     cfg.command_line = command_line.to_vec();
     cfg.max_users = linkperf_workload::MAX_USERS;
     // In-process, for this user alone: no limits beyond the test's own.

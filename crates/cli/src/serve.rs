@@ -108,7 +108,7 @@ fn daemon_config(a: &ServeArgs, command_line: Vec<String>) -> anyhow::Result<Dae
     cfg.setting_name = Some(setting_flag);
     // An agent of a mesh says who it is (LINKPERF_NODE, LINKPERF_NETWORK,
     // LINKPERF_ZONE), whatever else it serves.
-    let identity = linkperf_records::AgentIdentity::from_env();
+    let identity = linkperf_measured::AgentIdentity::from_env();
     cfg.identity = (!identity.is_empty()).then_some(identity);
 
     Ok(cfg)
@@ -168,7 +168,7 @@ pub fn serve(a: ServeArgs, command_line: Vec<String>) -> anyhow::Result<ExitCode
     .context("failed to install the SIGINT/SIGTERM handler")?;
     eprintln!(
         "linkperf serve: listening on {bound} (control protocol v{}{}{})",
-        linkperf_wire::PROTOCOL_VERSION,
+        linkperf_protocol::PROTOCOL_VERSION,
         if authenticated {
             ", clients must authenticate; delegated tests from them are run toward agents that prove the key"
         } else {
@@ -217,8 +217,8 @@ fn setting_flag(setting: linkperf_session::Setting) -> &'static str {
 }
 
 /// The `serve` flag that sets a limit: named beside a refusal in the log.
-pub fn limit_flag(kind: linkperf_wire::LimitKind) -> &'static str {
-    use linkperf_wire::LimitKind as K;
+pub fn limit_flag(kind: linkperf_protocol::LimitKind) -> &'static str {
+    use linkperf_protocol::LimitKind as K;
     match kind {
         K::Users => "--max-users",
         K::DurationS => "--max-duration",
@@ -232,7 +232,7 @@ pub fn limit_flag(kind: linkperf_wire::LimitKind) -> &'static str {
 }
 
 /// `, agent n1 (pod network, zone z1)`, or nothing for a daemon that is no agent.
-fn agent_words(id: &linkperf_records::AgentIdentity) -> String {
+fn agent_words(id: &linkperf_measured::AgentIdentity) -> String {
     if id.is_empty() {
         return String::new();
     }

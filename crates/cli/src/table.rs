@@ -357,7 +357,7 @@ fn parts_line(s: &mut String, run: &Run) {
 /// Each side's CPU.
 fn cpu_lines(s: &mut String, run: &Run) {
     if let Some(cpu) = &run.cpu {
-        let side = |name: &str, c: &linkperf_records::SideCpu| {
+        let side = |name: &str, c: &linkperf_measured::SideCpu| {
             format!(
                 "  cpu {name:<10} process {:.3} s ({}), system-wide busy {:.3} s ({}), softirq {:.3} s",
                 c.process_s,
@@ -469,8 +469,8 @@ fn tcp_and_wire_lines(s: &mut String, run: &Run) {
 }
 
 /// A profile run's transaction elements and flowop types.
-fn render_profile(s: &mut String, p: &linkperf_records::ProfileReport) {
-    let us = |l: &Option<linkperf_records::LatencySummary>| {
+fn render_profile(s: &mut String, p: &linkperf_measured::ProfileReport) {
+    let us = |l: &Option<linkperf_measured::LatencySummary>| {
         l.as_ref().map_or_else(
             || format!("{:>10} {:>10}", "-", "-"),
             |l| format!("{:>10.1} {:>10.1}", l.mean, l.p99),

@@ -404,7 +404,7 @@ impl Watch {
 mod tests {
     use super::*;
     use linkperf_metrics::LatencyRecorder;
-    use linkperf_records::JitterSum;
+    use linkperf_measured::JitterSum;
 
     fn second(start_s: f64, warmup: bool, tx: u64) -> LiveInterval {
         let mut l = LatencyRecorder::new();

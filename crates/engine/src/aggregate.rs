@@ -3,7 +3,7 @@
 use linkperf_metrics::{
     side_cpu, system_cpu_between, system_cpu_now, ProcessCpu, TcpInfoAggregator,
 };
-use linkperf_records::{Environment, ProcessMethod, SideCpu, SideReport};
+use linkperf_measured::{Environment, ProcessMethod, SideCpu, SideReport};
 
 use crate::counters::Counters;
 use crate::sampler::WindowCpu;
@@ -19,7 +19,7 @@ pub struct Aggregate {
     /// One data socket's facts.
     pub socket: Option<SocketFacts>,
     /// The rest of the record, waiting for the side's CPU.
-    workers: Vec<linkperf_records::WorkerPlacement>,
+    workers: Vec<linkperf_measured::WorkerPlacement>,
     tcp: TcpInfoAggregator,
     connections: u64,
 }

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::TcpInfoAggregator;
-use linkperf_wire::DataToken;
+use linkperf_protocol::DataToken;
 use linkperf_workload::TestSpec;
 use mio::Waker;
 
@@ -243,7 +243,7 @@ impl WorkerReport {
                 user_s: 0.0,
                 system_s: 0.0,
             },
-            placement: linkperf_records::WorkerPlacement {
+            placement: linkperf_measured::WorkerPlacement {
                 worker: id,
                 pinned: None,
                 allowed_cpus: vec![],

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::{FlowCount, FlowCounts, Interval, Totals};
+use linkperf_measured::{FlowCount, FlowCounts, Interval, Totals};
 
 use crate::datagram_counts::DatagramCounters;
 use crate::flow::open_loop::Event as OpenEvent;

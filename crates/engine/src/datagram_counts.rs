@@ -5,7 +5,7 @@
 //! each count in its seconds: the warm-up's (for live display only), then
 //! the window's.
 
-use linkperf_records::{DatagramCounts, Interval, JitterSum};
+use linkperf_measured::{DatagramCounts, Interval, JitterSum};
 
 use crate::counters::FlowSlotId;
 use crate::flow::udp_stream::Arrival;

@@ -15,7 +15,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::{Interval, Totals};
+use linkperf_measured::{Interval, Totals};
 
 use crate::counters::Counters;
 

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::OpenLoopRecord;
+use linkperf_measured::OpenLoopRecord;
 
 /// Gaps between sends kept per worker: enough for a goodness-of-fit test
 /// (one is run on a few thousand at most), bounded whatever the rate.

@@ -10,7 +10,7 @@ use linkperf_metrics::{
     interfaces_now, links_between, per_cpu_between, process_cpu_now, system_cpu_between,
     system_cpu_now, ProcessCpu, SystemCpuDelta, SystemCpuSample,
 };
-use linkperf_records::{CpuShare, LinkCounters, SideReport};
+use linkperf_measured::{CpuShare, LinkCounters, SideReport};
 
 /// CPU over the window, as sampled.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ pub struct WindowCpu {
 
 impl WindowCpu {
     /// Records where the samples fell in `cpu`.
-    pub fn mark(&self, cpu: &mut linkperf_records::SideCpu) {
+    pub fn mark(&self, cpu: &mut linkperf_measured::SideCpu) {
         cpu.opened_late_s = Some(self.opened_late_s);
         cpu.closed_late_s = Some(self.closed_late_s);
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::DataToken;
+use linkperf_protocol::DataToken;
 use linkperf_workload::{Protocol, TestSpec};
 use mio::{Interest, Waker};
 

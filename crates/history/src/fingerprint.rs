@@ -8,7 +8,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use linkperf_records::{AgentIdentity, Environment};
+use linkperf_measured::{AgentIdentity, Environment};
 use linkperf_results::{ResultsDocument, Run, TestResult};
 
 /// Hex digits of the digest that name a fingerprint (64 bits: no two

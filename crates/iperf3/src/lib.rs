@@ -8,7 +8,7 @@
 //!   stock `iperf3 -s`, with linkperf's engine carrying the data
 //!   (`linkperf run --iperf3-server`).
 //!
-//! [`wire`] only parses and emits bytes: the one-byte states, the 37-byte
+//! [`codec`] only parses and emits bytes: the one-byte states, the 37-byte
 //! cookie, the length-prefixed JSON and its parameter and result messages, the
 //! UDP datagram header. `proto` holds each end's control exchange as a state
 //! machine with no socket and no clock; the client's and the server's
@@ -21,9 +21,9 @@ mod error;
 mod proto;
 pub mod server;
 mod sys;
-pub mod wire;
+pub mod codec;
 #[cfg(test)]
-mod wire_properties;
+mod codec_properties;
 
 pub use client::{
     check_spec, run_client, ClientOutcome, ClientRequest, Iperf3Target, RemoteReport,

@@ -37,7 +37,7 @@
 //! apart by the differences in per-test setup time (milliseconds per test).
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::{
+use linkperf_measured::{
     Environment, FlowCounts, Interval, LatencySummary, ProcStatBreakdown, SideCpu, SideReport,
     TcpInfoSummary, Totals,
 };
@@ -324,7 +324,7 @@ fn merge_sides(sides: &[(&SideReport, u32)]) -> SideReport {
         // names); a CPU several parts pinned to is one CPU, counted once.
         links: reports.iter().flat_map(|s| s.links.clone()).collect(),
         pinned_cpus: {
-            let mut cpus: Vec<linkperf_records::CpuShare> = Vec::new();
+            let mut cpus: Vec<linkperf_measured::CpuShare> = Vec::new();
             for c in reports.iter().flat_map(|s| &s.pinned_cpus) {
                 if !cpus.iter().any(|k| k.cpu == c.cpu) {
                     cpus.push(*c);

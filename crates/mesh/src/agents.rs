@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use linkperf_records::AgentIdentity;
+use linkperf_measured::AgentIdentity;
 use serde::{Deserialize, Serialize};
 
 /// One agent of a mesh: where it listens and who it says it is.

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use linkperf_records::AgentIdentity;
+use linkperf_measured::AgentIdentity;
 use serde::{Deserialize, Serialize};
 
 /// Whether a pair's two agents share a node.

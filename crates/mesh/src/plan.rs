@@ -280,7 +280,7 @@ fn path_classes(agents: &[Agent], k: usize, seed: u64) -> Vec<Pair> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_records::AgentIdentity;
+    use linkperf_measured::AgentIdentity;
 
     use super::*;
 

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::{
     classify, nodes_of, plan_pairs, Agent, Concurrency, Item, Pair, Plan, PlanCost, Scheduler,
 };
-use linkperf_records::AgentIdentity;
+use linkperf_measured::AgentIdentity;
 
 /// `nodes` nodes with a host and a pod agent each, four zones.
 fn cluster(nodes: u32) -> Vec<Agent> {

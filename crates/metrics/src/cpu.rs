@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 
 use crate::sys::procfs::{self, ProcStatTicks};
 use crate::sys::rusage::{self, Who};
-use linkperf_records::{BusyMethod, CpuShare, ProcStatBreakdown, ProcessMethod, SideCpu};
+use linkperf_measured::{BusyMethod, CpuShare, ProcStatBreakdown, ProcessMethod, SideCpu};
 
 /// CPU time of a process or thread, in seconds: a snapshot, or the difference
 /// of two.

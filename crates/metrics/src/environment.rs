@@ -4,7 +4,7 @@ use std::net::IpAddr;
 
 use crate::online_cpus;
 use crate::sys::{host, procfs};
-use linkperf_records::Environment;
+use linkperf_measured::Environment;
 
 /// The loopback interface's name on Linux.
 const LOOPBACK: &str = "lo";

@@ -4,7 +4,7 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 
-use linkperf_records::{Latencies, LatencySummary};
+use linkperf_measured::{Latencies, LatencySummary};
 
 /// Largest encoded histogram a report may carry (a histogram of 3 significant
 /// figures spanning 1 ns to 13 days is a few tens of KiB).
@@ -243,7 +243,7 @@ impl Default for LatencyRecorder {
 }
 
 /// A second's transaction times add up when its counts do
-/// (`linkperf_records::Interval::add`).
+/// (`linkperf_measured::Interval::add`).
 impl Latencies for LatencyRecorder {
     fn merge_times(&mut self, other: &Self) {
         self.merge(other);

@@ -8,7 +8,7 @@
 //!
 //! What these measurements produce, the serialisable types that cross the
 //! control connection and land in the results document (`SideReport`,
-//! `SideCpu`, `Environment`, ...), is not here: it is `linkperf-records`,
+//! `SideCpu`, `Environment`, ...), is not here: it is `linkperf-measured`,
 //! which this crate fills in but does not re-export.
 #![warn(missing_docs)]
 

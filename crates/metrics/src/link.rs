@@ -9,7 +9,7 @@
 //! same interface is in them. In a lab namespace only the test's is.
 
 use crate::sys;
-use linkperf_records::{LinkCounters, QdiscCounters};
+use linkperf_measured::{LinkCounters, QdiscCounters};
 
 /// Interfaces kept in a side's report: the busiest, by bytes sent.
 pub const MAX_INTERFACES: usize = 16;

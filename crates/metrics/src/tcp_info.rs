@@ -4,7 +4,7 @@
 use std::os::fd::RawFd;
 
 use crate::sys::socket;
-use linkperf_records::TcpInfoSummary;
+use linkperf_measured::TcpInfoSummary;
 
 /// The TCP_INFO fields linkperf keeps for one connection.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use linkperf_records::Environment;
+use linkperf_measured::Environment;
 use linkperf_results::ResultsDocument;
 
 use crate::export::describe_placement;

@@ -33,7 +33,7 @@ mod export;
 mod figures;
 mod health;
 mod knee;
-pub mod mesh;
+pub mod mesh_report;
 mod mesh_page;
 mod metric;
 mod open_loop;
@@ -62,7 +62,7 @@ pub use health::{
     health, Health, Reference, LOOPBACK_MIN_STREAM_BITS_PER_S, LOOPBACK_MIN_TRANSACTIONS_PER_S,
 };
 pub use knee::{knee, Knee, LoadPoint, KNEE_P99_FACTOR};
-pub use mesh::{ClassComparison, MeshReport};
+pub use mesh_report::{ClassComparison, MeshReport};
 pub use metric::{Better, Column, CpuSide, Metric};
 pub use open_loop::{LoadCurve, OpenLoopGroup};
 pub use output::{write_mesh_report, write_report, MeshWritten, Written};

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::export::esc;
-use crate::mesh::{Heatmap, MeshReport};
+use crate::mesh_report::{Heatmap, MeshReport};
 use crate::{Better, Metric};
 
 const STYLE: &str = r#"
@@ -61,7 +61,7 @@ fn shade(h: &Heatmap, (lo, hi): (f64, f64), v: f64) -> String {
 }
 
 /// One test's heatmap: sources by rows, destinations by columns.
-fn heatmap(o: &mut String, r: &MeshReport, h: &crate::mesh::Heatmap) {
+fn heatmap(o: &mut String, r: &MeshReport, h: &crate::mesh_report::Heatmap) {
     let _ = write!(
         o,
         "<h2>{}: {} (source rows × destination columns)</h2>",
@@ -171,12 +171,12 @@ pub fn mesh_page(r: &MeshReport) -> String {
     for h in &r.heatmaps {
         heatmap(&mut o, r, h);
     }
-    if r.agents.len() > crate::mesh::MAX_HEATMAP_AGENTS {
+    if r.agents.len() > crate::mesh_report::MAX_HEATMAP_AGENTS {
         let _ = write!(
             o,
             "<p class=note>No heatmaps: {} agents are more than {} a page can show; see the per-node totals.</p>",
             r.agents.len(),
-            crate::mesh::MAX_HEATMAP_AGENTS
+            crate::mesh_report::MAX_HEATMAP_AGENTS
         );
     }
     if !r.slowest.is_empty() {

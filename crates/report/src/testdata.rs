@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use linkperf_records::{Environment, Interval, LatencySummary};
+use linkperf_measured::{Environment, Interval, LatencySummary};
 use linkperf_results::{
     failed_run, CountedAt, Efficiency, IntervalRate, OpenLoop, ResultsDocument, Run, RunStatus,
     TestConfig, Throughput,

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_records::{CpuShare, Environment, SideCpu, SideReport};
+use linkperf_measured::{CpuShare, Environment, SideCpu, SideReport};
 use linkperf_workload::{Protocol, TestSpec, Workload};
 
 use crate::{Run, RunStatus};
@@ -697,7 +697,7 @@ pub(crate) fn udp_loss_of(client: &SideReport) -> crate::Loss {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_records::{
+    use linkperf_measured::{
         BusyMethod, FlowCount, FlowCounts, Interval, LatencySummary, ProcStatBreakdown,
         ProcessMethod, Totals,
     };

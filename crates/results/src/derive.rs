@@ -9,7 +9,7 @@
 //! or zero transactions is `None`. No figure is ever NaN or infinite (JSON
 //! cannot carry them).
 
-use linkperf_records::{
+use linkperf_measured::{
     FlowCounts, FlowMeasure, FlowStats, Interval, SideCpu, SideReport, TcpInfoSummary,
 };
 use linkperf_workload::{Protocol, StreamDirection, TestSpec, Workload};
@@ -279,7 +279,7 @@ pub fn flow_stats(
     }
     let mut values = vec![0u64; users];
     let add =
-        |values: &mut Vec<u64>, counts: &FlowCounts, f: fn(&linkperf_records::FlowCount) -> u64| {
+        |values: &mut Vec<u64>, counts: &FlowCounts, f: fn(&linkperf_measured::FlowCount) -> u64| {
             for c in counts.as_slice() {
                 if let Some(v) = values.get_mut(c.flow as usize) {
                     *v = v.saturating_add(f(c));
@@ -405,7 +405,7 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_records::{
+    use linkperf_measured::{
         BusyMethod, LatencySummary, ProcStatBreakdown, ProcessMethod, TcpInfoSummary, Totals,
     };
 
@@ -604,7 +604,7 @@ mod tests {
 
     #[test]
     fn each_side_is_given_the_time_of_the_cpus_it_alone_was_pinned_to() {
-        use linkperf_records::CpuShare;
+        use linkperf_measured::CpuShare;
         let share = |cpu: usize, user_s: f64, softirq_s: f64| CpuShare {
             cpu,
             time: ProcStatBreakdown {
@@ -791,9 +791,9 @@ mod tests {
         client.intervals.clear();
         let mut server = side(3.0, 0, 358_000_000, 11_653, cpu(0.4, 1.0));
         server.intervals.clear();
-        server.flows = linkperf_records::FlowCounts::from_counts(
+        server.flows = linkperf_measured::FlowCounts::from_counts(
             (0..250)
-                .map(|f| linkperf_records::FlowCount {
+                .map(|f| linkperf_measured::FlowCount {
                     flow: f,
                     transactions: 46,
                     tx_bytes: 0,
@@ -815,7 +815,7 @@ mod tests {
         assert_eq!(p.client_to_server.received, Some(358_000_000));
         assert_eq!(p.client_to_server.in_flight, Some(85_000_000));
         let f = run.flows.unwrap();
-        assert_eq!(f.measure, linkperf_records::FlowMeasure::ReceivedBytes);
+        assert_eq!(f.measure, linkperf_measured::FlowMeasure::ReceivedBytes);
         assert_eq!((f.flows, f.no_progress), (250, 0));
         assert_eq!(f.jain, Some(1.0));
         // Without the server's report only the sender's count is there, and

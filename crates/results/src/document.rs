@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_records::{
+use linkperf_measured::{
     Environment, FlowStats, Interval, LatencySummary, SideCpu, SideReport, TcpInfoSummary,
 };
 use linkperf_workload::{Direction, Placement, Protocol, TestSpec, Workload};

@@ -28,7 +28,7 @@
 //! never failed by the trend test's own false alarms.
 
 use linkperf_metrics::{stationarity, Stationarity, MIN_TREND_POINTS};
-use linkperf_records::{CpuShare, ProcStatBreakdown};
+use linkperf_measured::{CpuShare, ProcStatBreakdown};
 
 use crate::checks::{Check, CheckName, HostCpu, Judge};
 use crate::Run;
@@ -272,7 +272,7 @@ pub(crate) fn host_noise(run: &Run, j: &Judge<'_>) -> Check {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_records::{
+    use linkperf_measured::{
         BusyMethod, Environment, Interval, LatencySummary, ProcessMethod, SideCpu, SideReport,
         Totals, WorkerPlacement,
     };

@@ -17,7 +17,7 @@ mod document;
 mod error;
 mod host_noise;
 mod link_use;
-mod mesh;
+mod mesh_record;
 mod open_loop;
 #[cfg(test)]
 mod reader_never_panics;
@@ -41,7 +41,7 @@ pub use document::{
 pub use error::ResultsError;
 pub use host_noise::{HOST_NOISE_MAX, HOST_NOISE_MIN_WINDOW_S};
 pub use link_use::{LinkDirection, LinkUse};
-pub use mesh::{MeshRecord, RunAgent, RunAgents};
+pub use mesh_record::{MeshRecord, RunAgent, RunAgents};
 pub use open_loop::{open_loop, OpenLoop, BEHIND_BOUND, RATE_TOLERANCE};
 pub use space::{run_bytes, save_fallback, SpaceReserve};
 pub use store::remove_stale_temp_files;

@@ -9,12 +9,12 @@
 //! about either.
 //!
 //! In the results document a run keeps it under `wire` (schema v2's name);
-//! in the code "wire" is the control protocol's bytes only (crates/wire).
+//! in the code "wire" is the control protocol's bytes only (crates/protocol).
 
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::sending_link;
-use linkperf_records::{LinkCounters, SideReport};
+use linkperf_measured::{LinkCounters, SideReport};
 
 /// The link's use in each direction of one run; a direction is absent when
 /// its sender recorded no interface other than the loopback.
@@ -131,7 +131,7 @@ fn direction((links, window_s): (&[LinkCounters], f64)) -> Option<LinkDirection>
 
 #[cfg(test)]
 mod tests {
-    use linkperf_records::QdiscCounters;
+    use linkperf_measured::QdiscCounters;
 
     use super::*;
 

@@ -319,7 +319,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use linkperf_records::{
+    use linkperf_measured::{
         BusyMethod, Environment, Interval, LatencySummary, ProcStatBreakdown, ProcessMethod,
         SideCpu, SideReport, TcpInfoSummary, Totals,
     };

@@ -6,7 +6,7 @@
 //! with the run as the results document holds it. Documented for tool
 //! writers in `docs/results-schema.md`; the same rules of versioning hold.
 
-use linkperf_records::{Interval, LatencySummary};
+use linkperf_measured::{Interval, LatencySummary};
 use linkperf_workload::TestSpec;
 use serde::{Deserialize, Serialize};
 

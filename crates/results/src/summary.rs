@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use linkperf_metrics::{describe, Stats};
-use linkperf_records::SideCpu;
+use linkperf_measured::SideCpu;
 
 use crate::{Run, RunStatus, TestResult};
 
@@ -195,7 +195,7 @@ pub fn summarize(test: &TestResult) -> Option<TestSummary> {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_records::{BusyMethod, LatencySummary, ProcStatBreakdown, ProcessMethod};
+    use linkperf_measured::{BusyMethod, LatencySummary, ProcStatBreakdown, ProcessMethod};
     use linkperf_workload::{Placement, Protocol, TestSpec};
 
     use super::*;

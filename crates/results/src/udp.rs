@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_records::{DatagramCounts, Interval, SideReport};
+use linkperf_measured::{DatagramCounts, Interval, SideReport};
 use linkperf_workload::{StreamDirection, TestSpec, Workload, UNPACED};
 
 /// A sender whose users' mean rate over the window fell short of the rate
@@ -185,7 +185,7 @@ fn share(part: u64, whole: u64) -> f64 {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_records::{BusyMethod, ProcStatBreakdown, ProcessMethod, SideCpu, Totals};
+    use linkperf_measured::{BusyMethod, ProcStatBreakdown, ProcessMethod, SideCpu, Totals};
     use linkperf_workload::{BitsPerSecond, Protocol};
 
     use super::*;

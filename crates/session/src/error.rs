@@ -41,7 +41,7 @@ pub enum SessionError {
         /// The server's words.
         message: String,
         /// The limit the request met, when it was one.
-        limit: Option<linkperf_wire::LimitInfo>,
+        limit: Option<linkperf_protocol::LimitInfo>,
     },
     /// The server requires a key and this client has none.
     #[error(
@@ -80,7 +80,7 @@ pub enum SessionError {
     },
     /// A wire-level problem (version mismatch, malformed message).
     #[error("understand the server: {0}")]
-    Wire(#[from] linkperf_wire::WireError),
+    Wire(#[from] linkperf_protocol::WireError),
     /// The engine could not run.
     #[error("{0}")]
     Engine(#[from] linkperf_engine::EngineError),

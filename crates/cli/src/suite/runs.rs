@@ -240,8 +240,8 @@ fn suspect_checks(doc: &ResultsDocument) -> String {
 }
 
 pub(super) type Environments = (
-    linkperf_records::Environment,
-    Option<linkperf_records::Environment>,
+    linkperf_measured::Environment,
+    Option<linkperf_measured::Environment>,
 );
 
 /// How the runs of a test are judged beyond their own figures.

@@ -24,7 +24,7 @@ use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{encode_client, ClientMessage, Preamble, ServerMessage, PROTOCOL_VERSION};
+use linkperf_protocol::{encode_client, ClientMessage, Preamble, ServerMessage, PROTOCOL_VERSION};
 use linkperf_workload::{Bytes, Placement, Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::strangers::connect_from;

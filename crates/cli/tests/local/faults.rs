@@ -11,7 +11,7 @@
 //! (data.rs), limits and budgets (limits.rs), signals (signals.rs), hostile
 //! peers and damaged files (hostile.rs).
 //!
-//! The control protocol is spoken by hand here (with linkperf-wire's encoder and
+//! The control protocol is spoken by hand here (with linkperf-protocol's encoder and
 //! decoder) where a test must see exactly what the server answers, and when.
 
 // The helpers are shared with e2e.rs; this file does not use all of them.
@@ -29,7 +29,7 @@ use crate::util::{
     shared, text, Client, ServeSpec, Server, BIN, TIMING,
 };
 use linkperf_session::AuthKey;
-use linkperf_wire::{
+use linkperf_protocol::{
     encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, Preamble, ServerMessage,
     UdpHeader, PREAMBLE_LEN, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };

@@ -21,8 +21,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::util::{exclusive, run_json, shared, Server};
-use linkperf_wire::PROTOCOL_VERSION;
-use linkperf_wire::{decode_server, encode_client, ClientMessage, FrameDecoder, ServerMessage};
+use linkperf_protocol::PROTOCOL_VERSION;
+use linkperf_protocol::{decode_server, encode_client, ClientMessage, FrameDecoder, ServerMessage};
 
 /// Connections of each half of the flood: silent, and slow-drip.
 const FLOOD: usize = 5_000;

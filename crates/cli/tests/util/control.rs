@@ -1,4 +1,4 @@
-//! The control protocol spoken by hand (with linkperf-wire's encoder and
+//! The control protocol spoken by hand (with linkperf-protocol's encoder and
 //! decoder), where a test must see exactly what a server or an agent
 //! answers, and when.
 
@@ -7,7 +7,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{
+use linkperf_protocol::{
     decode_server, encode_client, ClientMessage, FrameDecoder, ServerMessage, PROTOCOL_VERSION,
 };
 

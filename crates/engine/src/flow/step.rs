@@ -15,7 +15,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::UdpHeader;
+use linkperf_protocol::UdpHeader;
 
 /// A flow's connection by its number among the flow's own: 0 for a flow
 /// of one connection, a profile user's named connection otherwise (fewer

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+use linkperf_protocol::{UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{BitsPerSecond, StreamDirection, UNPACED};
 
 use super::{Jitter, Pacer};

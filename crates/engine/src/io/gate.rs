@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{DataToken, Preamble, PREAMBLE_LEN};
+use linkperf_protocol::{DataToken, Preamble, PREAMBLE_LEN};
 
 /// The longest greeting a gate reads.
 pub const MAX_GREETING: usize = 64;

@@ -11,7 +11,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::UDP_HEADER_LEN;
+use linkperf_protocol::UDP_HEADER_LEN;
 use mio::net::UdpSocket;
 
 /// How long a registration waits for its answer before it is sent again.
@@ -105,7 +105,7 @@ impl Register {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_wire::UdpHeader;
+    use linkperf_protocol::UdpHeader;
     use mio::{Events, Interest, Poll, Token};
     use std::net::{SocketAddr, UdpSocket as StdUdpSocket};
 

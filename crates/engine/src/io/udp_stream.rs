@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+use linkperf_protocol::{UdpHeader, UDP_HEADER_LEN};
 
 use crate::counters::{Counters, FlowSlotId};
 use crate::flow::udp_stream::{DatagramTx, TxWant};

@@ -23,8 +23,8 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use linkperf_metrics::ProcessCpu;
-use linkperf_records::{ProfileReport, SideReport, Totals, WorkerPlacement};
-use linkperf_wire::DataToken;
+use linkperf_measured::{ProfileReport, SideReport, Totals, WorkerPlacement};
+use linkperf_protocol::DataToken;
 use linkperf_workload::profile::Profile;
 use mio::net::TcpListener;
 
@@ -151,9 +151,9 @@ impl ProgramOutcome {
     pub fn side_report(
         &self,
         window: Option<&crate::WindowCpu>,
-        asked: linkperf_records::ProcessMethod,
+        asked: linkperf_measured::ProcessMethod,
         busy_poll: bool,
-        env: &mut linkperf_records::Environment,
+        env: &mut linkperf_measured::Environment,
     ) -> SideReport {
         let cpu = crate::aggregate::window_cpu(window, asked, self.worker_cpu);
         if let Some(s) = &self.socket {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use linkperf_wire::UDP_HEADER_LEN;
+use linkperf_protocol::UDP_HEADER_LEN;
 use linkperf_workload::profile::{FlowopKind, Limit, Profile, ProfileProtocol, Size};
 
 /// The flowop types, in the order of [`TYPE_NAMES`].

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::LatencyRecorder;
-use linkperf_records::{ProfileFlowop, ProfileReport, ProfileTransaction};
+use linkperf_measured::{ProfileFlowop, ProfileReport, ProfileTransaction};
 
 use super::script::{SlotInfo, TYPES, TYPE_NAMES};
 use crate::counters::{Counters, NO_FLOW};

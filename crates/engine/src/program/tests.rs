@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::DataToken;
+use linkperf_protocol::DataToken;
 
 use crate::LiveStats;
 use linkperf_workload::profile::{
@@ -155,7 +155,7 @@ fn a_profiles_report_is_what_its_counters_counted() {
         assert_eq!(o.totals, k.totals, "{side}");
         let iv = k.intervals();
         assert!(iv.len() >= 2, "{side}: {iv:?}");
-        let sum = |f: fn(&linkperf_records::Interval) -> u64| iv.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&linkperf_measured::Interval) -> u64| iv.iter().map(f).sum::<u64>();
         assert_eq!(sum(|i| i.tx_bytes), k.totals.tx_bytes, "{side}");
         assert_eq!(sum(|i| i.rx_bytes), k.totals.rx_bytes, "{side}");
         assert_eq!(sum(|i| i.transactions), k.totals.transactions, "{side}");
@@ -184,10 +184,10 @@ fn a_profiles_report_is_what_its_counters_counted() {
             k.totals.rx_bytes,
             "{side}"
         );
-        let mut env = linkperf_records::Environment::default();
+        let mut env = linkperf_measured::Environment::default();
         let r = o.side_report(
             None,
-            linkperf_records::ProcessMethod::RusageThreadSum,
+            linkperf_measured::ProcessMethod::RusageThreadSum,
             false,
             &mut env,
         );

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use linkperf_wire::{DataToken, UDP_HEADER_LEN};
+use linkperf_protocol::{DataToken, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec};
 use mio::Events;
 

@@ -509,7 +509,7 @@ impl<F, C> Parts<F, C> {
         flows: u32,
     ) -> (
         linkperf_metrics::ProcessCpu,
-        linkperf_records::WorkerPlacement,
+        linkperf_measured::WorkerPlacement,
         linkperf_metrics::TcpInfoAggregator,
     ) {
         self.window.close();

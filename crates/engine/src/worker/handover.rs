@@ -8,7 +8,7 @@ use linkperf_metrics::{
     read_tcp_info, socket_buffers, socket_congestion_control, socket_nodelay, ProcessCpu,
     TcpInfoAggregator,
 };
-use linkperf_records::{Environment, Totals, WorkerPlacement};
+use linkperf_measured::{Environment, Totals, WorkerPlacement};
 
 use crate::counters::Counters;
 

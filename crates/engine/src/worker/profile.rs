@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_metrics::ProcessCpu;
-use linkperf_records::WorkerPlacement;
-use linkperf_wire::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
+use linkperf_measured::WorkerPlacement;
+use linkperf_protocol::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::event::Event;
 use mio::net::{TcpListener, UdpSocket};
 use mio::{Events, Interest, Token};

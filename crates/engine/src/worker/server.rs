@@ -16,7 +16,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{DataToken, UdpHeader, UDP_HEADER_LEN};
+use linkperf_protocol::{DataToken, UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::{Protocol, TestSpec, TransactionSizes, Workload};
 use mio::event::Event;
 use mio::{Events, Interest, Token};

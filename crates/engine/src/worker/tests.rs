@@ -12,7 +12,7 @@ use std::net::{IpAddr, Ipv4Addr, TcpListener, TcpStream, UdpSocket};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
+use linkperf_protocol::{DataToken, Preamble, UdpHeader, PREAMBLE_LEN, UDP_HEADER_LEN};
 use linkperf_workload::{BitsPerSecond, Protocol, TestSpec, Workload};
 
 use crate::io::DataEndpoints;

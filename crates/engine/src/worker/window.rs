@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use linkperf_metrics::{ProcessCpu, TcpInfoAggregator};
-use linkperf_records::WorkerPlacement;
+use linkperf_measured::WorkerPlacement;
 
 use crate::counters::Counters;
 use crate::io::Conn;

@@ -34,8 +34,8 @@ use linkperf_engine::{
     WindowCpu, WorkerReport,
 };
 use linkperf_metrics::capture_environment;
-use linkperf_records::{Environment, ProcessMethod, SideReport, Totals};
-use linkperf_wire::DataToken;
+use linkperf_measured::{Environment, ProcessMethod, SideReport, Totals};
+use linkperf_protocol::DataToken;
 use linkperf_workload::{Bytes, StreamDirection, Workload};
 use serde_json::Map;
 
@@ -46,7 +46,7 @@ use crate::client::RemoteReport;
 use crate::control::ControlConn;
 use crate::proto::client::{ClientControl, Do, Ending};
 use crate::sys;
-use crate::wire::{stream_id, Cookie, StreamResults, TestResults};
+use crate::codec::{stream_id, Cookie, StreamResults, TestResults};
 use crate::ClientError;
 
 /// After the window, how long the engine's flows may take to end.

@@ -7,9 +7,9 @@
 
 mod delivery;
 mod driver;
-mod report;
+mod remote;
 mod request;
 
 pub use driver::run_client;
-pub use report::RemoteReport;
+pub use remote::RemoteReport;
 pub use request::{check_spec, ClientOutcome, ClientRequest, Iperf3Target};

@@ -9,11 +9,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use linkperf_records::{Environment, SideReport};
+use linkperf_measured::{Environment, SideReport};
 use linkperf_workload::{Placement, Protocol, StreamDirection, TestSpec, Workload};
 
 use crate::client::RemoteReport;
-use crate::wire::{Cookie, TestParams};
+use crate::codec::{Cookie, TestParams};
 use crate::ClientError;
 
 /// iperf3's limits: streams (each way), block size, test length.

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{Awaited, ControlError};
-use crate::wire::{
+use crate::codec::{
     describe_errno, encode_json, Cookie, Expect, Inbox, State, TestMode, TestParams, TestResults,
 };
 use crate::ClientError;
@@ -523,7 +523,7 @@ impl ClientControl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode_json, encode_frame, server_error_bytes, IErrno, StreamResults};
+    use crate::codec::{decode_json, encode_frame, server_error_bytes, IErrno, StreamResults};
 
     const MS: Duration = Duration::from_millis(1);
     const COOKIE: &[u8; 36] = b"abcdefghijklmnopqrstuvwxyz2345670123";

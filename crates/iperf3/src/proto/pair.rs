@@ -19,7 +19,7 @@ use super::client::{self, ClientControl, Ending, ANSWER_TIMEOUT, READ_GRACE, RES
 use super::server::{self, DataEnd, Ended, Refused, ServerControl, Settings};
 use super::ControlError;
 use crate::server::plan::Limits;
-use crate::wire::{
+use crate::codec::{
     decode_json, encode_frame, Cookie, State, StreamResults, TestMode, TestParams, TestResults,
     COOKIE_LEN,
 };
@@ -67,7 +67,7 @@ fn side_results(bytes: &[u64]) -> TestResults {
             .iter()
             .enumerate()
             .map(|(i, b)| StreamResults {
-                id: i64::from(crate::wire::stream_id(i)),
+                id: i64::from(crate::codec::stream_id(i)),
                 bytes: *b,
                 retransmits: -1,
                 start_time: Some(0.0),

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::{Awaited, ControlError};
 use crate::server::plan::{self, Limits, Refusal, TestPlan};
-use crate::wire::{
+use crate::codec::{
     encode_json, server_error_bytes, Expect, IErrno, Inbox, State, TestParams, TestResults,
 };
 
@@ -419,7 +419,7 @@ impl ServerControl {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode_json, encode_frame, StreamResults};
+    use crate::codec::{decode_json, encode_frame, StreamResults};
 
     const MS: Duration = Duration::from_millis(1);
     const HANDSHAKE: Duration = Duration::from_secs(10);

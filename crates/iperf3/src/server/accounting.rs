@@ -17,7 +17,7 @@ use linkperf_engine::flow::udp_stream::{Arrival, SequenceRx};
 use linkperf_engine::flow::Jitter;
 use linkperf_engine::Counters;
 
-use crate::wire::UdpHeader;
+use crate::codec::UdpHeader;
 
 /// A time on the clock iperf3 stamps its datagrams with (CLOCK_MONOTONIC,
 /// its seconds cut to 32 bits): seconds and microseconds, as its header

@@ -34,7 +34,7 @@ use mio::{Events, Interest, Token};
 use crate::server::accounting::{Budget, EndOfSending, Iperf3Tally, Sample, Stamp};
 use crate::server::plan::TestPlan;
 use crate::sys;
-use crate::wire::{State, UdpHeader};
+use crate::codec::{State, UdpHeader};
 
 pub(crate) use tail::DataPhase;
 use tail::{drain, terminate, wait_delivered, Tail};
@@ -729,7 +729,7 @@ fn send(
 mod tests {
     use super::*;
     use crate::server::plan::{plan, Limits};
-    use crate::wire::{decode_json, TestParams};
+    use crate::codec::{decode_json, TestParams};
 
     fn udp_plan(rate_bps: u64) -> TestPlan {
         let json = format!(r#"{{"udp":true,"time":1,"len":1000,"bandwidth":{rate_bps}}}"#);

@@ -21,7 +21,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::server::registry::{DataConn, Route, Shared};
 use crate::server::{session, ServerConfig};
-use crate::wire::{Cookie, State, COOKIE_LEN};
+use crate::codec::{Cookie, State, COOKIE_LEN};
 use crate::ServerError;
 
 /// A bound iperf3 server, not yet serving.

@@ -10,7 +10,7 @@ mod data;
 mod listener;
 pub mod plan;
 mod registry;
-mod report;
+mod says;
 #[cfg(test)]
 mod results_321;
 mod session;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::wire::{stream_count, IErrno, TestMode, TestParams, Transport, UdpHeader};
+use crate::codec::{stream_count, IErrno, TestMode, TestParams, Transport, UdpHeader};
 
 /// iperf3's own limit on streams (`MAX_STREAMS`).
 pub const MAX_STREAMS: u32 = 128;
@@ -240,7 +240,7 @@ pub fn plan(p: &TestParams, limits: &Limits) -> Result<TestPlan, Refusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::decode_json;
+    use crate::codec::decode_json;
 
     const LIMITS: Limits = Limits {
         max_duration: Duration::from_secs(3600),

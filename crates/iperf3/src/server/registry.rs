@@ -9,7 +9,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::server::ServerConfig;
-use crate::wire::Cookie;
+use crate::codec::Cookie;
 
 /// A TCP data stream handed to its test: the connection and the order it was
 /// accepted in.
@@ -100,7 +100,7 @@ impl Shared {
     pub(crate) fn terminate_setups(&self) {
         for (_, mut c) in self.setup().drain() {
             use std::io::Write;
-            let _ = c.write_all(&[crate::wire::State::ServerTerminate.to_byte()]);
+            let _ = c.write_all(&[crate::codec::State::ServerTerminate.to_byte()]);
             let _ = c.shutdown(std::net::Shutdown::Both);
         }
     }

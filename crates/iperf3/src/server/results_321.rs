@@ -19,8 +19,8 @@ use serde_json::Value;
 use crate::server::accounting::{Iperf3Tally, Stamp};
 use crate::server::data::{DataOutcome, Finish, StreamRecord};
 use crate::server::plan::{plan, Limits, TestPlan};
-use crate::server::report;
-use crate::wire::{decode_json, encode_json, TestParams, TestResults, UdpHeader};
+use crate::server::says;
+use crate::codec::{decode_json, encode_json, TestParams, TestResults, UdpHeader};
 
 fn fixture(name: &str) -> String {
     let p = format!(
@@ -335,7 +335,7 @@ impl Exchange {
             congestion: None,
             errors: Vec::new(),
         };
-        let frame = encode_json(&report::results(&plan, &out, None)).unwrap();
+        let frame = encode_json(&says::results(&plan, &out, None)).unwrap();
         serde_json::from_slice(&frame[4..]).unwrap()
     }
 }

@@ -16,8 +16,8 @@ use crate::proto::server::{DataEnd, Do, Ended, Refused, ServerControl, Settings,
 use crate::server::data::{self, DataPhase, DataStream, Finish};
 use crate::server::plan::{Limits, Refusal, TestPlan};
 use crate::server::registry::{SetupGuard, Shared, TestTicket};
-use crate::server::{report, udp};
-use crate::wire::{IErrno, TestResults, Transport};
+use crate::server::{says, udp};
+use crate::codec::{IErrno, TestResults, Transport};
 use linkperf_engine::io::{Conn, Settings as StreamSettings};
 
 /// Largest results message read from a client.
@@ -105,7 +105,7 @@ fn serve(
             } => {
                 let r = admit(ticket, &plan, cfg.max_total_streams);
                 if r.is_ok() {
-                    log.line(&report::describe(&plan, client_version.as_deref()));
+                    log.line(&says::describe(&plan, client_version.as_deref()));
                 }
                 t.plan = Some(*plan);
                 m.admitted(r, Instant::now());
@@ -145,8 +145,8 @@ fn serve(
                 phase.top_up(&theirs, plan);
                 let output = plan
                     .server_output
-                    .then(|| report::server_output(plan, &phase.out, log.peer, &t.addrs));
-                let ours = report::results(plan, &phase.out, output);
+                    .then(|| says::server_output(plan, &phase.out, log.peer, &t.addrs));
+                let ours = says::results(plan, &phase.out, output);
                 t.theirs = Some(*theirs);
                 m.answer(&ours, Instant::now());
             }
@@ -162,7 +162,7 @@ fn finished(
     t: &Test,
     log: &Log,
 ) -> Result<(), String> {
-    let counted = |theirs| t.phase.as_ref().map(|p| report::summary(&p.out, theirs));
+    let counted = |theirs| t.phase.as_ref().map(|p| says::summary(&p.out, theirs));
     match ended {
         Ended::Done => {
             if let Some(s) = counted(t.theirs.as_ref()) {
@@ -271,8 +271,8 @@ fn accept_streams(
         .into_iter()
         .enumerate()
         .map(|(i, s)| DataStream {
-            id: crate::wire::stream_id(i),
-            sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
+            id: crate::codec::stream_id(i),
+            sends: crate::codec::server_sends(plan.mode, i, plan.parallel),
             sock: s,
         })
         .collect())
@@ -317,8 +317,8 @@ fn tcp_streams(
             sock.apply(&stream_settings(plan))
                 .map_err(|e| format!("stream options: {e}"))?;
             Ok(DataStream {
-                id: crate::wire::stream_id(i),
-                sends: crate::wire::server_sends(plan.mode, i, plan.parallel),
+                id: crate::codec::stream_id(i),
+                sends: crate::codec::server_sends(plan.mode, i, plan.parallel),
                 sock,
             })
         })

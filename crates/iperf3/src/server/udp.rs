@@ -14,7 +14,7 @@ use linkperf_engine::io::{udp_connect, Conn, Settings};
 
 use crate::server::registry::Shared;
 use crate::sys::{canonical, canonical_ip};
-use crate::wire::udp_connect_reply;
+use crate::codec::udp_connect_reply;
 
 /// Socket buffers of a UDP stream when the client gives no `-w`: a burst of
 /// datagrams at a high rate needs room.

@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use linkperf_records::{BusyMethod, ProcessMethod, WorkerPlacement};
+use linkperf_measured::{BusyMethod, ProcessMethod, WorkerPlacement};
 use linkperf_results::{failed_run, TestConfig};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
@@ -255,7 +255,7 @@ fn side_with_histogram(us: &[u64], users: u32) -> SideReport {
     s.latency_histogram = rec.encode_histogram();
     s.flows = FlowCounts::from_counts(
         (0..users)
-            .map(|f| linkperf_records::FlowCount {
+            .map(|f| linkperf_measured::FlowCount {
                 flow: f,
                 transactions: n / u64::from(users),
                 tx_bytes: 0,

@@ -456,7 +456,7 @@ mod tests {
     fn retransmits_and_placement_are_shown_per_test() {
         let (mut osa, mut hs) = small();
         for (i, r) in osa.tests[0].runs.iter_mut().enumerate() {
-            r.tcp_info = Some(linkperf_records::TcpInfoSummary {
+            r.tcp_info = Some(linkperf_measured::TcpInfoSummary {
                 retransmits: 12 + i as u64,
                 ..Default::default()
             });

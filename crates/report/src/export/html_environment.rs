@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use linkperf_records::Environment;
+use linkperf_measured::Environment;
 
 use super::html::{esc, Page};
 use super::markdown::shell_words;

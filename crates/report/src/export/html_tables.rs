@@ -278,7 +278,7 @@ mod tests {
         let figs: Vec<_> = each.iter().map(|_| fig(1e6, 10.0, 1e8)).collect();
         add(&mut doc, "str-readx30k", 1, &figs);
         for (r, n) in doc.tests[0].runs.iter_mut().zip(each) {
-            r.tcp_info = n.map(|n| linkperf_records::TcpInfoSummary {
+            r.tcp_info = n.map(|n| linkperf_measured::TcpInfoSummary {
                 retransmits: n,
                 ..Default::default()
             });

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::sync::Mutex;
 
-use linkperf_wire::{LimitInfo, LimitKind};
+use linkperf_protocol::{LimitInfo, LimitKind};
 use linkperf_workload::{Protocol, TestSpec};
 
 /// Descriptors a worker holds besides its connections: its listener (or

@@ -15,8 +15,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_records::AgentIdentity;
-use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
+use linkperf_measured::AgentIdentity;
+use linkperf_protocol::{ClientMessage, ErrorCode, ServerMessage, PROTOCOL_VERSION};
 
 use crate::proto::auth::{AuthKey, CHALLENGE_LEN};
 use crate::proto::client::answers::Awaited;
@@ -310,7 +310,7 @@ impl<'k> ServerHandshake<'k> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_wire::{decode_client, encode_client};
+    use linkperf_protocol::{decode_client, encode_client};
 
     use super::*;
     use crate::proto::heard::Received;

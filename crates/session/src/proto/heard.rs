@@ -4,7 +4,7 @@
 
 use std::io;
 
-use linkperf_wire::WireError;
+use linkperf_protocol::WireError;
 
 /// What came off the control connection.
 #[derive(Debug)]

@@ -21,8 +21,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::aggregate;
 use linkperf_engine::program::{compile, Compiled};
-use linkperf_records::{Environment, ProcessMethod};
-use linkperf_wire::{
+use linkperf_measured::{Environment, ProcessMethod};
+use linkperf_protocol::{
     decode_client, encode_client, encode_server, ClientMessage, DataToken, ErrorCode,
     ServerMessage, WireError,
 };

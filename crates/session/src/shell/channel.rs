@@ -4,7 +4,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::FrameDecoder;
+use linkperf_protocol::FrameDecoder;
 
 use crate::proto::heard::{Heard, Received, RecvError};
 

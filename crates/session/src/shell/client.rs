@@ -8,8 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
 use linkperf_metrics::capture_environment;
-use linkperf_records::{AgentIdentity, ProcessMethod};
-use linkperf_wire::{encode_client, ClientMessage};
+use linkperf_measured::{AgentIdentity, ProcessMethod};
+use linkperf_protocol::{encode_client, ClientMessage};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 
 use crate::proto::auth::AuthKey;
@@ -255,7 +255,7 @@ pub fn run_test(target: &Target, req: &RunRequest) -> Result<Outcome, SessionErr
         addr,
         local_ip,
         agent: server_agent,
-    } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
+    } = open(target, linkperf_protocol::DEFAULT_MAX_FRAME)?;
     let here = linkperf_metrics::boot_id();
     let (mut s, ask) =
         ClientSession::ask(req.spec.clone(), req.server.clone(), here, Instant::now());

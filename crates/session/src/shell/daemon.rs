@@ -31,7 +31,7 @@ use linkperf_engine::worker::{Acceptor, Stop};
 use mio::net::TcpListener;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use linkperf_records::{AgentIdentity, ProcessMethod};
+use linkperf_measured::{AgentIdentity, ProcessMethod};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::budget::{Budget, Ledger};
@@ -96,7 +96,7 @@ pub struct DaemonConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Setting {
     /// One of the limits a request is checked against.
-    Limit(linkperf_wire::LimitKind),
+    Limit(linkperf_protocol::LimitKind),
     /// How long the daemon waits for each control message.
     ControlTimeout,
     /// How long a new connection has for its handshake.
@@ -110,7 +110,7 @@ pub enum Setting {
 impl Setting {
     /// The setting in words, for a front end that names none.
     pub fn describe(self) -> &'static str {
-        use linkperf_wire::LimitKind as K;
+        use linkperf_protocol::LimitKind as K;
         match self {
             Setting::Limit(K::Users) => "limit on users",
             Setting::Limit(K::DurationS) => "limit on duration",
@@ -168,7 +168,7 @@ impl DaemonConfig {
                 Overrides::default(),
             ),
             max_bytes_per_session: Some(DEFAULT_MAX_BYTES_PER_SESSION),
-            max_frame: linkperf_wire::DEFAULT_MAX_FRAME,
+            max_frame: linkperf_protocol::DEFAULT_MAX_FRAME,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             control_timeout: DEFAULT_CONTROL_TIMEOUT,
             start_timeout: DEFAULT_START_TIMEOUT,

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::worker::{Acceptor, Admission, Conns, Held};
-use linkperf_wire::{encode_server, ErrorCode, FrameDecoder, LimitKind};
+use linkperf_protocol::{encode_server, ErrorCode, FrameDecoder, LimitKind};
 use mio::net::TcpStream;
 
 use crate::proto::server::fail::{fail, shutting_down, Fail};

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
 use linkperf_metrics::capture_environment;
-use linkperf_records::{Environment, SideReport};
-use linkperf_wire::{
+use linkperf_measured::{Environment, SideReport};
+use linkperf_protocol::{
     encode_server, ClientMessage, DataToken, ErrorCode, FrameDecoder, ServerMessage,
 };
 use linkperf_workload::{Placement, Side, TestSpec, Threads};

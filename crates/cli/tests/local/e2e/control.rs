@@ -95,7 +95,7 @@ fn control_decoder_survives_malformed_input() {
     error_reply(&replies, "too_large");
 
     // Another protocol version.
-    let ours = linkperf_wire::PROTOCOL_VERSION;
+    let ours = linkperf_protocol::PROTOCOL_VERSION;
     for version in [0, ours - 1, ours + 1, 99] {
         let replies = exchange(&server, &hello(version), false);
         assert_eq!(
@@ -107,14 +107,14 @@ fn control_decoder_survives_malformed_input() {
     }
 
     // A valid hello, then `start` before any test.
-    let mut bytes = hello(linkperf_wire::PROTOCOL_VERSION);
+    let mut bytes = hello(linkperf_protocol::PROTOCOL_VERSION);
     bytes.extend(frame(br#"{"type":"start"}"#));
     let replies = exchange(&server, &bytes, false);
     assert_eq!(replies.len(), 2, "{replies:?}");
     assert_eq!(text(&replies[0], "/type"), "welcome");
     assert_eq!(
         int(&replies[0], "/protocol_version"),
-        u64::from(linkperf_wire::PROTOCOL_VERSION)
+        u64::from(linkperf_protocol::PROTOCOL_VERSION)
     );
     error_reply(&replies, "out_of_order");
 
@@ -441,7 +441,7 @@ fn a_congestion_control_this_host_lacks_is_refused_before_anything_runs() {
 /// the ones it has (a client on another host cannot check them).
 #[test]
 fn a_server_refuses_a_congestion_control_its_host_lacks() {
-    use linkperf_wire::{encode_client, ClientMessage, PROTOCOL_VERSION};
+    use linkperf_protocol::{encode_client, ClientMessage, PROTOCOL_VERSION};
     use linkperf_workload::{Placement, Protocol, TestSpec};
     let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .unwrap_or_default();

@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::Preamble;
+use linkperf_protocol::Preamble;
 
 use super::flow::{ClientFlow, Logic, Stage};
 use super::{ClientKind, Run};

@@ -4,7 +4,7 @@
 use std::io;
 use std::time::Instant;
 
-use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+use linkperf_protocol::{UdpHeader, UDP_HEADER_LEN};
 use linkperf_workload::Protocol;
 
 use super::flow::{Logic, Stage};

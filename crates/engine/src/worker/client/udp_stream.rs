@@ -6,7 +6,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{UdpHeader, UDP_HEADER_LEN};
+use linkperf_protocol::{UdpHeader, UDP_HEADER_LEN};
 
 use super::flow::{ClientFlow, Logic, Stage};
 use super::ClientKind;

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use linkperf_wire::UdpHeader;
+use linkperf_protocol::UdpHeader;
 
 use crate::counters::{Counters, FlowSlotId};
 use crate::flow::step::{Carried, Deadline, Flow, Step, Told};

@@ -16,7 +16,7 @@ use mio::Events;
 use super::{read_control, receive, DataOutcome, Live};
 use crate::server::plan::TestPlan;
 use crate::sys;
-use crate::wire::{State, TestResults};
+use crate::codec::{State, TestResults};
 
 /// After `TEST_END`: a receiver quiet this long has nothing more coming.
 const QUIET: Duration = Duration::from_millis(50);

@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_records::Environment;
-use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
+use linkperf_measured::Environment;
+use linkperf_protocol::{decode_server, ErrorCode, ServerMessage};
 use linkperf_workload::{Placement, PlacementPolicy, Protocol};
 
 use crate::proto::heard::{Heard, Received};
@@ -85,7 +85,7 @@ pub(crate) struct Offer {
     /// A profile's UDP ports, one per server worker.
     pub udp_ports: Vec<u16>,
     /// The token every data connection presents.
-    pub token: linkperf_wire::DataToken,
+    pub token: linkperf_protocol::DataToken,
     /// The server's host.
     pub environment: Environment,
 }
@@ -177,7 +177,7 @@ pub(crate) fn started(answer: ServerMessage) -> Result<(), SessionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_wire::{encode_server, DataToken};
+    use linkperf_protocol::{encode_server, DataToken};
 
     fn frame(m: &ServerMessage) -> Vec<u8> {
         encode_server(m)[4..].to_vec()

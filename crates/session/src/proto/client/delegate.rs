@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{ClientMessage, DelegatedOutcome, ServerMessage};
+use linkperf_protocol::{ClientMessage, DelegatedOutcome, ServerMessage};
 use linkperf_workload::{Placement, TestSpec};
 
 use super::answers::answer;

@@ -11,7 +11,7 @@
 //!   line, `HTTP/1.1 400 Bad Request`: read as a length, "HTTP" is 1213486160;
 //! - anything else that sends text first (SSH, SMTP) shows what it is.
 
-use linkperf_iperf3::wire::State;
+use linkperf_iperf3::codec::State;
 
 /// Bytes of the peer's answer shown when it is not recognised.
 const SHOWN: usize = 40;
@@ -96,7 +96,7 @@ impl Foreign {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_wire::{encode_client, ClientMessage, PROTOCOL_VERSION};
+    use linkperf_protocol::{encode_client, ClientMessage, PROTOCOL_VERSION};
 
     use super::*;
 
@@ -119,7 +119,7 @@ mod tests {
             client_version: String::new(),
             challenge: None,
         });
-        assert!(hello.len() >= linkperf_iperf3::wire::COOKIE_LEN);
+        assert!(hello.len() >= linkperf_iperf3::codec::COOKIE_LEN);
         assert!(may_be_linkperf(0) && !may_be_linkperf(b'H'));
     }
 

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use linkperf_records::{Environment, SideReport};
-use linkperf_wire::{decode_server, ErrorCode, ServerMessage};
+use linkperf_measured::{Environment, SideReport};
+use linkperf_protocol::{decode_server, ErrorCode, ServerMessage};
 
 use crate::proto::heard::{Received, RecvError};
 use crate::SessionError;
@@ -131,7 +131,7 @@ pub(crate) fn txn_ended(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_wire::encode_server;
+    use linkperf_protocol::encode_server;
     use std::io;
 
     fn frame(m: &ServerMessage) -> Received {
@@ -204,7 +204,7 @@ mod tests {
             ..Environment::default()
         };
         // The results message of the wire's contract, as a server sends it.
-        let golden = include_str!("../../../../wire/golden/v6/server-results.json");
+        let golden = include_str!("../../../../protocol/golden/v6/server-results.json");
         let answer = decode_server(golden.as_bytes()).unwrap();
         let ServerMessage::Results { environment, .. } = &answer else {
             panic!("{answer:?}");

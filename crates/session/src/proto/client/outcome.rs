@@ -3,7 +3,7 @@
 
 use std::time::SystemTime;
 
-use linkperf_records::{AgentIdentity, Environment, SideReport};
+use linkperf_measured::{AgentIdentity, Environment, SideReport};
 
 /// What one test produced.
 #[derive(Debug, Clone)]

@@ -13,8 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_records::Environment;
-use linkperf_wire::ClientMessage;
+use linkperf_measured::Environment;
+use linkperf_protocol::ClientMessage;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 
@@ -312,7 +312,7 @@ impl ClientSession {
 mod tests {
     use super::*;
     use crate::proto::pair::{accepted, quiet, to_client};
-    use linkperf_wire::{ErrorCode, ServerMessage};
+    use linkperf_protocol::{ErrorCode, ServerMessage};
 
     fn asked(t0: Instant) -> ClientSession {
         let spec = TestSpec::new(

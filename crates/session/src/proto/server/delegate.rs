@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use linkperf_wire::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
+use linkperf_protocol::{ClientMessage, DelegatedOutcome, ErrorCode, ServerMessage};
 
 use super::fail::{fail, out_of_order, shutting_down as shutting_down_fail, Fail};
 use super::midtest::received;

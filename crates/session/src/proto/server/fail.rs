@@ -1,7 +1,7 @@
 //! Why the server ends a session early: the failure it sends the client
 //! (an `error` message with its code) and what more it keeps for its log.
 
-use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
+use linkperf_protocol::{ClientMessage, ErrorCode, ServerMessage};
 
 use crate::proto::budget::Limit;
 

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
+use linkperf_protocol::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
 
 use crate::proto::budget::Limit;
 use crate::proto::heard::{Heard, Received, RecvError};
@@ -234,7 +234,7 @@ impl TxnEnds {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_wire::encode_client;
+    use linkperf_protocol::encode_client;
 
     fn look(now: Instant, bytes: u64, control_silent: Option<Duration>) -> Look {
         Look {

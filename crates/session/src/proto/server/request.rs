@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use linkperf_engine::program::compile;
-use linkperf_wire::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
+use linkperf_protocol::{decode_client, ClientMessage, ErrorCode, LimitKind, WireError};
 use linkperf_workload::profile::{check_runnable, mirror, Profile};
 use linkperf_workload::{Placement, TestSpec, Threads, Workload};
 
@@ -262,7 +262,7 @@ pub(crate) fn started(msg: ClientMessage) -> Result<(), Fail> {
 
 #[cfg(test)]
 mod tests {
-    use linkperf_wire::{encode_client, PROTOCOL_VERSION};
+    use linkperf_protocol::{encode_client, PROTOCOL_VERSION};
 
     use super::*;
 

@@ -13,8 +13,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_records::{Environment, SideReport};
-use linkperf_wire::{ClientMessage, ErrorCode, ServerMessage};
+use linkperf_measured::{Environment, SideReport};
+use linkperf_protocol::{ClientMessage, ErrorCode, ServerMessage};
 
 use super::fail::{fail, Fail};
 use super::midtest::{self, Ended, Look, ProfileSaid, TxnEnds, Watch};

@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use linkperf_records::AgentIdentity;
-use linkperf_wire::{encode_server, ErrorCode, FrameDecoder};
+use linkperf_measured::AgentIdentity;
+use linkperf_protocol::{encode_server, ErrorCode, FrameDecoder};
 
 use crate::proto::auth::AuthKey;
 use crate::proto::handshake::{Challenge, ServerHandshake};
@@ -214,7 +214,7 @@ impl<'k> Stranger<'k> {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_wire::{decode_server, encode_client, encode_frame, ClientMessage, ServerMessage};
+    use linkperf_protocol::{decode_server, encode_client, encode_frame, ClientMessage, ServerMessage};
 
     use super::*;
     use crate::proto::auth::CHALLENGE_LEN;
@@ -295,7 +295,7 @@ mod tests {
         let welcome = sent(&mut out).pop().unwrap();
         let heard = Heard {
             got: Ok(Received::Frame(
-                linkperf_wire::encode_server(&welcome)[4..].to_vec(),
+                linkperf_protocol::encode_server(&welcome)[4..].to_vec(),
             )),
             how: "closed",
         };

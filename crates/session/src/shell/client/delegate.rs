@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use linkperf_records::AgentIdentity;
-use linkperf_wire::{ClientMessage, DelegatedOutcome};
+use linkperf_measured::AgentIdentity;
+use linkperf_protocol::{ClientMessage, DelegatedOutcome};
 use linkperf_workload::{Placement, TestSpec};
 
 use super::{open, Opened, Target};
@@ -15,7 +15,7 @@ use crate::SessionError;
 
 /// Largest `delegated` answer taken: it carries both sides' reports, each
 /// within a default frame.
-pub const DELEGATED_MAX_FRAME: usize = 4 * linkperf_wire::DEFAULT_MAX_FRAME;
+pub const DELEGATED_MAX_FRAME: usize = 4 * linkperf_protocol::DEFAULT_MAX_FRAME;
 
 /// One test for an agent to run against another.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct Delegated {
 pub fn identify(agent: &Target) -> Result<Option<AgentIdentity>, SessionError> {
     let Opened {
         mut c, agent: id, ..
-    } = open(agent, linkperf_wire::DEFAULT_MAX_FRAME)?;
+    } = open(agent, linkperf_protocol::DEFAULT_MAX_FRAME)?;
     let _ = c.send(&ClientMessage::Abort {
         reason: "it only asked who this agent is".into(),
     });

@@ -12,7 +12,7 @@ use linkperf_engine::program::{
 };
 use linkperf_engine::{LiveStats, Sampler};
 use linkperf_metrics::capture_environment;
-use linkperf_records::ProcessMethod;
+use linkperf_measured::ProcessMethod;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
@@ -55,7 +55,7 @@ pub fn run_profile(target: &Target, req: &ProfileRequest) -> Result<Outcome, Ses
         addr,
         local_ip,
         agent: server_agent,
-    } = open(target, linkperf_wire::DEFAULT_MAX_FRAME)?;
+    } = open(target, linkperf_protocol::DEFAULT_MAX_FRAME)?;
     let threads = req.client.threads.count().unwrap_or(1);
     // The server connects back for the profile's accepts: listen first, on
     // the address the server sees this client at.

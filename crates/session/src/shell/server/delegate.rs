@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use linkperf_records::ProcessMethod;
-use linkperf_wire::ErrorCode;
+use linkperf_measured::ProcessMethod;
+use linkperf_protocol::ErrorCode;
 use linkperf_workload::{Placement, TestSpec};
 
 use super::{Session, WATCH_INTERVAL};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use linkperf_engine::program::{workers_for, ProgramConfig, ProgramRun, Role};
 use linkperf_engine::LiveStats;
 use linkperf_engine::Sampler;
-use linkperf_wire::{ErrorCode, LimitKind, ServerMessage};
+use linkperf_protocol::{ErrorCode, LimitKind, ServerMessage};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
@@ -53,7 +53,7 @@ impl Session<'_> {
         mirrored: Profile,
         placement: &Placement,
         client_ports: &[u16],
-        token: linkperf_wire::DataToken,
+        token: linkperf_protocol::DataToken,
         bind_ip: std::net::IpAddr,
     ) -> Result<(ProgramRun, Arc<LiveStats>), Fail> {
         // The client's accepts are this side's connects: to the client's

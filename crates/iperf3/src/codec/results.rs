@@ -45,7 +45,7 @@ pub struct TestResults {
 /// One stream's results, as one side counted them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StreamResults {
-    /// The stream's id (see [`stream_id`](crate::wire::stream_id)).
+    /// The stream's id (see [`stream_id`](crate::codec::stream_id)).
     #[serde(deserialize_with = "number::int")]
     pub id: i64,
     /// Bytes sent (a sending stream, omitted seconds left out) or received.
@@ -103,7 +103,7 @@ impl TestResults {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode_json, encode_json};
+    use crate::codec::{decode_json, encode_json};
 
     fn parse(name: &str) -> TestResults {
         let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -120,13 +120,13 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{encode_json, server_error_bytes, IErrno, TestParams};
+    use crate::codec::{encode_json, server_error_bytes, IErrno, TestParams};
     use proptest::prelude::*;
 
     const PARAMS: &[u8] = br#"{"tcp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":2,"len":131072,"pacing_timer":1000,"client_version":"3.12"}"#;
 
     fn framed(body: &[u8]) -> Vec<u8> {
-        crate::wire::encode_frame(body).unwrap()
+        crate::codec::encode_frame(body).unwrap()
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::Map;
 
 use crate::server::data::DataOutcome;
 use crate::server::plan::TestPlan;
-use crate::wire::{StreamResults, TestMode, TestResults, Transport};
+use crate::codec::{StreamResults, TestMode, TestResults, Transport};
 
 /// The server's results message.
 pub(crate) fn results(plan: &TestPlan, out: &DataOutcome, output: Option<String>) -> TestResults {

@@ -252,7 +252,7 @@ fn the_contract_depends_on_no_operating_system_code() {
         "linkperf-metrics",
     ];
     let crates = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut todo = vec!["wire".to_string()];
+    let mut todo = vec!["protocol".to_string()];
     let mut seen = BTreeSet::new();
     while let Some(name) = todo.pop() {
         if !seen.insert(name.clone()) {
@@ -275,7 +275,7 @@ fn the_contract_depends_on_no_operating_system_code() {
             }
         }
     }
-    let expected: BTreeSet<String> = ["records", "wire", "workload"]
+    let expected: BTreeSet<String> = ["measured", "protocol", "workload"]
         .iter()
         .map(|s| s.to_string())
         .collect();

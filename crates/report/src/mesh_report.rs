@@ -543,7 +543,7 @@ mod tests {
     use crate::testdata::{self, fig};
     use crate::{Outcome, Verdict};
     use linkperf_mesh::{Agent, Pair};
-    use linkperf_records::AgentIdentity;
+    use linkperf_measured::AgentIdentity;
     use linkperf_results::{MeshRecord, RunAgent, RunAgents, RunStatus, TestConfig};
     use linkperf_workload::{Placement, Protocol, TestSpec};
 

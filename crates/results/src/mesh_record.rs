@@ -2,7 +2,7 @@
 //! and, in every run, the two agents it ran between.
 
 use linkperf_mesh::{Agent, Pair};
-use linkperf_records::{AgentIdentity, Environment};
+use linkperf_measured::{AgentIdentity, Environment};
 use serde::{Deserialize, Serialize};
 
 /// The mesh that produced a document (`linkperf mesh`), so that `--resume`

@@ -3,7 +3,7 @@
 //! interface counters) and the host's environment, as they cross the control
 //! connection and land in the results document. Plain serialisable data: no
 //! operating-system code and no system crate, so the wire's contract
-//! (`linkperf-wire`) depends on nothing that touches the host. The means of
+//! (`linkperf-protocol`) depends on nothing that touches the host. The means of
 //! taking these measurements (histograms, CPU accounting, TCP_INFO, placement,
 //! environment capture, statistics) are in `linkperf-metrics`, which fills
 //! these types in but does not re-export them.

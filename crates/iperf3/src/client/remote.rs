@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::wire::TestResults;
+use crate::codec::TestResults;
 
 /// The server's own figures, from its results message. iperf3 measures over
 /// its whole test (linkperf asks it to omit nothing, so the warmup is in),
@@ -81,7 +81,7 @@ impl fmt::Display for RemoteReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::decode_json;
+    use crate::codec::decode_json;
 
     #[test]
     fn a_312_servers_bidirectional_results() {

@@ -214,7 +214,7 @@ impl TestParams {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{decode_json, encode_json};
+    use crate::codec::{decode_json, encode_json};
 
     fn fixture(name: &str) -> String {
         let p = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use linkperf_records::{AgentIdentity, Environment, SideReport};
+use linkperf_measured::{AgentIdentity, Environment, SideReport};
 use linkperf_workload::profile::Profile;
 use linkperf_workload::{Placement, TestSpec};
 use serde::de::{self, Deserializer, Unexpected, Visitor};
@@ -518,7 +518,7 @@ fn other_version(payload: &[u8], greeting: &str) -> Option<u32> {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_records::{
+    use linkperf_measured::{
         BusyMethod, Interval, LatencySummary, ProcStatBreakdown, ProcessMethod, SideCpu,
         TcpInfoSummary, Totals, WorkerPlacement,
     };
@@ -834,7 +834,7 @@ mod tests {
             jitter_us: Some(3.5),
             ..Interval::default()
         };
-        r.udp = Some(linkperf_records::DatagramCounts {
+        r.udp = Some(linkperf_measured::DatagramCounts {
             sent: 7,
             received: 1,
             expected: 2,
@@ -1281,9 +1281,9 @@ mod tests {
         // An hour of seconds, the most users a server takes (20,000), each
         // with an hour's counts, and a histogram spanning 1 µs to an hour.
         let mut report = report(3600, 64);
-        report.flows = linkperf_records::FlowCounts::from_counts(
+        report.flows = linkperf_measured::FlowCounts::from_counts(
             (0..20_000u32)
-                .map(|f| linkperf_records::FlowCount {
+                .map(|f| linkperf_measured::FlowCount {
                     flow: f,
                     transactions: 40_000_000 + u64::from(f),
                     tx_bytes: 400_000_000_000 + u64::from(f),

@@ -1,7 +1,7 @@
-//! Properties of the wire module: whatever a peer sends, reading it gives a
+//! Properties of the codec module: whatever a peer sends, reading it gives a
 //! value or an error, never a panic; what linkperf writes reads back the same.
 
-use crate::wire::{
+use crate::codec::{
     decode_json, encode_frame, encode_json, frame_length, stream_id, stream_index,
     udp_connect_reply, Cookie, State, TestParams, TestResults, UdpHeader,
 };
