@@ -26,3 +26,4 @@ pub use socket::{
     DataEndpoints, HostTcpMemory, Kind, Listener, Settings, SERVER_MIN_SNDBUF,
     SERVER_SNDBUF_PER_TEST,
 };
+pub use stream::{read_arrived, write_messages, Messages, Moved};
