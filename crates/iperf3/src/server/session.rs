@@ -54,12 +54,12 @@ pub(crate) fn run(shared: Arc<Shared>, mut ticket: TestTicket, ctrl: TcpStream, 
 
 /// What the shell holds of a test as it goes.
 #[derive(Default)]
-struct Test {
+struct Test<'a> {
     plan: Option<TestPlan>,
     streams: Option<Vec<DataStream>>,
     /// Each stream's id and addresses, for the server's output.
     addrs: Vec<(u32, SocketAddr, SocketAddr)>,
-    phase: Option<DataPhase>,
+    phase: Option<DataPhase<'a>>,
     theirs: Option<TestResults>,
 }
 
@@ -159,7 +159,7 @@ fn serve(
 fn finished(
     ended: Ended,
     setup: Option<&SetupGuard<'_>>,
-    t: &Test,
+    t: &Test<'_>,
     log: &Log,
 ) -> Result<(), String> {
     let counted = |theirs| t.phase.as_ref().map(|p| report::summary(&p.out, theirs));
