@@ -4,17 +4,26 @@
 //! port and connected to that client address, which then receives the
 //! stream's data (the kernel prefers a connected socket). Datagrams carry no
 //! cookie, so one test at a time connects its UDP streams, and only
-//! datagrams from the control connection's host are taken.
+//! datagrams from the control connection's host are taken. The shared
+//! socket is read without blocking; between its datagrams the test's thread
+//! waits in an event wait for the next one (or a look at a shutdown).
 
 use std::io::{self, Write};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use linkperf_engine::driver::Driver;
 use linkperf_engine::io::{udp_connect, Conn, Settings};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Token};
 
 use crate::server::registry::Shared;
 use crate::sys::{canonical, canonical_ip};
 use crate::wire::udp_connect_reply;
+
+/// Longest wait for a datagram before the thread looks at a shutdown.
+const SHUTDOWN_CHECK: Duration = Duration::from_millis(200);
 
 /// Socket buffers of a UDP stream when the client gives no `-w`: a burst of
 /// datagrams at a high rate needs room.
@@ -60,14 +69,38 @@ pub(crate) fn accept_streams(
     let listener = &shared.udp;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let client = canonical_ip(client);
-    // Anything queued before now belongs to no test that is connecting.
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    // Anything queued before now belongs to no test that is connecting.
     let mut junk = [0u8; 64];
     while listener.recv_from(&mut junk).is_ok() {}
-    listener.set_nonblocking(false).map_err(|e| e.to_string())?;
     announce()?;
+    let (mut driver, _) = Driver::new(false).map_err(|e| format!("UDP listener: {e}"))?;
+    let fd = listener.as_raw_fd();
+    driver
+        .registry()
+        .register(&mut SourceFd(&fd), Token(0), Interest::READABLE)
+        .map_err(|e| format!("UDP listener: {e}"))?;
+    let got = take(shared, listener, &mut driver, client, n, deadline, |from| {
+        connected_socket(local, from, window, blksize)
+    });
+    let _ = driver.registry().deregister(&mut SourceFd(&fd));
+    got
+}
+
+/// Takes `n` connect messages from `client` on the non-blocking `listener`
+/// (registered with `driver`), answering each from a socket `open` makes.
+fn take(
+    shared: &Shared,
+    listener: &UdpSocket,
+    driver: &mut Driver,
+    client: IpAddr,
+    n: usize,
+    deadline: Instant,
+    open: impl Fn(SocketAddr) -> io::Result<Conn>,
+) -> Result<Vec<Conn>, String> {
     let mut out = Vec::with_capacity(n);
     let mut buf = [0u8; 64];
+    let mut events = Events::with_capacity(4);
     while out.len() < n {
         if shared
             .terminating
@@ -82,22 +115,24 @@ pub(crate) fn accept_streams(
                 out.len()
             ));
         }
-        listener
-            .set_read_timeout(Some(left.min(Duration::from_millis(200))))
-            .map_err(|e| e.to_string())?;
         let (len, from) = match listener.recv_from(&mut buf) {
             Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // Until the next datagram (edge-triggered: everything
+                // queued was read), its deadline or a look at a shutdown.
+                driver
+                    .wait(&mut events, left.min(SHUTDOWN_CHECK))
+                    .map_err(|e| format!("UDP listener: {e}"))?;
+                continue;
+            }
             Err(e)
                 if matches!(
                     e.kind(),
-                    io::ErrorKind::WouldBlock
-                        | io::ErrorKind::TimedOut
-                        | io::ErrorKind::Interrupted
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionRefused
                 ) =>
             {
                 continue
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) => return Err(format!("UDP listener: {e}")),
         };
         let from = canonical(from);
@@ -107,8 +142,7 @@ pub(crate) fn accept_streams(
         let Some(reply) = udp_connect_reply(&buf[..len]) else {
             continue; // a stray data datagram, not a connect message
         };
-        let mut sock = connected_socket(local, from, window, blksize)
-            .map_err(|e| format!("UDP stream socket: {e}"))?;
+        let mut sock = open(from).map_err(|e| format!("UDP stream socket: {e}"))?;
         sock.write(&reply)
             .map_err(|e| format!("UDP connect reply: {e}"))?;
         out.push(sock);
