@@ -590,4 +590,32 @@ mod tests {
         gone.read_on();
         assert_eq!(gone.step(t0, &mut c), Step::Done);
     }
+
+    /// The stream is sans-IO: outside its tests, it names no socket, no
+    /// event wait, no system call and reads no clock (the kind does).
+    #[test]
+    fn the_stream_flow_touches_no_socket_and_reads_no_clock() {
+        let text = include_str!("stream.rs");
+        let code: String = text
+            .split("#[cfg(test)]")
+            .next()
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for banned in [
+            "Instant::now",
+            "SystemTime::now",
+            "sys::",
+            "mio::",
+            "Conn",
+            "TcpStream",
+            "UdpSocket",
+            "engine::io",
+            "RawFd",
+        ] {
+            assert!(!code.contains(banned), "stream.rs names {banned}");
+        }
+    }
 }
