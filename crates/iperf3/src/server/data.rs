@@ -652,3 +652,64 @@ fn read_control(mut ctrl: &TcpStream) -> Option<Finish> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Shutdown, TcpListener};
+
+    use super::*;
+    use crate::server::plan::{plan, Limits};
+    use crate::wire::{decode_json, TestParams};
+
+    fn tcp_plan() -> TestPlan {
+        let json = r#"{"tcp":true,"time":30,"len":1000}"#;
+        let p: TestParams = decode_json(json.as_bytes()).unwrap();
+        let limits = Limits {
+            max_duration: Duration::from_secs(60),
+            max_streams: 8,
+        };
+        plan(&p, &limits).unwrap()
+    }
+
+    /// A receiving stream on real loopback sockets: the client sends,
+    /// closes its end, then `TEST_END`. The phase ends at `TEST_END` with
+    /// everything counted (the end that came with the last bytes read on
+    /// the worker's tail), and the server closes its side of the stream.
+    #[test]
+    fn at_test_end_a_receiver_has_all_its_client_sent_and_closes_once_its_client_has() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client_ctrl = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server_ctrl, _) = l.accept().unwrap();
+        let mut client_data = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server_data, _) = l.accept().unwrap();
+        server_data.set_nonblocking(true).unwrap();
+        let stream = DataStream {
+            id: 1,
+            sends: false,
+            sock: Conn::Tcp(mio::net::TcpStream::from_std(server_data)),
+        };
+        let client = std::thread::spawn(move || {
+            client_data.write_all(&[7u8; 80_000]).unwrap();
+            client_data.shutdown(Shutdown::Write).unwrap();
+            client_ctrl.write_all(&[State::TestEnd.to_byte()]).unwrap();
+            // The server's end: bounded, so that a server that never
+            // closes fails the test rather than hanging it.
+            client_data
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let mut b = [0u8; 16];
+            let got = client_data.read(&mut b);
+            (client_ctrl, got.map_err(|e| e.kind()))
+        });
+        let terminating = AtomicBool::new(false);
+        let p = tcp_plan();
+        let phase = run(&server_ctrl, vec![stream], &p, None, &terminating).unwrap();
+        let (_ctrl, got) = client.join().unwrap();
+        assert_eq!(got, Ok(0), "the server closed its side");
+        let out = &phase.out;
+        assert_eq!(out.end, Finish::TestEnd);
+        assert_eq!(out.records[0].tally.total(&out.counters), 80_000);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert!(out.wall_s < 30.0, "ended by TEST_END, not its limit");
+    }
+}
