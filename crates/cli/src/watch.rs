@@ -403,8 +403,8 @@ impl Watch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use linkperf_metrics::LatencyRecorder;
     use linkperf_measured::JitterSum;
+    use linkperf_metrics::LatencyRecorder;
 
     fn second(start_s: f64, warmup: bool, tx: u64) -> LiveInterval {
         let mut l = LatencyRecorder::new();

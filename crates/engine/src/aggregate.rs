@@ -1,9 +1,9 @@
 //! Merging the workers' reports into one side's record.
 
+use linkperf_measured::{Environment, ProcessMethod, SideCpu, SideReport};
 use linkperf_metrics::{
     side_cpu, system_cpu_between, system_cpu_now, ProcessCpu, TcpInfoAggregator,
 };
-use linkperf_measured::{Environment, ProcessMethod, SideCpu, SideReport};
 
 use crate::counters::Counters;
 use crate::sampler::WindowCpu;

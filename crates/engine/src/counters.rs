@@ -12,8 +12,8 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::LatencyRecorder;
 use linkperf_measured::{FlowCount, FlowCounts, Interval, Totals};
+use linkperf_metrics::LatencyRecorder;
 
 use crate::datagram_counts::DatagramCounters;
 use crate::flow::open_loop::Event as OpenEvent;

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::LatencyRecorder;
 use linkperf_measured::{Interval, Totals};
+use linkperf_metrics::LatencyRecorder;
 
 use crate::counters::Counters;
 

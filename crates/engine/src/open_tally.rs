@@ -9,8 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::LatencyRecorder;
 use linkperf_measured::OpenLoopRecord;
+use linkperf_metrics::LatencyRecorder;
 
 /// Gaps between sends kept per worker: enough for a goodness-of-fit test
 /// (one is run on a few thousand at most), bounded whatever the rate.

@@ -6,11 +6,11 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use crate::Schedule;
+use linkperf_measured::{CpuShare, LinkCounters, SideReport};
 use linkperf_metrics::{
     interfaces_now, links_between, per_cpu_between, process_cpu_now, system_cpu_between,
     system_cpu_now, ProcessCpu, SystemCpuDelta, SystemCpuSample,
 };
-use linkperf_measured::{CpuShare, LinkCounters, SideReport};
 
 /// CPU over the window, as sampled.
 #[derive(Debug)]

@@ -16,14 +16,14 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod codec;
+#[cfg(test)]
+mod codec_properties;
 mod control;
 mod error;
 mod proto;
 pub mod server;
 mod sys;
-pub mod codec;
-#[cfg(test)]
-mod codec_properties;
 
 pub use client::{
     check_spec, run_client, ClientOutcome, ClientRequest, Iperf3Target, RemoteReport,

@@ -36,11 +36,11 @@
 //! are not synchronised test by test, so over a long suite they can drift
 //! apart by the differences in per-test setup time (milliseconds per test).
 
-use linkperf_metrics::LatencyRecorder;
 use linkperf_measured::{
     Environment, FlowCounts, Interval, LatencySummary, ProcStatBreakdown, SideCpu, SideReport,
     TcpInfoSummary, Totals,
 };
+use linkperf_metrics::LatencyRecorder;
 use linkperf_results::{
     derive_run, failed_run, host_cpus, judge_run, Judge, Part, ResultsDocument, Run, RunStatus,
     TestResult,

@@ -542,8 +542,8 @@ mod tests {
     use super::*;
     use crate::testdata::{self, fig};
     use crate::{Outcome, Verdict};
-    use linkperf_mesh::{Agent, Pair};
     use linkperf_measured::AgentIdentity;
+    use linkperf_mesh::{Agent, Pair};
     use linkperf_results::{MeshRecord, RunAgent, RunAgents, RunStatus, TestConfig};
     use linkperf_workload::{Placement, Protocol, TestSpec};
 

@@ -278,14 +278,15 @@ pub fn flow_stats(
         return None;
     }
     let mut values = vec![0u64; users];
-    let add =
-        |values: &mut Vec<u64>, counts: &FlowCounts, f: fn(&linkperf_measured::FlowCount) -> u64| {
-            for c in counts.as_slice() {
-                if let Some(v) = values.get_mut(c.flow as usize) {
-                    *v = v.saturating_add(f(c));
-                }
+    let add = |values: &mut Vec<u64>,
+               counts: &FlowCounts,
+               f: fn(&linkperf_measured::FlowCount) -> u64| {
+        for c in counts.as_slice() {
+            if let Some(v) = values.get_mut(c.flow as usize) {
+                *v = v.saturating_add(f(c));
             }
-        };
+        }
+    };
     let measure = match &spec.workload {
         Workload::Stream { direction, .. } => {
             let received_by_server =

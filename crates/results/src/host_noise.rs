@@ -27,8 +27,8 @@
 //! the rest of the host was busy, so a steady-state test on a quiet host is
 //! never failed by the trend test's own false alarms.
 
-use linkperf_metrics::{stationarity, Stationarity, MIN_TREND_POINTS};
 use linkperf_measured::{CpuShare, ProcStatBreakdown};
+use linkperf_metrics::{stationarity, Stationarity, MIN_TREND_POINTS};
 
 use crate::checks::{Check, CheckName, HostCpu, Judge};
 use crate::Run;

@@ -13,8 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::sending_link;
 use linkperf_measured::{LinkCounters, SideReport};
+use linkperf_metrics::sending_link;
 
 /// The link's use in each direction of one run; a direction is absent when
 /// its sender recorded no interface other than the loopback.

@@ -1,8 +1,8 @@
 //! What a mesh records: the plan it ran (so that `--resume` continues it)
 //! and, in every run, the two agents it ran between.
 
-use linkperf_mesh::{Agent, Pair};
 use linkperf_measured::{AgentIdentity, Environment};
+use linkperf_mesh::{Agent, Pair};
 use serde::{Deserialize, Serialize};
 
 /// The mesh that produced a document (`linkperf mesh`), so that `--resume`

@@ -6,11 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use linkperf_measured::{LatencySummary, OpenLoopRecord, SideReport};
 use linkperf_metrics::{
     arrival_fidelity as fidelity, quantile_interval, stationarity, ArrivalProcess, ArrivalShape,
     LatencyRecorder, MIN_TREND_POINTS, RATE_NOISE_Z,
 };
-use linkperf_measured::{LatencySummary, OpenLoopRecord, SideReport};
 use linkperf_workload::{Arrival, TestSpec};
 
 use crate::checks::{Check, CheckName};

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use linkperf_metrics::{describe, Stats};
 use linkperf_measured::SideCpu;
+use linkperf_metrics::{describe, Stats};
 
 use crate::{Run, RunStatus, TestResult};
 

@@ -28,11 +28,11 @@ use crate::util::{
     cpu_ticks, exclusive, fds_and_threads, first_run, poll_until, run, run_against, run_json,
     shared, text, Client, ServeSpec, Server, BIN, TIMING,
 };
-use linkperf_session::AuthKey;
 use linkperf_protocol::{
     encode_client, encode_frame, ClientMessage, ConnectSeq, DataToken, Preamble, ServerMessage,
     UdpHeader, PREAMBLE_LEN, PROTOCOL_VERSION, UDP_HEADER_LEN,
 };
+use linkperf_session::AuthKey;
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
 

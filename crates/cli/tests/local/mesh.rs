@@ -19,8 +19,10 @@ use crate::util::control::{expect_error, key_file, Control};
 use crate::util::mesh::{one_test_suite, three_agents, Agent, AgentSpec};
 use crate::util::{run, shared, text};
 use linkperf_measured::AgentIdentity;
+use linkperf_protocol::{
+    decode_client, ClientMessage, FrameDecoder, ServerMessage, PROTOCOL_VERSION,
+};
 use linkperf_session::{delegate, AuthKey, DelegateRequest, Target};
-use linkperf_protocol::{decode_client, ClientMessage, FrameDecoder, ServerMessage, PROTOCOL_VERSION};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 use serde_json::Value;
 

@@ -3,7 +3,8 @@
 //! (socket.rs), dialing out with a greeting (dial.rs) and accepting
 //! (accept.rs; what the accepted say first is read behind gate.rs), a UDP
 //! socket's registration with the server (register.rs), moving
-//! a stream flow's bytes (stream.rs), sendfile(2) from a memory file
+//! a stream flow's bytes, or any connection's for a kind whose flows decide
+//! each read and message (stream.rs), sendfile(2) from a memory file
 //! (sendfile.rs), UDP's batched system calls
 //! (datagram.rs: GSO and GRO) and a UDP stream's sends and reads on top of
 //! them (udp_stream.rs). Workers do their I/O through here; flows never do
@@ -34,3 +35,4 @@ pub use socket::{
     DataEndpoints, HostTcpMemory, Kind, Listener, Settings, SERVER_MIN_SNDBUF,
     SERVER_SNDBUF_PER_TEST,
 };
+pub use stream::{read_arrived, write_messages, Messages, Moved};

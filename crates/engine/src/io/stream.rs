@@ -212,6 +212,100 @@ impl StreamHalves {
     }
 }
 
+/// How moving bytes on a connection ended ([`read_arrived`],
+/// [`write_messages`]).
+#[derive(Debug)]
+pub enum Moved {
+    /// The socket would block; on a stream, a short read drained it too
+    /// (the next arrival raises a new edge).
+    Blocked,
+    /// Stopped at the budget with the socket still ready: again soon,
+    /// without waiting for an event.
+    Again,
+    /// The writer had nothing more to go now.
+    Stopped,
+    /// The peer closed the stream (a read of nothing), or a write took no
+    /// bytes.
+    Eof,
+    /// An ICMP error from an earlier datagram: the peer may be gone, the
+    /// next datagram may pass.
+    Refused,
+    /// It failed.
+    Failed(io::Error),
+}
+
+/// Reads what has arrived on `conn` into `buf`, handing each read's bytes to
+/// `each` (a datagram socket's one datagram per read), until the socket
+/// would block, a stream's read comes back short (drained; unless `to_end`:
+/// the peer's end may have come with its last bytes, in the edge just
+/// taken, and raises none), the peer closes the stream, or `budget` bytes
+/// were read.
+pub fn read_arrived(
+    conn: &mut Conn,
+    buf: &mut [u8],
+    budget: usize,
+    to_end: bool,
+    mut each: impl FnMut(&[u8]),
+) -> Moved {
+    let stream = !matches!(conn, Conn::Udp(_));
+    let mut left = budget;
+    loop {
+        if left == 0 {
+            return Moved::Again;
+        }
+        match conn.read(buf) {
+            Ok(0) if stream => return Moved::Eof,
+            Ok(n) => {
+                left = left.saturating_sub(n.max(1));
+                each(&buf[..n]);
+                if stream && n < buf.len() && !to_end {
+                    return Moved::Blocked;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Moved::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Moved::Refused,
+            Err(e) => return Moved::Failed(e),
+        }
+    }
+}
+
+/// What a writer gives [`write_messages`]: its messages one after another,
+/// each decided as it comes (paced, budgeted, held).
+pub trait Messages {
+    /// The bytes to write next: on a stream the rest of the message begun,
+    /// on a datagram socket a whole message; `None` when nothing more is
+    /// to go now.
+    fn next(&mut self) -> Option<&[u8]>;
+    /// The socket took `n` of them.
+    fn wrote(&mut self, n: usize);
+}
+
+/// Writes `msgs` on `conn` until the socket would block, the writer has
+/// nothing more to go, or `budget` bytes were written.
+pub fn write_messages(conn: &mut Conn, msgs: &mut impl Messages, budget: usize) -> Moved {
+    let mut left = budget;
+    loop {
+        if left == 0 {
+            return Moved::Again;
+        }
+        let Some(bytes) = msgs.next() else {
+            return Moved::Stopped;
+        };
+        match conn.write(bytes) {
+            Ok(0) => return Moved::Eof,
+            Ok(n) => {
+                left = left.saturating_sub(n);
+                msgs.wrote(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Moved::Blocked,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Moved::Refused,
+            Err(e) => return Moved::Failed(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;
@@ -275,5 +369,88 @@ mod tests {
             "the sender's end was left unread: {io:?}"
         );
         assert_eq!(counters.totals.rx_bytes, 1000);
+    }
+
+    /// A stream's reads stop short (drained) and at its end; a datagram
+    /// socket's hand each datagram on its own until it would block.
+    #[test]
+    fn reading_what_arrived_hands_each_read_and_says_how_it_ended() {
+        let (a, b) = mio::net::UnixStream::pair().unwrap();
+        let (mut sender, mut receiver) = (Conn::Unix(a), Conn::Unix(b));
+        sender.write_all(&[1u8; 300]).unwrap();
+        let mut buf = [0u8; 1024];
+        let mut got = 0;
+        let how = read_arrived(&mut receiver, &mut buf, usize::MAX, false, |b| {
+            got += b.len()
+        });
+        assert!(matches!(how, Moved::Blocked), "{how:?}");
+        assert_eq!(got, 300);
+        // The end that came with the last bytes: a short read stops before
+        // it, unless read to the end.
+        sender.write_all(&[2u8; 100]).unwrap();
+        sender.shutdown_write().unwrap();
+        let how = read_arrived(&mut receiver, &mut buf, usize::MAX, false, |b| {
+            got += b.len()
+        });
+        assert!(matches!(how, Moved::Blocked), "{how:?}");
+        let how = read_arrived(&mut receiver, &mut buf, usize::MAX, true, |b| {
+            got += b.len()
+        });
+        assert!(matches!(how, Moved::Eof), "{how:?}");
+        assert_eq!(got, 400);
+
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_nonblocking(true).unwrap();
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for len in [10usize, 20, 30] {
+            tx.send_to(&vec![0u8; len], rx.local_addr().unwrap())
+                .unwrap();
+        }
+        let mut rx = Conn::Udp(mio::net::UdpSocket::from_std(rx));
+        let mut lens = Vec::new();
+        // Loopback queues them before the send returns.
+        let how = read_arrived(&mut rx, &mut buf, usize::MAX, false, |b| lens.push(b.len()));
+        assert!(matches!(how, Moved::Blocked), "{how:?}");
+        assert_eq!(lens, vec![10, 20, 30]);
+    }
+
+    /// Messages of 700 bytes on a stream: each written whole across short
+    /// writes, until the writer stops or the budget is spent.
+    #[test]
+    fn writing_messages_goes_until_the_writer_stops_or_the_budget_is_spent() {
+        struct Three {
+            left: usize,
+            off: usize,
+            msg: [u8; 700],
+            wrote: usize,
+        }
+        impl Messages for Three {
+            fn next(&mut self) -> Option<&[u8]> {
+                (self.left > 0).then(|| &self.msg[self.off..])
+            }
+            fn wrote(&mut self, n: usize) {
+                self.wrote += n;
+                self.off += n;
+                if self.off == self.msg.len() {
+                    self.off = 0;
+                    self.left -= 1;
+                }
+            }
+        }
+        let (a, b) = mio::net::UnixStream::pair().unwrap();
+        let (mut sender, _receiver) = (Conn::Unix(a), Conn::Unix(b));
+        let mut w = Three {
+            left: 3,
+            off: 0,
+            msg: [5u8; 700],
+            wrote: 0,
+        };
+        let how = write_messages(&mut sender, &mut w, usize::MAX);
+        assert!(matches!(how, Moved::Stopped), "{how:?}");
+        assert_eq!(w.wrote, 2100);
+        w.left = 3;
+        let how = write_messages(&mut sender, &mut w, 1000);
+        assert!(matches!(how, Moved::Again), "{how:?}");
+        assert_eq!(w.wrote, 2100 + 1400);
     }
 }

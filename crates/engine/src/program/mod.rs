@@ -22,8 +22,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use linkperf_metrics::ProcessCpu;
 use linkperf_measured::{ProfileReport, SideReport, Totals, WorkerPlacement};
+use linkperf_metrics::ProcessCpu;
 use linkperf_protocol::DataToken;
 use linkperf_workload::profile::Profile;
 use mio::net::TcpListener;

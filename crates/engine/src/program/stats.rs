@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::LatencyRecorder;
 use linkperf_measured::{ProfileFlowop, ProfileReport, ProfileTransaction};
+use linkperf_metrics::LatencyRecorder;
 
 use super::script::{SlotInfo, TYPES, TYPE_NAMES};
 use crate::counters::{Counters, NO_FLOW};

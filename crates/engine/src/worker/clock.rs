@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
+use linkperf_measured::WorkerPlacement;
 use linkperf_metrics::{
     current_cpu, current_thread_allowed_cpus, pin_current_thread, thread_cpu_now, ProcessCpu,
 };
-use linkperf_measured::WorkerPlacement;
 
 use crate::schedule::Schedule;
 

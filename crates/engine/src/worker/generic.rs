@@ -477,6 +477,22 @@ impl<K: Kind> Core<K> {
         self.window.end(self.counts.as_mut(), flows, aborted);
     }
 
+    /// The window's CPU, where the worker ran (carrying `flows` flows) and
+    /// its connections' TCP_INFO; the window closes now if it is open. For
+    /// a worker that turns on past its window (the iperf3 server's streams,
+    /// read until they hold all the client says it sent).
+    pub fn finish_window(
+        &mut self,
+        flows: u32,
+    ) -> (
+        linkperf_metrics::ProcessCpu,
+        linkperf_measured::WorkerPlacement,
+        linkperf_metrics::TcpInfoAggregator,
+    ) {
+        self.window.close();
+        self.window.finish(flows)
+    }
+
     /// What is left of the worker at its end: its driver (for a tail that
     /// goes on without the flows' turn), its window clock, what it counted
     /// and its flows.

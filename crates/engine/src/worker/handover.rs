@@ -4,11 +4,11 @@
 use std::net::IpAddr;
 use std::os::fd::RawFd;
 
+use linkperf_measured::{Environment, Totals, WorkerPlacement};
 use linkperf_metrics::{
     read_tcp_info, socket_buffers, socket_congestion_control, socket_nodelay, ProcessCpu,
     TcpInfoAggregator,
 };
-use linkperf_measured::{Environment, Totals, WorkerPlacement};
 
 use crate::counters::Counters;
 

@@ -14,8 +14,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linkperf_metrics::ProcessCpu;
 use linkperf_measured::WorkerPlacement;
+use linkperf_metrics::ProcessCpu;
 use linkperf_protocol::{ConnectSeq, DataToken, Preamble, UdpHeader, UDP_HEADER_LEN};
 use mio::event::Event;
 use mio::net::{TcpListener, UdpSocket};

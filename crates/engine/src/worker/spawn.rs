@@ -77,9 +77,10 @@ impl WorkerLoop {
             .map_err(|e| EngineError::Worker(e.to_string()))
     }
 
-    /// Runs `run` with its loop and its clock on the calling thread (pinned
-    /// there when it has CPUs), for a worker that is its thread's only work.
-    pub fn run_here<T>(self, run: impl FnOnce(Driver, Result<WindowClock, String>) -> T) -> T {
-        run(self.driver, WindowClock::start(self.id, self.cpus))
+    /// Starts it on the calling thread, for a worker that is its thread's
+    /// only work: its loop, and its clock, started (and the thread pinned,
+    /// when it has CPUs) here; or why the pin failed.
+    pub fn start_here(self) -> (Driver, Result<WindowClock, String>) {
+        (self.driver, WindowClock::start(self.id, self.cpus))
     }
 }

@@ -11,8 +11,8 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Instant;
 
-use linkperf_metrics::{ProcessCpu, TcpInfoAggregator};
 use linkperf_measured::WorkerPlacement;
+use linkperf_metrics::{ProcessCpu, TcpInfoAggregator};
 
 use crate::counters::Counters;
 use crate::io::Conn;

@@ -33,8 +33,8 @@ use linkperf_engine::{
     aggregate, Aborter, ClientConfig, ClientTest, DataEndpoints, EngineError, Sampler, Schedule,
     WindowCpu, WorkerReport,
 };
-use linkperf_metrics::capture_environment;
 use linkperf_measured::{Environment, ProcessMethod, SideReport, Totals};
+use linkperf_metrics::capture_environment;
 use linkperf_protocol::DataToken;
 use linkperf_workload::{Bytes, StreamDirection, Workload};
 use serde_json::Map;
@@ -43,10 +43,10 @@ use super::delivery::Delivery;
 use super::request::{check_spec, new_cookie, params, resolve};
 use super::{ClientOutcome, ClientRequest, Iperf3Target};
 use crate::client::RemoteReport;
+use crate::codec::{stream_id, Cookie, StreamResults, TestResults};
 use crate::control::ControlConn;
 use crate::proto::client::{ClientControl, Do, Ending};
 use crate::sys;
-use crate::codec::{stream_id, Cookie, StreamResults, TestResults};
 use crate::ClientError;
 
 /// After the window, how long the engine's flows may take to end.

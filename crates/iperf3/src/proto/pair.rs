@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 use super::client::{self, ClientControl, Ending, ANSWER_TIMEOUT, READ_GRACE, RESULTS_TIMEOUT};
 use super::server::{self, DataEnd, Ended, Refused, ServerControl, Settings};
 use super::ControlError;
-use crate::server::plan::Limits;
 use crate::codec::{
     decode_json, encode_frame, Cookie, State, StreamResults, TestMode, TestParams, TestResults,
     COOKIE_LEN,
 };
+use crate::server::plan::Limits;
 use crate::ClientError;
 
 /// The client's engine window, from its start.

@@ -22,10 +22,10 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::{Awaited, ControlError};
-use crate::server::plan::{self, Limits, Refusal, TestPlan};
 use crate::codec::{
     encode_json, server_error_bytes, Expect, IErrno, Inbox, State, TestParams, TestResults,
 };
+use crate::server::plan::{self, Limits, Refusal, TestPlan};
 
 /// After `DISPLAY_RESULTS`, how long the client may take to say
 /// `IPERF_DONE` (or close).

@@ -1,11 +1,13 @@
 //! The data path of one test on the server: the engine's one worker
-//! (`worker::generic`) over the test's streams, each a flow ([`Stream`]),
-//! and its control connection, as iperf3 runs one loop per test. It counts what it
-//! receives, sends what it must (whole blocks, paced when the client asked
-//! for a rate, up to `-n`/`-k`), and watches the control connection for the
-//! client's `TEST_END`. Then it makes sure the counts are whole: it reads
-//! what is still arriving and waits until what it sent has been delivered
-//! (tail.rs).
+//! (`worker::generic`) over the test's streams, each a flow (stream.rs), and
+//! its control connection, as iperf3 runs one loop per test. It counts what
+//! it receives, sends what it must (whole blocks, paced when the client
+//! asked for a rate, up to `-n`/`-k`), and watches the control connection
+//! for the client's `TEST_END`. Then, on the same worker, the streams' tails
+//! make the counts whole: a receiver reads what is still arriving until it
+//! is quiet, a TCP sender waits until what it sent has been delivered; once
+//! the client's results are in, the receivers read until they hold all the
+//! client sent (tail.rs).
 //!
 //! The test counts in the engine's [`Counters`], its omitted seconds the
 //! warm-up and its limit the window's end, each stream in a flow slot with
@@ -13,36 +15,45 @@
 //! by the engine workers' window clock ([`WindowClock`]), over the whole
 //! phase as iperf3 reports it (omitted seconds included).
 
+mod stream;
 mod tail;
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use linkperf_engine::driver::Driver;
-use linkperf_engine::flow::step::{Carried, Deadline, Flow, Step, Told};
+use linkperf_engine::flow::step::{Carried, Step, Told};
 use linkperf_engine::flow::Pacer;
-use linkperf_engine::io::Conn;
-use linkperf_engine::worker::generic::{Core, Kind, Parts, Worker, KIND_TOKENS};
-use linkperf_engine::worker::WindowClock;
+use linkperf_engine::io::{read_arrived, write_messages, Conn, Messages, Moved};
+use linkperf_engine::worker::generic::{drive, Core, Kind, Worker, KIND_TOKENS};
+use linkperf_engine::worker::WorkerLoop;
 use linkperf_engine::{Counters, Schedule};
 use linkperf_metrics::{read_tcp_info, socket_congestion_control, ProcessCpu};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Token};
 
-use crate::server::accounting::{Budget, EndOfSending, Iperf3Tally, Sample, Stamp};
+use crate::codec::{State, UdpHeader};
+use crate::server::accounting::{Budget, Iperf3Tally, Stamp};
 use crate::server::plan::TestPlan;
 use crate::sys;
-use crate::codec::{State, UdpHeader};
 
+pub(crate) use stream::Stream;
+use stream::{Io, Next};
 pub(crate) use tail::DataPhase;
-use tail::{drain, terminate, wait_delivered, Tail};
+use tail::TopUp;
 
 /// The control connection's token: one of the kind's own (past every flow's).
 const CTRL: Token = Token(KIND_TOKENS);
 /// Payload buffer, at least (UDP datagrams up to 64 KiB are read whole).
 const MIN_BUFFER: usize = 128 * 1024;
+/// After `TEST_END`, the longest the streams' tails take: a receiver's
+/// drain, or a sender's wait for its acknowledgements and then its quiet.
+const TAIL_MAX: Duration = stream::DRAIN_MAX.saturating_add(stream::QUIET);
+/// At a shutdown, how long the streams stay open after SERVER_TERMINATE for
+/// the client to read it (it closes its control connection when it has).
+const TERMINATE_WAIT: Duration = Duration::from_secs(1);
 
 /// A stream ready to run.
 pub(crate) struct DataStream {
@@ -101,63 +112,6 @@ pub(crate) struct DataOutcome {
     pub errors: Vec<String>,
 }
 
-/// One stream of the test as the server's worker carries it: a flow
-/// (sans-IO: its socket is the worker's), sending whole blocks paced as
-/// the client asked, or counting what arrives.
-pub(super) struct Stream {
-    id: u32,
-    sends: bool,
-    tally: Iperf3Tally,
-    /// Bytes of the current block already written (TCP senders).
-    off: usize,
-    pacer: Option<Pacer>,
-    open: bool,
-    /// The largest window the client advertised (its receive buffer, empty).
-    peer_max_window: u32,
-    /// Holding its next block until the client has read more (near its end).
-    holding: bool,
-    /// When to stop for that.
-    end: EndOfSending,
-    /// Last time the client's reading was measured.
-    sampled: Option<Instant>,
-    /// When a sender must look again whatever its socket does: its
-    /// pacer's next block, or the next look of a holding sender.
-    wake: Option<Instant>,
-}
-
-impl Flow for Stream {
-    type Counts = Counters;
-
-    fn step(&mut self, _now: Instant, _counts: &mut Counters) -> Step {
-        if self.open {
-            Step::Carry(0)
-        } else {
-            Step::Done
-        }
-    }
-
-    fn told(&mut self, _what: Told, _now: Instant, _counts: &mut Counters) {
-        // What a carry came to is in the stream already (it closed, or
-        // waits for its socket or its wake-up).
-    }
-
-    fn deadline(&self) -> Option<Deadline> {
-        self.wake.filter(|_| self.open).map(Deadline::at)
-    }
-}
-
-/// A stream with its socket, after the data phase's loop (its tail).
-pub(super) struct Live {
-    pub(super) st: Stream,
-    pub(super) sock: Conn,
-}
-
-/// Until the client's end is near (see `EndOfSending::near`), how often a
-/// sender samples the client's window and reading; then it checks each block.
-const SAMPLE_EVERY: Duration = Duration::from_millis(1);
-/// How often a holding sender looks again.
-const HOLD_CHECK: Duration = Duration::from_millis(1);
-
 /// Gives each stream to the worker (its socket registered under its
 /// key), each sender its pacer, and each a flow slot in the counters.
 fn add_streams(
@@ -165,6 +119,7 @@ fn add_streams(
     streams: Vec<DataStream>,
     plan: &TestPlan,
     start: Instant,
+    client_end: Option<Instant>,
 ) -> io::Result<()> {
     for s in streams {
         let pacer = if s.sends {
@@ -174,63 +129,63 @@ fn add_streams(
         } else {
             None
         };
+        let tcp = s.sock.is_tcp();
         let udp = matches!(s.sock, Conn::Udp(_));
         let tally = Iperf3Tally::new(&mut core.counts, s.id, s.sends, udp);
-        let key = core.add(Stream {
-            id: s.id,
-            sends: s.sends,
-            tally,
-            off: 0,
-            pacer,
-            open: true,
-            peer_max_window: 0,
-            holding: false,
-            end: EndOfSending::default(),
-            sampled: None,
-            wake: None,
-        });
+        let end = client_end.map(|e| (e, start));
+        let key = core.add(Stream::new(s.id, s.sends, tcp, tally, pacer, end));
         core.attach(key, 0, s.sock)?;
     }
     Ok(())
 }
 
-/// Each stream's record; the receivers still open after a test's end, with
-/// the index of their record, for the top-up.
-fn records(live: Vec<Live>, end: Finish) -> (Vec<StreamRecord>, Vec<(usize, Live)>) {
-    let mut records = Vec::with_capacity(live.len());
-    let mut receivers = Vec::new();
-    for l in live {
-        records.push(StreamRecord {
-            id: l.st.id,
-            sends: l.st.sends,
-            retransmits: match (&l.sock, l.st.sends) {
-                (Conn::Tcp(t), true) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
-                _ => None,
-            },
-            tally: l.st.tally.clone(),
-        });
-        // Still registered.
-        if end == Finish::TestEnd && !l.st.sends && l.st.open {
-            receivers.push((records.len() - 1, l));
-        }
+/// Each stream's record, in the order given.
+fn records(core: &Core<Iperf3Kind<'_>>) -> Vec<StreamRecord> {
+    core.slots
+        .iter()
+        .map(|(_, slot)| {
+            let st = &slot.flow;
+            let retransmits = match (slot.links.last().map(|l| &l.conn), st.sends) {
+                (Some(conn), true) => retransmits(conn),
+                // Read as it closed.
+                _ => st.retransmits,
+            };
+            StreamRecord {
+                id: st.id,
+                sends: st.sends,
+                retransmits,
+                tally: st.tally.clone(),
+            }
+        })
+        .collect()
+}
+
+/// The retransmits of a TCP connection.
+fn retransmits(conn: &Conn) -> Option<u32> {
+    match conn {
+        Conn::Tcp(t) => read_tcp_info(t.as_raw_fd()).map(|i| i.total_retrans),
+        _ => None,
     }
-    (records, receivers)
 }
 
 /// Runs the test's data phase on `ctrl` (put in non-blocking mode for the
-/// duration) and `streams`. `client_end` is when the client will stop
-/// counting (its `-t` and `-O` from when `TEST_START` went out).
-pub(crate) fn run(
+/// duration) and `streams`, and the streams' tails. `client_end` is when
+/// the client will stop counting (its `-t` and `-O` from when `TEST_START`
+/// went out).
+pub(crate) fn run<'a>(
     ctrl: &TcpStream,
     streams: Vec<DataStream>,
     plan: &TestPlan,
     client_end: Option<Instant>,
-    terminating: &std::sync::atomic::AtomicBool,
-) -> io::Result<DataPhase> {
+    terminating: &'a AtomicBool,
+) -> io::Result<DataPhase<'a>> {
     let start = Instant::now();
-    // The CPU is the whole phase's: a window open from the start (and
-    // closed after the tail).
-    let clock = WindowClock::start(0, None).map_err(io::Error::other)?;
+    // The phase is a worker on the test's thread. Its CPU is the whole
+    // phase's: a window open from the start (and closed after the tail).
+    let (driver, clock) = WorkerLoop::new("lp-iperf3-data".into(), 0, None, false)
+        .map_err(|e| io::Error::other(e.to_string()))?
+        .start_here();
+    let clock = clock.map_err(io::Error::other)?;
     // The omitted seconds are the warm-up; the limit ends the window.
     let schedule = Schedule::new(
         start,
@@ -240,7 +195,8 @@ pub(crate) fn run(
     );
     let mut counters = Counters::new(false);
     counters.set_schedule(schedule);
-    let (driver, _) = Driver::new(false)?;
+    // The worker's own handle on the control connection (the same one).
+    let ctrl = ctrl.try_clone()?;
     ctrl.set_nonblocking(true)?;
     let ctrl_fd = ctrl.as_raw_fd();
     driver
@@ -254,91 +210,69 @@ pub(crate) fn run(
         plan.limit,
         Duration::ZERO,
     ));
-    add_streams(&mut core, streams, plan, start)?;
+    // Read now: a stream the client closes is closed before the end.
+    let congestion = streams.iter().find_map(|s| match &s.sock {
+        Conn::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
+        _ => None,
+    });
+    add_streams(&mut core, streams, plan, start, client_end)?;
     let kind = Iperf3Kind {
-        ctrl,
+        ctrl: Some(ctrl),
         buf: payload(plan.blksize.max(MIN_BUFFER)),
         budget: Budget::new(plan.bytes, plan.blocks),
         omitting: !plan.omit.is_zero(),
         errors: Vec::new(),
-        plan,
-        end: client_end.map(|e| (e, start)),
+        plan: plan.clone(),
         schedule,
         deadline: start + plan.limit,
         terminating,
         finish: None,
+        ended: None,
+        phase: Phase::Run,
     };
     let mut worker = Worker::new(core, kind);
     let mut events = Events::with_capacity(256);
     worker.run(&mut events)?;
-    let Worker { core, kind } = worker;
-    let Iperf3Kind {
-        mut buf,
-        omitting,
-        mut errors,
-        finish,
-        ..
-    } = kind;
-    let mut parts = core.into_parts();
-    // Each stream with its socket (still registered), in the order given.
-    let mut live: Vec<Live> = std::mem::take(&mut parts.slots)
-        .into_iter()
-        .filter_map(|(_, mut slot)| {
-            let sock = slot.links.pop()?.conn;
-            Some(Live {
-                st: slot.flow,
-                sock,
-            })
-        })
-        .collect();
-    let (driver, counts) = (&mut parts.driver, &mut parts.counts);
     // The loop stops only once the phase has an end.
-    let end = finish.unwrap_or(Finish::Deadline);
-    let ended = Instant::now();
-    if end == Finish::Shutdown {
-        terminate(
-            ctrl,
-            driver,
-            &mut events,
-            &mut live,
-            counts,
-            &mut buf,
-            plan,
-            &mut errors,
-        );
+    let end = worker.kind.finish.unwrap_or(Finish::Deadline);
+    let ended = worker.kind.ended.unwrap_or_else(Instant::now);
+    if let Some(ctrl) = worker.kind.ctrl.take() {
+        let _ = worker
+            .core
+            .driver()
+            .registry()
+            .deregister(&mut SourceFd(&ctrl_fd));
+        ctrl.set_nonblocking(false)?;
     }
-    if end == Finish::TestEnd {
-        drain(
-            driver,
-            &mut events,
-            &mut live,
-            counts,
-            &mut buf,
-            plan,
-            !omitting,
-            &mut errors,
-        );
-        wait_delivered(driver, &mut events, &live);
+    let records = records(&worker.core);
+    // Only the receivers of a test that ended well stay open, for the
+    // top-up; the client's side of every other stream sees its end now.
+    let closing: Vec<usize> = worker
+        .core
+        .slots
+        .iter()
+        .filter(|(_, s)| end != Finish::TestEnd || s.flow.sends || !s.flow.open())
+        .map(|(k, _)| k)
+        .collect();
+    for key in closing {
+        worker.core.drop_link(key, 0);
+        if let Some(s) = worker.core.slots.get_mut(key) {
+            s.flow.rest();
+        }
     }
-    let congestion = live.iter().find_map(|l| match &l.sock {
-        Conn::Tcp(t) => socket_congestion_control(t.as_raw_fd()),
-        _ => None,
-    });
-    let (records, receivers) = records(live, end);
-    let _ = driver.registry().deregister(&mut SourceFd(&ctrl_fd));
-    ctrl.set_nonblocking(false)?;
     let counted_from = if plan.omit.is_zero() {
         start
     } else {
         schedule.measure_from.min(ended)
     };
     let flows = u32::try_from(records.len()).unwrap_or(u32::MAX);
-    let (cpu, _, _) = parts.finish(flows);
-    let Parts { driver, counts, .. } = parts;
+    let (cpu, _, _) = worker.core.finish_window(flows);
+    let counters = std::mem::replace(&mut worker.core.counts, Counters::new(false));
+    let errors = std::mem::take(&mut worker.kind.errors);
     Ok(DataPhase {
         out: DataOutcome {
             end,
-            counters: counts,
+            counters,
             records,
             seconds: ended.saturating_duration_since(counted_from).as_secs_f64(),
             wall_s: ended.saturating_duration_since(start).as_secs_f64(),
@@ -346,34 +280,150 @@ pub(crate) fn run(
             congestion,
             errors,
         },
-        tail: Tail {
-            driver,
-            events,
-            receivers,
-            buf,
-            counting: !omitting,
-        },
+        worker,
+        events,
     })
 }
 
-/// The data phase's streams as the one engine worker carries them, until
-/// the phase has an end: what stays the iperf3 server's own.
-struct Iperf3Kind<'a> {
-    ctrl: &'a TcpStream,
+/// Where the data phase is.
+enum Phase {
+    /// The test runs.
+    Run,
+    /// After `TEST_END`: the streams' tails, at most until `until`.
+    Tail { until: Instant },
+    /// At a shutdown: SERVER_TERMINATE told the client at `since` with its
+    /// streams still open (a client writing into a closed stream would see a
+    /// reset before it reads the state); the receivers read what it still
+    /// sends (not counted) until it closes its control connection
+    /// (`closed`), at most [`TERMINATE_WAIT`].
+    Terminate { since: Instant, closed: bool },
+    /// Once the client's results are in: the receivers read until they hold
+    /// all it says it sent (tail.rs).
+    TopUp(TopUp),
+}
+
+/// The data phase's streams as the one engine worker carries them: what
+/// stays the iperf3 server's own (the control connection, the test's
+/// budget and end, the I/O of the streams' steps).
+pub(crate) struct Iperf3Kind<'a> {
+    /// The control connection, until the phase has ended.
+    ctrl: Option<TcpStream>,
     buf: Vec<u8>,
     budget: Budget,
     /// Inside `-O`'s omitted seconds.
     omitting: bool,
     errors: Vec<String>,
-    plan: &'a TestPlan,
-    /// When the client stops counting, and the test's start.
-    end: Option<(Instant, Instant)>,
+    plan: TestPlan,
     /// The omitted seconds, then the counted ones until the limit.
     schedule: Schedule,
     deadline: Instant,
-    terminating: &'a std::sync::atomic::AtomicBool,
-    /// How the phase ended, once it has.
+    terminating: &'a AtomicBool,
+    /// How the phase ended, once it has, and when.
     finish: Option<Finish>,
+    ended: Option<Instant>,
+    phase: Phase,
+}
+
+impl Iperf3Kind<'_> {
+    /// Whether what arrives now is counted.
+    fn counting(&self) -> bool {
+        !self.omitting && !matches!(self.phase, Phase::Terminate { .. })
+    }
+
+    /// The phase ends at `now` as `how`: after `TEST_END` the streams' tails
+    /// begin, at a shutdown the client is told and its streams read on.
+    fn finish(&mut self, core: &mut Core<Self>, how: Finish, now: Instant) {
+        if self.finish.is_some() {
+            return;
+        }
+        self.finish = Some(how);
+        self.ended = Some(Instant::now());
+        match how {
+            Finish::TestEnd => {
+                for (_, s) in core.slots.iter_mut() {
+                    s.flow.test_end(now);
+                }
+                self.phase = Phase::Tail {
+                    until: now + TAIL_MAX,
+                };
+            }
+            Finish::Shutdown => {
+                if let Some(mut ctrl) = self.ctrl.as_ref() {
+                    let _ = ctrl.write(&[State::ServerTerminate.to_byte()]);
+                }
+                for (_, s) in core.slots.iter_mut() {
+                    s.flow.read_on();
+                }
+                self.phase = Phase::Terminate {
+                    since: now,
+                    closed: false,
+                };
+            }
+            _ => return,
+        }
+        // Each is read at once, whatever its last readiness edge said.
+        let keys: Vec<usize> = core
+            .slots
+            .iter_mut()
+            .map(|(k, s)| {
+                s.readable = true;
+                k
+            })
+            .collect();
+        for key in keys {
+            drive(core, self, key, now);
+        }
+    }
+
+    /// What `st` reads on `conn` at `now`: counted into its tally (a
+    /// sender's are dropped: nothing is expected there); the bytes read.
+    fn receive(
+        &mut self,
+        st: &mut Stream,
+        conn: &mut Conn,
+        counters: &mut Counters,
+        now: Instant,
+    ) -> (Moved, u64) {
+        let counting = self.counting();
+        let (udp, sends, wide) = (matches!(conn, Conn::Udp(_)), st.sends, self.plan.udp_wide);
+        let mut got = 0;
+        // After the test, an end that came with the last bytes is seen.
+        let to_end = !matches!(self.phase, Phase::Run);
+        let how = read_arrived(conn, &mut self.buf, usize::MAX, to_end, |b| {
+            let len = b.len() as u64;
+            got += len;
+            if sends {
+                return;
+            }
+            let t = &mut st.tally;
+            match udp.then(|| UdpHeader::decode(b, wide)) {
+                Some(Ok(h)) => {
+                    let (sec, usec) = sys::monotonic_now();
+                    t.datagram(counters, len, &h, Stamp { sec, usec }, now, counting);
+                }
+                _ => t.bytes(counters, len, now, counting),
+            }
+        });
+        if got > 0 {
+            let at = Instant::now();
+            st.arrived(at);
+            if let Phase::TopUp(t) = &mut self.phase {
+                t.last = at;
+            }
+        }
+        (how, got)
+    }
+
+    fn failed(&mut self, id: u32, e: io::Error) -> Option<Told> {
+        if self.errors.len() < 4 {
+            self.errors.push(format!("stream {id}: {e}"));
+        }
+        Some(carried(Carried::Failed(e)))
+    }
+}
+
+fn carried(how: Carried) -> Told {
+    Told::Carried { conn: 0, how }
 }
 
 impl Kind for Iperf3Kind<'_> {
@@ -383,82 +433,191 @@ impl Kind for Iperf3Kind<'_> {
     const TCP_INFO: bool = false;
 
     fn begin(&mut self, core: &mut Core<Self>, now: Instant) {
+        if let Phase::TopUp(t) = &mut self.phase {
+            t.settle(core);
+            return;
+        }
+        if !matches!(self.phase, Phase::Run) {
+            return;
+        }
         if self.omitting && now >= self.schedule.measure_from {
             self.omitting = false;
             for (_, s) in core.slots.iter_mut() {
                 s.flow.tally.omit_over();
             }
         }
+        if now >= self.deadline {
+            self.finish(core, Finish::Deadline, now);
+        } else if self.terminating.load(Ordering::Acquire) {
+            self.finish(core, Finish::Shutdown, now);
+        }
     }
 
-    fn stop(&mut self, _core: &Core<Self>, now: Instant) -> bool {
-        if now >= self.deadline {
-            self.finish.get_or_insert(Finish::Deadline);
+    fn stop(&mut self, core: &Core<Self>, now: Instant) -> bool {
+        match &self.phase {
+            Phase::Run => self.finish.is_some(),
+            Phase::Tail { until } => {
+                now >= *until || core.slots.iter().all(|(_, s)| s.flow.settled())
+            }
+            Phase::Terminate { since, closed } => *closed || now >= *since + TERMINATE_WAIT,
+            Phase::TopUp(t) => t.over(core, now),
         }
-        if self.terminating.load(std::sync::atomic::Ordering::Acquire) {
-            self.finish.get_or_insert(Finish::Shutdown);
-        }
-        self.finish.is_some()
     }
 
     fn perform(
         &mut self,
         core: &mut Core<Self>,
         key: usize,
-        _step: Step,
+        step: Step,
         now: &mut Instant,
     ) -> Option<Told> {
-        let counting = !self.omitting;
+        if let Step::Close(c) = step {
+            // The client closed it, or it failed: its socket goes now (the
+            // client's side sees its end), a sender's retransmits read first.
+            let slot = core.slots.get_mut(key)?;
+            if slot.flow.sends {
+                slot.flow.retransmits = slot.links.last().and_then(|l| retransmits(&l.conn));
+            }
+            core.drop_link(key, c);
+            return Some(Told::Closed(c));
+        }
         let slot = core.slots.get_mut(key)?;
-        let sock = &mut slot.links.last_mut()?.conn;
+        let conn = &mut slot.links.last_mut()?.conn;
         let st = &mut slot.flow;
         let counters = &mut core.counts;
+        if st.io() == Io::Unacked {
+            st.unacked(sys::unacked_bytes(conn.as_raw_fd()).unwrap_or(0), *now);
+            return Some(carried(Carried::Blocked));
+        }
         if slot.readable {
             slot.readable = false;
-            receive(
-                st,
-                sock,
-                counters,
-                &mut self.buf,
-                self.plan,
-                counting,
-                *now,
-                &mut self.errors,
-            );
-        }
-        if st.sends && st.open && slot.writable {
-            let sent = send(
-                st,
-                sock,
-                counters,
-                &mut self.buf,
-                self.plan,
-                &mut self.budget,
-                counting,
-                *now,
-                self.end,
-                &mut self.errors,
-            );
-            if sent == Sent::Blocked {
-                slot.writable = false;
+            match self.receive(st, conn, counters, *now).0 {
+                // The client closed its end.
+                Moved::Eof => return Some(carried(Carried::Eof)),
+                Moved::Failed(e) => return self.failed(st.id, e),
+                // Read all there was; or an ICMP error from an earlier
+                // datagram: the peer may be gone; go on.
+                _ => {}
             }
         }
-        let how = if st.open {
-            Carried::Blocked
-        } else {
-            Carried::Eof
-        };
-        Some(Told::Carried { conn: 0, how })
+        if st.sending() && slot.writable {
+            st.carrying();
+            let counting = self.counting();
+            let fd = conn.as_raw_fd();
+            let mut blocks = Blocks {
+                st: &mut *st,
+                buf: &mut self.buf,
+                counters,
+                budget: &mut self.budget,
+                plan: &self.plan,
+                fd,
+                now: *now,
+                counting,
+                starting: false,
+                failed: None,
+            };
+            let how = write_messages(conn, &mut blocks, usize::MAX);
+            let failed = blocks.failed.take();
+            match how {
+                Moved::Blocked => slot.writable = false,
+                Moved::Stopped | Moved::Again => {
+                    if let Some(e) = failed {
+                        return self.failed(st.id, e);
+                    }
+                }
+                // UDP: an ICMP error from an earlier datagram; the next may
+                // pass.
+                Moved::Refused => st.refused(*now),
+                Moved::Eof => {
+                    return self.failed(st.id, io::Error::other("the socket took no bytes"))
+                }
+                Moved::Failed(e) => return self.failed(st.id, e),
+            }
+        }
+        Some(carried(Carried::Blocked))
     }
 
-    fn event(&mut self, _core: &mut Core<Self>, ev: &mio::event::Event, _now: Instant) {
-        if ev.token() == CTRL && self.finish.is_none() {
-            self.finish = read_control(self.ctrl);
+    fn event(&mut self, core: &mut Core<Self>, ev: &mio::event::Event, now: Instant) {
+        if ev.token() != CTRL {
+            return;
+        }
+        let read = match (&self.phase, self.ctrl.as_ref()) {
+            (Phase::Run | Phase::Terminate { .. }, Some(ctrl)) => read_control(ctrl),
+            _ => return,
+        };
+        match (&mut self.phase, read) {
+            (Phase::Run, Some(how)) => self.finish(core, how, now),
+            (Phase::Terminate { closed, .. }, Some(_)) => *closed = true,
+            _ => {}
         }
     }
 
-    fn deadline(&self, _core: &Core<Self>) -> Option<Instant> {
-        Some(self.deadline)
+    fn deadline(&self, core: &Core<Self>) -> Option<Instant> {
+        Some(match &self.phase {
+            Phase::Run => self.deadline,
+            Phase::Tail { until } => *until,
+            Phase::Terminate { since, .. } => *since + TERMINATE_WAIT,
+            Phase::TopUp(t) => t.deadline(core),
+        })
+    }
+}
+
+/// A sender's blocks as the engine's writer takes them: each block's start
+/// decided by the stream (its budget, its pacer, the client's end, sampled
+/// on its socket when it asks).
+struct Blocks<'s> {
+    st: &'s mut Stream,
+    buf: &'s mut [u8],
+    counters: &'s mut Counters,
+    budget: &'s mut Budget,
+    plan: &'s TestPlan,
+    fd: RawFd,
+    now: Instant,
+    counting: bool,
+    /// Whether the bytes given last start a block.
+    starting: bool,
+    failed: Option<io::Error>,
+}
+
+impl Messages for Blocks<'_> {
+    fn next(&mut self) -> Option<&[u8]> {
+        let blk = self.plan.blksize;
+        self.starting = self.st.starting();
+        if self.starting {
+            let at = Instant::now();
+            let mut next = self.st.next_block(self.now, at, self.budget);
+            if next == Next::Sample {
+                let window = sys::peer_window(self.fd);
+                let unacked = sys::unacked_bytes(self.fd).unwrap_or(0);
+                next = self.st.sampled(at, window, unacked, blk, self.counters);
+            }
+            if next != Next::Send {
+                return None;
+            }
+        }
+        if self.st.tcp {
+            return Some(&self.buf[self.st.rest_of_block(blk)]);
+        }
+        let (sec, usec) = sys::monotonic_now();
+        let h = UdpHeader {
+            sec,
+            usec,
+            seq: self.st.tally.packets() + 1,
+        };
+        if h.encode(self.plan.udp_wide, &mut self.buf[..blk]).is_err() {
+            self.failed = Some(io::Error::other("block smaller than the UDP header"));
+            return None;
+        }
+        Some(&self.buf[..blk])
+    }
+
+    fn wrote(&mut self, n: usize) {
+        let blk = self.plan.blksize;
+        if std::mem::take(&mut self.starting) {
+            self.budget.start_block(blk as u64);
+        }
+        self.st
+            .wrote(n, blk, self.counters, self.now, self.counting);
     }
 }
 
@@ -495,244 +654,16 @@ fn read_control(mut ctrl: &TcpStream) -> Option<Finish> {
     }
 }
 
-fn close(l: &mut Stream, why: Option<String>, errors: &mut Vec<String>) {
-    if l.open {
-        l.open = false;
-        if let Some(w) = why {
-            if errors.len() < 4 {
-                errors.push(format!("stream {}: {w}", l.id));
-            }
-        }
-    }
-}
-
-/// Reads what has arrived by `now`; returns the bytes read.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn receive(
-    l: &mut Stream,
-    sock: &mut Conn,
-    counters: &mut Counters,
-    buf: &mut [u8],
-    plan: &TestPlan,
-    counting: bool,
-    now: Instant,
-    errors: &mut Vec<String>,
-) -> u64 {
-    if !l.open {
-        return 0;
-    }
-    let mut got = 0;
-    loop {
-        let r = sock.read(buf);
-        match r {
-            Ok(0) if sock.is_tcp() => {
-                // The client closed its end.
-                close(l, None, errors);
-                return got;
-            }
-            Ok(n) => {
-                got += n as u64;
-                if l.sends {
-                    continue; // nothing is expected here; drop it
-                }
-                let (t, len) = (&mut l.tally, n as u64);
-                match &*sock {
-                    Conn::Udp(_) => match UdpHeader::decode(&buf[..n], plan.udp_wide) {
-                        Ok(h) => {
-                            let (sec, usec) = sys::monotonic_now();
-                            let at = Stamp { sec, usec };
-                            t.datagram(counters, len, &h, at, now, counting);
-                        }
-                        Err(_) => t.bytes(counters, len, now, counting),
-                    },
-                    _ => {
-                        t.bytes(counters, len, now, counting);
-                        if n < buf.len() {
-                            // Drained: the next arrival raises a new edge.
-                            return got;
-                        }
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return got,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // An ICMP error from an earlier datagram: the peer may be gone; go on.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return got,
-            Err(e) => {
-                close(l, Some(e.to_string()), errors);
-                return got;
-            }
-        }
-    }
-}
-
-/// Whether a sender should stop before the client's end (`end`, and the
-/// start of the test). TCP: everything it sends from now would arrive after
-/// the client stops counting; it samples the client's window and reading on
-/// the way (at most every millisecond, then, once the end is near, before
-/// each block). UDP: the client's end has come on
-/// the server's clock, which started before the client's (a datagram reaches
-/// a client on this host as it is sent, one sent later is never counted).
-fn ending(
-    l: &mut Stream,
-    sock: &Conn,
-    counters: &Counters,
-    now: Instant,
-    end: Option<(Instant, Instant)>,
-    blk: usize,
-) -> bool {
-    let Some((end, start)) = end else {
-        return false;
-    };
-    let t = match sock {
-        Conn::Tcp(t) => t,
-        _ => return now >= end,
-    };
-    if !l.end.watching()
-        && l.sampled
-            .is_some_and(|s| now.saturating_duration_since(s) < SAMPLE_EVERY)
-    {
-        return false;
-    }
-    l.sampled = Some(now);
-    let fd = t.as_raw_fd();
-    let window = sys::peer_window(fd);
-    if let Some(w) = window {
-        l.peer_max_window = l.peer_max_window.max(w);
-    }
-    let unread = window.map_or(0, |w| l.peer_max_window.saturating_sub(w));
-    let unacked = sys::unacked_bytes(fd).unwrap_or(0);
-    let in_flight = unacked + u64::from(unread);
-    let total = l.tally.total(counters);
-    l.end.observe(now, total.saturating_sub(in_flight));
-    let secs = now.saturating_duration_since(start).as_secs_f64();
-    let average = if secs > 0.0 { total as f64 / secs } else { 0.0 };
-    let sample = Sample {
-        now,
-        in_flight,
-        next: blk as u64,
-        average,
-    };
-    l.end.near(&sample, end) && l.end.stop(&sample, end)
-}
-
-/// How a sender's sending stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Sent {
-    /// Its socket is full: until it is writable again.
-    Blocked,
-    /// The budget, its pacer or its end held it (its wake-up says until
-    /// when), or it closed.
-    Stopped,
-}
-
-/// Shortest wait of a sender held by its pacer: a block that is not quite
-/// due is not worth a wake-up of its own.
-const PACE_FLOOR: Duration = Duration::from_micros(200);
-
-/// Sends whole blocks while the socket, the budget and the pacer allow;
-/// sets when the sender must look again.
-#[allow(clippy::too_many_arguments)]
-fn send(
-    l: &mut Stream,
-    sock: &mut Conn,
-    counters: &mut Counters,
-    buf: &mut [u8],
-    plan: &TestPlan,
-    budget: &mut Budget,
-    counting: bool,
-    now: Instant,
-    end: Option<(Instant, Instant)>,
-    errors: &mut Vec<String>,
-) -> Sent {
-    let blk = plan.blksize;
-    l.wake = None;
-    loop {
-        let starting = match &*sock {
-            Conn::Tcp(_) => l.off == 0,
-            _ => true,
-        };
-        if starting {
-            if !budget.may_start() {
-                return Sent::Stopped;
-            }
-            if let Some(p) = l.pacer.as_mut() {
-                if !p.may_send(now) {
-                    l.wake = Some(p.due().max(now + PACE_FLOOR));
-                    return Sent::Stopped;
-                }
-            }
-            let at = Instant::now();
-            l.holding = ending(l, sock, counters, at, end, blk);
-            if l.holding {
-                l.wake = Some(at + HOLD_CHECK);
-                return Sent::Stopped;
-            }
-        }
-        let r = match &mut *sock {
-            Conn::Udp(u) => {
-                let (sec, usec) = sys::monotonic_now();
-                let h = UdpHeader {
-                    sec,
-                    usec,
-                    seq: l.tally.packets() + 1,
-                };
-                if h.encode(plan.udp_wide, &mut buf[..blk]).is_err() {
-                    close(l, Some("block smaller than the UDP header".into()), errors);
-                    return Sent::Stopped;
-                }
-                u.send(&buf[..blk])
-            }
-            stream => stream.write(&buf[l.off..blk]),
-        };
-        match r {
-            Ok(0) => {
-                close(l, Some("the socket took no bytes".into()), errors);
-                return Sent::Stopped;
-            }
-            Ok(n) => {
-                if starting {
-                    budget.start_block(blk as u64);
-                }
-                if let Some(p) = &mut l.pacer {
-                    p.sent_bytes(n as u64);
-                }
-                let (t, len) = (&mut l.tally, n as u64);
-                match &*sock {
-                    Conn::Tcp(_) | Conn::Unix(_) => {
-                        t.bytes(counters, len, now, counting);
-                        l.off += n;
-                        if l.off >= blk {
-                            l.off = 0;
-                            t.block_sent();
-                        }
-                    }
-                    Conn::Udp(_) => t.datagram_sent(counters, len, now, counting),
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Blocked,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            // UDP: an ICMP error from an earlier datagram; the next may pass.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                l.wake = Some(now + PACE_FLOOR);
-                return Sent::Stopped;
-            }
-            Err(e) => {
-                close(l, Some(e.to_string()), errors);
-                return Sent::Stopped;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::server::plan::{plan, Limits};
-    use crate::codec::{decode_json, TestParams};
+    use std::net::{Shutdown, TcpListener};
 
-    fn udp_plan(rate_bps: u64) -> TestPlan {
-        let json = format!(r#"{{"udp":true,"time":1,"len":1000,"bandwidth":{rate_bps}}}"#);
+    use super::*;
+    use crate::codec::{decode_json, TestParams};
+    use crate::server::plan::{plan, Limits};
+
+    fn tcp_plan() -> TestPlan {
+        let json = r#"{"tcp":true,"time":30,"len":1000}"#;
         let p: TestParams = decode_json(json.as_bytes()).unwrap();
         let limits = Limits {
             max_duration: Duration::from_secs(60),
@@ -741,73 +672,45 @@ mod tests {
         plan(&p, &limits).unwrap()
     }
 
-    fn stream(plan: &TestPlan, counters: &mut Counters, start: Instant) -> Stream {
-        Stream {
+    /// A receiving stream on real loopback sockets: the client sends,
+    /// closes its end, then `TEST_END`. The phase ends at `TEST_END` with
+    /// everything counted (the end that came with the last bytes read on
+    /// the worker's tail), and the server closes its side of the stream.
+    #[test]
+    fn at_test_end_a_receiver_has_all_its_client_sent_and_closes_once_its_client_has() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client_ctrl = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server_ctrl, _) = l.accept().unwrap();
+        let mut client_data = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server_data, _) = l.accept().unwrap();
+        server_data.set_nonblocking(true).unwrap();
+        let stream = DataStream {
             id: 1,
-            sends: true,
-            tally: Iperf3Tally::new(counters, 1, true, true),
-            off: 0,
-            pacer: plan.rate.map(|r| Pacer::new(r, start, None)),
-            open: true,
-            peer_max_window: 0,
-            holding: false,
-            end: EndOfSending::default(),
-            sampled: None,
-            wake: None,
-        }
-    }
-
-    #[test]
-    fn a_stream_carries_while_open_and_is_done_once_closed() {
-        let p = udp_plan(8_000);
-        let (mut counters, now) = (Counters::new(false), Instant::now());
-        let mut st = stream(&p, &mut counters, now);
-        st.wake = Some(now);
-        assert_eq!(st.step(now, &mut counters), Step::Carry(0));
-        assert_eq!(st.deadline(), Some(Deadline::at(now)));
-        close(&mut st, Some("gone".into()), &mut Vec::new());
-        assert_eq!(st.step(now, &mut counters), Step::Done);
-        assert_eq!(st.deadline(), None, "a closed stream is looked at no more");
-    }
-
-    #[test]
-    fn a_paced_sender_sends_its_block_then_looks_again_when_the_next_is_due() {
-        // 8 kbit/s of 1000-byte datagrams: one a second.
-        let p = udp_plan(8_000);
-        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        sock.connect(peer.local_addr().unwrap()).unwrap();
-        sock.set_nonblocking(true).unwrap();
-        let mut sock = Conn::Udp(mio::net::UdpSocket::from_std(sock));
-        let (mut counters, start) = (Counters::new(false), Instant::now());
-        counters.set_schedule(Schedule::new(
-            start,
-            Duration::ZERO,
-            Duration::from_secs(10),
-            Duration::ZERO,
-        ));
-        let mut st = stream(&p, &mut counters, start);
-        let mut budget = Budget::new(None, None);
-        let mut buf = payload(MIN_BUFFER);
-        let mut errors = Vec::new();
-        let sent = send(
-            &mut st,
-            &mut sock,
-            &mut counters,
-            &mut buf,
-            &p,
-            &mut budget,
-            true,
-            start,
-            None,
-            &mut errors,
-        );
-        assert_eq!(sent, Sent::Stopped);
-        assert_eq!(st.tally.packets(), 1, "the first block goes at once");
-        let mut got = [0u8; 2048];
-        assert_eq!(peer.recv(&mut got).unwrap(), 1000);
-        let wake = st.deadline().expect("held by its pacer").at;
-        assert!(wake >= start + Duration::from_millis(900), "{wake:?}");
-        assert!(errors.is_empty(), "{errors:?}");
+            sends: false,
+            sock: Conn::Tcp(mio::net::TcpStream::from_std(server_data)),
+        };
+        let client = std::thread::spawn(move || {
+            client_data.write_all(&[7u8; 80_000]).unwrap();
+            client_data.shutdown(Shutdown::Write).unwrap();
+            client_ctrl.write_all(&[State::TestEnd.to_byte()]).unwrap();
+            // The server's end: bounded, so that a server that never
+            // closes fails the test rather than hanging it.
+            client_data
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let mut b = [0u8; 16];
+            let got = client_data.read(&mut b);
+            (client_ctrl, got.map_err(|e| e.kind()))
+        });
+        let terminating = AtomicBool::new(false);
+        let p = tcp_plan();
+        let phase = run(&server_ctrl, vec![stream], &p, None, &terminating).unwrap();
+        let (_ctrl, got) = client.join().unwrap();
+        assert_eq!(got, Ok(0), "the server closed its side");
+        let out = &phase.out;
+        assert_eq!(out.end, Finish::TestEnd);
+        assert_eq!(out.records[0].tally.total(&out.counters), 80_000);
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
+        assert!(out.wall_s < 30.0, "ended by TEST_END, not its limit");
     }
 }

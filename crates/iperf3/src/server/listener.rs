@@ -19,9 +19,9 @@ use linkperf_engine::worker::{Acceptor, Admission, Conns, Held, Stop};
 use mio::net::{TcpListener, TcpStream};
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::codec::{Cookie, State, COOKIE_LEN};
 use crate::server::registry::{DataConn, Route, Shared};
 use crate::server::{session, ServerConfig};
-use crate::codec::{Cookie, State, COOKIE_LEN};
 use crate::ServerError;
 
 /// A bound iperf3 server, not yet serving.

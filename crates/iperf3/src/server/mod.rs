@@ -10,9 +10,9 @@ mod data;
 mod listener;
 pub mod plan;
 mod registry;
-mod says;
 #[cfg(test)]
 mod results_321;
+mod says;
 mod session;
 mod udp;
 

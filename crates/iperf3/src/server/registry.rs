@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use crate::server::ServerConfig;
 use crate::codec::Cookie;
+use crate::server::ServerConfig;
 
 /// A TCP data stream handed to its test: the connection and the order it was
 /// accepted in.

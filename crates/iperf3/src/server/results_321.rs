@@ -16,11 +16,11 @@ use linkperf_engine::{Counters, Schedule};
 use linkperf_metrics::ProcessCpu;
 use serde_json::Value;
 
+use crate::codec::{decode_json, encode_json, TestParams, TestResults, UdpHeader};
 use crate::server::accounting::{Iperf3Tally, Stamp};
 use crate::server::data::{DataOutcome, Finish, StreamRecord};
 use crate::server::plan::{plan, Limits, TestPlan};
 use crate::server::says;
-use crate::codec::{decode_json, encode_json, TestParams, TestResults, UdpHeader};
 
 fn fixture(name: &str) -> String {
     let p = format!(

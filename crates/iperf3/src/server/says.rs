@@ -6,9 +6,9 @@ use std::net::SocketAddr;
 
 use serde_json::Map;
 
+use crate::codec::{StreamResults, TestMode, TestResults, Transport};
 use crate::server::data::DataOutcome;
 use crate::server::plan::TestPlan;
-use crate::codec::{StreamResults, TestMode, TestResults, Transport};
 
 /// The server's results message.
 pub(crate) fn results(plan: &TestPlan, out: &DataOutcome, output: Option<String>) -> TestResults {

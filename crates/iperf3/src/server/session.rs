@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use crate::codec::{IErrno, TestResults, Transport};
 use crate::control::{ControlConn, ControlError};
 use crate::proto::server::{DataEnd, Do, Ended, Refused, ServerControl, Settings, SHUTDOWN};
 use crate::server::data::{self, DataPhase, DataStream, Finish};
 use crate::server::plan::{Limits, Refusal, TestPlan};
 use crate::server::registry::{SetupGuard, Shared, TestTicket};
 use crate::server::{says, udp};
-use crate::codec::{IErrno, TestResults, Transport};
 use linkperf_engine::io::{Conn, Settings as StreamSettings};
 
 /// Largest results message read from a client.
@@ -54,12 +54,12 @@ pub(crate) fn run(shared: Arc<Shared>, mut ticket: TestTicket, ctrl: TcpStream, 
 
 /// What the shell holds of a test as it goes.
 #[derive(Default)]
-struct Test {
+struct Test<'a> {
     plan: Option<TestPlan>,
     streams: Option<Vec<DataStream>>,
     /// Each stream's id and addresses, for the server's output.
     addrs: Vec<(u32, SocketAddr, SocketAddr)>,
-    phase: Option<DataPhase>,
+    phase: Option<DataPhase<'a>>,
     theirs: Option<TestResults>,
 }
 
@@ -159,7 +159,7 @@ fn serve(
 fn finished(
     ended: Ended,
     setup: Option<&SetupGuard<'_>>,
-    t: &Test,
+    t: &Test<'_>,
     log: &Log,
 ) -> Result<(), String> {
     let counted = |theirs| t.phase.as_ref().map(|p| says::summary(&p.out, theirs));

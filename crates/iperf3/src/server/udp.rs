@@ -4,17 +4,23 @@
 //! port and connected to that client address, which then receives the
 //! stream's data (the kernel prefers a connected socket). Datagrams carry no
 //! cookie, so one test at a time connects its UDP streams, and only
-//! datagrams from the control connection's host are taken.
+//! datagrams from the control connection's host are taken. The test's
+//! thread reads the shared socket as the blocking shells of a session read
+//! their connection: each read waits at most until the streams' deadline,
+//! and at most [`SHUTDOWN_CHECK`] before it looks at a shutdown.
 
 use std::io::{self, Write};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use linkperf_engine::io::{udp_connect, Conn, Settings};
 
+use crate::codec::udp_connect_reply;
 use crate::server::registry::Shared;
 use crate::sys::{canonical, canonical_ip};
-use crate::codec::udp_connect_reply;
+
+/// Longest wait for a datagram before the thread looks at a shutdown.
+const SHUTDOWN_CHECK: Duration = Duration::from_millis(200);
 
 /// Socket buffers of a UDP stream when the client gives no `-w`: a burst of
 /// datagrams at a high rate needs room.
@@ -60,12 +66,27 @@ pub(crate) fn accept_streams(
     let listener = &shared.udp;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let client = canonical_ip(client);
-    // Anything queued before now belongs to no test that is connecting.
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    // Anything queued before now belongs to no test that is connecting.
     let mut junk = [0u8; 64];
     while listener.recv_from(&mut junk).is_ok() {}
     listener.set_nonblocking(false).map_err(|e| e.to_string())?;
     announce()?;
+    take(shared, listener, client, n, deadline, |from| {
+        connected_socket(local, from, window, blksize)
+    })
+}
+
+/// Takes `n` connect messages from `client` on the blocking `listener`,
+/// answering each from a socket `open` makes.
+fn take(
+    shared: &Shared,
+    listener: &UdpSocket,
+    client: IpAddr,
+    n: usize,
+    deadline: Instant,
+    open: impl Fn(SocketAddr) -> io::Result<Conn>,
+) -> Result<Vec<Conn>, String> {
     let mut out = Vec::with_capacity(n);
     let mut buf = [0u8; 64];
     while out.len() < n {
@@ -83,21 +104,23 @@ pub(crate) fn accept_streams(
             ));
         }
         listener
-            .set_read_timeout(Some(left.min(Duration::from_millis(200))))
-            .map_err(|e| e.to_string())?;
+            .set_read_timeout(Some(left.min(SHUTDOWN_CHECK)))
+            .map_err(|e| format!("UDP listener: {e}"))?;
         let (len, from) = match listener.recv_from(&mut buf) {
             Ok(x) => x,
+            // The read's timeout (EAGAIN): its deadline or a look at a
+            // shutdown.
             Err(e)
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock
                         | io::ErrorKind::TimedOut
                         | io::ErrorKind::Interrupted
+                        | io::ErrorKind::ConnectionRefused
                 ) =>
             {
                 continue
             }
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) => return Err(format!("UDP listener: {e}")),
         };
         let from = canonical(from);
@@ -107,8 +130,7 @@ pub(crate) fn accept_streams(
         let Some(reply) = udp_connect_reply(&buf[..len]) else {
             continue; // a stray data datagram, not a connect message
         };
-        let mut sock = connected_socket(local, from, window, blksize)
-            .map_err(|e| format!("UDP stream socket: {e}"))?;
+        let mut sock = open(from).map_err(|e| format!("UDP stream socket: {e}"))?;
         sock.write(&reply)
             .map_err(|e| format!("UDP connect reply: {e}"))?;
         out.push(sock);

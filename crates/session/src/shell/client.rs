@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use linkperf_engine::{aggregate, ClientConfig, ClientTest, DataEndpoints, EngineError, LiveStats};
-use linkperf_metrics::capture_environment;
 use linkperf_measured::{AgentIdentity, ProcessMethod};
+use linkperf_metrics::capture_environment;
 use linkperf_protocol::{encode_client, ClientMessage};
 use linkperf_workload::{Placement, Protocol, TestSpec};
 

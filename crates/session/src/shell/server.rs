@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linkperf_engine::{aggregate, DataEndpoints, LiveStats, ServerConfig, ServerTest};
-use linkperf_metrics::capture_environment;
 use linkperf_measured::{Environment, SideReport};
+use linkperf_metrics::capture_environment;
 use linkperf_protocol::{
     encode_server, ClientMessage, DataToken, ErrorCode, FrameDecoder, ServerMessage,
 };

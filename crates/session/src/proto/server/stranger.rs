@@ -214,7 +214,9 @@ impl<'k> Stranger<'k> {
 mod tests {
     use std::time::Duration;
 
-    use linkperf_protocol::{decode_server, encode_client, encode_frame, ClientMessage, ServerMessage};
+    use linkperf_protocol::{
+        decode_server, encode_client, encode_frame, ClientMessage, ServerMessage,
+    };
 
     use super::*;
     use crate::proto::auth::CHALLENGE_LEN;

@@ -11,8 +11,8 @@ use linkperf_engine::program::{
     accepts, bind_listeners, compile, workers_for, ProgramConfig, ProgramRun, Role,
 };
 use linkperf_engine::{LiveStats, Sampler};
-use linkperf_metrics::capture_environment;
 use linkperf_measured::ProcessMethod;
+use linkperf_metrics::capture_environment;
 use linkperf_workload::profile::Profile;
 use linkperf_workload::Placement;
 
