@@ -489,7 +489,6 @@ impl<K: Kind> Core<K> {
         linkperf_measured::WorkerPlacement,
         linkperf_metrics::TcpInfoAggregator,
     ) {
-        self.window.close();
         self.window.finish(flows)
     }
 
@@ -528,7 +527,6 @@ impl<F, C> Parts<F, C> {
         linkperf_measured::WorkerPlacement,
         linkperf_metrics::TcpInfoAggregator,
     ) {
-        self.window.close();
         self.window.finish(flows)
     }
 }

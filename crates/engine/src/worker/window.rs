@@ -165,17 +165,13 @@ impl Window {
         }
     }
 
-    /// Closes the window's CPU clock now if it is open (a worker whose
-    /// window covers a tail after its loop).
-    pub fn close(&mut self) {
+    /// The window's CPU, where the worker ran (carrying `flows` flows) and
+    /// its connections' TCP_INFO; its CPU clock closes now if it is open (a
+    /// worker whose window covers a tail after its loop).
+    pub fn finish(&mut self, flows: u32) -> (ProcessCpu, WorkerPlacement, TcpInfoAggregator) {
         if !self.clock.closed {
             self.clock.close();
         }
-    }
-
-    /// The window's CPU, where the worker ran (carrying `flows` flows) and
-    /// its connections' TCP_INFO.
-    pub fn finish(&mut self, flows: u32) -> (ProcessCpu, WorkerPlacement, TcpInfoAggregator) {
         let (cpu, placement) = self.clock.finish(flows);
         (cpu, placement, std::mem::take(&mut self.tcp))
     }
